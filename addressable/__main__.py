@@ -1,0 +1,3 @@
+from addressable.cli import main
+
+main()

@@ -1,0 +1,184 @@
+"""Stages 3-4: classify a trace's work rows and aggregate them into a Breakdown."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from addressable.taxonomy import UNCLASSIFIED, Taxonomy, load_taxonomy
+from addressable.trace import Trace, load_trace
+
+BASIS_GPU = "gpu_kernel_time"
+BASIS_CPU = "cpu_op_time"
+
+
+def work_rows(trace: Trace) -> tuple[pd.DataFrame, str]:
+    """The rows that are work: GPU kernels/memcpy/memset, or leaf CPU ops when there are none."""
+    ev = trace.events
+    if trace.has_gpu_work:
+        return ev[ev["kind"] == "gpu"], BASIS_GPU
+    return leaf_cpu_ops(ev), BASIS_CPU
+
+
+def leaf_cpu_ops(events: pd.DataFrame) -> pd.DataFrame:
+    """CPU ops with no other CPU op nested inside them on the same thread."""
+    cpu = events[events["kind"] == "cpu_op"].sort_values(["pid", "tid", "ts", "dur"], ascending=[True, True, True, False])
+    end = (cpu["ts"] + cpu["dur"]).to_numpy()
+    nxt_ts = cpu["ts"].shift(-1).to_numpy()
+    same_thread = (cpu["pid"].eq(cpu["pid"].shift(-1)) & cpu["tid"].eq(cpu["tid"].shift(-1))).fillna(False).to_numpy(bool)
+    has_child = same_thread & (nxt_ts < end)
+    return cpu[~has_child]
+
+
+def classify_events(rows: pd.DataFrame, taxonomy: Taxonomy, basis: str) -> pd.DataFrame:
+    """Add `category` and `class` columns to work rows (each unique name classified once)."""
+    kind = "kernel" if basis == BASIS_GPU else "cpu_op"
+    out = rows.copy()
+    out["category"] = taxonomy.classify(out["name"].astype("string"), kind).astype("category").values
+    classes = {c: taxonomy.class_of(c) for c in out["category"].cat.categories}
+    out["class"] = out["category"].map(classes).astype("category")
+    return out
+
+
+@dataclass
+class Breakdown:
+    """Where the work time of one trace goes, by category and by class."""
+
+    categories: pd.DataFrame  # category, class, time_us, share, count
+    kernels: pd.DataFrame  # name, category, class, time_us, count, share  (one row per unique name)
+    total_time_us: float
+    basis: str
+    n_steps: int | None = None
+    phases: pd.DataFrame | None = None  # phase, category, class, time_us (when annotated)
+    source: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def time_of(self, cls: str) -> float:
+        return float(self.categories.loc[self.categories["class"] == cls, "time_us"].sum())
+
+    @property
+    def addressable_fraction(self) -> float:
+        """Replaceable time over total work time."""
+        return self.time_of("replaceable") / self.total_time_us if self.total_time_us else 0.0
+
+    @property
+    def library_fraction(self) -> float:
+        return self.time_of("library") / self.total_time_us if self.total_time_us else 0.0
+
+    @property
+    def unclassified_fraction(self) -> float:
+        return self.time_of(UNCLASSIFIED) / self.total_time_us if self.total_time_us else 0.0
+
+    def share_of(self, *categories: str) -> float:
+        """Combined share of some categories (e.g. share_of('gemm', 'attention'))."""
+        hit = self.categories["category"].isin(categories)
+        return float(self.categories.loc[hit, "share"].sum())
+
+    def top_kernels(self, category: str | None = None, n: int = 10) -> pd.DataFrame:
+        k = self.kernels if category is None else self.kernels[self.kernels["category"] == category]
+        return k.nlargest(n, "time_us").reset_index(drop=True)
+
+    def top_unclassified(self, n: int = 10) -> pd.DataFrame:
+        return self.top_kernels(UNCLASSIFIED, n)
+
+    def to_dict(self, top: int = 10) -> dict[str, Any]:
+        """The JSON form printed by `classify --json` and stored as breakdown.json."""
+        cats = self.categories[["category", "class", "time_us", "share", "count"]]
+        out: dict[str, Any] = {
+            "source": self.source,
+            "basis": self.basis,
+            "addressable_fraction": self.addressable_fraction,
+            "library_fraction": self.library_fraction,
+            "unclassified_fraction": self.unclassified_fraction,
+            "total_kernel_time_us": self.total_time_us,
+            "n_steps": self.n_steps,
+            "categories": _records(cats),
+            "top_unclassified": _records(self.top_unclassified(top)[["name", "time_us", "count"]]),
+            "top_kernels": {
+                c: _records(self.top_kernels(c, 3)[["name", "time_us", "count"]])
+                for c in self.categories["category"]
+            },
+        }
+        if self.phases is not None and not self.phases.empty:
+            out["phases"] = phase_summary(self.phases)
+        out.update(self.extra)
+        return out
+
+
+def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    return [{k: (v.item() if isinstance(v, np.generic) else v) for k, v in r.items()}
+            for r in df.to_dict(orient="records")]
+
+
+def phase_summary(phases: pd.DataFrame) -> dict[str, dict[str, float]]:
+    """Per phase: total time and addressable fraction."""
+    out = {}
+    for phase, g in phases.groupby("phase", observed=True, sort=False):
+        total = float(g["time_us"].sum())
+        repl = float(g.loc[g["class"] == "replaceable", "time_us"].sum())
+        out[str(phase)] = {"time_us": total, "addressable_fraction": repl / total if total else 0.0}
+    return out
+
+
+def breakdown_from_classified(rows: pd.DataFrame, basis: str, taxonomy: Taxonomy,
+                              n_steps: int | None = None, source: str = "",
+                              annotations: pd.DataFrame | None = None) -> Breakdown:
+    """Aggregate classified work rows into a Breakdown."""
+    total = float(rows["dur"].sum())
+    per_kernel = (rows.groupby(["name", "category"], observed=True, sort=False)["dur"]
+                  .agg(time_us="sum", count="size").reset_index())
+    per_kernel["name"] = per_kernel["name"].astype(str)
+    per_kernel["category"] = per_kernel["category"].astype(str)
+    per_kernel["class"] = per_kernel["category"].map(taxonomy.class_of)
+    per_kernel["share"] = per_kernel["time_us"] / total if total else 0.0
+    per_kernel = per_kernel.sort_values("time_us", ascending=False).reset_index(drop=True)
+    cats = (per_kernel.groupby(["category", "class"], sort=False)
+            .agg(time_us=("time_us", "sum"), count=("count", "sum")).reset_index())
+    cats["share"] = cats["time_us"] / total if total else 0.0
+    cats = cats.sort_values(["class", "time_us"], ascending=[True, False]).reset_index(drop=True)
+    phases = phase_times(rows, annotations) if annotations is not None else None
+    return Breakdown(cats, per_kernel[["name", "category", "class", "time_us", "count", "share"]],
+                     total, basis, n_steps, phases, source)
+
+
+def phase_times(rows: pd.DataFrame, annotations: pd.DataFrame) -> pd.DataFrame:
+    """Time per (phase, category) for GPU rows that start inside a phase annotation.
+
+    Phases are the annotations written by addressable's own workloads ("phase:forward",
+    "phase:backward", ...). Other annotations (e.g. Optimizer.step#SGD.step) are ignored.
+    """
+    ann = annotations[annotations["name"].astype(str).str.startswith("phase:")]
+    if ann.empty or rows.empty:
+        return pd.DataFrame(columns=["phase", "category", "class", "time_us"])
+    ann = ann.sort_values("ts")
+    starts, ends = ann["ts"].to_numpy(), (ann["ts"] + ann["dur"]).to_numpy()
+    names = ann["name"].astype(str).str.removeprefix("phase:").to_numpy()
+    ts = rows["ts"].to_numpy()
+    i = np.searchsorted(starts, ts, side="right") - 1
+    inside = (i >= 0) & (ts < ends[np.clip(i, 0, None)])
+    tagged = rows[inside].assign(phase=names[i[inside]])
+    return (tagged.groupby(["phase", "category", "class"], observed=True, sort=False)["dur"]
+            .sum().rename("time_us").reset_index())
+
+
+def breakdown_of_trace(trace: Trace, taxonomy: Taxonomy | None = None) -> Breakdown:
+    """Classify a loaded trace and aggregate it."""
+    taxonomy = taxonomy or load_taxonomy()
+    rows, basis = work_rows(trace)
+    classified = classify_events(rows, taxonomy, basis)
+    annotations = trace.events[trace.events["kind"] == ("annotation" if basis == BASIS_GPU else "cpu_annotation")]
+    return breakdown_from_classified(classified, basis, taxonomy, trace.n_steps or None,
+                                     trace.path, annotations)
+
+
+def classify_trace(path: str | Path, taxonomy: Taxonomy | str | Path | None = None,
+                   classes: dict[str, str] | None = None) -> Breakdown:
+    """Load, classify and aggregate one trace file: the library form of `addressable classify`."""
+    tax = taxonomy if isinstance(taxonomy, Taxonomy) else load_taxonomy(taxonomy)
+    if classes:
+        tax = tax.with_classes(classes)
+    return breakdown_of_trace(load_trace(path), tax)

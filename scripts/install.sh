@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Install addressable with its test and DLRM extras. torchrec is installed with --no-deps
+# because it declares the 465 MB CUDA fbgemm-gpu; fbgemm-gpu-cpu (in the dlrm extra) serves it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python -m pip install -q torch==2.14.1 torchvision==0.29.1
+python -m pip install -q -e ".[test,dlrm]"
+python -m pip install -q --no-deps torchrec==1.9.2
