@@ -1,0 +1,105 @@
+"""Workload registry: named adapters that build one runnable training or inference step.
+
+An adapter is a module (or .py file) with a module-level ``WORKLOADS`` list of WorkloadSpec.
+The built-in adapters live in the top-level ``workloads`` package; users add their own with
+``--adapter path/to/file.py`` or ``--adapter some.module`` (or the ADDRESSABLE_ADAPTERS
+environment variable, paths/modules separated by ``:``), without editing this package.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from addressable.errors import AddressableError
+
+BUILTIN_ADAPTERS = ("workloads.resnet", "workloads.transformer", "workloads.dlrm")
+DTYPES = ("bf16", "fp16", "fp32")
+MODES = ("train", "infer")
+
+
+@dataclass(frozen=True)
+class WorkloadConfig:
+    """Everything needed to build one workload instance."""
+
+    name: str
+    mode: str
+    batch: int
+    dtype: str
+    device: str  # "cuda" or "cpu" (already resolved from "auto")
+    seq_len: int | None = None
+    compile: bool = False
+    options: dict[str, Any] = field(default_factory=dict)  # adapter-specific, e.g. {"layers": 4}
+
+
+Step = Callable[[], None]
+"""One training step (forward, backward, optimizer) or one inference step, phases marked."""
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """A named workload an adapter offers."""
+
+    name: str
+    family: str
+    description: str
+    build: Callable[[WorkloadConfig], Step]
+    modes: tuple[str, ...] = MODES
+    default_mode: str = "train"
+    default_batch: int = 8
+    default_seq_len: int | None = None
+    default_dtype: str = "bf16"
+    dtypes: tuple[str, ...] = DTYPES
+    full_layers: int | None = None  # set when the model can be profiled on a subset of layers
+
+
+_REGISTRY: dict[str, WorkloadSpec] = {}
+_LOADED: set[str] = set()
+
+
+def register(spec: WorkloadSpec) -> WorkloadSpec:
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+def load_adapter(ref: str) -> list[WorkloadSpec]:
+    """Import an adapter by module name or .py path and register its WORKLOADS."""
+    if ref in _LOADED:
+        return []
+    try:
+        if ref.endswith(".py") or os.sep in ref:
+            path = Path(ref)
+            if not path.is_file():
+                raise AddressableError(f"no such adapter file: {ref}")
+            mod_spec = importlib.util.spec_from_file_location(f"addressable_adapter_{path.stem}", path)
+            module = importlib.util.module_from_spec(mod_spec)
+            mod_spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(ref)
+    except ImportError as e:
+        raise AddressableError(f"cannot import adapter {ref}: {e}") from None
+    specs = getattr(module, "WORKLOADS", None)
+    if not isinstance(specs, list | tuple) or not all(isinstance(s, WorkloadSpec) for s in specs):
+        raise AddressableError(f"adapter {ref} must define WORKLOADS, a list of WorkloadSpec")
+    _LOADED.add(ref)
+    return [register(s) for s in specs]
+
+
+def registry(adapters: tuple[str, ...] = ()) -> dict[str, WorkloadSpec]:
+    """All known workloads: built-ins, ADDRESSABLE_ADAPTERS, and the given adapters."""
+    env = tuple(a for a in os.environ.get("ADDRESSABLE_ADAPTERS", "").split(":") if a)
+    for ref in (*BUILTIN_ADAPTERS, *env, *adapters):
+        load_adapter(ref)
+    return dict(_REGISTRY)
+
+
+def get_workload(name: str, adapters: tuple[str, ...] = ()) -> WorkloadSpec:
+    known = registry(adapters)
+    if name not in known:
+        raise AddressableError(f"unknown workload '{name}' (known: {', '.join(sorted(known))})")
+    return known[name]
