@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+import pandas as pd
 
 from addressable.atomic import write_text
 from addressable.breakdown import Breakdown
+from addressable.errors import AddressableError
 
 
 def write_breakdown(b: Breakdown, out: str | Path, extra: dict | None = None) -> Path:
@@ -19,3 +25,130 @@ def write_breakdown(b: Breakdown, out: str | Path, extra: dict | None = None) ->
     write_text(out / "categories.csv", b.categories.to_csv(index=False))
     write_text(out / "kernels.csv", b.kernels.to_csv(index=False))
     return out
+
+
+@dataclass
+class Run:
+    """One run folder read back: breakdown.json's keys, its category and kernel tables, its manifest."""
+
+    path: Path
+    info: dict[str, Any]
+    categories: pd.DataFrame  # category, class, time_us, share, count
+    kernels: pd.DataFrame  # name, category, class, time_us, count, share
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def workload(self) -> str:
+        return str(self.info.get("workload") or self.name)
+
+    @property
+    def family(self) -> str:
+        return str(self.info.get("family") or self.workload)
+
+    @property
+    def mode(self) -> str:
+        return str(self.info.get("mode") or "")
+
+    @property
+    def addressable_fraction(self) -> float:
+        return float(self.info.get("addressable_fraction", 0.0))
+
+    @property
+    def addressable_fraction_wall(self) -> float | None:
+        v = self.info.get("addressable_fraction_wall")
+        return None if v is None else float(v)
+
+    def fraction_range(self, wall: bool = False) -> tuple[float, float]:
+        """[min, max] of the addressable fraction across repeats (the point value when absent)."""
+        key = "addressable_fraction_wall_range" if wall else "addressable_fraction_range"
+        value = self.addressable_fraction_wall if wall else self.addressable_fraction
+        lo, hi = self.info.get(key) or (value, value)
+        return (float(lo), float(hi)) if lo is not None else (float("nan"), float("nan"))
+
+    def share_of(self, *categories: str) -> float:
+        """Combined share of work time of some categories (e.g. share_of('gemm', 'attention'))."""
+        return float(self.categories.loc[self.categories["category"].isin(categories), "share"].sum())
+
+    @property
+    def label(self) -> str:
+        """A short label: workload, mode, and batch / sequence length when set."""
+        parts = [self.workload, self.mode]
+        if self.info.get("batch") is not None:
+            parts.append(f"b{self.info['batch']}")
+        if self.info.get("seq_len") is not None:
+            parts.append(f"s{self.info['seq_len']}")
+        return " ".join(p for p in parts if p)
+
+
+def load_run(path: str | Path) -> Run:
+    """Read one run folder (or its breakdown.json)."""
+    path = Path(path)
+    folder = path.parent if path.name == "breakdown.json" else path
+    doc = _read_json(folder / "breakdown.json")
+    if not isinstance(doc, dict):
+        raise AddressableError(f"{folder}/breakdown.json is not a JSON object")
+    categories = _read_csv(folder / "categories.csv") if (folder / "categories.csv").is_file() else \
+        pd.DataFrame(doc.get("categories") or [], columns=["category", "class", "time_us", "share", "count"])
+    kernels = _read_csv(folder / "kernels.csv") if (folder / "kernels.csv").is_file() else \
+        pd.DataFrame(columns=["name", "category", "class", "time_us", "count", "share"])
+    manifest = _read_json(folder / "manifest.json") if (folder / "manifest.json").is_file() else {}
+    return Run(folder, doc, categories, kernels, manifest if isinstance(manifest, dict) else {})
+
+
+def find_runs(root: str | Path) -> list[Path]:
+    """Every run folder (one holding breakdown.json) under root, sorted; temporary folders skipped."""
+    root = Path(root)
+    if (root / "breakdown.json").is_file():
+        return [root]
+    return sorted(p.parent for p in root.rglob("breakdown.json")
+                  if not any(part.startswith(".") for part in p.relative_to(root).parts))
+
+
+def load_runs(paths: str | Path | Iterable[str | Path]) -> list[Run]:
+    """Load run folders; a folder that is not a run is searched for runs below it."""
+    paths = [paths] if isinstance(paths, str | Path) else list(paths)
+    runs = []
+    for p in paths:
+        if not Path(p).exists():
+            raise AddressableError(f"no such run folder: {p}")
+        runs += [load_run(f) for f in find_runs(p)]
+    if not runs:
+        where = ", ".join(str(p) for p in paths) or "(none given)"
+        raise AddressableError(f"no runs (folders with breakdown.json) found in {where}")
+    return runs
+
+
+def runs_table(runs: list[Run]) -> pd.DataFrame:
+    """One row per run: workload, mode, addressable fraction (kernel and wall) with ranges, GEMM+attention."""
+    rows = []
+    for r in runs:
+        lo, hi = r.fraction_range()
+        wall = r.addressable_fraction_wall
+        wlo, whi = r.fraction_range(wall=True) if wall is not None else (None, None)
+        rows.append({"run": r.name, "workload": r.workload, "mode": r.mode,
+                     "batch": r.info.get("batch"), "seq_len": r.info.get("seq_len"),
+                     "addressable_kernel": r.addressable_fraction, "kernel_min": lo, "kernel_max": hi,
+                     "addressable_wall": wall, "wall_min": wlo, "wall_max": whi,
+                     "gemm_attention_share": r.share_of("gemm", "attention"),
+                     "step_time_ms": r.info.get("step_time_ms")})
+    return pd.DataFrame(rows)
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise AddressableError(f"no breakdown.json in {path.parent} (not a run folder)") from None
+    except json.JSONDecodeError as e:
+        raise AddressableError(f"{path} is not valid JSON: {e}") from None
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as e:
+        raise AddressableError(f"cannot read {path}: {str(e).splitlines()[0]}") from None
