@@ -10,10 +10,37 @@ from addressable.breakdown import Breakdown
 
 _TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
 _PARAMS = re.compile(r"\([^()]*\)")
+_IDENT = re.compile(r"(std::)?([A-Za-z_]\w*)(::)?")
+# Generic PyTorch launchers whose template arguments say what the kernel computes.
+_LAUNCHERS = {"elementwise_kernel": "elementwise", "vectorized_elementwise_kernel": "elementwise",
+              "unrolled_elementwise_kernel": "elementwise", "elementwise_kernel_with_index": "elementwise",
+              "unrolled_elementwise_kernel_for_multi_outputs": "elementwise",
+              "vectorized_templated_elementwise_kernel": "elementwise", "index_elementwise_kernel": "index",
+              "reduce_kernel": "reduce", "multi_tensor_apply_kernel": "multi_tensor_apply",
+              "distribution_elementwise_grid_stride_kernel": "random"}
+# CUTLASS-style wrappers whose first template argument is the real kernel's name.
+_WRAPPERS = re.compile(r"^(Kernel\d?|device_kernel|kernel)$")
+_STD_OPS = {"plus": "add", "minus": "sub", "multiplies": "mul", "divides": "div", "maximum": "max",
+            "minimum": "min", "logical_and": "and", "logical_or": "or", "bit_and": "and", "bit_or": "or"}
+_OP_FORMS = (
+    re.compile(r"^launch_(\w+)$"),
+    re.compile(r"^(\w+?)_(?:kernel_cuda|kernel_impl|kernel|cuda_out|cuda|impl|functor)$"),
+    re.compile(r"^(?:CUDA)?Functor(?:OnSelf|OnOther)?_(\w+)$"),
+    re.compile(r"^(\w+?)(?:CUDA)?(?:Functor|Ops|Kernel|KernelImpl)$"),
+)
+_NOT_OPS = re.compile(r"gpu_kernel|^(Binary|BUnary|AUnary|Unary|Ternary|Pointwise|Reduce|Welford)"
+                      r"\w*(Functor|Op|Ops)$|^(ReduceOp|func_wrapper_t|OffsetCalculator|"
+                      r"TrivialOffsetCalculator|TensorListMetadata|OpaqueType|lambda|operator|const|unsigned)$")
 
 
 def short_kernel_name(name: str, width: int = 60) -> str:
-    """A readable kernel name: return type, namespaces, template and call arguments stripped."""
+    """A readable kernel name: return type, namespaces, template and call arguments stripped.
+
+    PyTorch's generic launchers keep the op they run: ``elementwise_kernel<...MulFunctor...>``
+    becomes "elementwise: mul", ``vectorized_elementwise_kernel<...silu_kernel...>`` becomes
+    "elementwise: silu", ``reduce_kernel<...MeanOps...>`` becomes "reduce: mean";
+    ``cutlass::Kernel2<cutlass_80_simt_sgemm_...>`` becomes its template argument.
+    """
     s = name
     for _ in range(8):  # nested <...> and (...) peel one level per pass
         t = _PARAMS.sub("", _TEMPLATE_ARGS.sub("", s))
@@ -24,7 +51,33 @@ def short_kernel_name(name: str, width: int = 60) -> str:
     s = re.sub(r"^(void|std::enable_if\S*|[\w:]+::type)\s+", "", s.strip())
     s = s.split("::")[-1] if "::" in s else s
     s = s.strip() or name
+    inner = name[name.find("<") + 1:] if "<" in name else ""
+    if s in _LAUNCHERS and (op := _inner_op(inner)):
+        s = f"{_LAUNCHERS[s]}: {op}"
+    elif _WRAPPERS.match(s) and (arg := re.match(r"\s*([\w:]+)", inner)):
+        s = arg.group(1).split("::")[-1]
     return s if len(s) <= width else s[: width - 1] + "…"
+
+
+def _inner_op(text: str) -> str | None:
+    """The first identifier in a launcher's template arguments that names an op, in snake_case."""
+    fallback = None
+    for m in _IDENT.finditer(text.replace("(anonymous namespace)::", "")):
+        std, ident, scope = m.groups()
+        if std and ident in _STD_OPS:
+            return _STD_OPS[ident]
+        if scope or _NOT_OPS.search(ident):
+            continue
+        for form in _OP_FORMS:
+            if op := form.match(ident):
+                return _snake(op.group(1))
+        if fallback is None and "_" in ident.strip("_") and not ident.startswith(("c10", "at_")):
+            fallback = ident
+    return fallback
+
+
+def _snake(ident: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", ident).lower()
 
 
 def format_breakdown(b: Breakdown, top: int = 5) -> str:
