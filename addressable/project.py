@@ -1,0 +1,785 @@
+"""Stage 7: what end-to-end speedup do measured kernel speedups buy? (Amdahl over a run's breakdown)
+
+For one run, a *group* is the set of kernels one measured win replaces; with s_i the share of step
+time the group takes and k_i its measured speedup (groups without a win keep k = 1):
+
+    speedup = 1 / ((1 − Σ s_i) + Σ s_i / k_i)
+
+computed on two bases: kernel time (s_i = group time / total kernel time) and unprofiled wall-clock
+time (s_i = group time per step / step_time_ms). The ceiling makes every replaceable kernel
+infinitely fast: 1 / (1 − addressable_fraction) (kernel) and 1 / (1 − addressable_fraction_wall).
+
+Targets in wins.csv, resolved in this order:
+  `re:REGEX`       kernels of the run whose kernels.csv name matches REGEX (re.search, case-sensitive;
+                   write (?i) for case-insensitive).
+  a category       a taxonomy category (case-insensitive), e.g. `softmax`.
+  a problem name   a KernelBench problem (kernelbench_map.yaml) or a DLRM-Bench problem (the
+                   `CATEGORY` constant of its module in addressable/bench/problems), e.g.
+                   `23_Softmax`; case, a `.py` suffix, surrounding `_` and the numeric prefix are
+                   ignored (`softmax`, `Softmax.py`). It stands for its category.
+Grouping rule: regex targets take their kernels out of the category groups first. They are applied
+in wins.csv row order and a kernel goes to the first regex row that matches it; rows with the same
+regex are one group. A category group is its category's time minus the kernels regex groups took.
+Times come from categories.csv; a regex group's time in a category is the category time scaled by
+the fraction of that category's kernels.csv time its kernels take (so it also applies to the
+per-repeat and exposed category times, which have no per-kernel detail).
+
+Several wins on one group: `best` (default) uses the largest speedup (with that row's spread),
+`median` the median of the speedups (and of the lo and hi bounds). Rows with verified = false are
+left out unless include_unverified; a missing or empty `verified` counts as true.
+
+Uncertainty: each projection is an interval [lo, hi]: lo is the smallest projection over the run's
+repeats (and the all-steps breakdown) with every k at its speedup_lo, hi the largest with every k at
+its speedup_hi (speedup_lo/hi default to speedup). The interval always holds the point estimate.
+
+Overlap: when breakdown.json has `exposed_category_time_us` and `streams_overlap: true`, shares use
+the exposed (non-overlapped) category times and the run's basis is "exposed"; otherwise "summed".
+Repeats use `exposed_category_time_per_step_us` when present, else their summed category times
+scaled by the run's exposed/summed ratio per category.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import json
+import math
+import re
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from addressable.errors import AddressableError
+from addressable.taxonomy import UNCLASSIFIED, load_taxonomy
+
+KERNELBENCH_MAP = Path(__file__).with_name("kernelbench_map.yaml")
+PROBLEM_DIRS = (Path(__file__).parent / "bench" / "problems",)
+DEFAULT_RUNS_ROOT = Path("outputs")
+COMBINE = ("best", "median")
+REGEX_PREFIX = "re:"
+REQUIRED_COLUMNS = ("target", "speedup")
+OPTIONAL_COLUMNS = ("verified", "source", "notes", "speedup_lo", "speedup_hi")
+_TRUE = {"true", "t", "yes", "y", "1"}
+_FALSE = {"false", "f", "no", "n", "0"}
+
+
+# ---------------------------------------------------------------------------------------------
+# Amdahl
+
+def amdahl(times: Sequence[float], speedups: Sequence[float], total: float) -> float:
+    """End-to-end speedup when parts `times` of `total` run `speedups` times faster (k = inf allowed).
+
+    total / (total − Σt + Σt/k), i.e. 1 / ((1 − Σs) + Σs/k) with s = t / total, summed exactly
+    (math.fsum) so the result does not depend on the order of the parts. NaN when the parts add up
+    to more than the total (e.g. summed kernel time above the wall-clock step time).
+    """
+    t = [float(x) for x in times]
+    if not total > 0 or math.fsum(t) > total * (1 + 1e-12):
+        return math.nan
+    new = math.fsum([float(total), *(-x for x in t), *(x / float(k) for x, k in zip(t, speedups, strict=True))])
+    return math.inf if new <= 0 else float(total) / new
+
+
+# ---------------------------------------------------------------------------------------------
+# Runs
+
+@dataclass
+class Run:
+    """What projection needs from one run folder; times in us, summed over all profiled steps."""
+
+    name: str
+    workload: str
+    times: pd.Series  # category -> time on the run's basis
+    classes: dict[str, str]  # category -> library | replaceable | unclassified
+    basis: str = "summed"  # or "exposed"
+    kernels: pd.DataFrame | None = None  # name, category, time_us (summed basis)
+    n_steps: float | None = None  # divides `times` into per-step times
+    step_time_ms: float | None = None
+    repeats: list[tuple[pd.Series, float | None]] = field(default_factory=list)  # per-step times, step ms
+    path: Path | None = None
+
+    def class_of(self, category: str) -> str:
+        return self.classes.get(category) or load_taxonomy().class_of(category)
+
+
+def find_runs(paths: Sequence[str | Path] | None = None) -> list[Path]:
+    """Run folders (holding breakdown.json): the given ones or those below them; default outputs/."""
+    if not paths:
+        root = DEFAULT_RUNS_ROOT
+        found = _runs_under(root) if root.is_dir() else []
+        if not found:
+            raise AddressableError(f"no runs found under {root}/ (no breakdown.json); "
+                                   "profile a workload first or pass --runs RUN_DIR")
+        return found
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if not p.exists():
+            raise AddressableError(f"no such run folder: {p}")
+        if p.is_file():
+            if p.name != "breakdown.json":
+                raise AddressableError(f"{p} is not a run folder (pass the folder holding breakdown.json)")
+            p = p.parent
+        found = [p] if (p / "breakdown.json").is_file() else _runs_under(p)
+        if not found:
+            raise AddressableError(f"{p} is not a run folder: no breakdown.json in it or below it")
+        out += [f for f in found if f not in out]
+    return out
+
+
+def _runs_under(root: Path) -> list[Path]:
+    return sorted(b.parent for b in root.rglob("breakdown.json")
+                  if not any(part.startswith(".") for part in b.relative_to(root).parts))
+
+
+def load_runs(paths: Sequence[str | Path] | None = None) -> list[Run]:
+    """Load every run find_runs() finds; runs with the same folder name are named by their path."""
+    folders = find_runs(paths)
+    runs = [load_run(p) for p in folders]
+    names = [r.name for r in runs]
+    for r, p in zip(runs, folders, strict=True):
+        if names.count(r.name) > 1:
+            r.name = str(p)
+    return runs
+
+
+def load_run(path: str | Path) -> Run:
+    """Read breakdown.json, categories.csv and kernels.csv of one run folder."""
+    path = Path(path)
+    doc = _read_json(path / "breakdown.json")
+    if not isinstance(doc, dict):
+        raise AddressableError(f"{path / 'breakdown.json'} is not a JSON object")
+    cats = _read_categories(path, doc)
+    times = cats["time_us"].groupby(cats["category"], sort=False).sum()
+    classes = dict(zip(cats["category"], cats["class"], strict=True))
+    kernels = _read_kernels(path / "kernels.csv")
+    n_steps = _positive_or_none(doc.get("n_steps"))
+    if n_steps is None:
+        total, per_step = _positive_or_none(doc.get("total_kernel_time_us")), _positive_or_none(
+            doc.get("kernel_time_per_step_us"))
+        n_steps = total / per_step if total and per_step else None
+    repeats = _read_repeats(doc, path)
+    basis = "summed"
+    exposed = doc.get("exposed_category_time_us")
+    if doc.get("streams_overlap") is True and isinstance(exposed, dict):
+        # The exposed branch: same grouping, other category times.
+        basis = "exposed"
+        ex = _num_series(exposed, f"{path / 'breakdown.json'}: exposed_category_time_us")
+        ratio = (ex / times.reindex(ex.index)).replace([np.inf, -np.inf], np.nan).fillna(0.0)
+        repeats = [(_num_series(r["exposed_category_time_per_step_us"], f"{path}: repeat {i + 1}")
+                    if "exposed_category_time_per_step_us" in r else rt.reindex(ex.index, fill_value=0.0) * ratio,
+                    ms) for i, (r, (rt, ms)) in enumerate(zip(doc["repeats"] or [], repeats, strict=False))]
+        times = ex
+    workload = doc.get("workload")
+    if not isinstance(workload, str) or not workload:
+        manifest = _read_json(path / "manifest.json") if (path / "manifest.json").is_file() else {}
+        w = manifest.get("workload") if isinstance(manifest, dict) else None
+        workload = (w.get("workload") or w.get("name")) if isinstance(w, dict) else w
+        workload = workload if isinstance(workload, str) and workload else path.name
+    return Run(path.name, workload, times, classes, basis, kernels, n_steps,
+               _positive_or_none(doc.get("step_time_ms")), repeats, path)
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise AddressableError(f"no such file: {path}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise AddressableError(f"{path} is not valid JSON: {e}") from None
+
+
+def _read_categories(path: Path, doc: dict) -> pd.DataFrame:
+    csv = path / "categories.csv"
+    if csv.is_file():
+        where = str(csv)
+        try:
+            df = pd.read_csv(csv)
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
+            raise AddressableError(f"{csv} is not a readable CSV: {e}") from None
+    elif isinstance(doc.get("categories"), list):
+        where, df = f"{path / 'breakdown.json'}: categories", pd.DataFrame(doc["categories"])
+    else:
+        raise AddressableError(f"run {path} has no categories.csv and no 'categories' in breakdown.json")
+    missing = [c for c in ("category", "time_us") if c not in df.columns]
+    if missing:
+        raise AddressableError(f"{where} is missing column(s) {', '.join(missing)}")
+    df = df.assign(category=df["category"].astype(str),
+                   time_us=pd.to_numeric(df["time_us"], errors="coerce"))
+    bad = df["time_us"].isna() | (df["time_us"] < 0)
+    if bad.any():
+        raise AddressableError(f"{where}: bad time_us for category '{df.loc[bad, 'category'].iloc[0]}'")
+    if "class" not in df.columns:
+        tax = load_taxonomy()
+        df["class"] = df["category"].map(tax.class_of)
+    return df[["category", "class", "time_us"]]
+
+
+def _read_kernels(csv: Path) -> pd.DataFrame | None:
+    if not csv.is_file():
+        return None
+    try:
+        df = pd.read_csv(csv, dtype={"name": str, "category": str}, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
+        raise AddressableError(f"{csv} is not a readable CSV: {e}") from None
+    missing = [c for c in ("name", "category", "time_us") if c not in df.columns]
+    if missing:
+        raise AddressableError(f"{csv} is missing column(s) {', '.join(missing)}")
+    t = pd.to_numeric(df["time_us"], errors="coerce")
+    if (t.isna() | (t < 0)).any():
+        raise AddressableError(f"{csv}: bad time_us on row {int(np.flatnonzero(t.isna() | (t < 0))[0]) + 1}")
+    return pd.DataFrame({"name": df["name"], "category": df["category"], "time_us": t.astype(float)})
+
+
+def _read_repeats(doc: dict, path: Path) -> list[tuple[pd.Series, float | None]]:
+    reps = doc.get("repeats") or []
+    if not isinstance(reps, list):
+        raise AddressableError(f"{path / 'breakdown.json'}: 'repeats' must be a list")
+    out = []
+    for i, r in enumerate(reps, 1):
+        if not isinstance(r, dict) or not isinstance(r.get("category_time_per_step_us"), dict):
+            raise AddressableError(f"{path / 'breakdown.json'}: repeat {i} has no category_time_per_step_us")
+        out.append((_num_series(r["category_time_per_step_us"], f"{path / 'breakdown.json'}: repeat {i}"),
+                    _positive_or_none(r.get("step_time_ms"))))
+    return out
+
+
+def _num_series(d: dict, where: str) -> pd.Series:
+    s = pd.to_numeric(pd.Series(d, dtype=object), errors="coerce").astype(float)
+    if s.isna().any() or (s < 0).any():
+        raise AddressableError(f"{where}: non-numeric or negative time for '{s.index[(s.isna() | (s < 0))][0]}'")
+    return s
+
+
+def _positive_or_none(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v <= 0:
+        return None
+    return float(v)
+
+
+# ---------------------------------------------------------------------------------------------
+# Wins
+
+def load_wins(path: str | Path) -> pd.DataFrame:
+    """Read a wins.csv (or a KernelBench-style results JSON) and validate every row; see parse_wins."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise AddressableError(f"no such speedups file: {path}") from None
+    except (UnicodeDecodeError, IsADirectoryError) as e:
+        raise AddressableError(f"cannot read speedups file {path}: {e}") from None
+    if not text.strip():
+        raise AddressableError(f"speedups file {path} is empty")
+    if text.lstrip()[0] in "[{":
+        raw, notes = _kernelbench_json(text, path)
+    else:
+        try:
+            raw = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, skipinitialspace=True)
+        except (pd.errors.ParserError, pd.errors.EmptyDataError) as e:
+            raise AddressableError(f"speedups file {path} is not a readable CSV: {e}") from None
+        notes = []
+    out = parse_wins(raw, str(path))
+    out.attrs["warnings"] = notes + out.attrs.get("warnings", [])
+    return out
+
+
+def _kernelbench_json(text: str, path: Path) -> tuple[pd.DataFrame, list[str]]:
+    """{name: {speedup, correct}} / {name: speedup} / [{problem|name, speedup, correct|verified}]."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise AddressableError(f"speedups file {path} is not valid JSON: {e}") from None
+    if isinstance(doc, dict):
+        entries = [({"speedup": v} if not isinstance(v, dict) else v, str(k)) for k, v in doc.items()]
+    elif isinstance(doc, list):
+        entries = []
+        for i, e in enumerate(doc, 1):
+            if not isinstance(e, dict):
+                raise AddressableError(f"speedups file {path}: entry {i} is not an object")
+            name = e.get("problem", e.get("name", e.get("target")))
+            if not isinstance(name, str) or not name.strip():
+                raise AddressableError(f"speedups file {path}: entry {i} has no 'problem' or 'name'")
+            entries.append((e, name))
+    else:
+        raise AddressableError(f"speedups file {path}: expected a JSON object or list")
+    if not entries:
+        raise AddressableError(f"speedups file {path} is empty")
+    rows, notes = [], []
+    for e, name in entries:
+        ok = e.get("verified", e.get("correct"))
+        speedup = e.get("speedup")
+        if ok is False and (speedup is None or (isinstance(speedup, int | float) and speedup <= 0)):
+            notes.append(f"{path}: '{name}' failed (correct=false, no speedup); skipped")
+            continue
+        rows.append({"target": name.removesuffix(".py"), "speedup": _cell(speedup),
+                     "verified": _cell(ok), "speedup_lo": _cell(e.get("speedup_lo")),
+                     "speedup_hi": _cell(e.get("speedup_hi")), "source": _cell(e.get("source", str(path))),
+                     "notes": _cell(e.get("notes"))})
+    if not rows:
+        raise AddressableError(f"speedups file {path} has no usable entries (all failed)")
+    return pd.DataFrame(rows), notes
+
+
+def _cell(v: Any) -> str:
+    return "" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
+
+
+def parse_wins(raw: pd.DataFrame, source: str = "wins") -> pd.DataFrame:
+    """Validate a raw wins table; the whole file is rejected on the first bad row.
+
+    Returns row (1-based data row), target, speedup, speedup_lo, speedup_hi, verified, source, notes.
+    """
+    if raw.empty and not len(raw.columns):
+        raise AddressableError(f"speedups file {source} is empty")
+    raw = raw.rename(columns=lambda c: str(c).strip().lower())
+    missing = [c for c in REQUIRED_COLUMNS if c not in raw.columns]
+    if missing:
+        raise AddressableError(f"speedups file {source} is missing column(s) {', '.join(missing)} "
+                               f"(has: {', '.join(map(str, raw.columns))})")
+    if raw.empty:
+        raise AddressableError(f"speedups file {source} has a header but no rows")
+    warnings = [f"{source}: ignoring unknown column '{c}'" for c in raw.columns
+                if c not in REQUIRED_COLUMNS + OPTIONAL_COLUMNS]
+    rows = []
+    for i, r in enumerate(raw.to_dict(orient="records"), 1):
+        where = f"{source} row {i}"
+        target = "" if _empty(r["target"]) else str(r["target"]).strip()
+        if not target:
+            raise AddressableError(f"{where}: empty target")
+        k = _speedup(r["speedup"], where, "speedup")
+        lo = k if _empty(r.get("speedup_lo")) else _speedup(r["speedup_lo"], where, "speedup_lo")
+        hi = k if _empty(r.get("speedup_hi")) else _speedup(r["speedup_hi"], where, "speedup_hi")
+        if not lo <= k <= hi:
+            raise AddressableError(f"{where}: need speedup_lo <= speedup <= speedup_hi, got {lo:g}, {k:g}, {hi:g}")
+        rows.append({"row": i, "target": target, "speedup": k, "speedup_lo": lo, "speedup_hi": hi,
+                     "verified": _verified(r.get("verified"), where),
+                     "source": "" if _empty(r.get("source")) else str(r["source"]).strip(),
+                     "notes": "" if _empty(r.get("notes")) else str(r["notes"]).strip()})
+    out = pd.DataFrame(rows)
+    key = ["target", "speedup", "speedup_lo", "speedup_hi", "verified", "source"]
+    dup = out.duplicated(key, keep=False)
+    if dup.any():
+        first = out[dup].iloc[0]
+        same = out.loc[dup & (out[key] == first[key]).all(axis=1), "row"].tolist()
+        raise AddressableError(f"{source}: rows {' and '.join(map(str, same))} are duplicates "
+                               f"(target '{first['target']}', speedup {first['speedup']:g})")
+    out.attrs["warnings"] = warnings
+    return out
+
+
+def _empty(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v)) or (isinstance(v, str) and not v.strip())
+
+
+def _speedup(v: Any, where: str, column: str) -> float:
+    if _empty(v):
+        raise AddressableError(f"{where}: missing {column}")
+    try:
+        k = float(str(v).strip().removesuffix("x")) if not isinstance(v, int | float) else float(v)
+    except ValueError:
+        raise AddressableError(f"{where}: {column} '{v}' is not a number") from None
+    if math.isnan(k) or k <= 0:
+        raise AddressableError(f"{where}: {column} must be a positive number, got '{v}'")
+    return k
+
+
+def _verified(v: Any, where: str) -> bool:
+    if _empty(v):
+        return True
+    if isinstance(v, bool | np.bool_):
+        return bool(v)
+    s = str(v).strip().lower()
+    if s in _TRUE or s in _FALSE:
+        return s in _TRUE
+    raise AddressableError(f"{where}: verified must be true or false, got '{v}'")
+
+
+# ---------------------------------------------------------------------------------------------
+# Targets
+
+def load_problem_map(path: str | Path | None = None,
+                     problem_dirs: Sequence[str | Path] | None = None) -> dict[str, str]:
+    """Problem name -> category: kernelbench_map.yaml (all sections) plus DLRM-Bench modules' CATEGORY."""
+    path = Path(path) if path else KERNELBENCH_MAP
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise AddressableError(f"no such problem map: {path}") from None
+    except yaml.YAMLError as e:
+        raise AddressableError(f"problem map {path} is not valid YAML: {str(e).splitlines()[0]}") from None
+    if not isinstance(doc, dict) or not all(isinstance(s, dict) for s in doc.values()):
+        raise AddressableError(f"problem map {path} must map sections to {{problem: category}}")
+    known = load_taxonomy().classes
+    out: dict[str, str] = {}
+    for section, entries in doc.items():
+        for name, category in entries.items():
+            if category not in known:
+                raise AddressableError(f"problem map {path}: {section}.{name} has unknown category '{category}'")
+            out[str(name)] = category
+    for name, category in problem_categories(PROBLEM_DIRS if problem_dirs is None else problem_dirs).items():
+        if category in known:
+            out.setdefault(name, category)
+    return out
+
+
+def problem_categories(dirs: Sequence[str | Path]) -> dict[str, str]:
+    """Category of each benchmark problem module: its `CATEGORY = "..."` constant, else a
+    `Category: ...` line in its docstring. Read with ast, never imported."""
+    out = {}
+    for d in map(Path, dirs):
+        for f in sorted(d.glob("*.py")) if d.is_dir() else []:
+            if f.name.startswith("_"):
+                continue
+            try:
+                tree = ast.parse(f.read_text())
+            except (SyntaxError, UnicodeDecodeError, ValueError):
+                continue
+            category = next((n.value.value for n in tree.body if isinstance(n, ast.Assign)
+                             and any(isinstance(t, ast.Name) and t.id == "CATEGORY" for t in n.targets)
+                             and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)), None)
+            if category is None:
+                m = re.search(r"^\s*category\s*[:=]\s*`?(\w+)", ast.get_docstring(tree) or "", re.I | re.M)
+                category = m.group(1) if m else None
+            if category:
+                out[f.stem] = category
+    return out
+
+
+def _norm(name: str) -> str:
+    return name.strip().lower().removesuffix(".py").strip("_")
+
+
+@dataclass(frozen=True)
+class Target:
+    """What one wins.csv target resolved to: a category group or a regex group."""
+
+    group: str  # the group key: the category name, or "re:REGEX"
+    category: str | None = None
+    regex: re.Pattern | None = None
+
+
+class Resolver:
+    """Turns wins.csv targets into groups (regex, category, problem name: in that order)."""
+
+    def __init__(self, categories: set[str], problems: dict[str, str]) -> None:
+        self.categories = {c.lower(): c for c in categories}
+        self.problems: dict[str, str | None] = {}
+        short: dict[str, set[str]] = {}
+        for name, category in problems.items():
+            self.problems[_norm(name)] = category
+            short.setdefault(_norm(re.sub(r"^\d+_", "", name.strip())), set()).add(category)
+        for name, cats in short.items():  # an unprefixed name shared by two categories is ambiguous
+            self.problems.setdefault(name, next(iter(cats)) if len(cats) == 1 else None)
+
+    def resolve(self, target: str, where: str) -> tuple[Target | None, str]:
+        """The target, or None and why not."""
+        if target.startswith(REGEX_PREFIX):
+            pattern = target[len(REGEX_PREFIX):]
+            if not pattern:
+                raise AddressableError(f"{where}: empty regex in target '{target}'")
+            try:
+                return Target(target, regex=re.compile(pattern)), ""
+            except re.error as e:
+                raise AddressableError(f"{where}: invalid regex in target '{target}': {e}") from None
+        if target.lower() in self.categories:
+            c = self.categories[target.lower()]
+            return Target(c, category=c), ""
+        key = _norm(target)
+        if key in self.problems:
+            c = self.problems[key]
+            if c is None:
+                return None, "ambiguous problem name (give the numeric prefix)"
+            return Target(c, category=c), ""
+        return None, "not a category, a re: regex or a known problem name"
+
+
+# ---------------------------------------------------------------------------------------------
+# Projection
+
+@dataclass
+class Group:
+    """One group of kernels and the speedup the wins on it give (after combining)."""
+
+    target: Target
+    rows: list[int]
+    targets: list[str]
+    k: float
+    k_lo: float
+    k_hi: float
+
+
+@dataclass
+class Projection:
+    """Projected end-to-end speedups of each run, and what each win contributed."""
+
+    runs: pd.DataFrame  # run, workload, basis, speedup_/ceiling_ {kernel,wall} (+ _lo, _hi), ...
+    contributions: pd.DataFrame  # run, target, group, class, share, share_wall, k, ..., gain_kernel, gain_wall
+    wins: pd.DataFrame  # the validated wins rows, with group, used and reason
+    unmatched: pd.DataFrame  # wins rows that matched nothing in any run: row, target, speedup, reason
+    combine: str = "best"
+    include_unverified: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form printed by `project --json` (infinity as the string "inf", undefined as null)."""
+        runs = []
+        for r in self.runs.to_dict(orient="records"):
+            item: dict[str, Any] = {k: r[k] for k in ("run", "workload", "basis", "addressable_fraction",
+                                                      "addressable_fraction_wall", "n_repeats")}
+            for m in ("speedup_kernel", "speedup_wall", "ceiling_kernel", "ceiling_wall"):
+                item[m] = r[m]
+                item[f"{m}_interval"] = None if _nan(r[m]) else [r[f"{m}_lo"], r[f"{m}_hi"]]
+            c = self.contributions[self.contributions["run"] == r["run"]].drop(columns="run")
+            item["contributions"] = c.to_dict(orient="records")
+            runs.append(item)
+        left_out = self.wins[~self.wins["verified"] & ~self.wins["used"]]
+        return _jsonable({
+            "combine": self.combine,
+            "include_unverified": self.include_unverified,
+            "runs": runs,
+            "unmatched": self.unmatched.to_dict(orient="records"),
+            "left_out_unverified": left_out[["row", "target", "speedup"]].to_dict(orient="records"),
+            "warnings": self.warnings,
+        })
+
+
+def _nan(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float):
+        return None if math.isnan(v) else ("inf" if math.isinf(v) else v)
+    return v
+
+
+def project(runs: Sequence[Run | str | Path], wins: pd.DataFrame | str | Path, *, combine: str = "best",
+            include_unverified: bool = False, problem_map: dict[str, str] | None = None) -> Projection:
+    """Project end-to-end speedups of `runs` (Run objects or run folders) from measured `wins`."""
+    if combine not in COMBINE:
+        raise AddressableError(f"combine must be one of {', '.join(COMBINE)}, not '{combine}'")
+    runs = [r if isinstance(r, Run) else load_run(r) for r in runs]
+    if not runs:
+        raise AddressableError("no runs to project")
+    table = load_wins(wins) if isinstance(wins, str | Path) else parse_wins(wins) if "row" not in wins else wins
+    warnings = list(table.attrs.get("warnings", []))
+    categories = set(load_taxonomy().classes) | {UNCLASSIFIED} | {c for r in runs for c in r.times.index}
+    resolver = Resolver(categories, load_problem_map() if problem_map is None else problem_map)
+
+    table = table.copy()
+    targets: list[Target | None] = []
+    reasons = []
+    for row, target in zip(table["row"], table["target"], strict=True):
+        t, why = resolver.resolve(target, f"wins row {row}")
+        targets.append(t)
+        reasons.append(why)
+    table["group"] = [t.group if t else None for t in targets]
+    table["used"] = [t is not None and (v or include_unverified) for t, v in zip(targets, table["verified"], strict=True)]
+    table["reason"] = [why or ("" if t is None or v or include_unverified else "unverified")
+                       for t, why, v in zip(targets, reasons, table["verified"], strict=True)]
+    groups = _combine(table, targets, combine)
+
+    run_rows, contrib, hit = [], [], dict.fromkeys((g.target.group for g in groups), False)
+    for run in runs:
+        weights, matched = _group_weights(run, groups)
+        for g, m in matched.items():
+            hit[g] = hit[g] or m
+        row, c = _project_run(run, groups, weights)
+        run_rows.append(row)
+        contrib += c
+    for g, m in hit.items():
+        if not m:
+            sel = table["used"] & (table["group"] == g)
+            table.loc[sel, "reason"] = "matched no kernel time in any run"
+    bad = (table["reason"] != "") & (table["reason"] != "unverified")
+    unmatched = table.loc[bad, ["row", "target", "speedup", "reason"]].reset_index(drop=True)
+    warnings += [f"wins row {r.row}: target '{r.target}' {r.reason}; listed as unmatched"
+                 for r in unmatched.itertuples()]
+    return Projection(pd.DataFrame(run_rows), pd.DataFrame(contrib, columns=_CONTRIB_COLUMNS), table, unmatched,
+                      combine, include_unverified, warnings)
+
+
+def _combine(table: pd.DataFrame, targets: list[Target | None], combine: str) -> list[Group]:
+    """One Group per group key, in order of first row; k by the combine rule."""
+    by_key: dict[str, list[int]] = {}
+    for i, (t, used) in enumerate(zip(targets, table["used"], strict=True)):
+        if t is not None and used:
+            by_key.setdefault(t.group, []).append(i)
+    groups = []
+    for idx in by_key.values():
+        rows = table.iloc[idx]
+        if combine == "best":
+            best = rows.iloc[int(np.argmax(rows["speedup"].to_numpy()))]
+            k, lo, hi, names = best["speedup"], best["speedup_lo"], best["speedup_hi"], [best["target"]]
+        else:
+            k, lo, hi = (float(statistics.median(rows[c])) for c in ("speedup", "speedup_lo", "speedup_hi"))
+            names = list(dict.fromkeys(rows["target"]))
+        groups.append(Group(targets[idx[0]], rows["row"].tolist(), names, float(k), float(lo), float(hi)))
+    return groups
+
+
+def _group_weights(run: Run, groups: list[Group]) -> tuple[pd.DataFrame, dict[str, bool]]:
+    """groups × categories: the fraction of each category's time that belongs to each group."""
+    cats = run.times.index
+    weights = pd.DataFrame(0.0, index=[g.target.group for g in groups], columns=cats)
+    matched = {}
+    regex = [g for g in groups if g.target.regex is not None]
+    claimed = pd.Series(0.0, index=cats)
+    kernel_time = pd.Series(dtype=float)
+    if regex:
+        if run.kernels is None:
+            raise AddressableError(f"run {run.name} has no kernels.csv, which re: targets need")
+        k = run.kernels
+        kernel_time = k["time_us"].groupby(k["category"]).sum()
+        free = np.ones(len(k), dtype=bool)
+        for g in regex:
+            hit = free & np.fromiter((g.target.regex.search(n) is not None for n in k["name"]), bool, len(k))
+            free &= ~hit
+            by_cat = k.loc[hit, "time_us"].groupby(k.loc[hit, "category"]).sum()
+            by_cat = by_cat[by_cat.index.isin(cats)]
+            share = (by_cat / kernel_time.reindex(by_cat.index)).fillna(0.0)
+            weights.loc[g.target.group, share.index] = share.to_numpy()
+            claimed = claimed.add(share, fill_value=0.0)
+            matched[g.target.group] = bool(hit.any())
+    for g in groups:
+        c = g.target.category
+        if c is None:
+            continue
+        present = c in cats and run.times[c] > 0
+        matched[g.target.group] = bool(present)
+        if present:
+            weights.loc[g.target.group, c] = max(0.0, 1.0 - claimed[c]) if claimed[c] else 1.0
+    return weights, matched
+
+
+_CONTRIB_COLUMNS = ["run", "target", "group", "class", "share", "share_wall", "k", "k_interval", "rows",
+                    "gain_kernel", "gain_wall"]
+
+
+def _project_run(run: Run, groups: list[Group], weights: pd.DataFrame) -> tuple[dict[str, Any], list[dict]]:
+    """Speedups and ceilings of one run (point and interval), and one contribution per group."""
+    replaceable = [c for c in run.times.index if run.class_of(c) == "replaceable"]
+    ks = [[g.k for g in groups], [g.k_lo for g in groups], [g.k_hi for g in groups]]
+    inf = [math.inf] * len(replaceable)
+
+    def bases(times: pd.Series, step_ms: float | None, per_step: float | None) -> dict[str, tuple]:
+        """(group times, replaceable times, total) per basis for one set of category times."""
+        times = times.reindex(weights.columns, fill_value=0.0)
+        gt = (weights.to_numpy() @ times.to_numpy()) if len(groups) else np.zeros(0)
+        out = {"kernel": (gt, times[replaceable].to_numpy(), math.fsum(times))}
+        if step_ms and per_step:
+            out["wall"] = (gt / per_step, times[replaceable].to_numpy() / per_step, step_ms * 1e3)
+        return out
+
+    point = bases(run.times, run.step_time_ms, run.n_steps)
+    samples = [point] + [bases(t, ms, 1.0) for t, ms in run.repeats]
+    row: dict[str, Any] = {"run": run.name, "workload": run.workload, "basis": run.basis,
+                           "n_repeats": len(run.repeats)}
+    for b in ("kernel", "wall"):
+        if b not in point:
+            row.update({f"{m}_{b}{s}": math.nan for m in ("speedup", "ceiling") for s in ("", "_lo", "_hi")})
+            row[f"addressable_fraction{'_wall' if b == 'wall' else ''}"] = math.nan
+            continue
+        gt, rt, total = point[b]
+        row[f"addressable_fraction{'_wall' if b == 'wall' else ''}"] = math.fsum(rt) / total
+        row[f"speedup_{b}"] = amdahl(gt, ks[0], total)
+        row[f"ceiling_{b}"] = amdahl(rt, inf, total)
+        lows = [amdahl(s[b][0], ks[1], s[b][2]) for s in samples if b in s] + [row[f"speedup_{b}"]]
+        highs = [amdahl(s[b][0], ks[2], s[b][2]) for s in samples if b in s] + [row[f"speedup_{b}"]]
+        ceilings = [amdahl(s[b][1], inf, s[b][2]) for s in samples if b in s]
+        row[f"speedup_{b}_lo"], row[f"speedup_{b}_hi"] = _nanmin(lows), _nanmax(highs)
+        row[f"ceiling_{b}_lo"], row[f"ceiling_{b}_hi"] = _nanmin(ceilings), _nanmax(ceilings)
+
+    contrib = []
+    for i, g in enumerate(groups):
+        cats = [g.target.category] if g.target.category else weights.columns[weights.iloc[i].to_numpy() > 0]
+        classes = {run.class_of(cat) for cat in cats}
+        c: dict[str, Any] = {"run": run.name, "target": "; ".join(g.targets), "group": g.target.group,
+                             "class": classes.pop() if len(classes) == 1 else "mixed" if classes else "",
+                             "k": g.k, "k_interval": [g.k_lo, g.k_hi], "rows": g.rows}
+        for b, key in (("kernel", "share"), ("wall", "share_wall")):
+            if b in point:
+                gt, _, total = point[b]
+                c[key], c[f"gain_{b}"] = gt[i] / total, amdahl([gt[i]], [g.k], total)
+            else:
+                c[key], c[f"gain_{b}"] = math.nan, math.nan
+        contrib.append(c)
+    contrib.sort(key=lambda c: (-c["gain_kernel"], -_or0(c["gain_wall"])))
+    return row, contrib
+
+
+def _or0(v: float) -> float:
+    return 0.0 if math.isnan(v) else v
+
+
+def _nanmin(xs: list[float]) -> float:
+    xs = [x for x in xs if not math.isnan(x)]
+    return min(xs) if xs else math.nan
+
+
+def _nanmax(xs: list[float]) -> float:
+    xs = [x for x in xs if not math.isnan(x)]
+    return max(xs) if xs else math.nan
+
+
+# ---------------------------------------------------------------------------------------------
+# Text
+
+def _num(v: float, digits: int = 3) -> str:
+    return "n/a" if math.isnan(v) else "inf" if math.isinf(v) else f"{v:.{digits}f}"
+
+
+def _x(v: float, digits: int = 3) -> str:
+    s = _num(v, digits)
+    return s if s in ("n/a", "inf") else s + "x"
+
+
+def _with_interval(v: float, lo: float, hi: float) -> str:
+    return "n/a" if math.isnan(v) else f"{_x(v)} [{_num(lo)}-{_num(hi)}]"
+
+
+def format_projection(p: Projection, top: int = 5) -> str:
+    """The projection as readable tables: one line per run, then each run's top wins."""
+    used = int(p.wins["used"].sum())
+    lines = [f"Projected end-to-end speedup: {used} win(s) used, combine={p.combine}. "
+             "Intervals: spread over profile repeats and speedup_lo/hi.",
+             "Ceiling: every replaceable kernel infinitely fast.", ""]
+    head = f"{'run':<28}{'basis':<9}{'kernel time':<26}{'wall clock':<26}{'ceiling kernel':<16}{'ceiling wall':<14}"
+    lines.append(head)
+    for r in p.runs.itertuples():
+        lines.append(f"{r.run[:27]:<28}{r.basis:<9}"
+                     f"{_with_interval(r.speedup_kernel, r.speedup_kernel_lo, r.speedup_kernel_hi):<26}"
+                     f"{_with_interval(r.speedup_wall, r.speedup_wall_lo, r.speedup_wall_hi):<26}"
+                     f"{_x(r.ceiling_kernel):<16}{_x(r.ceiling_wall):<14}")
+    if p.runs["basis"].eq("exposed").any():
+        lines.append("(basis exposed: shares use exposed, non-overlapped kernel time)")
+    for run in p.runs["run"]:
+        c = p.contributions[p.contributions["run"] == run].head(top)
+        if c.empty:
+            continue
+        lines += ["", f"{run}: wins by end-to-end gain (that win alone)",
+                  f"  {'target':<30}{'group':<18}{'share':>8}{'wall':>8}{'k':>9}{'gain':>9}{'wall':>9}"]
+        for r in c.itertuples():
+            share_wall = "n/a" if math.isnan(r.share_wall) else f"{r.share_wall:.1%}"
+            lines.append(f"  {r.target[:29]:<30}{r.group[:17]:<18}{r.share:>8.1%}{share_wall:>8}"
+                         f"{_x(r.k, 2):>9}{_x(r.gain_kernel):>9}{_x(r.gain_wall):>9}")
+    if not p.unmatched.empty:
+        lines += ["", "Unmatched wins (matched nothing in any run):"]
+        lines += [f"  row {r.row}: {r.target} ({r.reason})" for r in p.unmatched.itertuples()]
+    left = p.wins[~p.wins["verified"] & ~p.wins["used"]]
+    if not left.empty:
+        lines += ["", f"{len(left)} unverified win(s) left out (use --include-unverified): "
+                  + ", ".join(left["target"])]
+    return "\n".join(lines)
