@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from addressable.taxonomy import UNCLASSIFIED, Taxonomy, load_taxonomy
+from addressable.timeline import TimelineResult, timeline_accounting
 from addressable.trace import Trace, load_trace
 
 BASIS_GPU = "gpu_kernel_time"
@@ -56,6 +57,7 @@ class Breakdown:
     phases: pd.DataFrame | None = None  # phase, category, class, time_us (when annotated)
     source: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    timeline: TimelineResult | None = None  # overlap-aware accounting (docs/accounting.md)
 
     def time_of(self, cls: str) -> float:
         return float(self.categories.loc[self.categories["class"] == cls, "time_us"].sum())
@@ -105,6 +107,8 @@ class Breakdown:
         }
         if self.phases is not None and not self.phases.empty:
             out["phases"] = phase_summary(self.phases)
+        if self.timeline is not None:
+            out.update(self.timeline.to_dict())
         out.update(self.extra)
         return out
 
@@ -171,8 +175,10 @@ def breakdown_of_trace(trace: Trace, taxonomy: Taxonomy | None = None) -> Breakd
     rows, basis = work_rows(trace)
     classified = classify_events(rows, taxonomy, basis)
     annotations = trace.events[trace.events["kind"] == ("annotation" if basis == BASIS_GPU else "cpu_annotation")]
-    return breakdown_from_classified(classified, basis, taxonomy, trace.n_steps or None,
-                                     trace.path, annotations)
+    b = breakdown_from_classified(classified, basis, taxonomy, trace.n_steps or None,
+                                  trace.path, annotations)
+    b.timeline = timeline_accounting(classified)
+    return b
 
 
 def classify_trace(path: str | Path, taxonomy: Taxonomy | str | Path | None = None,
