@@ -11,10 +11,13 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import pandas as pd
 
 from addressable.errors import AddressableError
 
@@ -67,8 +70,12 @@ def register(spec: WorkloadSpec) -> WorkloadSpec:
     return spec
 
 
-def load_adapter(ref: str) -> list[WorkloadSpec]:
-    """Import an adapter by module name or .py path and register its WORKLOADS."""
+def load_adapter(ref: str, optional: bool = False) -> list[WorkloadSpec]:
+    """Import an adapter by module name or .py path and register its WORKLOADS.
+
+    With `optional`, a module that does not exist itself is skipped (a missing dependency
+    inside it is still an error).
+    """
     if ref in _LOADED:
         return []
     try:
@@ -76,11 +83,21 @@ def load_adapter(ref: str) -> list[WorkloadSpec]:
             path = Path(ref)
             if not path.is_file():
                 raise AddressableError(f"no such adapter file: {ref}")
-            mod_spec = importlib.util.spec_from_file_location(f"addressable_adapter_{path.stem}", path)
+            name = f"addressable_adapter_{path.stem}"
+            mod_spec = importlib.util.spec_from_file_location(name, path)
             module = importlib.util.module_from_spec(mod_spec)
-            mod_spec.loader.exec_module(module)
+            sys.modules[name] = module  # dataclasses and pickling look adapters up here
+            try:
+                mod_spec.loader.exec_module(module)
+            except BaseException:
+                del sys.modules[name]
+                raise
         else:
             module = importlib.import_module(ref)
+    except ModuleNotFoundError as e:
+        if optional and e.name == ref:
+            return []
+        raise AddressableError(f"cannot import adapter {ref}: {e}") from None
     except ImportError as e:
         raise AddressableError(f"cannot import adapter {ref}: {e}") from None
     specs = getattr(module, "WORKLOADS", None)
@@ -93,7 +110,9 @@ def load_adapter(ref: str) -> list[WorkloadSpec]:
 def registry(adapters: tuple[str, ...] = ()) -> dict[str, WorkloadSpec]:
     """All known workloads: built-ins, ADDRESSABLE_ADAPTERS, and the given adapters."""
     env = tuple(a for a in os.environ.get("ADDRESSABLE_ADAPTERS", "").split(":") if a)
-    for ref in (*BUILTIN_ADAPTERS, *env, *adapters):
+    for ref in BUILTIN_ADAPTERS:
+        load_adapter(ref, optional=True)  # a built-in not written yet is skipped
+    for ref in (*env, *adapters):
         load_adapter(ref)
     return dict(_REGISTRY)
 
@@ -103,3 +122,15 @@ def get_workload(name: str, adapters: tuple[str, ...] = ()) -> WorkloadSpec:
     if name not in known:
         raise AddressableError(f"unknown workload '{name}' (known: {', '.join(sorted(known))})")
     return known[name]
+
+
+def workload_table(adapters: tuple[str, ...] = ()) -> pd.DataFrame:
+    """One row per known workload with its defaults: the library form of `addressable workloads`."""
+    rows = [{"workload": s.name, "family": s.family, "modes": ",".join(s.modes),
+             "default_mode": s.default_mode, "batch": s.default_batch,
+             "seq_len": s.default_seq_len, "dtype": s.default_dtype, "dtypes": ",".join(s.dtypes),
+             "full_layers": s.full_layers, "description": s.description}
+            for s in sorted(registry(adapters).values(), key=lambda s: (s.family, s.name))]
+    cols = ["workload", "family", "modes", "default_mode", "batch", "seq_len", "dtype", "dtypes",
+            "full_layers", "description"]
+    return pd.DataFrame(rows, columns=cols).astype({"seq_len": "Int64", "full_layers": "Int64"})

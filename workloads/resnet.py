@@ -1,0 +1,71 @@
+"""ResNet-50 image classification on a fixed batch of synthetic images.
+
+Options: image_size (224), channels_last (on when on the GPU), classes (1000), lr (0.1).
+bf16/fp16 run under autocast (fp16 training adds a GradScaler); fp32 runs plain.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+import torchvision
+
+from addressable.phases import phase
+from addressable.workload import Step, WorkloadConfig, WorkloadSpec
+
+AMP = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def build(cfg: WorkloadConfig) -> Step:
+    opt = cfg.options
+    size, classes = int(opt.get("image_size", 224)), int(opt.get("classes", 1000))
+    fmt = torch.channels_last if opt.get("channels_last", cfg.device == "cuda") else torch.contiguous_format
+
+    model = torchvision.models.resnet50(weights=None, num_classes=classes).to(cfg.device, memory_format=fmt)
+    x = torch.randn(cfg.batch, 3, size, size, device=cfg.device).contiguous(memory_format=fmt)
+    y = torch.randint(0, classes, (cfg.batch,), device=cfg.device)
+    if cfg.compile:
+        model = torch.compile(model)
+
+    def autocast() -> contextlib.AbstractContextManager:
+        if cfg.dtype == "fp32":
+            return contextlib.nullcontext()
+        return torch.autocast(cfg.device, dtype=AMP[cfg.dtype])
+
+    if cfg.mode == "infer":
+        model.eval()
+
+        def infer_step() -> None:
+            with torch.inference_mode(), phase("forward"), autocast():
+                model(x)
+
+        return infer_step
+
+    model.train()
+    loss_fn = torch.nn.CrossEntropyLoss()
+    sgd = torch.optim.SGD(model.parameters(), lr=float(opt.get("lr", 0.1)), momentum=0.9)
+    scaler = torch.amp.GradScaler(cfg.device, enabled=cfg.dtype == "fp16")
+
+    def train_step() -> None:
+        with phase("forward"), autocast():
+            loss = loss_fn(model(x), y)
+        with phase("backward"):
+            scaler.scale(loss).backward()
+        with phase("optimizer"):
+            scaler.step(sgd)
+            scaler.update()
+            sgd.zero_grad(set_to_none=True)
+
+    return train_step
+
+
+WORKLOADS = [
+    WorkloadSpec(
+        name="resnet50",
+        family="cnn",
+        description="torchvision ResNet-50, synthetic 224x224 images, SGD momentum",
+        build=build,
+        default_batch=64,
+    ),
+]
