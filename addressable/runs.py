@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,8 +105,14 @@ def find_runs(root: str | Path) -> list[Path]:
     root = Path(root)
     if (root / "breakdown.json").is_file():
         return [root]
-    return sorted(p.parent for p in root.rglob("breakdown.json")
-                  if not any(part.startswith(".") for part in p.relative_to(root).parts))
+    found = [p.parent for p in root.rglob("breakdown.json")
+             if not any(part.startswith(".") for part in p.relative_to(root).parts)]
+    return sorted(found, key=_natural_key)
+
+
+def _natural_key(path: Path) -> list[Any]:
+    """Sort key that orders numbers by value: run-b8 < run-b16, s512 < s1024."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(path))]
 
 
 def load_runs(paths: str | Path | Iterable[str | Path]) -> list[Run]:

@@ -1,0 +1,498 @@
+"""Publication figures from run folders: breakdown, amdahl, sweep and top-kernels.
+
+Every figure is a matplotlib Figure sized for one paper column (3.5 in wide, 7 pt text, vector
+output), laid out with constrained layout and legends outside the data. A category has the same
+colour in every figure (CATEGORY_COLORS): library categories in blues and greys, replaceable ones
+in warm, colour-blind-safe colours (Okabe-Ito and Paul Tol palettes).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+import zlib
+from collections.abc import Callable, Iterable
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib import rc_context
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator, PercentFormatter
+
+from addressable.errors import AddressableError
+from addressable.report import short_kernel_name
+from addressable.runs import Run
+from addressable.taxonomy import UNCLASSIFIED, load_taxonomy
+
+WIDTH_IN = 3.5  # one column of a two-column paper
+FONT_PT = 7
+FORMATS = (".pdf", ".svg", ".png")
+STYLE: dict[str, Any] = {
+    "font.size": FONT_PT, "axes.titlesize": FONT_PT + 1, "axes.labelsize": FONT_PT,
+    "xtick.labelsize": FONT_PT, "ytick.labelsize": FONT_PT, "legend.fontsize": FONT_PT,
+    "legend.title_fontsize": FONT_PT, "figure.titlesize": FONT_PT + 1,
+    "font.family": "sans-serif", "font.sans-serif": ["DejaVu Sans", "Arial", "Helvetica"],
+    "axes.linewidth": 0.6, "xtick.major.width": 0.6, "ytick.major.width": 0.6,
+    "xtick.minor.width": 0.4, "ytick.minor.width": 0.4, "lines.linewidth": 1.2, "patch.linewidth": 0.4,
+    "axes.spines.top": False, "axes.spines.right": False, "legend.frameon": False,
+    "pdf.fonttype": 42, "ps.fonttype": 42, "svg.fonttype": "none",  # editable, embedded text
+    "savefig.dpi": 300, "figure.dpi": 150,
+}
+
+# Library categories (taxonomy order: gemm, conv, attention, communication, memory): blues, greys.
+LIBRARY_COLORS = ("#004488", "#6699CC", "#99DDFF", "#555555", "#999999")
+# Replaceable categories (elementwise, normalization, softmax, reduction, embedding, data_movement,
+# optimizer, pooling, loss, triton, cpu_other): Okabe-Ito and Paul Tol warm colours.
+REPLACEABLE_COLORS = ("#E69F00", "#D55E00", "#CC79A7", "#882255", "#AA4499", "#DDCC77", "#CC6677",
+                      "#BBCC33", "#F0E442", "#117733", "#44AA99")
+EXTRA_COLORS = ("#EE7733", "#33BBEE", "#EE3377", "#009988", "#BBBBBB", "#0077BB")
+UNCLASSIFIED_COLOR = "#DDDDDD"
+# Lines for one curve per run (Okabe-Ito without yellow, then black), cycled with dash styles.
+RUN_COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
+RUN_DASHES = ("-", "--", ":", "-.")
+BASIS_STYLE = {"kernel": ("#0072B2", "o", "-", "GPU kernel time"),
+               "wall": ("#D55E00", "s", "--", "wall-clock step time")}
+SWEEP_KEYS = ("batch", "seq_len", "workload")
+LABEL_CHARS = 26  # run labels
+KERNEL_CHARS = 30  # kernel names
+
+
+def category_colors(taxonomy_path: str | Path | None = None) -> dict[str, str]:
+    """Category -> colour, assigned in taxonomy order within each class's palette."""
+    tax = load_taxonomy(taxonomy_path)
+    out = {UNCLASSIFIED: UNCLASSIFIED_COLOR}
+    palettes = {"library": iter(LIBRARY_COLORS), "replaceable": iter(REPLACEABLE_COLORS)}
+    for cat, cls in tax.classes.items():
+        out[cat] = next(palettes[cls], None) or _extra_color(cat)
+    return out
+
+
+def _extra_color(category: str) -> str:
+    return EXTRA_COLORS[zlib.crc32(category.encode()) % len(EXTRA_COLORS)]
+
+
+CATEGORY_COLORS = category_colors()
+
+
+def color_of(category: str) -> str:
+    """The fixed colour of a category (categories outside the taxonomy get a stable extra colour)."""
+    return CATEGORY_COLORS.get(category) or _extra_color(category)
+
+
+def category_order(categories: Iterable[str], classes: dict[str, str] | None = None) -> list[str]:
+    """Library categories, then unclassified, then replaceable ones; taxonomy order within each."""
+    rank = {c: i for i, c in enumerate(CATEGORY_COLORS)}
+    classes = classes or {}
+    group = {"library": 0, UNCLASSIFIED: 1, "replaceable": 2}
+
+    def key(c: str) -> tuple[int, int, str]:
+        return group.get(classes.get(c, ""), 1 if c == UNCLASSIFIED else 2), rank.get(c, len(rank)), c
+
+    return sorted(set(categories), key=key)
+
+
+@contextmanager
+def _style() -> Any:
+    with rc_context(STYLE):
+        yield
+
+
+def _figure(height: float, width: float = WIDTH_IN) -> Figure:
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def _check_runs(runs: list[Run]) -> list[Run]:
+    if not runs:
+        raise AddressableError("no runs to plot (pass --runs RUN_DIR, or profile into outputs/ first)")
+    return list(runs)
+
+
+def _truncate(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _run_labels(runs: list[Run]) -> list[str]:
+    """Short, unique labels (the folder name breaks ties)."""
+    labels = [_truncate(r.label, LABEL_CHARS) for r in runs]
+    seen = pd.Series(labels).duplicated(keep=False)
+    return [_truncate(r.name, LABEL_CHARS) if dup else lab for r, lab, dup in zip(runs, labels, seen, strict=True)]
+
+
+def _classes(runs: list[Run]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for r in runs:
+        out.update(dict(zip(r.categories["category"].astype(str), r.categories["class"].astype(str), strict=True)))
+    return out
+
+
+def _category_legend(fig: Figure, categories: list[str], classes: dict[str, str]) -> None:
+    """Two legends under the axes: library (and unclassified) categories, and replaceable ones."""
+    others = [c for c in categories if classes.get(c) != "replaceable"]
+    groups = [("library" if UNCLASSIFIED not in others else "library, unclassified", others),
+              ("replaceable", [c for c in categories if classes.get(c) == "replaceable"])]
+    groups = [(title, cats) for title, cats in groups if cats]
+    for i, (title, cats) in enumerate(groups):
+        handles = [Patch(facecolor=color_of(c), edgecolor="black", linewidth=0.3, label=c.replace("_", " "))
+                   for c in cats]
+        loc = "outside lower left" if i == 0 and len(groups) > 1 else (
+            "outside lower right" if len(groups) > 1 else "outside lower center")
+        fig.legend(handles=handles, title=title, loc=loc, ncols=1 if title.startswith("library") else 2,
+                   alignment="left", handlelength=1.0, handleheight=0.8, columnspacing=0.8,
+                   handletextpad=0.4, labelspacing=0.25, borderaxespad=0.2)
+
+
+def plot_breakdown(runs: list[Run]) -> Figure:
+    """One stacked horizontal bar per run: shares of work time by category, addressable share labelled.
+
+    Library categories come first (blues/greys), then unclassified, then the replaceable ones
+    (warm colours), so the replaceable block ends each bar and the number right of the bar is
+    its length: the run's addressable fraction of GPU kernel (or leaf CPU-op) time.
+    """
+    runs = _check_runs(runs)
+    classes = _classes(runs)
+    shares = pd.DataFrame([r.categories.groupby("category")["share"].sum() for r in runs]).fillna(0.0)
+    cats = category_order(shares.columns, classes)
+    labels = _run_labels(runs)
+    with _style():
+        fig = _figure(0.9 + 0.22 * len(runs) + 0.13 * max(5, math.ceil(len(cats) / 2)))
+        ax = fig.add_subplot()
+        y = np.arange(len(runs))
+        left = np.zeros(len(runs))
+        for c in cats:
+            ax.barh(y, shares[c].to_numpy(), left=left, height=0.72, color=color_of(c),
+                    edgecolor="white", linewidth=0.3, label=c)
+            left += shares[c].to_numpy()
+        for yi, r in zip(y, runs, strict=True):
+            ax.text(1.015, yi, f"{r.addressable_fraction:.0%}", va="center", ha="left", fontsize=FONT_PT,
+                    transform=ax.get_yaxis_transform(), clip_on=False)
+        ax.text(1.015, 1.0, "addr.", va="bottom", ha="left", fontsize=FONT_PT, transform=ax.transAxes,
+                clip_on=False)
+        ax.set_yticks(y, labels)
+        ax.set_ylim(len(runs) - 0.5, -0.5)  # first run on top
+        ax.set_xlim(0, 1)
+        ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+        ax.tick_params(axis="y", length=0)
+        ax.spines["left"].set_visible(False)
+        ax.set_xlabel(f"share of {_basis_name(runs)}")
+        _category_legend(fig, cats, classes)
+    return fig
+
+
+def _basis_name(runs: list[Run]) -> str:
+    bases = {r.info.get("basis", "gpu_kernel_time") for r in runs}
+    return "GPU kernel time" if bases == {"gpu_kernel_time"} else (
+        "leaf CPU-op time" if bases == {"cpu_op_time"} else "work time")
+
+
+def amdahl_gain(share: float | np.ndarray, k: float | np.ndarray) -> np.ndarray:
+    """End-to-end speedup when a share of the time gets k times faster: 1/((1-s)+s/k)."""
+    share, k = np.asarray(share, float), np.asarray(k, float)
+    return 1.0 / ((1.0 - share) + share / k)
+
+
+def effective_k(share: float, gain: float) -> float:
+    """The kernel speedup k that buys `gain` end to end at this share (inverse of amdahl_gain)."""
+    rest = 1.0 / gain - (1.0 - share)
+    return math.inf if rest <= 0 else share / rest
+
+
+def plot_amdahl(runs: list[Run], projected: pd.DataFrame | None = None, k_max: float = 200.0) -> Figure:
+    """End-to-end gain against kernel speedup k, one curve per run (share = its addressable fraction).
+
+    Dashed lines mark each ceiling 1/(1-s), labelled at the right. `projected` (run, speedup)
+    overlays projected end-to-end speedups (from a wins.csv): each point sits on its run's curve at
+    the effective k, the single speedup of all replaceable work that would give the same gain.
+    """
+    runs = _check_runs(runs)
+    shares = np.array([min(r.addressable_fraction, 0.999) for r in runs])
+    ceilings = 1.0 / (1.0 - shares)
+    k = np.logspace(0, math.log10(k_max), 200)
+    labels = _run_labels(runs)
+    with _style():
+        fig = _figure(2.3 + 0.14 * math.ceil(len(runs) / 2))
+        ax = fig.add_subplot()
+        log_y = ceilings.max() > 8
+        colors = {}
+        for i, (r, s, label) in enumerate(zip(runs, shares, labels, strict=True)):
+            color, dash = RUN_COLORS[i % len(RUN_COLORS)], RUN_DASHES[(i // len(RUN_COLORS)) % len(RUN_DASHES)]
+            colors[r.name] = color
+            ax.plot(k, amdahl_gain(s, k), color=color, linestyle=dash, label=label)
+            ax.axhline(1 / (1 - s), color=color, linestyle=(0, (2, 2)), linewidth=0.6, alpha=0.8)
+        if projected is not None:
+            _overlay_projection(ax, runs, shares, projected, colors)
+        ax.set_xscale("log")
+        ax.set_xlim(1, k_max)
+        top = ceilings.max() * (1.15 if log_y else 1.06)
+        if log_y:
+            ax.set_yscale("log")
+        ax.set_ylim(1, top)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}×"))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}×"))
+        if log_y:
+            ax.yaxis.set_minor_locator(NullLocator())
+        ax.set_xlabel("kernel speedup k of all replaceable work")
+        ax.set_ylabel("end-to-end speedup")
+        ax.grid(True, which="major", linewidth=0.3, alpha=0.4)
+        fig.legend(loc="outside lower center", ncols=2, handlelength=1.8, columnspacing=1.0,
+                   labelspacing=0.25, borderaxespad=0.2)
+        fig.draw_without_rendering()  # settle the layout before placing the ceiling labels
+        _ceiling_labels(ax, ceilings, [colors[r.name] for r in runs])
+    return fig
+
+
+def _overlay_projection(ax: Axes, runs: list[Run], shares: np.ndarray, projected: pd.DataFrame,
+                        colors: dict[str, str]) -> None:
+    by_run = dict(zip(projected["run"].astype(str), projected["speedup"].astype(float), strict=True))
+    shown = False
+    for r, s in zip(runs, shares, strict=True):
+        gain = by_run.get(r.name, by_run.get(str(r.path)))
+        if gain is None or not np.isfinite(gain):
+            continue
+        kk = min(effective_k(s, gain), ax.get_xlim()[1])
+        ax.plot([kk], [gain], marker="o", markersize=4, color=colors[r.name], markeredgecolor="black",
+                markeredgewidth=0.5, linestyle="none", zorder=5, label=None if shown else "projected (wins.csv)")
+        shown = True
+
+
+def spread_labels(positions: np.ndarray, gap: float) -> np.ndarray:
+    """Label positions at least `gap` apart, as close as possible (least squares) to `positions`.
+
+    Sorted, q_i - i*gap must be non-decreasing: an isotonic regression (pool adjacent violators).
+    """
+    positions = np.asarray(positions, float)
+    order = np.argsort(positions, kind="stable")
+    target = positions[order] - gap * np.arange(len(order))
+    blocks: list[list[float]] = []  # [mean, weight]
+    for t in target:
+        blocks.append([t, 1.0])
+        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
+            m2, w2 = blocks.pop()
+            m1, w1 = blocks.pop()
+            blocks.append([(m1 * w1 + m2 * w2) / (w1 + w2), w1 + w2])
+    fitted = np.concatenate([[m] * int(w) for m, w in blocks]) + gap * np.arange(len(order))
+    out = np.empty_like(fitted)
+    out[order] = fitted
+    return out
+
+
+def _ceiling_labels(ax: Axes, ceilings: np.ndarray, colors: list[str]) -> None:
+    """Label each ceiling right of the axes, nudged apart so no two labels overlap."""
+    px = np.array([ax.transData.transform((1, c))[1] for c in ceilings])
+    placed = spread_labels(px, FONT_PT * 1.3 * ax.figure.dpi / 72)
+    inv = ax.transData.inverted().transform
+    for j, yp in enumerate(placed):
+        y = inv((0, yp))[1]
+        ax.annotate(f"{ceilings[j]:.3g}×", xy=(1.0, ceilings[j]), xycoords=ax.get_yaxis_transform(),
+                    xytext=(1.02, y), textcoords=ax.get_yaxis_transform(), va="center", ha="left",
+                    color=colors[j], fontsize=FONT_PT, annotation_clip=False,
+                    arrowprops={"arrowstyle": "-", "color": colors[j], "linewidth": 0.4, "shrinkA": 0,
+                                "shrinkB": 0})
+
+
+def sweep_groups(runs: list[Run], x: str | None = None) -> list[tuple[str, str, list[Run]]]:
+    """Sweeps found in a set of runs: (title, swept key, runs ordered along it).
+
+    A sweep is two or more runs of one family, mode, dtype and device that differ in one key
+    (batch, seq_len, or workload for a model-size sweep) and agree on the others. `x` picks the
+    key; by default every key that varies somewhere gives its sweeps.
+    """
+    if x is not None and x not in SWEEP_KEYS:
+        raise AddressableError(f"--x must be one of {', '.join(SWEEP_KEYS)}, not '{x}'")
+    table = pd.DataFrame([{"i": i, "family": r.family, "mode": r.mode, "dtype": r.info.get("dtype"),
+                           "device": r.info.get("device"), "batch": r.info.get("batch"),
+                           "seq_len": r.info.get("seq_len"), "workload": r.workload} for i, r in enumerate(runs)])
+    table = table.astype(object).where(table.notna(), "")
+    out = []
+    for key in [x] if x else SWEEP_KEYS:
+        fixed = ["family", "mode", "dtype", "device", *(k for k in SWEEP_KEYS if k != key)]
+        for _, g in table.groupby(fixed, sort=False):
+            if g[key].nunique() < 2:
+                continue
+            members = [runs[i] for i in g["i"]]
+            members = sorted(members, key=_sweep_sort_key(key))
+            out.append((_sweep_title(members[0], key), key, members))
+    if not out:
+        what = f"in '{x}'" if x else "in batch, seq_len or workload"
+        raise AddressableError(f"no sweep {what}: need two or more runs of one family and mode that differ "
+                               "only there")
+    return out
+
+
+def _sweep_sort_key(key: str) -> Callable[[Run], Any]:
+    if key != "workload":
+        return lambda r: float(r.info.get(key) or 0)
+    # model size: parameter count when recorded, else work time per step as its proxy
+    return lambda r: float(r.info.get("params") or r.manifest.get("params")
+                           or r.info.get("kernel_time_per_step_us") or 0)
+
+
+def _sweep_title(r: Run, key: str) -> str:
+    fixed = {"batch": f"b{r.info.get('batch')}", "seq_len": f"s{r.info.get('seq_len')}"}
+    parts = [r.family if key == "workload" else r.workload, r.mode]
+    parts += [v for k, v in fixed.items() if k != key and r.info.get(k) is not None]
+    return " ".join(p for p in parts if p)
+
+
+SWEEP_XLABEL = {"batch": "batch size", "seq_len": "sequence length", "workload": "model"}
+
+
+def plot_sweep(runs: list[Run], x: str | None = None) -> Figure:
+    """Addressable fraction along each sweep found in the runs, kernel and wall bases.
+
+    Points are the runs' addressable fractions; error bars span the min-max across repeats
+    (addressable_fraction_range / addressable_fraction_wall_range). Batch and sequence length use a
+    log2 axis; a model-size sweep (runs differing in workload) is ordered by parameter count.
+    """
+    groups = sweep_groups(_check_runs(runs), x)
+    with _style():
+        fig = _figure(0.55 + 1.45 * len(groups))
+        axes = fig.subplots(len(groups), 1, squeeze=False)[:, 0]
+        for ax, (title, key, members) in zip(axes, groups, strict=True):
+            _sweep_panel(ax, title, key, members)
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower center", ncols=2, columnspacing=1.2,
+                   borderaxespad=0.2, handlelength=2.2)
+    return fig
+
+
+def _sweep_panel(ax: Axes, title: str, key: str, members: list[Run]) -> None:
+    if key == "workload":
+        xs = np.arange(len(members), dtype=float)
+        ax.set_xticks(xs, [_truncate(r.workload, 14) for r in members])
+        ax.set_xlim(-0.4, len(members) - 0.6)
+    else:
+        xs = np.array([float(r.info[key]) for r in members])
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_locator(FixedLocator(xs))
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_xlim(xs.min() / 1.25, xs.max() * 1.25)
+    values = []
+    for basis, wall in (("kernel", False), ("wall", True)):
+        ys = np.array([np.nan if (wall and r.addressable_fraction_wall is None) else
+                       (r.addressable_fraction_wall if wall else r.addressable_fraction) for r in members], float)
+        if np.isnan(ys).all():
+            continue
+        lo, hi = np.array([r.fraction_range(wall) for r in members], float).T
+        err = np.vstack([np.clip(ys - lo, 0, None), np.clip(hi - ys, 0, None)])
+        color, marker, line, name = BASIS_STYLE[basis]
+        ax.errorbar(xs, ys, yerr=np.nan_to_num(err), color=color, marker=marker, markersize=3.5,
+                    linestyle=line, linewidth=1.0, capsize=2.0, elinewidth=0.7,
+                    label=f"share of {name}")
+        values += [*lo, *hi, *ys]
+    vals = np.array(values, float)
+    vals = vals[np.isfinite(vals)]
+    mid, half = (vals.max() + vals.min()) / 2, max((vals.max() - vals.min()) / 2 * 1.3, 0.05)
+    ax.set_ylim(max(0.0, mid - half), min(1.0, mid + half))
+    ax.yaxis.set_major_locator(MaxNLocator(nbins=4, steps=[1, 2, 5, 10]))
+    ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    ax.set_ylabel("addressable")
+    ax.set_xlabel(SWEEP_XLABEL[key])
+    ax.set_title(title, loc="left", fontsize=FONT_PT)
+    ax.grid(True, axis="y", linewidth=0.3, alpha=0.4)
+
+
+def top_kernels(run: Run, n: int = 10, cls: str = "replaceable") -> pd.DataFrame:
+    """The largest kernels of one class, by readable name (variants of one op summed together)."""
+    k = run.kernels[run.kernels["class"] == cls]
+    if k.empty:
+        return pd.DataFrame(columns=["kernel", "category", "time_us", "share", "variants"])
+    named = k.assign(kernel=k["name"].astype(str).map(lambda s: short_kernel_name(s, 200).removesuffix("_kernel")))
+    out = (named.groupby(["kernel", "category"], sort=False)
+           .agg(time_us=("time_us", "sum"), share=("share", "sum"), variants=("name", "size")).reset_index())
+    return out.nlargest(n, "time_us").reset_index(drop=True)
+
+
+def plot_top_kernels(runs: list[Run], n: int = 10, cls: str = "replaceable") -> Figure:
+    """The largest replaceable kernels of each run (one panel per run), bars coloured by category.
+
+    Kernel names are shortened (namespaces, templates and arguments stripped; generic PyTorch
+    launchers keep their op, e.g. "elementwise: mul"); kernels that shorten to the same name are
+    summed into one bar, with the number of variants in brackets.
+    """
+    runs = _check_runs(runs)
+    tables = [top_kernels(r, n, cls) for r in runs]
+    if all(t.empty for t in tables):
+        raise AddressableError(f"no {cls} kernels in the runs (kernels.csv is empty or missing)")
+    pairs = [(r, t) for r, t in zip(runs, tables, strict=True) if not t.empty]
+    heights = [0.35 + 0.16 * len(t) for _, t in pairs]
+    cats = category_order({c for _, t in pairs for c in t["category"]}, _classes(runs))
+    with _style():
+        fig = _figure(sum(heights) + 0.35 + 0.13 * math.ceil(len(cats) / 2))
+        axes = fig.subplots(len(pairs), 1, squeeze=False, height_ratios=heights)[:, 0]
+        for ax, (_run, t), label in zip(axes, pairs, _run_labels([r for r, _ in pairs]), strict=True):
+            y = np.arange(len(t))
+            ax.barh(y, t["share"], color=[color_of(c) for c in t["category"]], height=0.7,
+                    edgecolor="black", linewidth=0.3)
+            names = [_truncate(kname, KERNEL_CHARS) + (f" ({v})" if v > 1 else "")
+                     for kname, v in zip(t["kernel"], t["variants"], strict=True)]
+            ax.set_yticks(y, names)
+            ax.set_ylim(len(t) - 0.5, -0.5)
+            top = float(t["share"].max())
+            ax.set_xlim(0, top * 1.28)
+            for yi, s in zip(y, t["share"], strict=True):
+                ax.text(s + top * 0.02, yi, f"{s:.1%}", va="center", ha="left", fontsize=FONT_PT)
+            ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0 if top >= 0.05 else 1))
+            ax.xaxis.set_major_locator(FixedLocator(_nice_ticks(top * 1.28)))
+            ax.tick_params(axis="y", length=0)
+            ax.set_title(label, loc="left", fontsize=FONT_PT)
+        axes[-1].set_xlabel(f"share of {_basis_name(runs)}")
+        _category_legend(fig, cats, _classes(runs))
+    return fig
+
+
+def _nice_ticks(top: float) -> list[float]:
+    """At most four round ticks from 0 to top."""
+    step = 10 ** math.floor(math.log10(top / 3))
+    for m in (1, 2, 2.5, 5, 10):
+        if top / (m * step) <= 3.5:
+            step *= m
+            break
+    return list(np.arange(0, top + 1e-12, step))
+
+
+PLOTS: dict[str, Callable[..., Figure]] = {
+    "breakdown": plot_breakdown,
+    "amdahl": plot_amdahl,
+    "sweep": plot_sweep,
+    "top-kernels": plot_top_kernels,
+}
+
+
+def make_figure(kind: str, runs: list[Run], **options: Any) -> Figure:
+    """Build the figure of one kind (breakdown, amdahl, sweep, top-kernels)."""
+    if kind not in PLOTS:
+        raise AddressableError(f"unknown plot kind '{kind}' (known: {', '.join(PLOTS)})")
+    return PLOTS[kind](runs, **{k: v for k, v in options.items() if v is not None})
+
+
+def save_figure(fig: Figure, path: str | Path) -> Path:
+    """Write a figure to .pdf, .svg or .png (by suffix), atomically."""
+    path = Path(path)
+    if path.suffix.lower() not in FORMATS:
+        raise AddressableError(f"figure file must end in {', '.join(FORMATS)}, not '{path.name}'")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise AddressableError(f"cannot create output folder {path.parent}: {e.strerror or e}") from None
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with _style(), os.fdopen(fd, "wb") as f:
+            fig.savefig(f, format=path.suffix.lower()[1:], metadata=_metadata(path))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _metadata(path: Path) -> dict[str, Any]:
+    """Reproducible files: no creation date in PDF/SVG."""
+    suffix = path.suffix.lower()
+    return {".pdf": {"CreationDate": None}, ".svg": {"Date": None}}.get(suffix, {})
