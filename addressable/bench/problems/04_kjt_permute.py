@@ -1,0 +1,59 @@
+"""KeyedJaggedTensor permute: lengths and values reordered by feature (fbgemm permute_2D_sparse_data).
+
+Stands for the feature permute of TorchRec's sparse input distribution (KJT.permute before the
+all-to-all, and regrouping features per sharding): FBGEMM's `permute_2D_lengths_kernel` and
+`permute_2D_data_kernel`. A KJT of DLRM-DCNv2's 26 sparse features for one GPU's batch: `lengths`
+(26, BATCH), `values` the ids of all bags, feature-major. Bag lengths vary (uniform in
+[0, 2 * multi-hot size], so the mean is MLPerf's multi-hot size, 214 ids a sample).
+permute_2D_sparse_data semantics: feature i of the output is feature permute[i] of the input.
+Output: one int64 tensor, the permuted lengths (flattened) followed by the permuted values.
+Share of DLRM step time: see outputs/dlrm-*/ (`addressable bench shares`, from DLRM_KERNEL).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+CATEGORY = "data_movement"
+DLRM_KERNEL = r"permute_2D|permute_1D|permute_sparse|permute_\w*lengths|permute_\w*data"
+
+BATCH = 16384
+MULTI_HOT = [3, 2, 1, 2, 6, 1, 1, 1, 1, 7, 3, 8, 1, 6, 9, 5, 1, 1, 1, 12, 100, 27, 10, 3, 1, 1]
+SMALL = {"BATCH": 16}
+INVARIANTS = []  # custom checks below
+
+
+class Model(nn.Module):
+    """permute_2D_sparse_data(permute, lengths, values) as a flat int64 tensor."""
+
+    def forward(self, permute: torch.Tensor, lengths: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+        n = values.numel()
+        seg = lengths.sum(1)
+        in_start = seg.cumsum(0) - seg
+        seg_out = seg[permute]
+        out_start = seg_out.cumsum(0) - seg_out
+        shift = torch.repeat_interleave(in_start[permute] - out_start, seg_out, output_size=n)
+        src = torch.arange(n, device=values.device) + shift
+        return torch.cat([lengths[permute].reshape(-1), values[src]])
+
+
+def get_inputs() -> list[torch.Tensor]:
+    hot = torch.tensor(MULTI_HOT).unsqueeze(1)
+    lengths = (torch.rand(len(MULTI_HOT), BATCH) * (2 * hot + 1)).long()
+    values = torch.randint(0, 2**31 - 1, (int(lengths.sum()),))
+    return [torch.randperm(len(MULTI_HOT)), lengths, values]
+
+
+def get_init_inputs() -> list:
+    return []
+
+
+def check_invariants(inputs: list[torch.Tensor], output: torch.Tensor) -> dict[str, bool]:
+    """The lengths keep their total, and the values are a rearrangement of the input values."""
+    _, lengths, values = inputs
+    n_len = lengths.numel()
+    out_lengths, out_values = output[:n_len], output[n_len:]
+    return {"lengths_total_kept": int(out_lengths.sum()) == values.numel(),
+            "values_are_a_permutation": out_values.numel() == values.numel()
+            and bool(torch.equal(out_values.sort().values, values.sort().values))}

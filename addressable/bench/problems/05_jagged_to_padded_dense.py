@@ -1,0 +1,64 @@
+"""Jagged to padded dense: per-sample sequences of embeddings into a (BATCH, MAX_LEN, DIM) tensor.
+
+Stands for FBGEMM's `jagged_to_padded_dense` (`jagged_dense_elementwise_dense_output_kernel_`,
+`jagged_2d_to_dense`) as TorchRec models use it to feed sequence features (user histories) to dense
+layers. Sizes: one GPU's DLRM batch, the longest MLPerf multi-hot feature (100 ids) as the sequence,
+embedding dim 128; each sample has a uniform length in [0, MAX_LEN] (no truncation).
+Inputs: `values` (total_length, DIM), `offsets` (BATCH + 1,). Output: (BATCH, MAX_LEN, DIM) with
+PAD_VALUE past each sample's length.
+Share of DLRM step time: see outputs/dlrm-*/ (`addressable bench shares`, from DLRM_KERNEL).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+CATEGORY = "data_movement"
+DLRM_KERNEL = r"jagged_to_padded_dense|jagged_dense_elementwise_dense_output|jagged_2d_to_dense"
+
+BATCH = 16384
+MAX_LEN = 100
+DIM = 128
+PAD_VALUE = 0.0
+SMALL = {"BATCH": 16, "MAX_LEN": 12, "DIM": 32}
+INVARIANTS = []  # custom checks below
+
+
+class Model(nn.Module):
+    """fbgemm.jagged_to_padded_dense(values, [offsets], [max_len], pad) for one jagged dimension."""
+
+    def __init__(self, max_len: int, pad_value: float) -> None:
+        super().__init__()
+        self.max_len, self.pad_value = max_len, pad_value
+
+    def forward(self, values: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+        n, d = values.shape
+        b = offsets.numel() - 1
+        lengths = offsets.diff()
+        sample = torch.repeat_interleave(torch.arange(b, device=values.device), lengths, output_size=n)
+        pos = torch.arange(n, device=values.device) - offsets[:-1].repeat_interleave(lengths, output_size=n)
+        out = values.new_full((b, self.max_len, d), self.pad_value)
+        out[sample, pos] = values
+        return out
+
+
+def get_inputs() -> list[torch.Tensor]:
+    lengths = torch.randint(0, MAX_LEN + 1, (BATCH,))
+    offsets = torch.cat([torch.zeros(1, dtype=torch.long), lengths.cumsum(0)])
+    return [torch.randn(int(offsets[-1]), DIM), offsets]
+
+
+def get_init_inputs() -> list:
+    return [MAX_LEN, PAD_VALUE]
+
+
+def check_invariants(inputs: list[torch.Tensor], output: torch.Tensor) -> dict[str, bool]:
+    """Every slot past a sample's length holds PAD_VALUE; the values' total is kept."""
+    values, offsets = inputs
+    lengths = offsets.diff()
+    past = torch.arange(output.shape[1], device=output.device).unsqueeze(0) >= lengths.unsqueeze(1)
+    total = values.double().sum()
+    return {"padding_is_pad_value": bool((output[past] == PAD_VALUE).all()),
+            "values_total_kept": bool(torch.isclose(output[~past].double().sum(), total,
+                                                    rtol=1e-6, atol=1e-6 * values.numel()))}
