@@ -41,11 +41,13 @@ scaled by the run's exposed/summed ratio per category.
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import json
 import math
 import re
 import statistics
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,7 +58,7 @@ import pandas as pd
 import yaml
 
 from addressable.errors import AddressableError
-from addressable.taxonomy import UNCLASSIFIED, load_taxonomy
+from addressable.taxonomy import UNCLASSIFIED, Taxonomy, load_taxonomy
 
 KERNELBENCH_MAP = Path(__file__).with_name("kernelbench_map.yaml")
 PROBLEM_DIRS = (Path(__file__).parent / "bench" / "problems",)
@@ -105,7 +107,12 @@ class Run:
     path: Path | None = None
 
     def class_of(self, category: str) -> str:
-        return self.classes.get(category) or load_taxonomy().class_of(category)
+        return self.classes.get(category) or _taxonomy().class_of(category)
+
+
+@functools.cache
+def _taxonomy() -> Taxonomy:
+    return load_taxonomy()
 
 
 def find_runs(paths: Sequence[str | Path] | None = None) -> list[Path]:
@@ -173,7 +180,7 @@ def load_run(path: str | Path) -> Run:
         ratio = (ex / times.reindex(ex.index)).replace([np.inf, -np.inf], np.nan).fillna(0.0)
         repeats = [(_num_series(r["exposed_category_time_per_step_us"], f"{path}: repeat {i + 1}")
                     if "exposed_category_time_per_step_us" in r else rt.reindex(ex.index, fill_value=0.0) * ratio,
-                    ms) for i, (r, (rt, ms)) in enumerate(zip(doc["repeats"] or [], repeats, strict=False))]
+                    ms) for i, (r, (rt, ms)) in enumerate(zip(doc.get("repeats") or [], repeats, strict=False))]
         times = ex
     workload = doc.get("workload")
     if not isinstance(workload, str) or not workload:
@@ -215,8 +222,7 @@ def _read_categories(path: Path, doc: dict) -> pd.DataFrame:
     if bad.any():
         raise AddressableError(f"{where}: bad time_us for category '{df.loc[bad, 'category'].iloc[0]}'")
     if "class" not in df.columns:
-        tax = load_taxonomy()
-        df["class"] = df["category"].map(tax.class_of)
+        df["class"] = df["category"].map(_taxonomy().class_of)
     return df[["category", "class", "time_us"]]
 
 
@@ -280,8 +286,11 @@ def load_wins(path: str | Path) -> pd.DataFrame:
         raw, notes = _kernelbench_json(text, path)
     else:
         try:
-            raw = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, skipinitialspace=True)
-        except (pd.errors.ParserError, pd.errors.EmptyDataError) as e:
+            with warnings.catch_warnings():  # a row with more fields than the header is an error
+                warnings.simplefilter("error", pd.errors.ParserWarning)
+                raw = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, skipinitialspace=True,
+                                  index_col=False)
+        except (pd.errors.ParserError, pd.errors.ParserWarning, pd.errors.EmptyDataError) as e:
             raise AddressableError(f"speedups file {path} is not a readable CSV: {e}") from None
         notes = []
     out = parse_wins(raw, str(path))
@@ -334,6 +343,7 @@ def parse_wins(raw: pd.DataFrame, source: str = "wins") -> pd.DataFrame:
     """Validate a raw wins table; the whole file is rejected on the first bad row.
 
     Returns row (1-based data row), target, speedup, speedup_lo, speedup_hi, verified, source, notes.
+    A `row` column in `raw` (e.g. a table this function returned) is ignored and renumbered.
     """
     if raw.empty and not len(raw.columns):
         raise AddressableError(f"speedups file {source} is empty")
@@ -344,8 +354,8 @@ def parse_wins(raw: pd.DataFrame, source: str = "wins") -> pd.DataFrame:
                                f"(has: {', '.join(map(str, raw.columns))})")
     if raw.empty:
         raise AddressableError(f"speedups file {source} has a header but no rows")
-    warnings = [f"{source}: ignoring unknown column '{c}'" for c in raw.columns
-                if c not in REQUIRED_COLUMNS + OPTIONAL_COLUMNS]
+    notes = [f"{source}: ignoring unknown column '{c}'" for c in raw.columns
+             if c not in (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS, "row")]
     rows = []
     for i, r in enumerate(raw.to_dict(orient="records"), 1):
         where = f"{source} row {i}"
@@ -369,7 +379,7 @@ def parse_wins(raw: pd.DataFrame, source: str = "wins") -> pd.DataFrame:
         same = out.loc[dup & (out[key] == first[key]).all(axis=1), "row"].tolist()
         raise AddressableError(f"{source}: rows {' and '.join(map(str, same))} are duplicates "
                                f"(target '{first['target']}', speedup {first['speedup']:g})")
-    out.attrs["warnings"] = warnings
+    out.attrs["warnings"] = notes
     return out
 
 
@@ -573,8 +583,8 @@ def project(runs: Sequence[Run | str | Path], wins: pd.DataFrame | str | Path, *
     runs = [r if isinstance(r, Run) else load_run(r) for r in runs]
     if not runs:
         raise AddressableError("no runs to project")
-    table = load_wins(wins) if isinstance(wins, str | Path) else parse_wins(wins) if "row" not in wins else wins
-    warnings = list(table.attrs.get("warnings", []))
+    table = load_wins(wins) if isinstance(wins, str | Path) else parse_wins(wins)
+    messages = list(table.attrs.get("warnings", []))
     categories = set(load_taxonomy().classes) | {UNCLASSIFIED} | {c for r in runs for c in r.times.index}
     resolver = Resolver(categories, load_problem_map() if problem_map is None else problem_map)
 
@@ -605,10 +615,13 @@ def project(runs: Sequence[Run | str | Path], wins: pd.DataFrame | str | Path, *
             table.loc[sel, "reason"] = "matched no kernel time in any run"
     bad = (table["reason"] != "") & (table["reason"] != "unverified")
     unmatched = table.loc[bad, ["row", "target", "speedup", "reason"]].reset_index(drop=True)
-    warnings += [f"wins row {r.row}: target '{r.target}' {r.reason}; listed as unmatched"
+    messages += [f"wins row {r.row}: target '{r.target}' {r.reason}; listed as unmatched"
                  for r in unmatched.itertuples()]
+    messages += [f"run {r['run']}: kernel time per step exceeds step_time_ms (streams overlap?); "
+                 "wall-clock projection undefined" for r in run_rows
+                 if math.isnan(r["ceiling_wall"]) and not math.isnan(r["addressable_fraction_wall"])]
     return Projection(pd.DataFrame(run_rows), pd.DataFrame(contrib, columns=_CONTRIB_COLUMNS), table, unmatched,
-                      combine, include_unverified, warnings)
+                      combine, include_unverified, messages)
 
 
 def _combine(table: pd.DataFrame, targets: list[Target | None], combine: str) -> list[Group]:
@@ -770,11 +783,11 @@ def format_projection(p: Projection, top: int = 5) -> str:
         if c.empty:
             continue
         lines += ["", f"{run}: wins by end-to-end gain (that win alone)",
-                  f"  {'target':<30}{'group':<18}{'share':>8}{'wall':>8}{'k':>9}{'gain':>9}{'wall':>9}"]
+                  f"  {'target':<30}{'group':<20}{'k':>8}{'share':>8}{'gain':>9}{'wall share':>12}{'wall gain':>11}"]
         for r in c.itertuples():
             share_wall = "n/a" if math.isnan(r.share_wall) else f"{r.share_wall:.1%}"
-            lines.append(f"  {r.target[:29]:<30}{r.group[:17]:<18}{r.share:>8.1%}{share_wall:>8}"
-                         f"{_x(r.k, 2):>9}{_x(r.gain_kernel):>9}{_x(r.gain_wall):>9}")
+            lines.append(f"  {r.target[:29]:<30}{r.group[:19]:<20}{_x(r.k, 2):>8}{r.share:>8.1%}"
+                         f"{_x(r.gain_kernel):>9}{share_wall:>12}{_x(r.gain_wall):>11}")
     if not p.unmatched.empty:
         lines += ["", "Unmatched wins (matched nothing in any run):"]
         lines += [f"  row {r.row}: {r.target} ({r.reason})" for r in p.unmatched.itertuples()]
