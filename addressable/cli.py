@@ -120,5 +120,64 @@ def project(speedups: Path, run_dirs: tuple[Path, ...], as_json: bool, include_u
     click.echo(_json(p.to_dict()) if as_json else format_projection(p, top))
 
 
+@main.command()
+@click.argument("kind")
+@click.option("--runs", "run_dirs", multiple=True, type=click.Path(path_type=Path),
+              help="Run folder (or a folder of runs); repeatable. Default: every run under outputs/.")
+@click.option("--speedups", type=click.Path(path_type=Path), help="amdahl: overlay the projection of this wins.csv.")
+@click.option("--x", "x", metavar="KEY", help="sweep: the swept key (batch, seq_len or workload). Default: each that varies.")
+@click.option("--top", type=int, help="top-kernels: kernels per run (default 10).")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Figure file, .pdf/.svg/.png. Default: outputs/figures/KIND.pdf.")
+@_user_errors
+def plot(kind: str, run_dirs: tuple[Path, ...], speedups: Path | None, x: str | None, top: int | None,
+         out: Path | None) -> None:
+    """Draw a figure from run folders: KIND is breakdown, amdahl, sweep or top-kernels."""
+    from addressable.plot import plot_runs
+
+    path = plot_runs(kind, run_dirs or (Path("outputs"),), out, speedups=speedups, x=x, n=top)
+    click.echo(f"Wrote {path}")
+
+
+@main.command()
+@click.argument("workload", required=False)
+@click.option("--batch", help="Batch sizes to sweep, e.g. 16,32,64,128 (or one fixed value).")
+@click.option("--seq-len", help="Sequence lengths to sweep, e.g. 512,1024,2048 (or one fixed value).")
+@click.option("--workloads", help="Model-size sweep over workloads, e.g. gpt2,llama3-1b,llama3-8b.")
+@click.option("--mode", type=click.Choice(["train", "infer"]), help="Default: the workload's.")
+@click.option("--dtype", type=click.Choice(["bf16", "fp16", "fp32"]), help="Default: the workload's on the GPU, fp32 on the CPU.")
+@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True)
+@click.option("--warmup", type=int, help="Warm-up steps per value. Default: the device's (see profile).")
+@click.option("--steps", type=int, help="Timed steps per repeat.")
+@click.option("--profile-steps", type=int, help="Profiled steps per repeat.")
+@click.option("--repeats", type=int, help="Repeats per value.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("outputs"), show_default=True, help="Folder the run folders go in.")
+@click.option("--compile", "compile_", is_flag=True, help="torch.compile the model.")
+@click.option("--adapter", "adapters", multiple=True, metavar="FILE_OR_MODULE", help="Also load this adapter; repeatable.")
+@click.option("--option", "options", multiple=True, metavar="KEY=VALUE", help="Adapter option; repeatable.")
+@click.option("--layers-subset", metavar="L1,L2", help="Profile each value at L1 and L2 layers and extrapolate.")
+@click.option("--plot", "plot_out", type=click.Path(dir_okay=False, path_type=Path), help="Also draw the sweep figure to this .pdf/.svg/.png.")
+@_user_errors
+def sweep(workload: str | None, batch: str | None, seq_len: str | None, workloads: str | None, mode: str | None,
+          dtype: str | None, device: str, warmup: int | None, steps: int | None, profile_steps: int | None,
+          repeats: int | None, out: Path, compile_: bool, adapters: tuple[str, ...], options: tuple[str, ...],
+          layers_subset: str | None, plot_out: Path | None) -> None:
+    """Profile WORKLOAD at each --batch or --seq-len value (or each of --workloads): one run folder per value."""
+    from addressable import profile as prof
+    from addressable import sweep as sw
+
+    df = sw.sweep(workload, batch=sw.parse_list(batch, int, "--batch"), seq_len=sw.parse_list(seq_len, int, "--seq-len"),
+                  workloads=sw.parse_list(workloads, str, "--workloads"), mode=mode, dtype=dtype, device=device,
+                  out=out, warmup=warmup, steps=steps, repeats=repeats, profile_steps=profile_steps,
+                  options=prof.parse_options(options), compile=compile_, adapters=adapters,
+                  layers_subset=prof.parse_layers_subset(layers_subset) if layers_subset else None,
+                  argv=sys.argv, progress=lambda line: click.echo(line, err=True))
+    click.echo(sw.format_sweep(df))
+    done = df.loc[df["error"].isna(), "run"].tolist()
+    if plot_out and len(done) > 1:
+        from addressable.plot import plot_runs
+
+        click.echo(f"Wrote {plot_runs('sweep', done, plot_out)}")
+
+
 if __name__ == "__main__":
     main()
