@@ -27,7 +27,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLoca
 
 from addressable.errors import AddressableError
 from addressable.report import short_kernel_name
-from addressable.runs import Run
+from addressable.runs import Run, load_runs
 from addressable.taxonomy import UNCLASSIFIED, load_taxonomy
 
 WIDTH_IN = 3.5  # one column of a two-column paper
@@ -202,62 +202,75 @@ def effective_k(share: float, gain: float) -> float:
     return math.inf if rest <= 0 else share / rest
 
 
-def plot_amdahl(runs: list[Run], projected: pd.DataFrame | None = None, k_max: float = 200.0) -> Figure:
-    """End-to-end gain against kernel speedup k, one curve per run (share = its addressable fraction).
+def plot_amdahl(runs: list[Run], speedups: str | Path | pd.DataFrame | None = None, k_max: float = 200.0) -> Figure:
+    """End-to-end gain against kernel speedup k, one curve per run (share s = its addressable fraction).
 
-    Dashed lines mark each ceiling 1/(1-s), labelled at the right. `projected` (run, speedup)
-    overlays projected end-to-end speedups (from a wins.csv): each point sits on its run's curve at
-    the effective k, the single speedup of all replaceable work that would give the same gain.
+    gain = 1/((1-s)+s/k); dashed lines mark each ceiling 1/(1-s), labelled at the right. With
+    `speedups` (a wins.csv, projected by addressable.project), each run's projected end-to-end
+    speedup is a point on its curve at the *effective k*: the one speedup of all replaceable work
+    that would buy the same gain, k = s/(1/gain - (1-s)). Vertical bars: the projection's interval.
     """
     runs = _check_runs(runs)
     shares = np.array([min(r.addressable_fraction, 0.999) for r in runs])
     ceilings = 1.0 / (1.0 - shares)
     k = np.logspace(0, math.log10(k_max), 200)
     labels = _run_labels(runs)
+    projected = projected_speedups(runs, speedups) if speedups is not None else None
     with _style():
         fig = _figure(2.3 + 0.14 * math.ceil(len(runs) / 2))
         ax = fig.add_subplot()
         log_y = ceilings.max() > 8
-        colors = {}
-        for i, (r, s, label) in enumerate(zip(runs, shares, labels, strict=True)):
+        colors = []
+        for i, (s, label) in enumerate(zip(shares, labels, strict=True)):
             color, dash = RUN_COLORS[i % len(RUN_COLORS)], RUN_DASHES[(i // len(RUN_COLORS)) % len(RUN_DASHES)]
-            colors[r.name] = color
+            colors.append(color)
             ax.plot(k, amdahl_gain(s, k), color=color, linestyle=dash, label=label)
             ax.axhline(1 / (1 - s), color=color, linestyle=(0, (2, 2)), linewidth=0.6, alpha=0.8)
-        if projected is not None:
-            _overlay_projection(ax, runs, shares, projected, colors)
         ax.set_xscale("log")
         ax.set_xlim(1, k_max)
-        top = ceilings.max() * (1.15 if log_y else 1.06)
+        if projected is not None:
+            _overlay_projection(ax, shares, projected, colors, k_max)
         if log_y:
             ax.set_yscale("log")
-        ax.set_ylim(1, top)
+            ax.yaxis.set_minor_locator(NullLocator())
+        ax.set_ylim(1, ceilings.max() * (1.15 if log_y else 1.06))
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}×"))
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}×"))
-        if log_y:
-            ax.yaxis.set_minor_locator(NullLocator())
         ax.set_xlabel("kernel speedup k of all replaceable work")
         ax.set_ylabel("end-to-end speedup")
         ax.grid(True, which="major", linewidth=0.3, alpha=0.4)
         fig.legend(loc="outside lower center", ncols=2, handlelength=1.8, columnspacing=1.0,
                    labelspacing=0.25, borderaxespad=0.2)
         fig.draw_without_rendering()  # settle the layout before placing the ceiling labels
-        _ceiling_labels(ax, ceilings, [colors[r.name] for r in runs])
+        _ceiling_labels(ax, ceilings, colors)
     return fig
 
 
-def _overlay_projection(ax: Axes, runs: list[Run], shares: np.ndarray, projected: pd.DataFrame,
-                        colors: dict[str, str]) -> None:
-    by_run = dict(zip(projected["run"].astype(str), projected["speedup"].astype(float), strict=True))
-    shown = False
-    for r, s in zip(runs, shares, strict=True):
-        gain = by_run.get(r.name, by_run.get(str(r.path)))
-        if gain is None or not np.isfinite(gain):
+def projected_speedups(runs: list[Run], speedups: str | Path | pd.DataFrame) -> pd.DataFrame:
+    """Projected end-to-end speedup (kernel basis) of each run, in run order: speedup, lo, hi.
+
+    `speedups` is a wins.csv (or a wins DataFrame) for addressable.project.project.
+    """
+    from addressable.project import project
+
+    p = project([r.path for r in runs], speedups).runs
+    return pd.DataFrame({"speedup": p["speedup_kernel"].to_numpy(float),
+                         "lo": p["speedup_kernel_lo"].to_numpy(float), "hi": p["speedup_kernel_hi"].to_numpy(float)})
+
+
+def _overlay_projection(ax: Axes, shares: np.ndarray, projected: pd.DataFrame, colors: list[str],
+                        k_max: float) -> None:
+    ax.plot([], [], marker="o", markersize=3.5, color="white", markeredgecolor="black", markeredgewidth=0.5,
+            linestyle="none", label="projected (wins)")
+    for s, color, row in zip(shares, colors, projected.itertuples(), strict=True):
+        if not np.isfinite(row.speedup):
             continue
-        kk = min(effective_k(s, gain), ax.get_xlim()[1])
-        ax.plot([kk], [gain], marker="o", markersize=4, color=colors[r.name], markeredgecolor="black",
-                markeredgewidth=0.5, linestyle="none", zorder=5, label=None if shown else "projected (wins.csv)")
-        shown = True
+        kk = min(effective_k(s, row.speedup), k_max)
+        err = [[max(row.speedup - row.lo, 0.0)], [max(row.hi - row.speedup, 0.0)]] if np.isfinite(
+            [row.lo, row.hi]).all() else None
+        ax.errorbar([kk], [row.speedup], yerr=err, marker="o", markersize=3.5, color=color,
+                    markeredgecolor="black", markeredgewidth=0.5, linestyle="none", elinewidth=0.7,
+                    capsize=1.5, zorder=5)
 
 
 def spread_labels(positions: np.ndarray, gap: float) -> np.ndarray:
@@ -465,11 +478,35 @@ PLOTS: dict[str, Callable[..., Figure]] = {
 }
 
 
-def make_figure(kind: str, runs: list[Run], **options: Any) -> Figure:
-    """Build the figure of one kind (breakdown, amdahl, sweep, top-kernels)."""
+# The options each kind takes (the CLI's --speedups, --x, --top).
+KIND_OPTIONS = {"breakdown": (), "amdahl": ("speedups",), "sweep": ("x",), "top-kernels": ("n",)}
+OPTION_FLAGS = {"speedups": "--speedups", "x": "--x", "n": "--top"}
+
+
+def check_kind(kind: str) -> None:
     if kind not in PLOTS:
         raise AddressableError(f"unknown plot kind '{kind}' (known: {', '.join(PLOTS)})")
-    return PLOTS[kind](runs, **{k: v for k, v in options.items() if v is not None})
+
+
+def make_figure(kind: str, runs: list[Run], **options: Any) -> Figure:
+    """Build the figure of one kind (breakdown, amdahl, sweep, top-kernels); None options are left out."""
+    check_kind(kind)
+    options = {k: v for k, v in options.items() if v is not None}
+    extra = [k for k in options if k not in KIND_OPTIONS[kind]]
+    if extra:
+        flags = ", ".join(OPTION_FLAGS.get(k, k) for k in extra)
+        raise AddressableError(f"{flags} does not apply to the {kind} plot")
+    return PLOTS[kind](runs, **options)
+
+
+def plot_runs(kind: str, run_paths: Iterable[str | Path] = ("outputs",), out: str | Path | None = None,
+              **options: Any) -> Path:
+    """Load runs, draw one figure and save it (default outputs/figures/KIND.pdf): `addressable plot`."""
+    check_kind(kind)
+    out = Path(out) if out else Path("outputs") / "figures" / f"{kind}.pdf"
+    if out.suffix.lower() not in FORMATS:
+        raise AddressableError(f"figure file must end in {', '.join(FORMATS)}, not '{out.name}'")
+    return save_figure(make_figure(kind, load_runs(list(run_paths)), **options), out)
 
 
 def save_figure(fig: Figure, path: str | Path) -> Path:

@@ -101,13 +101,18 @@ def load_run(path: str | Path) -> Run:
 
 
 def find_runs(root: str | Path) -> list[Path]:
-    """Every run folder (one holding breakdown.json) under root, sorted; temporary folders skipped."""
+    """Every run folder (one holding breakdown.json) under root, in natural order.
+
+    Hidden (temporary) folders and runs nested inside another run are skipped.
+    """
     root = Path(root)
     if (root / "breakdown.json").is_file():
         return [root]
-    found = [p.parent for p in root.rglob("breakdown.json")
-             if not any(part.startswith(".") for part in p.relative_to(root).parts)]
-    return sorted(found, key=_natural_key)
+    found = {p.parent for p in root.rglob("breakdown.json")
+             if not any(part.startswith(".") for part in p.relative_to(root).parts)}
+    # sub-runs inside a run (e.g. the layers<L>/ depths of an extrapolated run) belong to it
+    top = [f for f in found if not any(parent in found for parent in f.parents)]
+    return sorted(top, key=_natural_key)
 
 
 def _natural_key(path: Path) -> list[Any]:
