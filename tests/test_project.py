@@ -28,6 +28,8 @@ from addressable.cli import main
 from addressable.errors import AddressableError
 from addressable.project import (
     KERNELBENCH_MAP,
+    PROBLEM_DIRS,
+    Resolver,
     Run,
     amdahl,
     find_runs,
@@ -286,10 +288,15 @@ def test_bench_problem_category_constant(tmp_path: Path) -> None:
 
 
 def test_packaged_bench_problems_resolve() -> None:
-    """Whatever DLRM-Bench problems exist now name a known category (or none)."""
+    """The DLRM-Bench problems resolve through their CATEGORY constant, with or without the prefix."""
     pm = load_problem_map()
     known = load_taxonomy().classes
     assert all(c in known for c in pm.values())
+    resolver = Resolver(set(known), pm)
+    for name, category in problem_categories(PROBLEM_DIRS).items():
+        for target in (name, re.sub(r"^\d+_", "", name), name.upper() + ".py"):
+            t, why = resolver.resolve(target, "test")
+            assert t is not None and t.category == category, (target, why)
 
 
 def test_unknown_target_warns_and_is_unmatched(tmp_path: Path) -> None:
