@@ -15,7 +15,7 @@ plain, with a note on stderr), rows (per-table row cap on the MLPerf Criteo 1TB 
 1_000_000 on cuda, 10_000 on cpu), dim (embedding dim, default 128), skew (Zipf exponent of the ids;
 default 0 = uniform), batches (distinct synthetic batches, cycled; default 4). dtype bf16/fp16 runs the
 MLPs under autocast; embedding tables stay fp32. The built step carries ``step.model``,
-``step.batches`` and ``step.info`` ({"backend", "rows", "embedding_rows"}).
+``step.batches``, ``step.loss`` (after a training step) and ``step.info`` ({"backend", "rows", "embedding_rows"}).
 """
 
 from __future__ import annotations
@@ -234,6 +234,7 @@ def build(config: WorkloadConfig) -> Step:
                 if backend == "plain":
                     sparse_opt.step()
                     sparse_opt.zero_grad(set_to_none=True)
+            step.loss = loss.detach()
     else:
         model.eval()
 

@@ -11,7 +11,7 @@ Options (``--option key=value``):
   checkpoint     train only: activation checkpointing (default false)
 
 Weights are in the run's dtype (bf16/fp16/fp32, cast with the model, no autocast). The built step
-carries ``step.model`` and, after an inference step, ``step.generated`` (batch x (1 + decode_tokens)
+carries ``step.model``, after a training step ``step.loss``, and after an inference step ``step.generated`` (batch x (1 + decode_tokens)
 greedy tokens: the prefill's, then one per decode step).
 """
 
@@ -77,6 +77,7 @@ def build_model(config: WorkloadConfig) -> torch.nn.Module:
             )
     except (ImportError, ValueError) as e:
         raise AddressableError(f"{config.name}: cannot build with attn={attn}: {e}") from None
+    model.loss_type = "ForCausalLM"  # the causal-LM cross entropy, named to silence a warning
     return model
 
 
@@ -91,6 +92,7 @@ def _train_step(model: torch.nn.Module, ids: torch.Tensor, device: str) -> Step:
         with phase("optimizer"):
             opt.step()
             opt.zero_grad(set_to_none=True)
+        step.loss = loss.detach()
 
     return step
 
