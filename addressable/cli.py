@@ -179,5 +179,68 @@ def sweep(workload: str | None, batch: str | None, seq_len: str | None, workload
         click.echo(f"Wrote {plot_runs('sweep', done, plot_out)}")
 
 
+@main.group()
+def bench() -> None:
+    """DLRM-Bench: recommender kernel problems in KernelBench format (addressable/bench/problems)."""
+
+
+@bench.command("list")
+@click.option("--small", is_flag=True, help="Show the reduced (SMALL) sizes used by CPU tests.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON records instead of a table.")
+@_user_errors
+def bench_list(small: bool, as_json: bool) -> None:
+    """List the problems: name, category, sizes, the DLRM kernel each stands for."""
+    from addressable.bench import problem_table
+
+    df = problem_table(small=small)
+    if as_json:
+        click.echo(_json(df.to_dict(orient="records")))
+        return
+    for r in df.itertuples():
+        click.echo(f"{r.problem:<40}{r.category:<15}{'candidate' if r.candidate else ''}")
+        click.echo(f"    {r.stands_for}")
+        click.echo(f"    sizes: {r.sizes}")
+        click.echo(f"    DLRM kernel: /{r.dlrm_kernel}/")
+
+
+@bench.command("shares")
+@click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print JSON records instead of a table.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the table as CSV.")
+@_user_errors
+def bench_shares(run_dir: Path, as_json: bool, out: Path | None) -> None:
+    """Each problem's share of a DLRM run folder's kernel time and step time (from DLRM_KERNEL)."""
+    from addressable.atomic import write_text
+    from addressable.bench import problem_shares
+
+    df = problem_shares(run_dir)
+    if out:
+        write_text(out, df.to_csv(index=False))
+    if as_json:
+        click.echo(_json(df.to_dict(orient="records")))
+    else:
+        click.echo(df.drop(columns=["top_kernel"]).to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+
+
+@bench.command("time")
+@click.argument("problems", nargs=-1)
+@click.option("--device", default="cuda", show_default=True, help="cuda or cpu.")
+@click.option("--small", is_flag=True, help="Use the reduced (SMALL) sizes.")
+@click.option("--warmup", default=5, show_default=True, help="Untimed calls first.")
+@click.option("--repeats", default=50, show_default=True, help="Timed calls; the median is reported.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the table as CSV.")
+@_user_errors
+def bench_time(problems: tuple[str, ...], device: str, small: bool, warmup: int, repeats: int,
+               out: Path | None) -> None:
+    """Time the eager PyTorch reference (Model) of PROBLEMS (default: all)."""
+    from addressable.atomic import write_text
+    from addressable.bench import baseline_times
+
+    df = baseline_times(list(problems) or None, device=device, small=small, warmup=warmup, repeats=repeats)
+    if out:
+        write_text(out, df.to_csv(index=False))
+    click.echo(df.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+
+
 if __name__ == "__main__":
     main()
