@@ -57,6 +57,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from addressable import runs as run_files
 from addressable.errors import AddressableError
 from addressable.taxonomy import UNCLASSIFIED, Taxonomy, load_taxonomy
 
@@ -117,31 +118,19 @@ def _taxonomy() -> Taxonomy:
 
 def find_runs(paths: Sequence[str | Path] | None = None) -> list[Path]:
     """Run folders (holding breakdown.json): the given ones or those below them; default outputs/."""
-    if not paths:
-        root = DEFAULT_RUNS_ROOT
-        found = _runs_under(root) if root.is_dir() else []
-        if not found:
-            raise AddressableError(f"no runs found under {root}/ (no breakdown.json); "
-                                   "profile a workload first or pass --runs RUN_DIR")
-        return found
+    roots = [Path(p) for p in paths] if paths else [DEFAULT_RUNS_ROOT]
     out: list[Path] = []
-    for p in map(Path, paths):
+    for p in roots:
+        found = run_files.find_runs(p.parent if p.name == "breakdown.json" else p) if p.exists() else []
+        if not found and not paths:
+            raise AddressableError(f"no runs found under {p}/ (no breakdown.json); "
+                                   "profile a workload first or pass --runs RUN_DIR")
         if not p.exists():
             raise AddressableError(f"no such run folder: {p}")
-        if p.is_file():
-            if p.name != "breakdown.json":
-                raise AddressableError(f"{p} is not a run folder (pass the folder holding breakdown.json)")
-            p = p.parent
-        found = [p] if (p / "breakdown.json").is_file() else _runs_under(p)
         if not found:
             raise AddressableError(f"{p} is not a run folder: no breakdown.json in it or below it")
         out += [f for f in found if f not in out]
     return out
-
-
-def _runs_under(root: Path) -> list[Path]:
-    return sorted(b.parent for b in root.rglob("breakdown.json")
-                  if not any(part.startswith(".") for part in b.relative_to(root).parts))
 
 
 def load_runs(paths: Sequence[str | Path] | None = None) -> list[Run]:
@@ -156,101 +145,71 @@ def load_runs(paths: Sequence[str | Path] | None = None) -> list[Run]:
 
 
 def load_run(path: str | Path) -> Run:
-    """Read breakdown.json, categories.csv and kernels.csv of one run folder."""
-    path = Path(path)
-    doc = _read_json(path / "breakdown.json")
-    if not isinstance(doc, dict):
-        raise AddressableError(f"{path / 'breakdown.json'} is not a JSON object")
-    cats = _read_categories(path, doc)
+    """One run folder (read by addressable.runs), checked and reduced to what projection needs."""
+    r = run_files.load_run(path)
+    where = str(r.path / "breakdown.json")
+    csv = r.path / "categories.csv"
+    cats = _checked_times(r.categories, ("category", "time_us"), str(csv) if csv.is_file() else f"{where}: categories")
+    if "class" not in cats.columns:
+        cats["class"] = cats["category"].map(_taxonomy().class_of)
     times = cats["time_us"].groupby(cats["category"], sort=False).sum()
-    classes = dict(zip(cats["category"], cats["class"], strict=True))
-    kernels = _read_kernels(path / "kernels.csv")
+    classes = dict(zip(cats["category"], cats["class"].astype(str), strict=True))
+    kernels = None
+    if (r.path / "kernels.csv").is_file():
+        kernels = _checked_times(r.kernels, ("name", "category", "time_us"), str(r.path / "kernels.csv"))
+        kernels = kernels.assign(name=kernels["name"].astype(str))[["name", "category", "time_us"]]
+    doc = r.info
     n_steps = _positive_or_none(doc.get("n_steps"))
     if n_steps is None:
-        total, per_step = _positive_or_none(doc.get("total_kernel_time_us")), _positive_or_none(
-            doc.get("kernel_time_per_step_us"))
+        total, per_step = (_positive_or_none(doc.get(k)) for k in ("total_kernel_time_us", "kernel_time_per_step_us"))
         n_steps = total / per_step if total and per_step else None
-    repeats = _read_repeats(doc, path)
+    repeats = _read_repeats(doc, where)
     basis = "summed"
-    exposed = doc.get("exposed_category_time_us")
-    if doc.get("streams_overlap") is True and isinstance(exposed, dict):
-        # The exposed branch: same grouping, other category times.
-        basis = "exposed"
-        ex = _num_series(exposed, f"{path / 'breakdown.json'}: exposed_category_time_us")
-        ratio = (ex / times.reindex(ex.index)).replace([np.inf, -np.inf], np.nan).fillna(0.0)
-        repeats = [(_num_series(r["exposed_category_time_per_step_us"], f"{path}: repeat {i + 1}")
-                    if "exposed_category_time_per_step_us" in r else rt.reindex(ex.index, fill_value=0.0) * ratio,
-                    ms) for i, (r, (rt, ms)) in enumerate(zip(doc.get("repeats") or [], repeats, strict=False))]
-        times = ex
-    workload = doc.get("workload")
-    if not isinstance(workload, str) or not workload:
-        manifest = _read_json(path / "manifest.json") if (path / "manifest.json").is_file() else {}
-        w = manifest.get("workload") if isinstance(manifest, dict) else None
-        workload = (w.get("workload") or w.get("name")) if isinstance(w, dict) else w
-        workload = workload if isinstance(workload, str) and workload else path.name
-    return Run(path.name, workload, times, classes, basis, kernels, n_steps,
-               _positive_or_none(doc.get("step_time_ms")), repeats, path)
+    if doc.get("streams_overlap") is True and isinstance(doc.get("exposed_category_time_us"), dict):
+        basis, times, repeats = "exposed", *_exposed_times(doc, where, times, repeats)
+    mw = r.manifest.get("workload")
+    workload = doc.get("workload") or ((mw.get("workload") or mw.get("name")) if isinstance(mw, dict) else mw)
+    workload = workload if isinstance(workload, str) and workload else r.name
+    return Run(r.name, workload, times, classes, basis, kernels, n_steps,
+               _positive_or_none(doc.get("step_time_ms")), repeats, r.path)
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        raise AddressableError(f"no such file: {path}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise AddressableError(f"{path} is not valid JSON: {e}") from None
+def _exposed_times(doc: dict, where: str, times: pd.Series, repeats: list[tuple[pd.Series, float | None]]
+                   ) -> tuple[pd.Series, list[tuple[pd.Series, float | None]]]:
+    """Exposed category times, and each repeat's: its own exposed times when recorded, else its summed
+    times scaled by the run's exposed/summed ratio per category."""
+    exposed = _num_series(doc["exposed_category_time_us"], f"{where}: exposed_category_time_us")
+    ratio = (exposed / times.reindex(exposed.index)).replace([np.inf, -np.inf], np.nan).fillna(0.0)
+    out = []
+    for i, (raw, (summed, step_ms)) in enumerate(zip(doc.get("repeats") or [], repeats, strict=True), 1):
+        own = raw.get("exposed_category_time_per_step_us")
+        out.append((_num_series(own, f"{where}: repeat {i}") if isinstance(own, dict)
+                    else summed.reindex(exposed.index, fill_value=0.0) * ratio, step_ms))
+    return exposed, out
 
 
-def _read_categories(path: Path, doc: dict) -> pd.DataFrame:
-    csv = path / "categories.csv"
-    if csv.is_file():
-        where = str(csv)
-        try:
-            df = pd.read_csv(csv)
-        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
-            raise AddressableError(f"{csv} is not a readable CSV: {e}") from None
-    elif isinstance(doc.get("categories"), list):
-        where, df = f"{path / 'breakdown.json'}: categories", pd.DataFrame(doc["categories"])
-    else:
-        raise AddressableError(f"run {path} has no categories.csv and no 'categories' in breakdown.json")
-    missing = [c for c in ("category", "time_us") if c not in df.columns]
+def _checked_times(df: pd.DataFrame, columns: tuple[str, ...], where: str) -> pd.DataFrame:
+    """The table with `category` as str and `time_us` as float; an error naming the first bad row."""
+    missing = [c for c in columns if c not in df.columns]
     if missing:
-        raise AddressableError(f"{where} is missing column(s) {', '.join(missing)}")
-    df = df.assign(category=df["category"].astype(str),
-                   time_us=pd.to_numeric(df["time_us"], errors="coerce"))
-    bad = df["time_us"].isna() | (df["time_us"] < 0)
-    if bad.any():
-        raise AddressableError(f"{where}: bad time_us for category '{df.loc[bad, 'category'].iloc[0]}'")
-    if "class" not in df.columns:
-        df["class"] = df["category"].map(_taxonomy().class_of)
-    return df[["category", "class", "time_us"]]
-
-
-def _read_kernels(csv: Path) -> pd.DataFrame | None:
-    if not csv.is_file():
-        return None
-    try:
-        df = pd.read_csv(csv, dtype={"name": str, "category": str}, keep_default_na=False)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
-        raise AddressableError(f"{csv} is not a readable CSV: {e}") from None
-    missing = [c for c in ("name", "category", "time_us") if c not in df.columns]
-    if missing:
-        raise AddressableError(f"{csv} is missing column(s) {', '.join(missing)}")
+        raise AddressableError(f"{where}: missing column(s) {', '.join(missing)}")
     t = pd.to_numeric(df["time_us"], errors="coerce")
-    if (t.isna() | (t < 0)).any():
-        raise AddressableError(f"{csv}: bad time_us on row {int(np.flatnonzero(t.isna() | (t < 0))[0]) + 1}")
-    return pd.DataFrame({"name": df["name"], "category": df["category"], "time_us": t.astype(float)})
+    bad = np.flatnonzero((t.isna() | (t < 0)).to_numpy())
+    if len(bad):
+        what = df["name"].iloc[bad[0]] if "name" in df.columns else df["category"].iloc[bad[0]]
+        raise AddressableError(f"{where}: bad time_us on row {bad[0] + 1} ('{str(what)[:80]}')")
+    return df.assign(category=df["category"].astype(str), time_us=t.astype(float))
 
 
-def _read_repeats(doc: dict, path: Path) -> list[tuple[pd.Series, float | None]]:
+def _read_repeats(doc: dict, where: str) -> list[tuple[pd.Series, float | None]]:
     reps = doc.get("repeats") or []
     if not isinstance(reps, list):
-        raise AddressableError(f"{path / 'breakdown.json'}: 'repeats' must be a list")
+        raise AddressableError(f"{where}: 'repeats' must be a list")
     out = []
     for i, r in enumerate(reps, 1):
         if not isinstance(r, dict) or not isinstance(r.get("category_time_per_step_us"), dict):
-            raise AddressableError(f"{path / 'breakdown.json'}: repeat {i} has no category_time_per_step_us")
-        out.append((_num_series(r["category_time_per_step_us"], f"{path / 'breakdown.json'}: repeat {i}"),
+            raise AddressableError(f"{where}: repeat {i} has no category_time_per_step_us")
+        out.append((_num_series(r["category_time_per_step_us"], f"{where}: repeat {i}"),
                     _positive_or_none(r.get("step_time_ms"))))
     return out
 

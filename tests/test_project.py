@@ -482,7 +482,7 @@ def test_bad_run_files(tmp_path: Path) -> None:
         load_run(run)
     shutil.copy(TOY / "breakdown.json", run / "breakdown.json")
     (run / "categories.csv").write_text("category,class,time_us\nsoftmax,replaceable,lots\n")
-    with pytest.raises(AddressableError, match="bad time_us for category 'softmax'"):
+    with pytest.raises(AddressableError, match=re.escape("categories.csv: bad time_us on row 1 ('softmax')")):
         load_run(run)
     (run / "categories.csv").unlink()  # falls back to breakdown.json's categories
     assert load_run(run).times["softmax"] == 200.0
