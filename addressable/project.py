@@ -609,7 +609,6 @@ def _group_weights(run: Run, groups: list[Group]) -> tuple[pd.DataFrame, dict[st
     matched = {}
     regex = [g for g in groups if g.target.regex is not None]
     claimed = pd.Series(0.0, index=cats)
-    kernel_time = pd.Series(dtype=float)
     if regex:
         if run.kernels is None:
             raise AddressableError(f"run {run.name} has no kernels.csv, which re: targets need")
