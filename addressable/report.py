@@ -47,6 +47,7 @@ def short_kernel_name(name: str, width: int = 60) -> str:
         if t == s:
             break
         s = t
+    s = s.split("<")[0]  # a truncated name leaves an unclosed "<"
     s = s.replace("(anonymous namespace)::", "")
     s = re.sub(r"^(void|std::enable_if\S*|[\w:]+::type)\s+", "", s.strip())
     s = s.split("::")[-1] if "::" in s else s

@@ -124,10 +124,10 @@ def load_runs(paths: str | Path | Iterable[str | Path]) -> list[Run]:
     """Load run folders; a folder that is not a run is searched for runs below it."""
     paths = [paths] if isinstance(paths, str | Path) else list(paths)
     runs = []
-    for p in paths:
-        if not Path(p).exists():
+    for p in map(Path, paths):
+        if not p.exists():
             raise AddressableError(f"no such run folder: {p}")
-        runs += [load_run(f) for f in find_runs(p)]
+        runs += [load_run(f) for f in find_runs(p.parent if p.name == "breakdown.json" else p)]
     if not runs:
         where = ", ".join(str(p) for p in paths) or "(none given)"
         raise AddressableError(f"no runs (folders with breakdown.json) found in {where}")
@@ -148,6 +148,26 @@ def runs_table(runs: list[Run]) -> pd.DataFrame:
                      "gemm_attention_share": r.share_of("gemm", "attention"),
                      "step_time_ms": r.info.get("step_time_ms")})
     return pd.DataFrame(rows)
+
+
+def runs_summary(runs: list[Run]) -> pd.DataFrame:
+    """runs_table for reading: fractions as percentages with their [min-max] across repeats."""
+    t = runs_table(runs)
+
+    def pct(v: Any, lo: Any, hi: Any) -> str:
+        if v is None or pd.isna(v):
+            return "-"
+        return f"{v:.1%} [{lo:.1%}-{hi:.1%}]" if pd.notna(lo) and pd.notna(hi) else f"{v:.1%}"
+
+    return pd.DataFrame({
+        "workload": t["workload"], "mode": t["mode"],
+        "batch": t["batch"].map(lambda v: "-" if pd.isna(v) else f"{int(v)}"),
+        "seq_len": t["seq_len"].map(lambda v: "-" if pd.isna(v) else f"{int(v)}"),
+        "addressable (kernel)": [pct(*r) for r in zip(t["addressable_kernel"], t["kernel_min"], t["kernel_max"],
+                                                      strict=True)],
+        "addressable (wall)": [pct(*r) for r in zip(t["addressable_wall"], t["wall_min"], t["wall_max"], strict=True)],
+        "GEMM+attention": t["gemm_attention_share"].map(lambda v: f"{v:.1%}"),
+    })
 
 
 def _read_json(path: Path) -> Any:
