@@ -20,22 +20,27 @@ Problem file format (KernelBench style, read by `addressable verify` and `addres
 
     # Optional: invariants every correct output satisfies, by name from the registry below,
     # or as (name, kwargs) tuples.
-    INVARIANTS = ["probability", ("rows_sum_to_one", {"dim": -1, "tol": 1e-3})]
+    INVARIANTS = ["probability", ("rows_sum_to_one", {"dim": -1, "tol": 1e-2})]
 
     # Optional: custom invariants. Each value is a bool (the check passes when True) or a float
     # violation (0 = holds exactly; passes when abs(value) <= the --invariant-tol threshold).
     def check_invariants(inputs, output) -> dict[str, bool | float]:
         return {"first_column_is_max": bool((output.argmax(-1) == 0).all())}
 
-Registry (kwargs in brackets; every check also takes `tol`, the allowed violation):
+Registry (kwargs in brackets; every check also takes `tol`, the allowed violation; the defaults
+allow bfloat16 rounding, whose relative precision is 2**-8):
 
-- ``rows_sum_to_one`` [dim=-1, tol=1e-3]: max |sum(output, dim) - 1|
+- ``rows_sum_to_one`` [dim=-1, tol=1e-2]: max |sum(output, dim) - 1|
 - ``nonnegative`` [tol=0]: max(-output, 0)
 - ``bounded`` [lo, hi, tol=0]: how far any element lies outside [lo, hi]
 - ``probability`` [tol=0]: ``bounded`` with lo=0, hi=1
-- ``unit_norm`` [dim=-1, tol=1e-3]: max |‖output‖₂ over dim - 1|
+- ``unit_norm`` [dim=-1, tol=1e-2]: max |‖output‖₂ over dim - 1|
 - ``zero_mean`` [dim=-1, tol=1e-3]: max |mean(output, dim)|
 - ``unit_variance`` [dim=-1, tol=1e-2]: max |var(output, dim, unbiased=False) - 1|
+
+An invariant is checked on a trial only when the reference output satisfies it there (re-drawn
+inputs can leave a problem's domain: a bound that holds for labels in {0, 1} need not hold for
+others); the skipped ones are listed per trial.
 
 Register more with ``@register("name")`` on ``fn(output, *, tol, **kwargs) -> float`` (the violation).
 """
@@ -47,6 +52,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from addressable.errors import AddressableError
@@ -83,7 +89,7 @@ def _max(t: torch.Tensor) -> float:
     return float(t.max())
 
 
-@register("rows_sum_to_one", 1e-3)
+@register("rows_sum_to_one", 1e-2)
 def rows_sum_to_one(output: torch.Tensor, dim: int = -1) -> float:
     return _max((_f64(output).sum(dim) - 1).abs())
 
@@ -104,7 +110,7 @@ def probability(output: torch.Tensor) -> float:
     return bounded(output, 0.0, 1.0)
 
 
-@register("unit_norm", 1e-3)
+@register("unit_norm", 1e-2)
 def unit_norm(output: torch.Tensor, dim: int = -1) -> float:
     return _max((torch.linalg.vector_norm(_f64(output), dim=dim) - 1).abs())
 
@@ -163,7 +169,7 @@ def check_custom(result: Any, tol: float) -> dict[str, dict[str, Any]]:
         raise TypeError(f"check_invariants must return a dict, got {type(result).__name__}")
     out = {}
     for key, v in result.items():
-        if isinstance(v, torch.Tensor):
+        if isinstance(v, torch.Tensor | np.generic):
             v = v.item()
         if isinstance(v, bool):
             out[f"custom:{key}"] = {"value": bool(v), "threshold": True, "passed": bool(v)}
