@@ -32,6 +32,7 @@ from addressable.atomic import atomic_dir, write_text
 from addressable.breakdown import BASIS_GPU, Breakdown, breakdown_of_trace
 from addressable.errors import AddressableError
 from addressable.taxonomy import Taxonomy, load_taxonomy
+from addressable.timeline import TimelineResult
 from addressable.trace import load_trace
 from addressable.workload import DTYPES, MODES, Step, WorkloadConfig, WorkloadSpec, get_workload
 
@@ -265,7 +266,38 @@ def combine(repeats: list[Breakdown]) -> Breakdown:
     phases = [b.phases for b in repeats if b.phases is not None and not b.phases.empty]
     ph = (pd.concat(phases, ignore_index=True).astype({"phase": str, "category": str, "class": str})
           .groupby(["phase", "category", "class"], sort=False)["time_us"].sum().reset_index()) if phases else None
-    return _assemble(kernels, ph, sum(b.n_steps or 0 for b in repeats), repeats[0].basis, repeats[-1].source)
+    b = _assemble(kernels, ph, sum(b.n_steps or 0 for b in repeats), repeats[0].basis, repeats[-1].source)
+    if all(r.timeline is not None for r in repeats):
+        b.timeline = combine_timelines([r.timeline for r in repeats])
+    return b
+
+
+def combine_timelines(ts: list[TimelineResult]) -> TimelineResult:
+    """Timeline accounting of several traces taken one after another (each device's times add up)."""
+    dev = pd.concat([t.devices for t in ts], ignore_index=True)
+    dev = dev.assign(repl_summed=dev["addressable_fraction_summed"] * dev["summed_us"],
+                     repl_exposed=dev["addressable_fraction_exposed"] * dev["busy_us"])
+    add = ["n_kernels", "span_us", "busy_us", "idle_us", "summed_us", "cross_stream_overlap_us",
+           "repl_summed", "repl_exposed"]
+    dev = dev.groupby("device").agg({**dict.fromkeys(add, "sum"), "n_streams": "max"}).reset_index()
+    dev["addressable_fraction_summed"] = (dev["repl_summed"] / dev["summed_us"]).where(dev["summed_us"] > 0, 0.0)
+    dev["addressable_fraction_exposed"] = (dev["repl_exposed"] / dev["busy_us"]).where(dev["busy_us"] > 0, 0.0)
+    cats = (pd.concat([t.categories for t in ts], ignore_index=True)
+            .groupby(["category", "class"], sort=False)[["summed_us", "active_us", "exclusive_us",
+                                                         "overlapped_us", "exposed_us"]].sum().reset_index())
+    busy, summed = sum(t.busy_us for t in ts), sum(t.summed_us for t in ts)
+    cats["exposed_share"] = cats["exposed_us"] / busy if busy else 0.0
+    cats = cats.sort_values(["class", "exposed_us"], ascending=[True, False]).reset_index(drop=True)
+    repl = cats["class"] == "replaceable"
+    cross = sum(t.cross_stream_overlap_us for t in ts)
+    return TimelineResult(
+        devices=dev[list(ts[0].devices.columns)], categories=cats, busy_us=busy,
+        idle_us=sum(t.idle_us for t in ts), span_us=sum(t.span_us for t in ts), summed_us=summed,
+        cross_stream_overlap_us=cross, streams_overlap=cross > 0,
+        addressable_fraction_exposed=float(cats.loc[repl, "exposed_us"].sum() / busy) if busy else 0.0,
+        addressable_fraction_summed=float(cats.loc[repl, "summed_us"].sum() / summed) if summed else 0.0,
+        communication_exposed_us=sum(t.communication_exposed_us for t in ts),
+        communication_overlapped_us=sum(t.communication_overlapped_us for t in ts))
 
 
 def _per_step(b: Breakdown) -> dict[str, float]:
@@ -361,6 +393,15 @@ def _driver_version() -> str | None:
     return out.splitlines()[0].strip() if out.strip() else None
 
 
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            names = [line.split(":", 1)[1].strip() for line in f if line.startswith("model name")]
+    except OSError:
+        names = []
+    return names[0] if names else (platform.processor() or platform.machine())
+
+
 def manifest(cfg: WorkloadConfig, m: Measurement, argv: list[str] | None = None) -> dict[str, Any]:
     """Versions, hardware, git revision, argv and date of a run."""
     cuda = cfg.device == "cuda"
@@ -372,7 +413,7 @@ def manifest(cfg: WorkloadConfig, m: Measurement, argv: list[str] | None = None)
         "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
         "driver": _driver_version() if cuda else None,
         "gpu": torch.cuda.get_device_name() if cuda else None,
-        "cpu": platform.processor() or platform.machine(),
+        "cpu": _cpu_name(),
         "cpu_threads": torch.get_num_threads(),
         "python": platform.python_version(),
         "host": platform.node(),
@@ -520,3 +561,47 @@ def validate_extrapolation(extrapolated: ProfileResult | str | Path, full: Profi
     df["error"] = df["extrapolated"] - df["full"]
     df["rel_error"] = np.where(df["full"] != 0, df["error"] / df["full"].where(df["full"] != 0, 1.0), np.nan)
     return df
+
+
+# --------------------------------------------------------------------------- printing
+
+
+def format_profile(res: ProfileResult, requested_device: str = "auto") -> str:
+    """What the `profile` command prints: device, step counts, breakdown, fractions, run folder."""
+    from addressable.report import format_breakdown
+
+    r, m = res.run, Measurement(**res.manifest["measurement"])
+    if r["device"] == "cuda":
+        dev = f"Device: cuda ({res.manifest.get('gpu')}); the breakdown is over GPU kernel time."
+    else:
+        why = "no CUDA GPU found, so --device auto ran it on the CPU" if requested_device == "auto" else "as asked"
+        dev = f"Device: cpu ({why}); the breakdown is over leaf CPU-op time, not GPU kernels."
+    d = default_measurement(r["device"])
+    counts = f"warm-up {m.warmup}, then {m.repeats} repeats × ({m.steps} timed + {m.profile_steps} profiled steps)"
+    if m == d and r["device"] == "cpu":
+        counts += (f" — the CPU defaults (GPU: {GPU_DEFAULTS.warmup}, {GPU_DEFAULTS.repeats} × "
+                   f"({GPU_DEFAULTS.steps} + {GPU_DEFAULTS.profile_steps})); change with "
+                   "--warmup/--steps/--profile-steps/--repeats")
+    reps = r["repeats"]
+    kern = float(np.median([x["addressable_fraction"] for x in reps]))
+    wall = float(np.median([x["addressable_fraction_wall"] for x in reps]))
+    (klo, khi), (wlo, whi) = r["addressable_fraction_range"], r["addressable_fraction_wall_range"]
+    basis = _basis_words(res.breakdown.basis)
+    what = f"{r['workload']} {r['mode']}, batch {r['batch']}" + (f", seq {r['seq_len']}" if r.get("seq_len") else "")
+    lines = [dev, f"Steps: {counts}", "", format_breakdown(res.breakdown, 5), ""]
+    if "extrapolated" in r:
+        x = r["extrapolated"]
+        lines.append(f"Extrapolated linearly from {x['from_layers'][0]} and {x['from_layers'][1]} layers "
+                     f"to {x['to_layers']} (measured depths in layers<L>/ of the run folder)")
+    lines += [
+        f"{what}, {r['dtype']} on {r['device']}: step time {r['step_time_ms']:,.2f} ms (median unprofiled step)",
+        f"Addressable fraction of {basis}: {kern:.1%}  (median of {len(reps)} repeats, range {klo:.1%}–{khi:.1%})",
+        f"Addressable fraction of wall time: {wall:.1%}  (median of {len(reps)} repeats, range {wlo:.1%}–{whi:.1%})",
+    ]
+    phases = res.breakdown.to_dict().get("phases")
+    if phases:
+        total = sum(p["time_us"] for p in phases.values()) or 1.0
+        lines.append("Phases: " + ", ".join(f"{k} {v['time_us'] / total:.0%} of time ({v['addressable_fraction']:.1%} "
+                                            "addressable)" for k, v in phases.items()))
+    lines.append(f"Run folder: {res.path}")
+    return "\n".join(lines)
