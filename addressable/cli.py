@@ -121,6 +121,55 @@ def project(speedups: Path, run_dirs: tuple[Path, ...], as_json: bool, include_u
 
 
 @main.command()
+@click.option("--adapter", "adapters", multiple=True, metavar="FILE_OR_MODULE", help="Also load this adapter (a .py file or a module); repeatable.")
+@_user_errors
+def workloads(adapters: tuple[str, ...]) -> None:
+    """List the known workloads with their defaults."""
+    from addressable.workload import workload_table
+
+    df = workload_table(adapters).astype(object).fillna("-").astype(str)
+    df["description"] = [d if len(d) <= 72 else d[:71] + "…" for d in df["description"]]
+    width = {c: max(len(c), *df[c].str.len()) for c in df.columns}
+    click.echo("  ".join(f"{c:<{width[c]}}" for c in df.columns).rstrip())
+    for row in df.itertuples(index=False):
+        click.echo("  ".join(f"{v:<{width[c]}}" for c, v in zip(df.columns, row, strict=True)).rstrip())
+
+
+@main.command()
+@click.argument("workload")
+@click.option("--mode", type=click.Choice(["train", "infer"]), help="Default: the workload's.")
+@click.option("--batch", type=int, help="Batch size. Default: the workload's.")
+@click.option("--seq-len", type=int, help="Sequence length (sequence models). Default: the workload's.")
+@click.option("--dtype", type=click.Choice(["bf16", "fp16", "fp32"]), help="Default: the workload's on the GPU, fp32 on the CPU.")
+@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True, help="auto: the GPU when there is one, else the CPU.")
+@click.option("--warmup", type=int, help="Warm-up steps (autotune, compile). Default: 10 on the GPU, 1 on the CPU.")
+@click.option("--steps", type=int, help="Timed (unprofiled) steps per repeat. Default: 20 on the GPU, 1 on the CPU.")
+@click.option("--profile-steps", type=int, help="Profiled steps per repeat. Default: 5 on the GPU, 1 on the CPU.")
+@click.option("--repeats", type=int, help="Repeats (each: timed steps, then profiled steps). Default: 3 on the GPU, 2 on the CPU.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("outputs"), show_default=True, help="Folder the run folder goes in.")
+@click.option("--name", help="Run folder name. Default: e.g. resnet50-train-b64-bf16-cuda.")
+@click.option("--compile", "compile_", is_flag=True, help="torch.compile the model (compiled during warm-up).")
+@click.option("--adapter", "adapters", multiple=True, metavar="FILE_OR_MODULE", help="Also load this adapter (a .py file or a module); repeatable.")
+@click.option("--option", "options", multiple=True, metavar="KEY=VALUE", help="Adapter option, e.g. image_size=128; repeatable.")
+@click.option("--layers-subset", metavar="L1,L2", help="Profile at L1 and L2 layers and extrapolate linearly to the full depth.")
+@_user_errors
+def profile(workload: str, mode: str | None, batch: int | None, seq_len: int | None, dtype: str | None,
+            device: str, warmup: int | None, steps: int | None, profile_steps: int | None, repeats: int | None,
+            out: Path, name: str | None, compile_: bool, adapters: tuple[str, ...], options: tuple[str, ...],
+            layers_subset: str | None) -> None:
+    """Run WORKLOAD, profile it, and write a run folder with its addressable fraction."""
+    from addressable import profile as prof
+
+    cfg = prof.resolve_config(workload, mode, batch, seq_len, dtype, device, compile_,
+                              prof.parse_options(options), adapters)
+    subset = prof.parse_layers_subset(layers_subset) if layers_subset else None
+    res = prof.profile_workload(cfg, warmup, steps, repeats, out, profile_steps=profile_steps, name=name,
+                                layers_subset=subset, adapters=adapters, argv=sys.argv,
+                                progress=lambda line: click.echo(line, err=True))
+    click.echo(prof.format_profile(res, device))
+
+
+@main.command()
 @click.argument("kind")
 @click.option("--runs", "run_dirs", multiple=True, type=click.Path(path_type=Path),
               help="Run folder (or a folder of runs); repeatable. Default: every run under outputs/.")
