@@ -291,5 +291,89 @@ def bench_time(problems: tuple[str, ...], device: str, small: bool, warmup: int,
     click.echo(df.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
 
 
+def _verify_options(fn: Callable) -> Callable:
+    """Options shared by verify and verify-batch (harness settings and check thresholds)."""
+    for opt in reversed([
+        click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True),
+        click.option("--trials", default=4, show_default=True, help="Trials with fresh inputs (at least 2)."),
+        click.option("--seed", default=42, show_default=True, help="Seed of trial 0 (trial t uses seed + t)."),
+        click.option("--timeout", default=300.0, show_default=True, help="Seconds before a verification is killed."),
+        click.option("--runs", default=50, show_default=True, help="Timed runs of each model (0: no timing)."),
+        click.option("--warmup", default=5, show_default=True, help="Untimed calls of each model first."),
+        click.option("--set", "overrides", multiple=True, metavar="NAME=VALUE", help="Override a size constant of the problem; repeatable."),
+        click.option("--rel-fro", default=2e-2, show_default=True, help="Max ‖out-ref‖/‖ref‖."),
+        click.option("--max-err", default=5e-2, show_default=True, help="Max max|out-ref|/max|ref|."),
+        click.option("--written-tol", default=1e-2, show_default=True, help="Max gap in nonzero-finite fraction."),
+        click.option("--invariant-tol", default=1e-3, show_default=True, help="Max violation of a custom float invariant."),
+        click.option("--review-speedup", default=10.0, show_default=True, help="Flag speedups above this for review."),
+    ]):
+        fn = opt(fn)
+    return fn
+
+
+def _verify_kwargs(kw: dict[str, Any]) -> dict[str, Any]:
+    from addressable.verify import Thresholds, parse_overrides
+
+    th = Thresholds(rel_fro=kw.pop("rel_fro"), max_err=kw.pop("max_err"), written_tol=kw.pop("written_tol"),
+                    invariant_tol=kw.pop("invariant_tol"), review_speedup=kw.pop("review_speedup"))
+    return {**kw, "thresholds": th, "overrides": parse_overrides(kw.pop("overrides"))}
+
+
+@main.command()
+@click.argument("reference", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("candidate", type=click.Path(dir_okay=False, path_type=Path))
+@_verify_options
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+@_user_errors
+def verify(reference: Path, candidate: Path, as_json: bool, **kw: Any) -> None:
+    """Check CANDIDATE's ModelNew against REFERENCE's Model, then time both (exit 1 on fail)."""
+    from addressable.verify import format_result
+    from addressable.verify import verify as run_verify
+
+    r = run_verify(reference, candidate, **_verify_kwargs(kw))
+    click.echo(_json(r.to_dict()) if as_json else format_result(r))
+    sys.exit(0 if r.passed else 1)
+
+
+@main.command("verify-batch")
+@click.argument("pairs", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--wins-out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="wins.csv to write (read by `project`).")
+@click.option("--json-dir", type=click.Path(file_okay=False, path_type=Path), help="Also write verify_<target>.json here.")
+@_verify_options
+@_user_errors
+def verify_batch(pairs: Path, wins_out: Path, json_dir: Path | None, **kw: Any) -> None:
+    """Verify every problem,candidate row of PAIRS (CSV) and write wins.csv."""
+    from addressable.atomic import write_text
+    from addressable.verify import verify_batch as run_batch
+
+    def show(r: Any) -> None:
+        click.echo(f"{r.target:<32}{r.verdict:<6}" + (f"{r.speedup:.2f}x  " if r.speedup else "") + r.reason)
+
+    df = run_batch(pairs, json_dir=json_dir, on_result=show, **_verify_kwargs(kw))
+    write_text(wins_out, df.to_csv(index=False))
+    click.echo(f"{int(df['verified'].sum())} of {len(df)} verified; wrote {wins_out}")
+
+
+@main.command()
+@click.argument("problems_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--atol", default=1e-2, show_default=True)
+@click.option("--rtol", default=1e-2, show_default=True)
+@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="cpu", show_default=True)
+@click.option("--set", "overrides", multiple=True, metavar="NAME=VALUE", help="Override a size constant where a problem defines it; repeatable.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+@_user_errors
+def audit(problems_dir: Path, atol: float, rtol: float, device: str, overrides: tuple[str, ...], as_json: bool) -> None:
+    """Would an all-zeros or constant output pass allclose(atol, rtol) for each problem in PROBLEMS_DIR?"""
+    from addressable.audit import audit as run_audit
+    from addressable.audit import format_audit
+    from addressable.verify import parse_overrides
+
+    df = run_audit(problems_dir, atol, rtol, device, parse_overrides(overrides))
+    if as_json:
+        click.echo(_json({"atol": atol, "rtol": rtol, "problems": df.to_dict(orient="records")}))
+    else:
+        click.echo(format_audit(df, atol, rtol))
+
+
 if __name__ == "__main__":
     main()
