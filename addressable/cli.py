@@ -338,7 +338,7 @@ def verify(reference: Path, candidate: Path, as_json: bool, **kw: Any) -> None:
 @main.command("verify-batch")
 @click.argument("pairs", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--wins-out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="wins.csv to write (read by `project`).")
-@click.option("--json-dir", type=click.Path(file_okay=False, path_type=Path), help="Also write verify_<target>.json here.")
+@click.option("--json-dir", type=click.Path(file_okay=False, path_type=Path), help="Also write verify_<problem>.json here.")
 @_verify_options
 @_user_errors
 def verify_batch(pairs: Path, wins_out: Path, json_dir: Path | None, **kw: Any) -> None:
