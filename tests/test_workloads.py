@@ -74,7 +74,10 @@ def test_lm_prefill_only() -> None:
 
 
 def test_lm_shape_options() -> None:
-    llama = transformer.build(lm("llama3-1b", "infer", layers=3, attn="eager")).model
+    step = transformer.build(lm("llama3-1b", "infer", layers=3, attn="eager"))
+    llama = step.model
+    assert step.info["layers"] == 3 and step.info["attn"] == "eager"
+    assert step.info["params"] == sum(p.numel() for p in llama.parameters())
     assert len(llama.model.layers) == 3 and llama.config.vocab_size == 1000
     assert llama.config._attn_implementation == "eager"
     assert llama.config.num_key_value_heads == 2 and llama.config.intermediate_size == 128

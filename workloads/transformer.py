@@ -10,9 +10,11 @@ Options (``--option key=value``):
   decode_tokens  infer only: decode steps after the prefill (default 16; 0 = prefill only)
   checkpoint     train only: activation checkpointing (default false)
 
-Weights are in the run's dtype (bf16/fp16/fp32, cast with the model, no autocast). The built step
-carries ``step.model``, after a training step ``step.loss``, and after an inference step ``step.generated`` (batch x (1 + decode_tokens)
-greedy tokens: the prefill's, then one per decode step).
+Weights are in the run's dtype (bf16/fp16/fp32, no autocast); dropout is off (as llm.c/nanoGPT);
+GPT-2's position table grows past 1024 only when seq_len + decode_tokens needs it. The built step
+carries ``step.model`` and ``step.info`` ({"attn", "layers", "params"}); after a training step
+``step.loss``; after an inference step ``step.generated`` (batch x (1 + decode_tokens) greedy
+tokens: the prefill's, then one per decode step).
 """
 
 from __future__ import annotations
@@ -133,6 +135,8 @@ def build(config: WorkloadConfig) -> Step:
     if config.compile:
         model.compile()
     step.model = model
+    step.info = {"attn": model.config._attn_implementation, "layers": model.config.num_hidden_layers,
+                 "params": sum(p.numel() for p in model.parameters())}
     return step
 
 
