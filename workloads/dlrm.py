@@ -2,10 +2,12 @@
 features, bottom MLP 512-256-128, top MLP 1024-1024-512-256-1; "dlrm" interacts through a DCNv2
 low-rank cross network (3 layers, rank 512), "dlrm-dot" through pairwise dot products (original DLRM).
 
-train: forward + BCE-with-logits loss, backward, optimizer; Adagrad for everything (as MLPerf), with
-sparse row-wise updates of the embedding tables: only the rows a batch looks up are read and written.
-  backend=torchrec  torchrec DLRM_DCN / DLRM over an EmbeddingBagCollection fed KeyedJaggedTensors; the
-                    tables' sparse gradients are applied inside backward (like fused TBE kernels)
+train: forward + BCE-with-logits loss, backward, optimizer; Adagrad for everything (MLPerf uses it,
+row-wise for the tables; torch's sparse Adagrad is element-wise), with sparse updates of the tables:
+only the rows a batch looks up get a gradient and are written.
+  backend=torchrec  torchrec DLRM_DCN / DLRM over an unsharded EmbeddingBagCollection (one
+                    nn.EmbeddingBag per table, not fbgemm's fused TBE) fed KeyedJaggedTensors; each
+                    table's sparse gradient is applied inside backward, as fused TBE does
   backend=plain     plain PyTorch (as the facebookresearch/dlrm reference): nn.EmbeddingBag(sparse=True)
                     per table; the sparse Adagrad step runs in the optimizer phase
 infer: forward and sigmoid under inference_mode.
@@ -15,7 +17,8 @@ plain, with a note on stderr), rows (per-table row cap on the MLPerf Criteo 1TB 
 1_000_000 on cuda, 10_000 on cpu), dim (embedding dim, default 128), skew (Zipf exponent of the ids;
 default 0 = uniform), batches (distinct synthetic batches, cycled; default 4). dtype bf16/fp16 runs the
 MLPs under autocast; embedding tables stay fp32. The built step carries ``step.model``,
-``step.batches``, ``step.loss`` (after a training step) and ``step.info`` ({"backend", "rows", "embedding_rows"}).
+``step.batches``, ``step.info`` ({"backend", "rows": the cap, "embedding_rows": total}) and, after a
+training step, ``step.loss``.
 """
 
 from __future__ import annotations
