@@ -28,6 +28,15 @@ ROOT = Path(__file__).resolve().parents[1]
 WINS = ROOT / "examples" / "wins.csv"
 
 
+@pytest.fixture(autouse=True)
+def _isolated_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sweeps load workload adapters; keep that from leaking into other test files' registry state."""
+    from addressable import workload
+
+    monkeypatch.setattr(workload, "_REGISTRY", dict(workload._REGISTRY))
+    monkeypatch.setattr(workload, "_LOADED", set(workload._LOADED))
+
+
 @pytest.fixture(scope="module")
 def runs() -> list:
     return load_runs(PLOT_RUNS)
