@@ -273,19 +273,21 @@ def bench_shares(run_dir: Path, as_json: bool, out: Path | None) -> None:
 
 @bench.command("time")
 @click.argument("problems", nargs=-1)
-@click.option("--device", default="cuda", show_default=True, help="cuda or cpu.")
+@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True)
 @click.option("--small", is_flag=True, help="Use the reduced (SMALL) sizes.")
 @click.option("--warmup", default=5, show_default=True, help="Untimed calls first.")
-@click.option("--repeats", default=50, show_default=True, help="Timed calls; the median is reported.")
+@click.option("--repeats", default=50, show_default=True, help="Timed calls at most; the median is reported.")
+@click.option("--budget", default=10.0, show_default=True, help="Seconds of timing per problem at most.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the table as CSV.")
 @_user_errors
-def bench_time(problems: tuple[str, ...], device: str, small: bool, warmup: int, repeats: int,
+def bench_time(problems: tuple[str, ...], device: str, small: bool, warmup: int, repeats: int, budget: float,
                out: Path | None) -> None:
-    """Time the eager PyTorch reference (Model) of PROBLEMS (default: all)."""
+    """Time the eager PyTorch reference (Model) of PROBLEMS (default: all), as `verify` times it."""
     from addressable.atomic import write_text
     from addressable.bench import baseline_times
 
-    df = baseline_times(list(problems) or None, device=device, small=small, warmup=warmup, repeats=repeats)
+    df = baseline_times(list(problems) or None, device=device, small=small, warmup=warmup, repeats=repeats,
+                        budget_s=budget)
     if out:
         write_text(out, df.to_csv(index=False))
     click.echo(df.to_string(index=False, float_format=lambda v: f"{v:.4f}"))

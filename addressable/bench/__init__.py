@@ -14,9 +14,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-import statistics
-import time
-from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -126,11 +123,12 @@ def problem_shares(run_dir: str | Path) -> pd.DataFrame:
         raise AddressableError(f"{path} lacks columns {sorted(missing)}")
     total = kernels["time_us"].sum()
     per_step = _kernel_fraction_of_step(run_dir / "breakdown.json")
-    names = kernels["name"].astype(str)
+    names = kernels["name"].astype(str)  # one row per distinct kernel name: a plain loop is fine
     masks = {}
     for stem in problem_names():
         m = load_problem(stem)
-        masks[stem] = (m, names.str.contains(m.DLRM_KERNEL, case=False, regex=True))
+        rx = re.compile(m.DLRM_KERNEL, re.IGNORECASE)
+        masks[stem] = (m, names.map(lambda n, rx=rx: rx.search(n) is not None).astype(bool))
     rows = []
     for stem, (m, mask) in masks.items():
         time_us = float(kernels.loc[mask, "time_us"].sum())
@@ -154,45 +152,16 @@ def _kernel_fraction_of_step(path: Path) -> float | None:
         return None
 
 
-def _timer(device: str) -> Callable[[Callable[[], object], int, int], list[float]]:
-    """Per-call times in ms: CUDA events on a GPU, perf_counter on the CPU."""
-    import torch
-
-    def cuda_times(fn: Callable[[], object], warmup: int, repeats: int) -> list[float]:
-        for _ in range(warmup):
-            fn()
-        torch.cuda.synchronize()
-        out = []
-        for _ in range(repeats):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            out.append(start.elapsed_time(end))
-        return out
-
-    def cpu_times(fn: Callable[[], object], warmup: int, repeats: int) -> list[float]:
-        for _ in range(warmup):
-            fn()
-        out = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            fn()
-            out.append(1000.0 * (time.perf_counter() - t0))
-        return out
-
-    return cuda_times if device.startswith("cuda") else cpu_times
-
-
 def baseline_times(names: list[str] | None = None, device: str = "cuda", small: bool = False,
-                   warmup: int = 5, repeats: int = 50, seed: int = 0) -> pd.DataFrame:
-    """Eager PyTorch time of each problem's Model: median and min of `repeats` calls, in ms."""
+                   warmup: int = 5, repeats: int = 50, budget_s: float = 10.0, seed: int = 0) -> pd.DataFrame:
+    """Eager PyTorch time of each problem's Model in ms, timed as `addressable verify` times it
+    (`addressable.verify._time_models`: median of up to `repeats` runs within `budget_s` seconds,
+    L2 flushed before each run on a GPU)."""
     import torch
 
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise AddressableError("--device cuda but no CUDA GPU is visible (use --device cpu)")
-    timer = _timer(device)
+    from addressable.verify import _quartiles, _time_models, resolve_device
+
+    device = resolve_device(device)
     rows = []
     for stem in names or problem_names():
         m = load_problem(stem, small=small)
@@ -200,12 +169,11 @@ def baseline_times(names: list[str] | None = None, device: str = "cuda", small: 
         with torch.device(device):  # build weights and inputs on the device: fast, and no copies
             model = m.Model(*m.get_init_inputs()).eval()
             inputs = [x.to(device) for x in m.get_inputs()]
-        with torch.no_grad():
-            times = timer(lambda model=model, inputs=inputs: model(*inputs), warmup, repeats)
+        times = _time_models({"ref": model}, inputs, device, repeats, warmup, budget_s)["ref"]
+        q1, median, q3 = _quartiles(times)
         rows.append({"problem": problem_path(stem).stem, "category": m.CATEGORY, "device": device,
-                     "small": small, "ref_ms": statistics.median(times), "min_ms": min(times),
-                     "repeats": repeats})
+                     "small": small, "ref_ms": median, "ref_ms_q1": q1, "ref_ms_q3": q3, "runs": len(times)})
         del model, inputs
-        if device.startswith("cuda"):
+        if device == "cuda":
             torch.cuda.empty_cache()
     return pd.DataFrame(rows)
