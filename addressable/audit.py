@@ -19,6 +19,7 @@ import pandas as pd
 from addressable.errors import AddressableError
 from addressable.verify import (
     _f64,
+    _on_device,
     _outputs,
     _seed_all,
     _top_level_names,
@@ -48,7 +49,7 @@ def _audit_one(path: Path, atol: float, rtol: float, device: str, overrides: dic
         _seed_all(seed)
         init = list(mod.get_init_inputs())
         _seed_all(seed)
-        model = mod.Model(*copy.deepcopy(init)).to(device).eval()
+        model = _on_device(mod.Model(*copy.deepcopy(init)), device)
         inputs = make_inputs(mod, seed, "native", device)
         with torch.no_grad():
             outs = _outputs(model(*inputs), "reference")

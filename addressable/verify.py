@@ -118,9 +118,11 @@ class VerifyResult:
         return _json_safe(asdict(self))
 
     def wins_row(self, source: str | None = None, notes: str = "") -> dict[str, Any]:
-        """One row of wins.csv, the file `addressable project` reads."""
+        """One row of wins.csv, the file `addressable project` reads (speedup 1 when not timed)."""
         why = self.reason if not self.passed else ("REVIEW: " + self.reason if self.review else "")
-        return {"target": self.target, "speedup": self.speedup, "verified": self.passed,
+        if self.speedup is None:
+            why = "; ".join(x for x in (why, "not timed: speedup set to 1") if x)
+        return {"target": self.target, "speedup": self.speedup or 1.0, "verified": self.passed,
                 "source": source or self.candidate, "notes": "; ".join(x for x in (notes, why) if x),
                 "speedup_lo": self.speedup_lo, "speedup_hi": self.speedup_hi}
 
@@ -462,6 +464,13 @@ def _n_modified(now: Any, before: Any) -> int:
     return int(differ.sum())
 
 
+def _on_device(model: Any, device: str) -> Any:
+    """An nn.Module moved to the device in eval mode; any other callable as it is."""
+    import torch
+
+    return model.to(device).eval() if isinstance(model, torch.nn.Module) else model
+
+
 def _copy_weights(ref: Any, cand: Any) -> None:
     """Load the reference's parameters into the candidate when names and shapes match exactly."""
     import torch
@@ -567,7 +576,6 @@ def _env(device: str) -> dict[str, Any]:
 
 def run_verification(spec: dict[str, Any], progress: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
     """Verify in this process. Returns VerifyResult fields, or {"harness_error": msg} for bad problems."""
-    import torch
 
     from addressable.invariants import parse_invariants
 
@@ -587,7 +595,7 @@ def run_verification(spec: dict[str, Any], progress: Callable[[str], None] = lam
         _seed_all(seed)
         init = list(problem.get_init_inputs())
         _seed_all(seed)
-        ref_model = problem.Model(*copy.deepcopy(init)).to(device).eval()
+        ref_model = _on_device(problem.Model(*copy.deepcopy(init)), device)
     except AddressableError as e:
         return {"harness_error": str(e)}
     except Exception as e:
@@ -601,9 +609,7 @@ def run_verification(spec: dict[str, Any], progress: Callable[[str], None] = lam
             return fail("candidate defines no ModelNew")
         progress("building the candidate")
         _seed_all(seed)
-        cand_model = model_new(*copy.deepcopy(init))
-        if isinstance(cand_model, torch.nn.Module):
-            cand_model = cand_model.to(device).eval()
+        cand_model = _on_device(model_new(*copy.deepcopy(init)), device)
         _copy_weights(ref_model, cand_model)
     except Exception as e:
         return fail(f"candidate failed to build: {_one_line(e)}")
@@ -802,7 +808,7 @@ def verify_batch(pairs_csv: str | Path, json_dir: str | Path | None = None, over
     """Verify every row of PAIRS.csv (problem, candidate[, target, source, notes, set]); return wins rows.
 
     Relative paths are looked up next to the CSV first. `set` holds per-row NAME=VALUE overrides.
-    With `json_dir`, each result is also written to json_dir/verify_<target>[_<n>].json.
+    With `json_dir`, each result is also written to json_dir/verify_<problem stem>[_<n>].json.
     """
     from addressable.atomic import write_text
 
@@ -824,8 +830,9 @@ def verify_batch(pairs_csv: str | Path, json_dir: str | Path | None = None, over
         if p.get("target"):
             r.target = p["target"]
         if json_dir is not None:
-            n = seen[r.target] = seen.get(r.target, 0) + 1
-            name = f"verify_{r.target}" + (f"_{n}" if n > 1 else "") + ".json"
+            stem = Path(problem).stem
+            n = seen[stem] = seen.get(stem, 0) + 1
+            name = f"verify_{stem}" + (f"_{n}" if n > 1 else "") + ".json"
             write_text(Path(json_dir) / name, json.dumps(r.to_dict(), indent=2) + "\n")
         if on_result:
             on_result(r)

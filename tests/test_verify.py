@@ -1,0 +1,380 @@
+"""verify: a zoo of cheating candidates, each rejected by the right named check; honest ones accepted."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from addressable.cli import main
+from addressable.errors import AddressableError
+from addressable.invariants import parse_invariants
+from addressable.verify import (
+    Thresholds,
+    VerifyResult,
+    load_module,
+    make_inputs,
+    parse_overrides,
+    verify,
+    verify_batch,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+ZOO = Path(__file__).resolve().parent / "verify_zoo"
+SOFTMAX = ZOO / "softmax_long.py"
+EXAMPLES = ROOT / "examples"
+FAST = {"runs": 0, "isolate": False}  # in-process, no timing: the checks alone
+
+
+def _check(path: Path, candidate: str, **kw) -> VerifyResult:
+    return verify(path, ZOO / f"{candidate}.py", **{**FAST, **kw})
+
+
+def _failed(r: VerifyResult) -> set[str]:
+    return {k for k, v in r.checks.items() if not v["passed"]}
+
+
+def test_all_zeros_pass_allclose_but_fail_written_and_rel_fro() -> None:
+    """The KernelBench hole: all zeros are within atol=1e-2 of a long-row softmax."""
+    problem = load_module(SOFTMAX)
+    ref = problem.Model()(*problem.get_inputs())
+    assert torch.allclose(torch.zeros_like(ref), ref, atol=1e-2, rtol=1e-2)
+    r = _check(SOFTMAX, "cheat_zeros")
+    assert r.verdict == "fail" and r.speedup is None
+    assert {"written", "rel_fro", "max_err"} <= _failed(r)
+    assert r.checks["written"]["value"] == pytest.approx(1.0)
+    assert "written" in r.reason
+
+
+@pytest.mark.parametrize(("candidate", "named"), [
+    ("cheat_first_rows", {"sentinel", "written", "finite"}),   # torch.empty, only row 0 written
+    ("cheat_first_rows_zeros", {"written", "rel_fro"}),        # zero-filled, only row 0 written
+    ("cheat_nan", {"finite"}),
+    ("cheat_cached", {"fresh"}),
+    ("cheat_hardcoded_seed", {"fresh", "rel_fro"}),
+    ("cheat_uniform_rows", {"rel_fro", "max_err"}),
+    ("cheat_wrong_dtype", {"dtype"}),
+])
+def test_cheats_are_rejected_by_the_named_check(candidate: str, named: set[str]) -> None:
+    r = _check(SOFTMAX, candidate)
+    assert r.verdict == "fail"
+    assert named <= _failed(r), (named, r.reason)
+
+
+def test_mutating_the_input_fails_only_inputs_unchanged() -> None:
+    """The output is right (the reference ran on a clone), but the caller's tensor is destroyed."""
+    r = _check(SOFTMAX, "cheat_mutates_input")
+    assert _failed(r) == {"inputs_unchanged"}
+    assert r.checks["inputs_unchanged"]["value"] == pytest.approx(1.0)
+
+
+def test_right_row_sums_are_not_enough() -> None:
+    """Uniform rows satisfy every declared invariant and still fail on values."""
+    r = _check(SOFTMAX, "cheat_uniform_rows")
+    assert r.checks["invariant:rows_sum_to_one"]["passed"] and r.checks["invariant:probability"]["passed"]
+    assert not r.checks["rel_fro"]["passed"]
+
+
+def test_stale_and_hard_coded_outputs_pass_trial_0_only() -> None:
+    for candidate in ("cheat_cached", "cheat_hardcoded_seed"):
+        r = _check(SOFTMAX, candidate)
+        assert r.trials[0]["failed"] == []
+        assert "fresh" in r.trials[1]["failed"] and "rel_fro" in r.trials[1]["failed"]
+
+
+def test_trials_use_fresh_seeds_and_a_second_distribution() -> None:
+    r = _check(SOFTMAX, "honest_torch", trials=4, seed=7)
+    assert [t["seed"] for t in r.trials] == [7, 8, 9, 10]
+    assert {t["distribution"] for t in r.trials} >= {"native", "randn"}
+
+
+@pytest.mark.parametrize("candidate", ["honest_torch", "honest_bf16"])
+def test_honest_candidates_pass(candidate: str) -> None:
+    r = _check(SOFTMAX, candidate)
+    assert r.verdict == "pass", r.reason
+    assert all(v["passed"] for v in r.checks.values())
+    assert {"rel_fro", "max_err", "written", "sentinel", "finite", "inputs_unchanged", "fresh", "shape", "dtype",
+            "invariant:rows_sum_to_one", "invariant:probability"} <= set(r.checks)
+
+
+def test_bf16_error_is_visible_but_within_threshold() -> None:
+    r = _check(SOFTMAX, "honest_bf16")
+    assert 1e-4 < r.checks["rel_fro"]["value"] < 2e-2
+    strict = _check(SOFTMAX, "honest_bf16", thresholds=Thresholds(rel_fro=1e-4))
+    assert "rel_fro" in _failed(strict)
+
+
+def test_integer_inputs_offsets_weights_and_custom_invariants() -> None:
+    problem = ZOO / "embedding_bag.py"
+    r = verify(problem, ZOO / "honest_embedding_bag.py", **FAST)
+    assert r.verdict == "pass", r.reason
+    assert r.checks["custom:one_row_per_bag"]["passed"] and "custom:no_nan" in r.checks
+    assert [t["distribution"] for t in r.trials][:2] == ["native", "randn"]
+    assert all("note" not in t for t in r.trials)  # re-drawn offsets stayed valid
+
+
+def test_make_inputs_redraw_keeps_domains() -> None:
+    problem = load_module(ZOO / "embedding_bag.py")
+    native = make_inputs(problem, 3, "native", "cpu")
+    again = make_inputs(problem, 3, "native", "cpu")
+    assert all(torch.equal(a, b) for a, b in zip(native, again, strict=True))
+    idx, off = make_inputs(problem, 3, "randn", "cpu")
+    assert idx.dtype == native[0].dtype and idx.shape == native[0].shape and not torch.equal(idx, native[0])
+    assert int(idx.min()) >= int(native[0].min()) and int(idx.max()) <= int(native[0].max())
+    assert bool((off[1:] >= off[:-1]).all()) and off[0] == native[1][0] and off[-1] == native[1][-1]
+    (x,) = make_inputs(load_module(SOFTMAX), 3, "randn*2", "cpu")
+    assert x.dtype == torch.float32 and bool((x >= 0).all()) and float(x.max()) > 1.0  # not torch.rand
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(1, 5), min_size=1, max_size=3), st.integers(-50, 50), st.integers(0, 100),
+       st.sampled_from(["randn", "randn*2", "randn*0.1"]), st.integers(0, 2**31))
+def test_redraw_properties(shape: list[int], lo: int, span: int, dist: str, seed: int) -> None:
+    """Same shapes and dtypes; integers stay within the native [min, max]; floats stay finite."""
+
+    class P:
+        @staticmethod
+        def get_inputs():
+            return [torch.randint(lo, lo + span + 1, shape), torch.randn(shape).double(), torch.rand(shape), 3]
+
+    ints, f64, f32, three = make_inputs(P, seed, dist, "cpu")
+    native = make_inputs(P, seed, "native", "cpu")
+    assert three == 3
+    for new, old in zip((ints, f64, f32), native[:3], strict=True):
+        assert new.shape == old.shape and new.dtype == old.dtype
+    assert int(ints.min()) >= int(native[0].min()) and int(ints.max()) <= int(native[0].max())
+    assert bool(torch.isfinite(f64).all()) and bool((f32 >= 0).all())
+
+
+def test_invariant_broken_by_the_reference_is_skipped(tmp_path: Path) -> None:
+    """Identity on torch.rand: 'probability' holds on native inputs, not on inputs re-drawn ×2."""
+    problem = tmp_path / "identity.py"
+    problem.write_text(
+        "import torch\nfrom torch import nn\nn_el = 64\n\nclass Model(nn.Module):\n"
+        "    def forward(self, x):\n        return x * 1.0\n\n"
+        "def get_inputs():\n    return [torch.rand(n_el)]\n\ndef get_init_inputs():\n    return []\n\n"
+        "INVARIANTS = ['probability']\n\n"
+        "def check_invariants(inputs, output):\n    return {'first': float(output[0] - inputs[0][0])}\n")
+    cand = tmp_path / "cand.py"
+    cand.write_text("from torch import nn\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
+                    "        return x.clone()\n")
+    r = verify(problem, cand, trials=4, **FAST)
+    assert r.verdict == "pass", r.reason
+    assert r.trials[0]["skipped_invariants"] == [] and "invariant:probability" in r.trials[3]["skipped_invariants"]
+    bad = tmp_path / "bad.py"
+    bad.write_text("from torch import nn\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
+                   "        return x[:0]\n")  # custom check raises on it: a candidate failure
+    r = verify(problem, bad, **FAST)
+    assert r.verdict == "fail" and not r.checks["shape"]["passed"] and not r.checks["custom:first"]["passed"]
+
+
+def test_timing_speedup_and_review_flag() -> None:
+    r = verify(SOFTMAX, ZOO / "honest_torch.py", runs=5, warmup=1, isolate=False,
+               thresholds=Thresholds(review_speedup=0.0))
+    assert r.verdict == "pass" and r.timing_runs >= 5
+    assert r.speedup == pytest.approx(r.ref_ms / r.candidate_ms)
+    assert r.speedup_lo <= r.speedup <= r.speedup_hi
+    assert r.review and "check the timing by hand" in r.reason
+    row = r.wins_row()
+    assert row["verified"] is True and row["notes"].startswith("REVIEW") and row["target"] == "softmax_long"
+
+
+# ---------------------------------------------------------------- isolation: crash, hang, compile error
+
+
+def test_subprocess_pass_reports_timing() -> None:
+    r = verify(SOFTMAX, ZOO / "honest_torch.py", runs=3, warmup=1, timeout=120)
+    assert r.verdict == "pass", r.reason
+    assert r.ref_ms > 0 and r.candidate_ms > 0 and r.speedup > 0 and r.env["device"] == "cpu"
+
+
+def test_hanging_candidate_times_out_cleanly() -> None:
+    t0 = time.perf_counter()
+    r = verify(SOFTMAX, ZOO / "cheat_sleeps.py", timeout=6)
+    assert time.perf_counter() - t0 < 30
+    assert r.verdict == "fail" and r.reason.startswith("timed out after 6 s") and r.speedup is None
+
+
+def test_crashing_candidate_is_a_fail_verdict() -> None:
+    r = verify(SOFTMAX, ZOO / "cheat_crashes.py", timeout=120)
+    assert r.verdict == "fail" and "crashed with exit code 3" in r.reason and "candidate, trial 0" in r.reason
+
+
+@pytest.mark.parametrize(("candidate", "reason"), [
+    ("cheat_raises", "candidate raised on trial 0: RuntimeError"),
+    ("import_error", "candidate failed to build: ImportError"),
+])
+def test_candidate_errors_are_fail_verdicts(candidate: str, reason: str) -> None:
+    r = _check(SOFTMAX, candidate)
+    assert r.verdict == "fail" and r.reason.startswith(reason)
+
+
+def test_syntax_error_is_a_compile_fail(tmp_path: Path) -> None:
+    cand = tmp_path / "broken.py"
+    cand.write_text("class ModelNew(\n")
+    r = verify(SOFTMAX, cand, **FAST)
+    assert r.verdict == "fail" and r.reason.startswith("candidate does not compile: SyntaxError")
+
+
+@pytest.mark.parametrize(("problem", "candidate", "message"), [
+    ("missing.py", "honest_torch.py", "reference file not found"),
+    ("softmax_long.py", "missing.py", "candidate file not found"),
+    ("honest_torch.py", "honest_torch.py", "not a KernelBench problem: no Model, get_inputs"),
+    ("softmax_long.py", "no_modelnew.py", "defines no ModelNew"),
+])
+def test_bad_input_is_an_addressable_error(problem: str, candidate: str, message: str) -> None:
+    with pytest.raises(AddressableError, match=message):
+        verify(ZOO / problem, ZOO / candidate, **FAST)
+
+
+def test_bad_options() -> None:
+    with pytest.raises(AddressableError, match="no module-level constant 'nope'"):
+        verify(SOFTMAX, ZOO / "honest_torch.py", overrides={"nope": 1}, **FAST)
+    with pytest.raises(AddressableError, match="at least 2"):
+        verify(SOFTMAX, ZOO / "honest_torch.py", trials=1, **FAST)
+    with pytest.raises(AddressableError, match="NAME=VALUE"):
+        parse_overrides(["batch_size"])
+    assert parse_overrides("a=2; b=[1,2] c=x") == {"a": 2, "b": [1, 2], "c": "x"}
+    with pytest.raises(AddressableError, match="unknown invariant 'sums'"):
+        parse_invariants(["sums"])
+    with pytest.raises(AddressableError, match="unexpected keyword"):
+        parse_invariants([("unit_norm", {"axis": 0})])
+
+
+def test_overrides_resize_the_problem() -> None:
+    r = verify(SOFTMAX, ZOO / "honest_torch.py", overrides={"batch_size": 3, "dim": 100}, **FAST)
+    assert r.checks["shape"]["value"] == [3, 100]
+
+
+# ---------------------------------------------------------------- batch and CLI
+
+
+def _pairs(tmp_path: Path) -> Path:
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("problem,candidate,source,notes,set\n"
+                     f"{SOFTMAX},{ZOO / 'honest_torch.py'},torch,baseline,dim=1000\n"
+                     f"{SOFTMAX},{ZOO / 'cheat_zeros.py'},,zeros,\n")
+    return pairs
+
+
+def test_verify_batch_writes_wins_that_project_reads(tmp_path: Path) -> None:
+    df = verify_batch(_pairs(tmp_path), json_dir=tmp_path / "json", runs=3, warmup=1, isolate=False)
+    assert list(df.columns) == ["target", "speedup", "verified", "source", "notes", "speedup_lo", "speedup_hi"]
+    assert df["target"].tolist() == ["softmax_long", "softmax_long"]
+    assert df["verified"].tolist() == [True, False]
+    assert df.loc[1, "speedup"] == 1.0 and "written" in df.loc[1, "notes"]
+    assert df.loc[0, "source"] == "torch" and df.loc[0, "notes"].startswith("baseline")
+    files = sorted(p.name for p in (tmp_path / "json").iterdir())
+    assert files == ["verify_softmax_long.json", "verify_softmax_long_2.json"]
+    assert json.loads((tmp_path / "json" / files[0]).read_text())["checks"]["shape"]["value"] == [4, 1000]
+    project = pytest.importorskip("addressable.project")
+    wins_csv = tmp_path / "wins.csv"
+    df.to_csv(wins_csv, index=False)
+    wins = project.load_wins(wins_csv)
+    assert wins["verified"].tolist() == [True, False]
+
+
+def test_cli_verify_json_and_exit_codes() -> None:
+    runner = CliRunner()
+    res = runner.invoke(main, ["verify", str(SOFTMAX), str(ZOO / "honest_torch.py"), "--json", "--runs", "3",
+                               "--warmup", "1", "--set", "dim=2000"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.output)
+    assert {"verdict", "checks", "speedup", "ref_ms", "candidate_ms", "reason"} <= set(d)
+    assert d["verdict"] == "pass" and d["speedup"] > 0
+    assert set(d["checks"]["rel_fro"]) == {"value", "threshold", "passed"}
+    res = runner.invoke(main, ["verify", str(SOFTMAX), str(ZOO / "cheat_zeros.py"), "--json"])
+    assert res.exit_code == 1
+    d = json.loads(res.output)
+    assert d["verdict"] == "fail" and d["speedup"] is None and d["checks"]["written"]["passed"] is False
+    res = runner.invoke(main, ["verify", str(SOFTMAX), str(ZOO / "cheat_zeros.py"), "--rel-fro", "2"])
+    assert res.exit_code == 1 and "FAIL" in res.output and "written" in res.output
+
+
+@pytest.mark.parametrize("args", [
+    ["verify", str(ZOO / "missing.py"), str(ZOO / "honest_torch.py")],
+    ["verify", str(SOFTMAX), str(ZOO / "no_modelnew.py")],
+    ["verify", str(ZOO / "honest_torch.py"), str(ZOO / "honest_torch.py")],
+    ["verify", str(SOFTMAX), str(ZOO / "honest_torch.py"), "--set", "nope=1"],
+    ["verify", str(SOFTMAX), str(ZOO / "honest_torch.py"), "--trials", "1"],
+    ["verify-batch", str(ZOO / "missing.csv"), "--wins-out", "w.csv"],
+])
+def test_cli_bad_input_is_one_line_exit_2(args: list[str]) -> None:
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 2, res.output
+    assert res.output.startswith("error: ") and res.output.count("\n") == 1
+
+
+def test_cli_verify_batch(tmp_path: Path) -> None:
+    wins = tmp_path / "out" / "wins.csv"
+    res = CliRunner().invoke(main, ["verify-batch", str(_pairs(tmp_path)), "--wins-out", str(wins),
+                                    "--json-dir", str(tmp_path / "j"), "--runs", "3", "--warmup", "1"])
+    assert res.exit_code == 0, res.output
+    assert "1 of 2 verified" in res.output
+    df = pd.read_csv(wins)
+    assert df["verified"].tolist() == [True, False] and len(list((tmp_path / "j").iterdir())) == 2
+    bad = tmp_path / "bad.csv"
+    bad.write_text("problem\nx.py\n")
+    res = CliRunner().invoke(main, ["verify-batch", str(bad), "--wins-out", str(wins)])
+    assert res.exit_code == 2 and "needs columns problem,candidate" in res.output
+
+
+# ---------------------------------------------------------------- real Triton candidates (interpreter)
+
+
+def _triton_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("triton")
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # read by the verification subprocess at triton import
+
+
+@pytest.mark.parametrize(("stem", "sizes"), [
+    ("01_softmax_long_rows", {"batch_size": 2, "dim": 9000}),  # several chunks per row, ragged tail
+    ("02_rmsnorm", {"tokens": 5, "hidden": 1000}),
+    ("03_layernorm", {"tokens": 5, "hidden": 1000}),
+    ("04_frobenius_norm", {"batch_size": 1, "features": 2, "dim1": 100, "dim2": 70}),
+])
+def test_triton_candidates_pass_in_the_interpreter(stem: str, sizes: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    _triton_interpreter(monkeypatch)
+    r = verify(EXAMPLES / "problems" / f"{stem}.py", EXAMPLES / "candidates" / f"{stem}_triton.py",
+               overrides=sizes, runs=2, warmup=1, timeout=300)
+    assert r.verdict == "pass", r.reason
+    assert r.env.get("triton_interpret") and r.checks["rel_fro"]["value"] < 1e-5
+
+
+def test_triton_kernels_compile_for_hopper() -> None:
+    """Compile every example kernel for sm_90 (no GPU needed: the GPU run must not hit a compile error)."""
+    triton = pytest.importorskip("triton")
+    try:
+        from triton.backends.compiler import GPUTarget
+        from triton.compiler import ASTSource
+    except ImportError:
+        pytest.skip("this triton has no ASTSource/GPUTarget")
+    p, i32 = "*fp32", "i32"
+    cases = {
+        "01_softmax_long_rows_triton": [
+            ("_chunk_stats", ["x_ptr", "m_ptr", "s_ptr"], ["n_cols", "chunk", "n_chunks"], {}, {"BLOCK": 4096}),
+            ("_chunk_normalize", ["x_ptr", "y_ptr", "m_ptr", "s_ptr"], ["n_cols", "chunk", "n_chunks"], {},
+             {"BLOCK": 4096, "CHUNKS": 16})],
+        "02_rmsnorm_triton": [("_rmsnorm", ["x_ptr", "w_ptr", "y_ptr"], ["n_cols"], {"eps": "fp32"}, {"BLOCK": 4096})],
+        "03_layernorm_triton": [("_layernorm", ["x_ptr", "y_ptr"], ["n_cols"], {"eps": "fp32"}, {"BLOCK": 4096})],
+        "04_frobenius_norm_triton": [
+            ("_sum_squares", ["x_ptr", "part_ptr"], ["n", "span"], {}, {"BLOCK": 4096}),
+            ("_scale", ["x_ptr", "y_ptr", "part_ptr"], ["n", "span", "n_parts"], {}, {"BLOCK": 4096, "PARTS": 1024})],
+    }
+    for stem, kernels in cases.items():
+        mod = load_module(EXAMPLES / "candidates" / f"{stem}.py")
+        for name, ptrs, ints, other, constexprs in kernels:
+            sig = {**dict.fromkeys(ptrs, p), **dict.fromkeys(ints, i32), **other, **dict.fromkeys(constexprs, "constexpr")}
+            try:
+                src = ASTSource(getattr(mod, name), signature=sig, constexprs=constexprs)
+                k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 8})
+            except (TypeError, AttributeError) as e:  # API drift between triton versions
+                pytest.skip(f"cannot drive triton.compile here: {e}")
+            assert k.asm.get("cubin") or k.asm.get("ptx"), (stem, name)
