@@ -808,7 +808,8 @@ def verify_batch(pairs_csv: str | Path, json_dir: str | Path | None = None, over
     """Verify every row of PAIRS.csv (problem, candidate[, target, source, notes, set]); return wins rows.
 
     Relative paths are looked up next to the CSV first. `set` holds per-row NAME=VALUE overrides.
-    With `json_dir`, each result is also written to json_dir/verify_<problem stem>[_<n>].json.
+    With `json_dir`, each result is also written to json_dir/verify_<problem stem>.json
+    (verify_<problem stem>__<candidate stem>.json when several rows share a problem).
     """
     from addressable.atomic import write_text
 
@@ -822,18 +823,28 @@ def verify_batch(pairs_csv: str | Path, json_dir: str | Path | None = None, over
     missing = {"problem", "candidate"} - set(pairs.columns)
     if missing or pairs.empty:
         raise AddressableError(f"{pairs_csv} needs columns problem,candidate and at least one row")
-    base, rows, seen = pairs_csv.parent, [], {}
-    for _, p in pairs.iterrows():
+    base = pairs_csv.parent
+    jobs = []
+    for i, p in enumerate(pairs.to_dict(orient="records"), 1):
         problem, candidate = _resolve_near(base, p["problem"]), _resolve_near(base, p["candidate"])
         row_over = {**(overrides or {}), **parse_overrides(p.get("set", ""))}
+        try:  # every row is checked before the first verification starts
+            check_problem_file(problem, row_over)
+            _readable(candidate, "candidate")
+        except AddressableError as e:
+            raise AddressableError(f"{pairs_csv} row {i}: {e}") from None
+        jobs.append((p, problem, candidate, row_over))
+    stems = [problem.stem for _, problem, _, _ in jobs]
+    rows, seen = [], set()
+    for p, problem, candidate, row_over in jobs:
         r = verify(problem, candidate, overrides=row_over, **kwargs)
         if p.get("target"):
             r.target = p["target"]
         if json_dir is not None:
-            stem = Path(problem).stem
-            n = seen[stem] = seen.get(stem, 0) + 1
-            name = f"verify_{stem}" + (f"_{n}" if n > 1 else "") + ".json"
-            write_text(Path(json_dir) / name, json.dumps(r.to_dict(), indent=2) + "\n")
+            name = problem.stem if stems.count(problem.stem) == 1 else f"{problem.stem}__{candidate.stem}"
+            name = next(f"{name}_{n}" if n else name for n in itertools.count() if (f"{name}_{n}" if n else name) not in seen)
+            seen.add(name)
+            write_text(Path(json_dir) / f"verify_{name}.json", json.dumps(r.to_dict(), indent=2) + "\n")
         if on_result:
             on_result(r)
         rows.append(r.wins_row(p.get("source") or str(p["candidate"]), p.get("notes", "")))

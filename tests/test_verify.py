@@ -272,8 +272,8 @@ def test_verify_batch_writes_wins_that_project_reads(tmp_path: Path) -> None:
     assert df.loc[1, "speedup"] == 1.0 and "written" in df.loc[1, "notes"]
     assert df.loc[0, "source"] == "torch" and df.loc[0, "notes"].startswith("baseline")
     files = sorted(p.name for p in (tmp_path / "json").iterdir())
-    assert files == ["verify_softmax_long.json", "verify_softmax_long_2.json"]
-    assert json.loads((tmp_path / "json" / files[0]).read_text())["checks"]["shape"]["value"] == [4, 1000]
+    assert files == ["verify_softmax_long__cheat_zeros.json", "verify_softmax_long__honest_torch.json"]
+    assert json.loads((tmp_path / "json" / files[1]).read_text())["checks"]["shape"]["value"] == [4, 1000]
     project = pytest.importorskip("addressable.project")
     wins_csv = tmp_path / "wins.csv"
     df.to_csv(wins_csv, index=False)
@@ -324,6 +324,9 @@ def test_cli_verify_batch(tmp_path: Path) -> None:
     bad.write_text("problem\nx.py\n")
     res = CliRunner().invoke(main, ["verify-batch", str(bad), "--wins-out", str(wins)])
     assert res.exit_code == 2 and "needs columns problem,candidate" in res.output
+    bad.write_text(f"problem,candidate\n{SOFTMAX},{ZOO / 'honest_torch.py'}\n{SOFTMAX},missing.py\n")
+    res = CliRunner().invoke(main, ["verify-batch", str(bad), "--wins-out", str(wins)])
+    assert res.exit_code == 2 and "row 2: candidate file not found" in res.output
 
 
 # ---------------------------------------------------------------- real Triton candidates (interpreter)

@@ -18,8 +18,8 @@ def _chunk_stats(x_ptr, m_ptr, s_ptr, n_cols, chunk, n_chunks, BLOCK: tl.constex
     c = tl.program_id(1)
     start = c * chunk
     base = x_ptr + row.to(tl.int64) * n_cols
-    m = -float("inf")
-    s = 0.0
+    m = tl.full([], float("-inf"), tl.float32)
+    s = tl.full([], 0.0, tl.float32)
     for off in range(start, start + chunk, BLOCK):
         cols = off + tl.arange(0, BLOCK)
         mask = (cols < n_cols) & (cols < start + chunk)
