@@ -395,6 +395,7 @@ def _sweep_panel(ax: Axes, title: str, key: str, members: list[Run]) -> None:
         lo, hi = np.array([r.fraction_range(wall) for r in members], float).T
         err = np.vstack([np.clip(ys - lo, 0, None), np.clip(hi - ys, 0, None)])
         color, marker, line, name = BASIS_STYLE[basis]
+        name = _basis_name(members) if basis == "kernel" else name
         ax.errorbar(xs, ys, yerr=np.nan_to_num(err), color=color, marker=marker, markersize=3.5,
                     linestyle=line, linewidth=1.0, capsize=2.0, elinewidth=0.7,
                     label=f"share of {name}")
@@ -522,11 +523,18 @@ def save_figure(fig: Figure, path: str | Path) -> Path:
     try:
         with _style(), os.fdopen(fd, "wb") as f:
             fig.savefig(f, format=path.suffix.lower()[1:], metadata=_metadata(path))
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a figure is an ordinary file
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _metadata(path: Path) -> dict[str, Any]:

@@ -98,6 +98,7 @@ def test_each_kind_renders_to_png_and_pdf(tmp_path: Path, figures: dict, kind: s
     assert b"/Type /Font" in pdf.read_bytes() and b"/Subtype /Image" not in pdf.read_bytes()  # vector
     assert "<text" in svg.read_text()  # text kept as text, not paths
     assert not list(tmp_path.glob(".*.tmp"))
+    assert png.stat().st_mode & 0o777 == 0o666 & ~plot._umask()  # not mkstemp's 0600
 
 
 def test_save_figure_rejects_other_formats(tmp_path: Path, figures: dict) -> None:
@@ -475,6 +476,7 @@ def test_sweep_is_a_loop_over_profile(tmp_path: Path) -> None:
     assert df["error"].isna().all()
     fig = plot.plot_sweep(load_runs(tmp_path))  # the sweep's folders make a sweep figure
     assert fig.axes[0].get_xlabel() == "batch size"
+    assert {c.get_label() for c in fig.axes[0].containers} >= {"share of GPU kernel time"}
     assert "16" in format_sweep(df) and "%" in format_sweep(df)
 
 
@@ -566,5 +568,7 @@ def test_cli_sweep_runs_the_real_profiler_on_a_tiny_workload(tmp_path: Path) -> 
         lo, hi = r.fraction_range()
         assert 0 < lo <= r.addressable_fraction <= hi <= 1
     assert fig.is_file()
+    if all(r.info["device"] == "cpu" for r in runs):
+        assert "share of leaf CPU-op time" in {c.get_label() for c in plot.plot_sweep(runs).axes[0].containers}
     table = runs_table(runs)
     assert isinstance(table, pd.DataFrame) and len(table) == 2
