@@ -807,7 +807,8 @@ def verify_batch(pairs_csv: str | Path, json_dir: str | Path | None = None, over
                  on_result: Callable[[VerifyResult], None] | None = None, **kwargs: Any) -> pd.DataFrame:
     """Verify every row of PAIRS.csv (problem, candidate[, target, source, notes, set]); return wins rows.
 
-    Relative paths are looked up next to the CSV first. `set` holds per-row NAME=VALUE overrides.
+    Relative paths are looked up next to the CSV first. `set` holds per-row NAME=VALUE overrides;
+    `overrides` apply to the problems that define those names.
     With `json_dir`, each result is also written to json_dir/verify_<problem stem>.json
     (verify_<problem stem>__<candidate stem>.json when several rows share a problem).
     """
@@ -827,8 +828,10 @@ def verify_batch(pairs_csv: str | Path, json_dir: str | Path | None = None, over
     jobs = []
     for i, p in enumerate(pairs.to_dict(orient="records"), 1):
         problem, candidate = _resolve_near(base, p["problem"]), _resolve_near(base, p["candidate"])
-        row_over = {**(overrides or {}), **parse_overrides(p.get("set", ""))}
         try:  # every row is checked before the first verification starts
+            names = _top_level_names(_readable(problem, "reference")) if overrides else set()
+            row_over = {**{k: v for k, v in (overrides or {}).items() if k in names},
+                        **parse_overrides(p.get("set", ""))}
             check_problem_file(problem, row_over)
             _readable(candidate, "candidate")
         except AddressableError as e:
