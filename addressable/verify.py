@@ -22,7 +22,9 @@ each one is reported by name with its value and threshold:
 - ``invariant:<name>`` / ``custom:<name>``: the problem's declared invariants (see
   `addressable.invariants` for the problem-file format, INVARIANTS and check_invariants).
 
-Trials use fresh inputs: trial t is seeded with seed + t and alternates the problem's own
+Both models are built from get_init_inputs() under the same seed; the reference's parameters are also
+loaded into the candidate when their names and shapes match. Trials (counted from 0) use fresh
+inputs: trial t is seeded with seed + t and alternates the problem's own
 ``get_inputs()`` ("native") with re-drawn inputs of the same shape and dtype: floating inputs from
 N(0, σ²) with σ the native draw's RMS, times 2 on trial 3 (times 0.1 on trial 5), in absolute value
 when the native draw is nonnegative; integer inputs (and floats holding only integers, such as
@@ -33,8 +35,8 @@ invariant is skipped on a trial where the reference output itself breaks it.
 
 Timing (only after every check passed) alternates reference and candidate on the trial-0 inputs after
 a warm-up: CUDA events with a 256 MB L2 flush before each run on GPU, `time.perf_counter` on CPU.
-Speedup = reference median / candidate median, with an interquartile spread; speedups above 10x are
-flagged for review. By default each verification runs in its own subprocess, so a crash, a hang
+Speedup = reference median / candidate median; speedup_lo/hi = reference p25/p75 over candidate
+p75/p25. Speedups above 10x are flagged for review (`review`, and "REVIEW:" in wins.csv notes). By default each verification runs in its own subprocess, so a crash, a hang
 (``timeout``) or a compile error in the candidate is a clean ``fail`` verdict with the reason.
 """
 
