@@ -579,8 +579,9 @@ def format_profile(res: ProfileResult, requested_device: str = "auto") -> str:
     d = default_measurement(r["device"])
     counts = f"warm-up {m.warmup}, then {m.repeats} repeats × ({m.steps} timed + {m.profile_steps} profiled steps)"
     if m == d and r["device"] == "cpu":
-        counts += (f" — the CPU defaults (GPU: {GPU_DEFAULTS.warmup}, {GPU_DEFAULTS.repeats} × "
-                   f"({GPU_DEFAULTS.steps} + {GPU_DEFAULTS.profile_steps})); change with "
+        g = GPU_DEFAULTS
+        counts += (f" — the CPU defaults, kept small because a CPU step can take a minute (GPU defaults: "
+                   f"warm-up {g.warmup}, {g.repeats} × ({g.steps} + {g.profile_steps})); change with "
                    "--warmup/--steps/--profile-steps/--repeats")
     reps = r["repeats"]
     kern = float(np.median([x["addressable_fraction"] for x in reps]))
@@ -595,6 +596,8 @@ def format_profile(res: ProfileResult, requested_device: str = "auto") -> str:
                      f"to {x['to_layers']} (measured depths in layers<L>/ of the run folder)")
     lines += [
         f"{what}, {r['dtype']} on {r['device']}: step time {r['step_time_ms']:,.2f} ms (median unprofiled step)",
+        f"{basis[0].upper() + basis[1:]} per profiled step: {r['kernel_time_per_step_us'] / 1e3:,.2f} ms "
+        f"({r['kernel_time_per_step_us'] / 1e3 / max(r['step_time_ms'], 1e-9):.0%} of the step time)",
         f"Addressable fraction of {basis}: {kern:.1%}  (median of {len(reps)} repeats, range {klo:.1%}–{khi:.1%})",
         f"Addressable fraction of wall time: {wall:.1%}  (median of {len(reps)} repeats, range {wlo:.1%}–{whi:.1%})",
     ]

@@ -116,6 +116,18 @@ def test_env_adapters_and_bad_adapter(tmp_path: Path, monkeypatch: pytest.Monkey
     assert r.exit_code == 2 and r.stderr.count("\n") == 1 and "cannot import adapter" in r.stderr
 
 
+def test_registry_skips_only_builtins_that_do_not_exist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import addressable.workload as wl
+
+    monkeypatch.setattr(wl, "BUILTIN_ADAPTERS", (*wl.BUILTIN_ADAPTERS, "workloads.not_written_yet"))
+    assert "resnet50" in registry()
+    (tmp_path / "adapter_missing_dep.py").write_text("import no_such_dependency_xyz\nWORKLOADS = []\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(wl, "BUILTIN_ADAPTERS", (*wl.BUILTIN_ADAPTERS, "adapter_missing_dep"))
+    with pytest.raises(AddressableError, match="no_such_dependency_xyz"):
+        registry()
+
+
 # ------------------------------------------------------------------ a real CPU run
 
 
