@@ -1,19 +1,25 @@
 """Stage 1: a Kineto trace file -> an events table (one row per GPU kernel, annotation, CPU op).
 
-The file is streamed in chunks, so a multi-GB trace never has to be held as Python
-objects all at once. Which rows and fields are kept is described in trace_format.yaml.
+The file is streamed: a second thread reads (and un-gzips: zlib drops the GIL) blocks of
+text while this one cuts each block at the last event boundary, parses it with orjson and
+keeps only the rows and fields that trace_format.yaml names, as numpy columns. So a
+multi-GB trace is never held as Python objects all at once, and peak memory is the events
+table plus a few blocks.
 """
 
 from __future__ import annotations
 
-import gzip
+import gc
+import queue
 import re
+import threading
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import orjson
@@ -22,9 +28,14 @@ import yaml
 
 from addressable.errors import AddressableError
 
-CHUNK_BYTES = 32 << 20
-_EVENT_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
+CHUNK_BYTES = 1 << 20
 _KINDS = ("gpu", "annotation", "cpu_op", "cpu_annotation", "step")
+_INTS = ("pid", "tid", "stream", "device", "correlation", "external_id")
+_FLOATS = ("ts", "dur")
+_GZIP_MAGIC = b"\x1f\x8b"
+_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
+_HEAD_LIMIT = 256 << 20  # how far to look for the event list before calling a file "not a trace"
+_MAX_TRIES = 4  # event boundaries tried per block (a "}, {" can sit inside a string)
 
 
 @cache
@@ -56,17 +67,204 @@ class Trace:
         return int((self.events["kind"] == "step").sum())
 
 
-def _open(path: Path):
+# ---------------------------------------------------------------- reading blocks
+
+
+def _file_blocks(path: Path, size: int) -> Iterator[bytes]:
+    """The file's (decompressed) bytes in blocks of about `size`."""
     with open(path, "rb") as f:
-        magic = f.read(2)
-    return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
+        if f.read(2) != _GZIP_MAGIC:
+            f.seek(0)
+            while data := f.read(size):
+                yield data
+            return
+        f.seek(0)
+        yield from _gunzip(f, path, size)
 
 
-def _loads(data: bytes) -> Any:
+def _gunzip(f: BinaryIO, path: Path, size: int) -> Iterator[bytes]:
+    """Decompress a (multi-member) gzip stream; output is capped per call, so a bomb cannot flood memory."""
+    d = zlib.decompressobj(zlib.MAX_WBITS | 16)
+    data, out, n = b"", [], 0
+    while True:
+        if not data:
+            data = f.read(1 << 20)
+            if not data:
+                break
+        if d.eof:  # a member ended: another member, zero padding, or garbage
+            if not data.strip(b"\0"):
+                data = b""
+                continue
+            if not data.startswith(_GZIP_MAGIC[: len(data)]):
+                raise AddressableError(f"cannot read {path}: unexpected bytes after the end of the gzip stream")
+            d = zlib.decompressobj(zlib.MAX_WBITS | 16)
+        try:
+            piece = d.decompress(data, size)
+        except zlib.error as e:
+            raise AddressableError(f"cannot read {path}: corrupt gzip data ({e})") from None
+        data = d.unconsumed_tail or d.unused_data
+        if piece:
+            out.append(piece)
+            n += len(piece)
+            if n >= size:
+                yield b"".join(out)
+                out, n = [], 0
+    if not d.eof:
+        raise AddressableError(f"truncated gzip file: {path} ends before its compressed stream does")
+    if out:
+        yield b"".join(out)
+
+
+class _ReadAhead:
+    """Iterate over a file's blocks, read on a background thread, at most two blocks ahead."""
+
+    def __init__(self, path: Path, size: int) -> None:
+        self._q: queue.Queue = queue.Queue(maxsize=2)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(path, size), daemon=True)
+        self._thread.start()
+
+    def _put(self, item: Any) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._q.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _run(self, path: Path, size: int) -> None:
+        try:
+            for block in _file_blocks(path, size):
+                if not self._put(block):
+                    return
+            self._put(None)
+        except AddressableError as e:
+            self._put(e)
+        except (OSError, EOFError, MemoryError) as e:
+            self._put(AddressableError(f"cannot read {path}: {e}"))
+
+    def __iter__(self) -> Iterator[bytes]:
+        while (item := self._q.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+# ---------------------------------------------------------------- cutting blocks into parsed events
+
+
+def _json_error(path: Path, e: orjson.JSONDecodeError, offset: int, length: int) -> AddressableError:
+    if e.pos >= length - 2 or e.msg.startswith("unexpected end"):
+        return AddressableError(f"truncated trace: {path} ends in the middle of its JSON")
+    return AddressableError(f"{path} is not valid JSON (near byte {offset + max(e.pos, 0)}): {e.msg}")
+
+
+def _parse(doc: bytes, path: Path, offset: int) -> Any:
     try:
-        return orjson.loads(data)
+        return orjson.loads(doc)
     except orjson.JSONDecodeError as e:
-        raise AddressableError(f"invalid JSON: {e}") from None
+        raise _json_error(path, e, offset, len(doc)) from None
+
+
+def _boundaries(buf: bytes) -> list[tuple[int, int]]:
+    """Up to _MAX_TRIES candidate event boundaries near the end of buf: (end of one event, start of the next).
+
+    Boundaries whose whitespace holds a newline come first: JSON strings cannot hold one,
+    so those are never inside a name.
+    """
+    window = 1 << 16
+    while True:
+        start = max(0, len(buf) - window)
+        found = [(m.start() + 1, m.end() - 1, b"\n" in m[0]) for m in _BOUNDARY.finditer(buf, start)]
+        if found or start == 0:
+            break
+        window *= 8
+    safe = [(a, b) for a, b, nl in found if nl]
+    return (safe or [(a, b) for a, b, _ in found])[-_MAX_TRIES:][::-1]
+
+
+def _cut(buf: bytes, path: Path, offset: int, limit: int) -> tuple[list | None, bytes]:
+    """Parse the complete events at the front of buf; return them and the unparsed rest."""
+    error = None
+    for end, nxt in _boundaries(buf):
+        try:
+            return orjson.loads(b"[" + buf[:end] + b"]"), buf[nxt:]
+        except orjson.JSONDecodeError as e:
+            error = error or e
+    if len(buf) > limit:  # nothing parses however far we read
+        if error is None:
+            raise AddressableError(f"not a trace: no event boundary in {len(buf) >> 20} MB of {path}")
+        raise _json_error(path, error, offset - 1, len(buf) + 2)
+    return None, buf
+
+
+_START = re.compile(rb'"(?:%s)"\s*:\s*\[')
+
+
+def _iter_parsed(path: str | Path, chunk_bytes: int) -> Iterator[list | dict]:
+    """Yield lists of parsed events (anything JSON), then one dict of top-level metadata."""
+    path = Path(path)
+    if not path.is_file():
+        raise AddressableError(f"no such trace file: {path}")
+    key = trace_format()["events_key"]
+    start = re.compile(_START.pattern % re.escape(key.encode()))
+    reader = _ReadAhead(path, chunk_bytes)
+    try:
+        blocks = iter(reader)
+        buf, head, bare, offset = b"", None, False, 0
+        for data in blocks:  # find the start of the event array
+            buf += data
+            stripped = buf.lstrip()
+            if stripped[:1] == b"[":
+                head, bare = b"{", True
+                offset = len(buf) - len(stripped) + 1
+                buf = stripped[1:]
+                break
+            if stripped[:1] not in (b"", b"{"):
+                break
+            if m := start.search(buf):
+                head, offset = buf[: m.start()], m.end()
+                buf = buf[m.end() :]
+                break
+            if len(buf) > _HEAD_LIMIT:
+                break
+        if head is None:  # no event list: say whether the file is JSON at all
+            for data in blocks:
+                if len(buf) > _HEAD_LIMIT:
+                    raise AddressableError(f"not a trace: no '{key}' list in the first "
+                                           f"{_HEAD_LIMIT >> 20} MB of {path}")
+                buf += data
+            if not buf.strip():
+                raise AddressableError(f"empty trace file: {path}")
+            _parse(buf, path, 0)
+            raise AddressableError(f"not a trace: no '{key}' list in {path}")
+        metadata = {}
+        if head.strip(b"{ \n\r\t"):
+            metadata = _parse(head.rstrip().rstrip(b",") + b"}", path, 0)
+        limit = max(4 * chunk_bytes, 64 << 20)
+        for data in blocks:
+            buf += data
+            events, rest = _cut(buf, path, offset, limit)
+            if events is not None:
+                offset += len(buf) - len(rest)
+                buf = rest
+                yield events
+        prefix = b'{"__events__":['
+        tail = _parse(prefix + buf + (b"}" if bare else b""), path, offset - len(prefix))
+    finally:
+        reader.close()
+    if not isinstance(tail, dict) or not isinstance(tail.get("__events__"), list):
+        raise AddressableError(f"not a trace: '{key}' in {path} is not a list of events")
+    events = tail.pop("__events__")
+    if events:
+        yield events
+    metadata.update(tail)
+    yield metadata
 
 
 def iter_event_chunks(path: str | Path, chunk_bytes: int = CHUNK_BYTES) -> Iterator[list[dict] | dict]:
@@ -75,175 +273,288 @@ def iter_event_chunks(path: str | Path, chunk_bytes: int = CHUNK_BYTES) -> Itera
     Splits the event array at `}, {` boundaries and lets the JSON parser confirm each
     split: a boundary inside an event leaves unbalanced braces and is rejected.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise AddressableError(f"no such trace file: {path}")
-    key = b'"' + trace_format()["events_key"].encode() + b'"'
-    try:
-        with _open(path) as f:
-            buf, bare = b"", False
-            while True:  # read until the start of the event array
-                data = f.read(chunk_bytes)
-                buf += data
-                stripped = buf.lstrip()
-                if stripped.startswith(b"["):  # bare Chrome-trace array
-                    head, buf, bare = b"{", stripped[1:], True
-                    break
-                i = buf.find(key)
-                if i >= 0:
-                    j = buf.find(b"[", i + len(key))
-                    if j >= 0:
-                        head, buf = buf[:i], buf[j + 1 :]
-                        break
-                if not data:
-                    if not buf.strip():
-                        raise AddressableError(f"empty trace file: {path}")
-                    _loads(buf)  # raises for invalid JSON
-                    raise AddressableError(f"not a trace: no '{key.decode()[1:-1]}' list in {path}")
-            metadata = _loads(head.rstrip().rstrip(b",") + b"}") if head.strip(b"{ \n\r\t") else {}
-            while True:
-                data = f.read(chunk_bytes)
-                if not data:
-                    break
-                buf += data
-                buf = yield from _emit_complete(buf)
-            tail = _loads(b'{"__events__":[' + buf + (b"}" if bare else b"")) if buf.strip() else None
-    except (OSError, EOFError, zlib.error) as e:
-        raise AddressableError(f"cannot read {path}: {e}") from None
-    if tail is None or not isinstance(tail, dict):
-        raise AddressableError(f"truncated or malformed trace: {path}")
-    events = tail.pop("__events__")
-    if events:
-        yield events
-    metadata.update(tail)
-    yield metadata
+    for chunk in _iter_parsed(path, chunk_bytes):
+        yield chunk if isinstance(chunk, dict) else [e for e in chunk if isinstance(e, dict)]
 
 
-def _emit_complete(buf: bytes) -> Iterator[list[dict]]:
-    """Yield the complete events at the front of buf; return the unparsed rest."""
-    ends = [m.start() for m in _EVENT_BOUNDARY.finditer(buf, max(0, len(buf) - (1 << 20)))]
-    if not ends:
-        ends = [m.start() for m in _EVENT_BOUNDARY.finditer(buf)]
-    for end in reversed(ends[-4:]):
-        try:
-            events = orjson.loads(b"[" + buf[: end + 1] + b"]")
-        except orjson.JSONDecodeError:
-            continue
-        yield events
-        return buf[buf.index(b"{", end + 1) :]
-    return buf
+# ---------------------------------------------------------------- events -> columns
 
 
-def _get(event: dict, key: str) -> Any:
-    if key.startswith("args."):
-        args = event.get("args")
-        return args.get(key[5:]) if args else None
-    return event.get(key)
+@dataclass
+class _Format:
+    """trace_format.yaml, compiled: the categories kept and a row extractor for them."""
+
+    keep: frozenset[str]
+    kind_of_cat: dict[str, str]
+    step_cats: frozenset[str]
+    step_re: re.Pattern
+    phase: str
+    columns: list[str]
+    parents: tuple[str, ...]
+    extract: Callable[[list, frozenset, str, dict], list[tuple]]
 
 
-def _chunk_table(events: list[dict], fmt: dict[str, Any]) -> dict[str, list]:
-    """Pick the rows and columns the analysis needs from one chunk of parsed events."""
-    gpu, ann, cpu, cpu_ann = (set(fmt[k]) for k in ("gpu_work_categories", "annotation_categories",
-                                                     "cpu_op_categories", "cpu_annotation_categories"))
-    step_cats = set(fmt["step_categories"])
-    step_re = re.compile(fmt["step_pattern"])
-    x = fmt["complete_phase"]
-    rows, kinds = [], []
-    for e in events:
-        if not isinstance(e, dict) or e.get("ph") != x:
-            continue
-        cat = e.get("cat")
-        if cat in gpu:
-            kind = "gpu"
-        elif cat in ann:
-            kind = "annotation"
-        elif cat in step_cats and step_re.match(str(e.get("name", ""))):
-            kind = "step"
-        elif cat in cpu:
-            kind = "cpu_op"
-        elif cat in cpu_ann:
-            kind = "cpu_annotation"
+@cache
+def _compiled_format() -> _Format:
+    fmt = trace_format()
+    kind_of_cat: dict[str, str] = {}
+    for kind, key in (("cpu_annotation", "cpu_annotation_categories"), ("cpu_op", "cpu_op_categories"),
+                      ("annotation", "annotation_categories"), ("gpu", "gpu_work_categories")):
+        kind_of_cat.update(dict.fromkeys(fmt[key], kind))  # later (GPU) wins, as in the original order
+    step_cats = frozenset(fmt["step_categories"])
+    parents: list[str] = []
+    getters = []
+    for key in fmt["columns"].values():
+        parent, dot, child = key.partition(".")
+        if dot:
+            if parent not in parents:
+                parents.append(parent)
+            getters.append(f"a{parents.index(parent)}.get({child!r})")
         else:
+            getters.append(f"e.get({key!r})")
+    loops = "".join(f" for a{i} in (e.get({p!r}) or EMPTY,)" for i, p in enumerate(parents))
+    # One pass over the events, one tuple per kept row: far cheaper than a pass per column.
+    src = (f"def extract(events, keep, X, EMPTY):\n"
+           f"    return [({', '.join(getters)},) for e in events"
+           f" if e.get('cat') in keep and e.get('ph') == X{loops}]\n")
+    scope: dict[str, Any] = {}
+    exec(compile(src, "<trace_format extractor>", "exec"), scope)
+    return _Format(frozenset(kind_of_cat) | step_cats, kind_of_cat, step_cats, re.compile(fmt["step_pattern"]),
+                   fmt["complete_phase"], list(fmt["columns"]), tuple(parents), scope["extract"])
+
+
+_EMPTY: dict = {}
+
+
+def _sanitize(events: list, parents: tuple[str, ...]) -> list[dict]:
+    """Events the fast extractor can read: dicts with a string category and dict-valued parents."""
+    out = []
+    for e in events:
+        if type(e) is not dict or type(e.get("cat")) is not str:
             continue
-        rows.append(e)
-        kinds.append(kind)
-    table = {col: [_get(e, key) for e in rows] for col, key in fmt["columns"].items()}
-    table["kind"] = kinds
-    return table
+        bad = [p for p in parents if e.get(p) is not None and type(e.get(p)) is not dict]
+        out.append({**e, **dict.fromkeys(bad, _EMPTY)} if bad else e)
+    return out
 
 
-_NUMERIC = {"ts": "float64", "dur": "float64"}
-_INTS = ("pid", "tid", "stream", "device", "correlation", "external_id")
+class _Interner:
+    """Strings -> stable integer codes across chunks (every unique string is hashed into a table once per chunk)."""
+
+    def __init__(self) -> None:
+        self.codes: dict[str, int] = {}
+
+    def encode(self, values: tuple, missing: str | None) -> np.ndarray:
+        """Codes of values (None -> the code of `missing`, or -1); non-strings are coded as their JSON text."""
+        array = np.fromiter(values, dtype=object, count=len(values))
+        try:
+            codes, uniques = pd.factorize(array, use_na_sentinel=True)
+        except TypeError:  # unhashable values (a list as a name)
+            array = np.fromiter((v if v is None or type(v) is str else orjson.dumps(v).decode() for v in values),
+                                dtype=object, count=len(values))
+            codes, uniques = pd.factorize(array, use_na_sentinel=True)
+        table = [self._code(u) for u in uniques]
+        table.append(self._code(missing) if missing is not None and (codes < 0).any() else -1)
+        return np.array(table, dtype=np.int32)[codes]  # code -1 (missing) picks the last entry
+
+    def _code(self, value: Any) -> int:
+        if value is None:
+            return -1
+        text = value if type(value) is str else orjson.dumps(value).decode()
+        return self.codes.setdefault(text, len(self.codes))
+
+    def sorted(self) -> tuple[pd.Index, np.ndarray]:
+        """The strings in sorted order, and old code -> position in that order (last entry: -1 -> -1)."""
+        strings = list(self.codes)
+        order = sorted(range(len(strings)), key=strings.__getitem__)
+        remap = np.empty(len(strings) + 1, dtype=np.int32)
+        remap[order] = np.arange(len(strings), dtype=np.int32)
+        remap[-1] = -1
+        return pd.Index([strings[i] for i in order], dtype="string"), remap
 
 
-def _to_frame(table: dict[str, list]) -> pd.DataFrame:
-    df = pd.DataFrame(table)
-    for col, dtype in _NUMERIC.items():
-        df[col] = pd.to_numeric(df[col], errors="coerce").astype(dtype)
-    for col in _INTS:
-        df[col] = pd.to_numeric(df[col], errors="coerce").astype("Int64")
-    df["name"] = df["name"].astype("string").fillna("").astype("category")
-    df["cat"] = df["cat"].astype("string").astype("category")
-    df["kind"] = pd.Categorical(df["kind"], categories=_KINDS)
-    return df
+def _floats(values: tuple) -> np.ndarray:
+    try:
+        return np.array(values, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        return np.array([_to_float(v) for v in values], dtype=np.float64)
+
+
+def _to_float(v: Any) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError, OverflowError):
+        return np.nan
+
+
+def _ints(values: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """Integer values and a mask of missing ones (non-integers and out-of-range numbers count as missing)."""
+    f = _floats(values)
+    ok = np.isfinite(f) & (np.abs(f) < 2.0**63)
+    ok &= f == np.trunc(np.where(ok, f, 0))
+    return np.where(ok, f, 0).astype(np.int64), ~ok
+
+
+class _Columns:
+    """The kept rows of every chunk, as numpy columns."""
+
+    def __init__(self, fmt: _Format) -> None:
+        self.fmt = fmt
+        self.strings = {"name": _Interner(), "cat": _Interner()}
+        self.parts: dict[str, list[np.ndarray]] = {c: [] for c in [*fmt.columns, *(f"{c}_na" for c in _INTS)]}
+        self.n_events = 0
+
+    def add(self, events: list) -> None:
+        self.n_events += len(events)
+        fmt = self.fmt
+        try:
+            rows = fmt.extract(events, fmt.keep, fmt.phase, _EMPTY)
+        except (AttributeError, TypeError):  # a non-dict event, a list as "cat", a string as "args" ...
+            rows = fmt.extract(_sanitize(events, fmt.parents), fmt.keep, fmt.phase, _EMPTY)
+        if not rows:
+            return
+        for col, values in zip(fmt.columns, zip(*rows, strict=True), strict=True):
+            if col in self.strings:
+                self.parts[col].append(self.strings[col].encode(values, "" if col == "name" else None))
+            elif col in _INTS:
+                ints, na = _ints(values)
+                self.parts[col].append(ints)
+                self.parts[f"{col}_na"].append(na)
+            else:
+                self.parts[col].append(_floats(values))
+
+    def frame(self) -> pd.DataFrame:
+        """One table of every kept row, sorted by start time; rows without ts or dur are dropped."""
+        empty = {"name": np.int32, "cat": np.int32, "ts": np.float64, "dur": np.float64}
+        cols = {c: np.concatenate(p) if p else np.zeros(0, empty.get(c, bool if c.endswith("_na") else np.int64))
+                for c, p in self.parts.items()}
+        (names, name_map), (cats, cat_map) = self.strings["name"].sorted(), self.strings["cat"].sorted()
+        cols["name"], cols["cat"] = name_map[cols["name"]], cat_map[cols["cat"]]
+        kinds = self._kinds(cols["name"], cols["cat"], names, cats)
+        keep = (kinds >= 0) & ~np.isnan(cols["ts"]) & ~np.isnan(cols["dur"])
+        order = np.flatnonzero(keep)
+        order = order[np.argsort(cols["ts"][order], kind="stable")]
+        out: dict[str, Any] = {}
+        for col in self.fmt.columns:
+            values = cols[col][order]
+            if col in self.strings:
+                out[col] = pd.Categorical.from_codes(values, dtype=pd.CategoricalDtype(names if col == "name" else cats))
+            elif col in _INTS:
+                out[col] = pd.arrays.IntegerArray(values, cols[f"{col}_na"][order])
+            else:
+                out[col] = values
+        out["kind"] = pd.Categorical.from_codes(kinds[order], categories=list(_KINDS))
+        return pd.DataFrame(out)
+
+    def _kinds(self, name_codes: np.ndarray, cat_codes: np.ndarray, names: pd.Index, cats: pd.Index) -> np.ndarray:
+        """Kind code of each row (an index into _KINDS), or -1 for a row of a step-only category that is no step."""
+        fmt = self.fmt
+        code = {k: i for i, k in enumerate(_KINDS)}
+        by_cat = np.array([code[fmt.kind_of_cat[c]] if c in fmt.kind_of_cat else -1 for c in cats], dtype=np.int8)
+        step_cat = np.array([c in fmt.step_cats and fmt.kind_of_cat.get(c) not in ("gpu", "annotation")
+                             for c in cats], dtype=bool)
+        step_name = np.array([bool(fmt.step_re.match(n)) for n in names], dtype=bool)
+        kinds = by_cat[cat_codes]
+        if len(kinds):
+            kinds[step_cat[cat_codes] & step_name[name_codes]] = code["step"]
+        return kinds
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Parsing allocates millions of containers that all survive: the cyclic GC would rescan them over and over."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def load_trace(path: str | Path, chunk_bytes: int = CHUNK_BYTES) -> Trace:
     """Load a trace file (.json or .json.gz) into a Trace with a typed events table."""
-    fmt = trace_format()
-    frames, metadata = [], {}
-    for chunk in iter_event_chunks(path, chunk_bytes):
-        if isinstance(chunk, dict):
-            metadata = chunk
-        else:
-            frames.append(_to_frame(_chunk_table(chunk, fmt)))
-    events = _concat(frames) if frames else _to_frame({c: [] for c in [*fmt["columns"], "kind"]})
+    fmt = _compiled_format()
+    columns = _Columns(fmt)
+    metadata: dict[str, Any] = {}
+    with _gc_paused():
+        for chunk in _iter_parsed(path, chunk_bytes):
+            if isinstance(chunk, dict):
+                metadata = chunk
+            else:
+                columns.add(chunk)
+            del chunk
+        events = columns.frame()
     if events.empty:
-        raise AddressableError(f"empty trace: no kernels, annotations or CPU ops in {path}")
-    events = events.dropna(subset=["ts", "dur"]).sort_values("ts", kind="stable").reset_index(drop=True)
+        if columns.n_events == 0:
+            raise AddressableError(f"empty trace: the '{trace_format()['events_key']}' list in {path} is empty")
+        raise AddressableError(f"empty trace: no kernels, annotations or CPU ops among the "
+                               f"{columns.n_events} events in {path}")
     events["op"] = _launching_op(events)
-    events["step"] = _step_of(events, fmt)
+    events["step"] = _step_of(events)
     return Trace(events=events, metadata=metadata, path=str(path))
 
 
-def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
-    for col in ("name", "cat"):
-        union = pd.api.types.union_categoricals([f[col] for f in frames])
-        for f in frames:
-            f[col] = pd.Categorical(f[col], categories=union.categories)
-    return pd.concat(frames, ignore_index=True)
+# ---------------------------------------------------------------- joins
 
 
-def _launching_op(events: pd.DataFrame) -> pd.Series:
+def _lookup(keys: np.ndarray, values: np.ndarray, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """values[keys == q] for each q (keys unique): the looked-up values and a found mask."""
+    order = np.argsort(keys, kind="stable")
+    keys, values = keys[order], values[order]
+    pos = np.clip(np.searchsorted(keys, query), 0, max(len(keys) - 1, 0))
+    found = keys[pos] == query if len(keys) else np.zeros(len(query), bool)
+    return values[pos] if len(keys) else np.zeros(len(query), values.dtype), found
+
+
+def _cpu_ops_by_external_id(events: pd.DataFrame, keep: str) -> tuple[np.ndarray, np.ndarray]:
+    """Row numbers of CPU ops with an External id, one per id (the first or last to start)."""
+    ext = events["external_id"]
+    rows = np.flatnonzero(((events["kind"] == "cpu_op") & ext.notna()).to_numpy())
+    ids = ext.to_numpy(dtype=np.int64, na_value=0)[rows]
+    first = ~pd.Series(ids).duplicated(keep=keep).to_numpy()
+    return ids[first], rows[first]
+
+
+def _gpu_rows(events: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    rows = np.flatnonzero(((events["kind"] == "gpu") & events["external_id"].notna()).to_numpy())
+    return rows, events["external_id"].to_numpy(dtype=np.int64, na_value=0)[rows]
+
+
+def _launching_op(events: pd.DataFrame) -> pd.Categorical:
     """For GPU rows, the innermost CPU op that launched them (joined on External id)."""
-    cpu = events[events["kind"] == "cpu_op"]
     # Innermost op: the one that starts last among ops sharing an External id.
-    cpu = cpu.dropna(subset=["external_id"]).drop_duplicates("external_id", keep="last")
-    names = pd.Series(cpu["name"].astype(str).values, index=cpu["external_id"].astype("int64").values)
-    op = pd.Series(pd.NA, index=events.index, dtype="string")
-    gpu = (events["kind"] == "gpu") & events["external_id"].notna()
-    op[gpu] = events.loc[gpu, "external_id"].astype("int64").map(names).astype("string")
-    return op.astype("category")
+    ids, cpu_rows = _cpu_ops_by_external_id(events, "last")
+    gpu_rows, gpu_ids = _gpu_rows(events)
+    name_codes = events["name"].cat.codes.to_numpy()
+    codes = np.full(len(events), -1, dtype=np.int32)
+    found_rows, found = _lookup(ids, cpu_rows, gpu_ids)
+    codes[gpu_rows[found]] = name_codes[found_rows[found]]
+    op = pd.Categorical.from_codes(codes, dtype=events["name"].dtype)
+    return op.remove_unused_categories()
 
 
-def _step_of(events: pd.DataFrame, fmt: dict[str, Any]) -> pd.Series:
+def _step_of(events: pd.DataFrame) -> pd.arrays.IntegerArray:
     """Step number of each row: GPU rows by their launching op's start, others by their own start."""
-    steps = events[events["kind"] == "step"]
-    out = pd.Series(pd.NA, index=events.index, dtype="Int64")
-    if steps.empty:
-        return out
-    numbers = steps["name"].astype(str).str.extract(fmt["step_pattern"])[0].astype("int64").to_numpy()
+    fmt = _compiled_format()
+    is_step = (events["kind"] == "step").to_numpy()
+    out_values = np.zeros(len(events), dtype=np.int64)
+    out_na = np.ones(len(events), dtype=bool)
+    if not is_step.any():
+        return pd.arrays.IntegerArray(out_values, out_na)
+    steps = events[is_step]
+    numbers = np.array([min(int(fmt.step_re.match(n).group(1)), 2**63 - 1) for n in steps["name"].astype(str)],
+                       dtype=np.int64)
     starts = steps["ts"].to_numpy()
     ends = starts + steps["dur"].to_numpy()
-    order = np.argsort(starts)
+    order = np.argsort(starts, kind="stable")
     starts, ends, numbers = starts[order], ends[order], numbers[order]
-    cpu = events[events["kind"] == "cpu_op"].dropna(subset=["external_id"])
-    launch_ts = pd.Series(cpu["ts"].values, index=cpu["external_id"].astype("int64").values)
-    launch_ts = launch_ts[~launch_ts.index.duplicated()]
-    when = events["ts"].astype("float64")
-    gpu = (events["kind"] == "gpu") & events["external_id"].notna()
-    when[gpu] = events.loc[gpu, "external_id"].astype("int64").map(launch_ts).fillna(when[gpu])
-    i = np.searchsorted(starts, when.to_numpy(), side="right") - 1
-    inside = (i >= 0) & (when.to_numpy() <= ends[np.clip(i, 0, None)])
-    out[inside] = numbers[i[inside]]
-    return out
+    when = events["ts"].to_numpy(dtype=np.float64).copy()
+    ids, cpu_rows = _cpu_ops_by_external_id(events, "first")
+    gpu_rows, gpu_ids = _gpu_rows(events)
+    found_rows, found = _lookup(ids, cpu_rows, gpu_ids)
+    when[gpu_rows[found]] = when[found_rows[found]]
+    i = np.searchsorted(starts, when, side="right") - 1
+    inside = (i >= 0) & (when <= ends[np.clip(i, 0, None)])
+    out_values[inside] = numbers[i[inside]]
+    out_na[inside] = False
+    return pd.arrays.IntegerArray(out_values, out_na)
