@@ -62,7 +62,8 @@ class WorkloadSpec:
 
 
 _REGISTRY: dict[str, WorkloadSpec] = {}
-_LOADED: dict[str, list[WorkloadSpec]] = {}  # adapter ref -> the specs it registered
+_LOADED: set[str] = set()
+_ADAPTER_SPECS: dict[str, list[WorkloadSpec]] = {}  # adapter ref -> the specs it registered
 
 
 def register(spec: WorkloadSpec) -> WorkloadSpec:
@@ -77,7 +78,7 @@ def load_adapter(ref: str, optional: bool = False) -> list[WorkloadSpec]:
     inside it is still an error).
     """
     if ref in _LOADED:
-        return list(_LOADED[ref])
+        return list(_ADAPTER_SPECS.get(ref, []))
     try:
         if ref.endswith(".py") or os.sep in ref:
             path = Path(ref)
@@ -103,8 +104,9 @@ def load_adapter(ref: str, optional: bool = False) -> list[WorkloadSpec]:
     specs = getattr(module, "WORKLOADS", None)
     if not isinstance(specs, list | tuple) or not all(isinstance(s, WorkloadSpec) for s in specs):
         raise AddressableError(f"adapter {ref} must define WORKLOADS, a list of WorkloadSpec")
-    _LOADED[ref] = [register(s) for s in specs]
-    return list(_LOADED[ref])
+    _LOADED.add(ref)
+    _ADAPTER_SPECS[ref] = [register(s) for s in specs]
+    return list(_ADAPTER_SPECS[ref])
 
 
 def registry(adapters: tuple[str, ...] = ()) -> dict[str, WorkloadSpec]:
