@@ -18,21 +18,35 @@ BASIS_CPU = "cpu_op_time"
 
 
 def work_rows(trace: Trace) -> tuple[pd.DataFrame, str]:
-    """The rows that are work: GPU kernels/memcpy/memset, or leaf CPU ops when there are none."""
+    """The rows that are work: GPU kernels/memcpy/memset, or CPU ops' self time when there are none."""
     ev = trace.events
     if trace.has_gpu_work:
         return ev[ev["kind"] == "gpu"], BASIS_GPU
-    return leaf_cpu_ops(ev), BASIS_CPU
+    return cpu_self_time(ev), BASIS_CPU
 
 
-def leaf_cpu_ops(events: pd.DataFrame) -> pd.DataFrame:
-    """CPU ops with no other CPU op nested inside them on the same thread."""
-    cpu = events[events["kind"] == "cpu_op"].sort_values(["pid", "tid", "ts", "dur"], ascending=[True, True, True, False])
-    end = (cpu["ts"] + cpu["dur"]).to_numpy()
-    nxt_ts = cpu["ts"].shift(-1).to_numpy()
-    same_thread = (cpu["pid"].eq(cpu["pid"].shift(-1)) & cpu["tid"].eq(cpu["tid"].shift(-1))).fillna(False).to_numpy(bool)
-    has_child = same_thread & (nxt_ts < end)
-    return cpu[~has_child]
+def cpu_self_time(events: pd.DataFrame) -> pd.DataFrame:
+    """CPU ops with `dur` replaced by their self time (duration minus their direct children's).
+
+    Self times partition each top-level op's time, so oneDNN work done inside an op without
+    child ops (aten::convolution_backward, aten::native_batch_norm) is counted where it happens.
+    Ops with no self time are dropped.
+    """
+    cpu = events[events["kind"] == "cpu_op"].sort_values(["pid", "tid", "ts", "dur"],
+                                                         ascending=[True, True, True, False])
+    thread = (cpu["pid"].astype("int64").to_numpy() << 32) + cpu["tid"].astype("int64").to_numpy()
+    ts, dur = cpu["ts"].to_numpy(), cpu["dur"].to_numpy()
+    end = ts + dur
+    children = np.zeros(len(cpu))
+    stack: list[int] = []
+    for i in range(len(cpu)):  # one pass with an open-op stack per thread (ops are properly nested)
+        while stack and (thread[stack[-1]] != thread[i] or end[stack[-1]] <= ts[i]):
+            stack.pop()
+        if stack:
+            children[stack[-1]] += min(dur[i], end[stack[-1]] - ts[i])
+        stack.append(i)
+    out = cpu.assign(dur=np.maximum(dur - children, 0.0))
+    return out[out["dur"] > 0]
 
 
 def classify_events(rows: pd.DataFrame, taxonomy: Taxonomy, basis: str) -> pd.DataFrame:
@@ -177,7 +191,8 @@ def breakdown_of_trace(trace: Trace, taxonomy: Taxonomy | None = None) -> Breakd
     annotations = trace.events[trace.events["kind"] == ("annotation" if basis == BASIS_GPU else "cpu_annotation")]
     b = breakdown_from_classified(classified, basis, taxonomy, trace.n_steps or None,
                                   trace.path, annotations)
-    b.timeline = timeline_accounting(classified)
+    if basis == BASIS_GPU:  # self times of nested CPU ops are not intervals on a timeline
+        b.timeline = timeline_accounting(classified)
     return b
 
 
