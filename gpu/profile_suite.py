@@ -62,7 +62,7 @@ def main() -> None:
                          "step_time_ms": r.get("step_time_ms")})
             print(f"    -> {res.path.name}: addressable {res.breakdown.addressable_fraction:.3f}, "
                   f"wall {r.get('addressable_fraction_wall')}, step {r.get('step_time_ms')} ms, {time.time() - t0:.0f}s", flush=True)
-        except Exception as e:  # noqa: BLE001 - record and go on
+        except Exception as e:
             traceback.print_exc()
             rows.append({"config": label, "ok": False, "seconds": time.time() - t0, "error": f"{type(e).__name__}: {e}"[:300]})
         finally:
