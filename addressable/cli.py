@@ -152,21 +152,55 @@ def workloads(adapters: tuple[str, ...]) -> None:
 @click.option("--adapter", "adapters", multiple=True, metavar="FILE_OR_MODULE", help="Also load this adapter (a .py file or a module); repeatable.")
 @click.option("--option", "options", multiple=True, metavar="KEY=VALUE", help="Adapter option, e.g. image_size=128; repeatable.")
 @click.option("--layers-subset", metavar="L1,L2", help="Profile at L1 and L2 layers and extrapolate linearly to the full depth.")
+@click.option("--nproc", type=int, help="Run in N processes under torchrun (DDP / FSDP2, one GPU each); "
+              "writes rank<k>/ per rank and the aggregate.")
 @_user_errors
 def profile(workload: str, mode: str | None, batch: int | None, seq_len: int | None, dtype: str | None,
             device: str, warmup: int | None, steps: int | None, profile_steps: int | None, repeats: int | None,
             out: Path, name: str | None, compile_: bool, adapters: tuple[str, ...], options: tuple[str, ...],
-            layers_subset: str | None) -> None:
+            layers_subset: str | None, nproc: int | None) -> None:
     """Run WORKLOAD, profile it, and write a run folder with its addressable fraction."""
+    from addressable import distributed
     from addressable import profile as prof
+    from addressable.workload import get_workload
 
     cfg = prof.resolve_config(workload, mode, batch, seq_len, dtype, device, compile_,
                               prof.parse_options(options), adapters)
     subset = prof.parse_layers_subset(layers_subset) if layers_subset else None
+    world = distributed.world_size()
+    if nproc is not None:
+        distributed.check_workload(get_workload(workload, adapters), nproc)
+        if world > 1 and nproc != world:
+            raise AddressableError(f"--nproc {nproc} but torchrun started {world} processes")
+        if subset and nproc > 1:
+            raise AddressableError("--layers-subset cannot be combined with --nproc > 1")
+        if world == 1 and nproc > 1:  # re-launch this command under torchrun; the children see WORLD_SIZE
+            sys.exit(distributed.launch(nproc, _command_argv(click.get_current_context(), skip=("nproc",))))
     res = prof.profile_workload(cfg, warmup, steps, repeats, out, profile_steps=profile_steps, name=name,
                                 layers_subset=subset, adapters=adapters, argv=sys.argv,
                                 progress=lambda line: click.echo(line, err=True))
-    click.echo(prof.format_profile(res, device))
+    if distributed.rank() == 0:
+        click.echo(prof.format_profile(res, device))
+        if "distributed" in res.run:
+            click.echo("\n" + distributed.format_ranks(res.run["distributed"]))
+
+
+def _command_argv(ctx: click.Context, skip: tuple[str, ...] = ()) -> list[str]:
+    """The arguments that repeat a command as parsed: its name, then its arguments and options (but skip)."""
+    args = [ctx.info_name]
+    for p in ctx.command.params:
+        value = ctx.params.get(p.name)
+        if p.name in skip:
+            continue
+        if isinstance(p, click.Argument):
+            args.append(str(value))
+        elif p.is_flag:
+            args += [p.opts[0]] if value else []
+        elif p.multiple:
+            args += [x for v in value for x in (p.opts[0], str(v))]
+        elif value is not None:
+            args += [p.opts[0], str(value)]
+    return args
 
 
 @main.command()

@@ -4,6 +4,7 @@ Each repeat runs timed unprofiled steps (CUDA events, or perf_counter on the CPU
 profiled steps under torch.profiler (each one a ProfilerStep#N). A breakdown is computed
 per repeat for the spread; the run's breakdown is over all profiled steps. Models too big
 for one GPU can be profiled at two depths and extrapolated linearly to their full depth.
+Under torchrun (`--nproc N`) every rank profiles itself; addressable.distributed aggregates.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import pandas as pd
 import torch
 import yaml
 
+from addressable import distributed
 from addressable.atomic import atomic_dir, write_text
 from addressable.breakdown import BASIS_GPU, Breakdown, breakdown_of_trace
 from addressable.errors import AddressableError
@@ -159,8 +161,23 @@ class _Measured:
     trace: Path
 
 
-def _timed(step: Step, n: int, cuda: bool, after: Callable[[int], None] | None = None) -> list[float]:
-    """Run n steps, return each one's time in ms (CUDA events on the GPU, perf_counter on the CPU)."""
+def _timed(step: Step, n: int, cuda: bool, after: Callable[[int], None] | None = None,
+           sync: bool = True) -> list[float]:
+    """Run n steps, return each one's time in ms (CUDA events on the GPU, perf_counter on the CPU).
+
+    Under several processes (and with `sync`) the steps are bracketed by synchronize + barrier and
+    each step's time is the maximum across ranks.
+    """
+    if sync:
+        distributed.barrier()
+    times = _timed_steps(step, n, cuda, after)
+    if sync:
+        distributed.barrier()
+        times = distributed.max_across_ranks(times)
+    return times
+
+
+def _timed_steps(step: Step, n: int, cuda: bool, after: Callable[[int], None] | None) -> list[float]:
     if cuda:
         events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
         torch.cuda.synchronize()
@@ -191,15 +208,17 @@ def _profiled(step: Step, n: int, cuda: bool, path: Path) -> list[float]:
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Profiler won't be using warmup")
         sched = torch.profiler.schedule(wait=0, warmup=warm, active=n, repeat=1)
+    distributed.barrier()  # outside the profiler, so no barrier collective lands in the trace
     with torch.profiler.profile(activities=acts, schedule=sched,
                                 on_trace_ready=lambda p: p.export_chrome_trace(str(path))) as prof:
         for _ in range(warm):
             step()
             prof.step()
-        times = _timed(step, n, cuda, after=lambda _: prof.step())
+        times = _timed(step, n, cuda, after=lambda _: prof.step(), sync=False)
+    distributed.barrier()
     if not path.is_file():
         raise AddressableError(f"the profiler wrote no trace for {path.parent.name}")
-    return times
+    return distributed.max_across_ranks(times)
 
 
 def _measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Path, tax: Taxonomy,
@@ -469,7 +488,9 @@ def profile_workload(config: WorkloadConfig, warmup: int | None = None, steps: i
     Step counts left None take the device's defaults (GPU_DEFAULTS / CPU_DEFAULTS). With
     `layers_subset=(L1, L2)` the model is measured at both depths (options["layers"]) and
     every category's time per step is extrapolated linearly to the workload's full_layers;
-    the two measured depths are kept as sub-runs layers<L>/ of the run folder.
+    the two measured depths are kept as sub-runs layers<L>/ of the run folder. Under torchrun
+    (WORLD_SIZE > 1) each rank writes `<run>/rank<k>/` and rank 0 the aggregate: see
+    addressable.distributed.profile_ranks.
     """
     spec = get_workload(config.name, adapters)
     d = default_measurement(config.device)
@@ -490,6 +511,12 @@ def profile_workload(config: WorkloadConfig, warmup: int | None = None, steps: i
         depths = [l1, l2]
     tax = taxonomy if isinstance(taxonomy, Taxonomy) else load_taxonomy(taxonomy)
     progress = progress or (lambda _: None)
+    world = distributed.world_size()
+    if world > 1:  # one of several torchrun processes: see addressable.distributed
+        if layers_subset:
+            raise AddressableError("--layers-subset cannot be combined with several processes (--nproc)")
+        folder = Path(out) / (name or f"{run_name(config)}-np{world}")
+        return distributed.profile_ranks(spec, config, m, folder, tax, manifest(config, m, argv), progress)
     folder = Path(out) / (name or run_name(config, layers_subset))
     man = manifest(config, m, argv)
 

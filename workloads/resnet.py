@@ -2,6 +2,7 @@
 
 Options: image_size (224), channels_last (on when on the GPU), classes (1000), lr (0.1).
 bf16/fp16 run under autocast (fp16 training adds a GradScaler); fp32 runs plain.
+Under torchrun training wraps the model in DDP and each rank draws its own images.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import contextlib
 import torch
 import torchvision
 
+from addressable import distributed
 from addressable.phases import phase
 from addressable.workload import Step, WorkloadConfig, WorkloadSpec
 
@@ -23,8 +25,11 @@ def build(cfg: WorkloadConfig) -> Step:
     fmt = torch.channels_last if opt.get("channels_last", cfg.device == "cuda") else torch.contiguous_format
 
     model = torchvision.models.resnet50(weights=None, num_classes=classes).to(cfg.device, memory_format=fmt)
+    distributed.seed_data()  # under torchrun each rank draws its own images
     x = torch.randn(cfg.batch, 3, size, size, device=cfg.device).contiguous(memory_format=fmt)
     y = torch.randint(0, classes, (cfg.batch,), device=cfg.device)
+    if cfg.mode == "train":
+        model = distributed.ddp(model)  # under torchrun; unchanged in one process
     if cfg.compile:
         model = torch.compile(model)
 

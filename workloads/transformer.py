@@ -13,7 +13,9 @@ Options (``--option key=value``):
 Weights are in the run's dtype (bf16/fp16/fp32, no autocast); dropout is off (as llm.c/nanoGPT);
 GPT-2's position table grows past 1024 only when seq_len + decode_tokens needs it. The built step
 carries ``step.model`` and ``step.info`` ({"attn", "layers", "params"}); after a training step
-``step.loss``; after an inference step ``step.generated`` (batch x (1 + decode_tokens) greedy
+``step.loss``; under torchrun (a process group of several ranks) training wraps GPT-2 in DDP and
+shards Llama with FSDP2 (each decoder layer, then the root; foreach AdamW), and inference runs one
+replica per rank; each rank draws its own token ids. After an inference step ``step.generated`` (batch x (1 + decode_tokens) greedy
 tokens: the prefill's, then one per decode step).
 """
 
@@ -25,6 +27,7 @@ from typing import Any
 import torch
 from transformers import AutoModelForCausalLM, GPT2Config, LlamaConfig
 
+from addressable import distributed
 from addressable.errors import AddressableError
 from addressable.phases import phase
 from addressable.workload import Step, WorkloadConfig, WorkloadSpec
@@ -83,8 +86,8 @@ def build_model(config: WorkloadConfig) -> torch.nn.Module:
     return model
 
 
-def _train_step(model: torch.nn.Module, ids: torch.Tensor, device: str) -> Step:
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=device == "cuda")
+def _train_step(model: torch.nn.Module, ids: torch.Tensor, device: str, fused: bool = True) -> Step:
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=fused and device == "cuda")
 
     def step() -> None:
         with phase("forward"):
@@ -123,12 +126,18 @@ def _infer_step(model: torch.nn.Module, ids: torch.Tensor, decode_tokens: int) -
 
 def build(config: WorkloadConfig) -> Step:
     model = build_model(config)
+    distributed.seed_data()  # under torchrun each rank draws its own batch
     ids = torch.randint(model.config.vocab_size, (config.batch, config.seq_len or 1024), device=config.device)
     if config.mode == "train":
         model.train()
         if str(config.options.get("checkpoint", False)).lower() in ("1", "true", "yes"):
             model.gradient_checkpointing_enable()
-        step = _train_step(model, ids, config.device)
+        if config.name == "gpt2":  # under torchrun: DDP for GPT-2, FSDP2 (per decoder layer) for Llama
+            step = _train_step(distributed.ddp(model), ids, config.device)
+        else:
+            sharded = distributed.active()
+            distributed.fsdp2(model, list(model.model.layers))
+            step = _train_step(model, ids, config.device, fused=not sharded)  # foreach AdamW on DTensors
     else:
         model.eval()
         step = _infer_step(model, ids, int(config.options.get("decode_tokens", 16)))

@@ -1,0 +1,334 @@
+"""Multi-process (torchrun) profiling: launch, process group, model wrapping, and the per-rank report.
+
+`addressable profile W --nproc N` re-launches itself as
+``python -m torch.distributed.run --standalone --nproc-per-node N -m addressable profile W ...``;
+each child sees WORLD_SIZE > 1 (as it does under a torchrun the user starts), joins a process
+group (NCCL on CUDA, gloo on the CPU), uses device cuda:LOCAL_RANK, seeds its data with its rank,
+and writes a complete run folder ``<run>/rank<k>/``. The workloads wrap their model when the group
+is up: DDP for gpt2 and resnet50 training, FSDP2 (``fully_shard`` per decoder layer, then the root)
+for Llama training; inference runs one replica per rank. DLRM needs TorchRec's sharded GPU kernels
+and is refused.
+
+Timed steps are bracketed by synchronize + barrier, and each step's time is the maximum across
+ranks (all_reduce MAX), so every rank records the same step times. After a barrier rank 0 gathers
+every rank's Breakdown and writes the top-level run folder: the standard run keys, categories.csv
+and kernels.csv are **rank 0's** (so the tables and the addressable fraction that `project` and
+`plot` read stay consistent with each other); the ``distributed`` key holds the per-rank rows, the
+per-category median/min/max share across ranks on the summed and exposed bases
+(`addressable.timeline.aggregate_ranks`), the median/min/max addressable fractions, and the
+straggler signal (communication time per rank). Rank 0 creates the temporary folder the ranks
+write into and renames it into place at the end.
+
+NVLink multicast (NVLS / symmetric-memory multicast) is always switched off (NVLS_OFF_ENV) in the
+launched processes: our GPU provider requires it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.distributed as dist
+
+from addressable.atomic import atomic_dir, write_text
+from addressable.errors import AddressableError
+from addressable.timeline import aggregate_ranks
+
+if TYPE_CHECKING:
+    from addressable.breakdown import Breakdown
+    from addressable.profile import Measurement, ProfileResult
+    from addressable.taxonomy import Taxonomy
+    from addressable.workload import WorkloadConfig, WorkloadSpec
+
+NVLS_OFF_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+TOP_LEVEL = "rank 0"  # whose breakdown the top-level run keys and tables are
+
+_strategy: str | None = None  # how the workload built in this process wrapped its model
+
+
+def world_size() -> int:
+    """WORLD_SIZE from the environment (set by torchrun), 1 when unset."""
+    try:
+        return int(os.environ.get("WORLD_SIZE", "1"))
+    except ValueError:
+        raise AddressableError(f"WORLD_SIZE is not a number: {os.environ['WORLD_SIZE']!r}") from None
+
+
+def rank() -> int:
+    return int(os.environ.get("RANK", "0"))
+
+
+def local_rank() -> int:
+    return int(os.environ.get("LOCAL_RANK", "0"))
+
+
+def active() -> bool:
+    """True inside an initialised process group of more than one process."""
+    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+
+
+# --------------------------------------------------------------------------- launching
+
+
+def launch_command(nproc: int, args: list[str]) -> list[str]:
+    """The torchrun command line that runs `python -m addressable ARGS` in nproc processes."""
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc),
+            "-m", "addressable", *args]
+
+
+def launch(nproc: int, args: list[str]) -> int:
+    """Run `addressable ARGS` under torchrun with nproc processes (multicast off); its exit code."""
+    env = {**os.environ, **NVLS_OFF_ENV}
+    env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // nproc)))
+    try:
+        return subprocess.run(launch_command(nproc, args), env=env, check=False).returncode
+    except OSError as e:
+        raise AddressableError(f"cannot start torchrun: {e}") from None
+
+
+def check_workload(spec: WorkloadSpec, nproc: int) -> None:
+    """Refuse workloads that cannot run in nproc processes (DLRM without sharded TorchRec)."""
+    if nproc < 1:
+        raise AddressableError("--nproc must be at least 1")
+    if nproc > 1 and spec.family == "recsys":
+        why = _sharded_torchrec_missing() or "DistributedModelParallel is not wired into workloads/dlrm.py yet"
+        raise AddressableError(f"{spec.name} with --nproc {nproc} needs TorchRec's sharded GPU embedding "
+                               f"kernels: {why}; profile it with --nproc 1")
+
+
+def _sharded_torchrec_missing() -> str | None:
+    """Why TorchRec's sharded (fbgemm_gpu CUDA) kernels are unavailable; None when they are there."""
+    if not torch.cuda.is_available():
+        return "no CUDA GPU"
+    try:
+        import fbgemm_gpu  # noqa: F401  (registers the torch.ops.fbgemm operators)
+        import torchrec  # noqa: F401
+    except ImportError as e:
+        return f"cannot import {e.name or e}"
+    if not torch._C._dispatch_has_kernel_for_dispatch_key("fbgemm::asynchronous_complete_cumsum", "CUDA"):
+        return "fbgemm_gpu has no CUDA kernels here (the fbgemm-gpu-cpu build is installed)"
+    return None
+
+
+# --------------------------------------------------------------------------- the process group
+
+
+@contextmanager
+def process_group(device: str) -> Iterator[None]:
+    """Join the torchrun process group (NCCL on cuda:LOCAL_RANK, gloo on the CPU) and leave it after."""
+    os.environ.update(NVLS_OFF_ENV)  # NCCL reads these when its communicators start
+    if dist.is_initialized():
+        yield
+        return
+    if device == "cuda":
+        if local_rank() >= torch.cuda.device_count():
+            raise AddressableError(f"LOCAL_RANK {local_rank()} but only {torch.cuda.device_count()} GPU(s)")
+        torch.cuda.set_device(local_rank())
+        dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank()))
+    else:
+        dist.init_process_group("gloo")
+    try:
+        yield
+    finally:
+        dist.destroy_process_group()
+
+
+def barrier() -> None:
+    """Synchronize this rank's GPU, then wait for every rank (no-op outside a process group)."""
+    if not active():
+        return
+    if dist.get_backend() == "nccl":
+        torch.cuda.synchronize()
+        dist.barrier(device_ids=[torch.cuda.current_device()])
+        torch.cuda.synchronize()
+    else:
+        dist.barrier()
+
+
+def max_across_ranks(values: list[float]) -> list[float]:
+    """Element-wise maximum of a list of floats over all ranks (unchanged outside a process group)."""
+    if not active() or not values:
+        return values
+    dev = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else torch.device("cpu")
+    t = torch.tensor(values, dtype=torch.float64, device=dev)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return [float(x) for x in t.cpu()]
+
+
+# --------------------------------------------------------------------------- wrapping models
+
+
+def seed_data(offset: int = 0) -> None:
+    """Seed the generator for the data so each rank draws its own (no-op outside a process group)."""
+    if active():
+        torch.manual_seed(1 + offset + dist.get_rank())
+
+
+def ddp(model: torch.nn.Module) -> torch.nn.Module:
+    """DistributedDataParallel around model when a process group is up (the model itself otherwise)."""
+    global _strategy
+    if not active():
+        return model
+    _strategy = "ddp"
+    ids = [torch.cuda.current_device()] if next(model.parameters()).is_cuda else None
+    return torch.nn.parallel.DistributedDataParallel(model, device_ids=ids)
+
+
+def fsdp2(model: torch.nn.Module, blocks: list[torch.nn.Module]) -> torch.nn.Module:
+    """FSDP2: fully_shard each block (e.g. decoder layer), then the root; in place, returns model."""
+    global _strategy
+    if not active():
+        return model
+    from torch.distributed.fsdp import fully_shard
+
+    _strategy = "fsdp2"
+    for block in blocks:
+        fully_shard(block)
+    fully_shard(model)
+    return model
+
+
+def strategy() -> str:
+    """How this process's workload spread its model: ddp, fsdp2, or replicated (one copy per rank)."""
+    return _strategy or "replicated"
+
+
+# --------------------------------------------------------------------------- profiling the ranks
+
+
+def profile_ranks(spec: WorkloadSpec, config: WorkloadConfig, m: Measurement, folder: Path, tax: Taxonomy,
+                  man: dict[str, Any], progress: Callable[[str], None]) -> ProfileResult:
+    """Profile this rank into `<folder>/rank<k>/`; rank 0 then writes the aggregate into `folder`.
+
+    Every rank returns its own ProfileResult, except rank 0, which returns the top-level one.
+    """
+    from addressable.profile import ProfileResult, _measure, _write_run, combine, run_keys
+
+    with process_group(config.device):
+        r, n = dist.get_rank(), dist.get_world_size()
+        check_workload(spec, n)
+        backend = dist.get_backend()
+        with atomic_dir(folder) if r == 0 else nullcontext() as tmp:
+            box = [str(tmp) if r == 0 else None]
+            dist.broadcast_object_list(box, src=0)
+            sub = Path(box[0]) / f"rank{r}"
+            sub.mkdir()
+            res = _measure(spec, config, m, sub, tax, lambda line: progress(f"[rank {r}] {line}"))
+            b = combine(res.repeats)
+            keys = run_keys(spec, config, b, res.repeats, res.step_time_ms,
+                            float(res.steps.loc[~res.steps["profiled"], "time_ms"].median()))
+            info = {"world_size": n, "rank": r, "local_rank": local_rank(), "backend": backend,
+                    "strategy": strategy()}
+            keys = {**keys, **info}
+            rank_man = {**man, "distributed": info,
+                        "device_index": torch.cuda.current_device() if config.device == "cuda" else None}
+            _write_run(sub, b, keys, res.steps, rank_man)
+            barrier()
+            gathered: list[Any] | None = [None] * n if r == 0 else None
+            dist.gather_object((b, keys), gathered, dst=0)
+            if r != 0:
+                return ProfileResult(b, keys, folder / f"rank{r}", rank_man)
+            breakdowns = [g[0] for g in gathered]
+            agg = aggregate_breakdowns(breakdowns, [g[1] for g in gathered])
+            top = {**{k: v for k, v in keys.items() if k not in ("rank", "local_rank")}, "distributed": {**agg, "backend": backend, "strategy": strategy(),
+                                                         "top_level": TOP_LEVEL}}
+            top_man = {**man, "distributed": {"world_size": n, "backend": backend, "strategy": strategy(),
+                                              "top_level": TOP_LEVEL}}
+            _write_run(tmp, b, top, res.steps, top_man)
+            write_text(tmp / "ranks.csv", pd.DataFrame(agg["ranks"]).to_csv(index=False))
+    return ProfileResult(b, top, folder, top_man)
+
+
+def aggregate_breakdowns(breakdowns: list[Breakdown], keys: list[dict[str, Any]]) -> dict[str, Any]:
+    """The `distributed` key of a multi-rank breakdown.json, from each rank's Breakdown and run keys.
+
+    ranks: one row per rank (rank_table's columns plus step time, communication overlapped time,
+    and communication / exposed / overlapped time per step); categories: aggregate_ranks' rows
+    (median / min / max share on the summed and exposed bases); addressable_fraction(_exposed,
+    _wall): median / min / max across ranks; straggler: aggregate_ranks' straggler signal.
+    """
+    if not breakdowns or len(breakdowns) != len(keys):
+        raise AddressableError("aggregating ranks needs one breakdown and one set of run keys per rank")
+    cats = aggregate_ranks(breakdowns)
+    ranks = cats.attrs["ranks"].copy()
+    steps = np.array([b.n_steps or 1 for b in breakdowns], dtype=float)
+    ranks["n_steps"] = steps.astype(int)
+    ranks["step_time_ms"] = [float(k.get("step_time_ms", np.nan)) for k in keys]
+    ranks["addressable_fraction_wall"] = [float(k.get("addressable_fraction_wall", np.nan)) for k in keys]
+    ranks["communication_overlapped_us"] = [b.timeline.communication_overlapped_us if b.timeline else np.nan
+                                            for b in breakdowns]
+    for col in ("total_time_us", "busy_time_us", "communication_us", "communication_exposed_us",
+                "communication_overlapped_us"):
+        ranks[col.removesuffix("_us") + "_per_step_us"] = ranks[col] / steps
+
+    def spread(col: str) -> dict[str, float | None]:
+        v = ranks[col].to_numpy(float)
+        if np.isnan(v).any():  # no timeline (CPU-op basis): no exposed numbers
+            return {"median": None, "min": None, "max": None}
+        return {"median": float(np.median(v)), "min": float(np.min(v)), "max": float(np.max(v))}
+
+    return {
+        "world_size": len(breakdowns),
+        "ranks": _records(ranks),
+        "categories": _records(cats),
+        "addressable_fraction": spread("addressable_fraction"),
+        "addressable_fraction_exposed": spread("addressable_fraction_exposed"),
+        "addressable_fraction_wall": spread("addressable_fraction_wall"),
+        "straggler": cats.attrs["straggler"],
+    }
+
+
+def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    return json.loads(df.to_json(orient="records"))  # numpy scalars -> plain JSON, NaN -> null
+
+
+def format_ranks(dist_doc: dict[str, Any], top: int = 8) -> str:
+    """The per-rank report: one row per rank, then each category's share across ranks, then the straggler."""
+    def ms(v: float | None) -> str:
+        return "-" if v is None or np.isnan(v) else f"{v / 1e3:,.3f}"
+
+    def pct(v: float | None) -> str:
+        return "-" if v is None or np.isnan(v) else f"{v:.1%}"
+
+    d = dist_doc
+    lines = [f"Ranks: {d['world_size']} ({d.get('strategy', '?')}, {d.get('backend', '?')}); the run keys above "
+             f"are {d.get('top_level', TOP_LEVEL)}'s. Per profiled step:",
+             f"{'rank':>4}{'step ms':>10}{'work ms':>10}{'busy ms':>10}{'comm ms':>10}{'exposed':>10}"
+             f"{'overlap':>10}{'addr sum':>10}{'addr exp':>10}"]
+    for r in d["ranks"]:
+        lines.append(f"{r['rank']:>4}{r['step_time_ms']:>10,.2f}{ms(r['total_time_per_step_us']):>10}"
+                     f"{ms(r['busy_time_per_step_us']):>10}{ms(r['communication_per_step_us']):>10}"
+                     f"{ms(r['communication_exposed_per_step_us']):>10}"
+                     f"{ms(r['communication_overlapped_per_step_us']):>10}"
+                     f"{pct(r['addressable_fraction']):>10}{pct(r['addressable_fraction_exposed']):>10}")
+    lines.append("  (comm = communication (NCCL) time; exposed = running alone, overlap = hidden behind other kernels;"
+                 " addr = addressable fraction, summed / exposed basis)")
+    for key, words in (("addressable_fraction", "summed basis"), ("addressable_fraction_exposed", "exposed basis"),
+                       ("addressable_fraction_wall", "wall time")):
+        s = d[key]
+        lines.append(f"Addressable fraction ({words}) across ranks: median {pct(s['median'])}, "
+                     f"range {pct(s['min'])}–{pct(s['max'])}")
+    lines += ["", f"{'category':<15}{'class':<13}{'share med':>10}{'min':>8}{'max':>8}{'exposed med':>12}"
+                  f"{'min':>8}{'max':>8}"]
+    for c in sorted(d["categories"], key=lambda c: -(c["share_median"] or 0.0))[:top]:
+        lines.append(f"{c['category']:<15}{c['class']:<13}{pct(c['share_median']):>10}{pct(c['share_min']):>8}"
+                     f"{pct(c['share_max']):>8}{pct(c['exposed_share_median']):>12}{pct(c['exposed_share_min']):>8}"
+                     f"{pct(c['exposed_share_max']):>8}")
+    s = d["straggler"]
+    lines.append("")
+    lines.append("Straggler signal: communication " + ", ".join(f"rank {i} {ms(v)} ms" for i, v in
+                                                                 enumerate(s["communication_us"]))
+                 + f" (all profiled steps); spread {ms(s['communication_spread_us'])} ms = "
+                 f"{s['communication_spread_share']:.1%} of the median work time; rank "
+                 f"{s['likely_straggler_rank']} waits least (the others likely wait for it)")
+    return "\n".join(lines)
+
