@@ -206,23 +206,34 @@ def strategy() -> str:
 
 
 def profile_ranks(spec: WorkloadSpec, config: WorkloadConfig, m: Measurement, folder: Path, tax: Taxonomy,
-                  man: dict[str, Any], progress: Callable[[str], None]) -> ProfileResult:
+                  argv: list[str] | None, progress: Callable[[str], None]) -> ProfileResult:
     """Profile this rank into `<folder>/rank<k>/`; rank 0 then writes the aggregate into `folder`.
 
     Every rank returns its own ProfileResult, except rank 0, which returns the top-level one.
     """
-    from addressable.profile import ProfileResult, _measure, _write_run, combine, run_keys
+    from addressable.profile import (
+        ProfileResult,
+        _cudnn_benchmark,
+        _measure,
+        _memory_errors,
+        _write_run,
+        combine,
+        manifest,
+        run_keys,
+    )
 
     with process_group(config.device):
         r, n = dist.get_rank(), dist.get_world_size()
         check_workload(spec, n)
         backend = dist.get_backend()
+        man = manifest(config, m, argv)  # after process_group: the GPU named is this rank's
         with atomic_dir(folder) if r == 0 else nullcontext() as tmp:
             box = [str(tmp) if r == 0 else None]
             dist.broadcast_object_list(box, src=0)
             sub = Path(box[0]) / f"rank{r}"
             sub.mkdir()
-            res = _measure(spec, config, m, sub, tax, lambda line: progress(f"[rank {r}] {line}"))
+            with _memory_errors(config), _cudnn_benchmark(config.device == "cuda"):
+                res = _measure(spec, config, m, sub, tax, lambda line: progress(f"[rank {r}] {line}"))
             b = combine(res.repeats)
             keys = run_keys(spec, config, b, res.repeats, res.step_time_ms,
                             float(res.steps.loc[~res.steps["profiled"], "time_ms"].median()))

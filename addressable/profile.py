@@ -516,7 +516,7 @@ def profile_workload(config: WorkloadConfig, warmup: int | None = None, steps: i
         if layers_subset:
             raise AddressableError("--layers-subset cannot be combined with several processes (--nproc)")
         folder = Path(out) / (name or f"{run_name(config)}-np{world}")
-        return distributed.profile_ranks(spec, config, m, folder, tax, manifest(config, m, argv), progress)
+        return distributed.profile_ranks(spec, config, m, folder, tax, argv, progress)
     folder = Path(out) / (name or run_name(config, layers_subset))
     man = manifest(config, m, argv)
 
