@@ -158,17 +158,24 @@ class _ReadAhead:
 # ---------------------------------------------------------------- cutting blocks into parsed events
 
 
-def _json_error(path: Path, e: orjson.JSONDecodeError, offset: int, length: int) -> AddressableError:
-    if e.pos >= length - 2 or e.msg.startswith("unexpected end"):
-        return AddressableError(f"truncated trace: {path} ends in the middle of its JSON")
+_LAST_TOKEN = re.compile(rb"[-+.\w]*\Z")
+_PARTIAL_TOKEN = re.compile(rb"-?\d*\.?\d*(?:[eE][-+]?\d*)?|t(?:r(?:ue?)?)?|f(?:a(?:l(?:se?)?)?)?|n(?:u(?:ll?)?)?")
+
+
+def _json_error(path: Path, e: orjson.JSONDecodeError, offset: int) -> AddressableError:
     return AddressableError(f"{path} is not valid JSON (near byte {offset + max(e.pos, 0)}): {e.msg}")
 
 
-def _parse(doc: bytes, path: Path, offset: int) -> Any:
+def _parse(doc: bytes, path: Path, offset: int, appended: int = 0) -> Any:
+    """Parse a document that runs to the end of the file (`appended` bytes were added to close it)."""
     try:
         return orjson.loads(doc)
     except orjson.JSONDecodeError as e:
-        raise _json_error(path, e, offset, len(doc)) from None
+        end = len(doc) - appended
+        token = _LAST_TOKEN.search(doc, max(0, end - 64), end)
+        if e.msg.startswith("unexpected end") or (e.pos >= token.start() and _PARTIAL_TOKEN.fullmatch(token[0])):
+            raise AddressableError(f"truncated trace: {path} ends in the middle of its JSON") from None
+        raise _json_error(path, e, offset) from None
 
 
 def _boundaries(buf: bytes) -> list[tuple[int, int]]:
@@ -199,7 +206,7 @@ def _cut(buf: bytes, path: Path, offset: int, limit: int) -> tuple[list | None, 
     if len(buf) > limit:  # nothing parses however far we read
         if error is None:
             raise AddressableError(f"not a trace: no event boundary in {len(buf) >> 20} MB of {path}")
-        raise _json_error(path, error, offset - 1, len(buf) + 2)
+        raise _json_error(path, error, offset - 1)
     return None, buf
 
 
@@ -255,7 +262,7 @@ def _iter_parsed(path: str | Path, chunk_bytes: int) -> Iterator[list | dict]:
                 buf = rest
                 yield events
         prefix = b'{"__events__":['
-        tail = _parse(prefix + buf + (b"}" if bare else b""), path, offset - len(prefix))
+        tail = _parse(prefix + buf + (b"}" if bare else b""), path, offset - len(prefix), int(bare))
     finally:
         reader.close()
     if not isinstance(tail, dict) or not isinstance(tail.get("__events__"), list):
@@ -374,9 +381,12 @@ class _Interner:
 
 def _floats(values: tuple) -> np.ndarray:
     try:
-        return np.array(values, dtype=np.float64)
+        out = np.array(values, dtype=np.float64)
+        if out.ndim == 1:  # equal-length lists as values would make it 2-D
+            return out
     except (TypeError, ValueError, OverflowError):
-        return np.array([_to_float(v) for v in values], dtype=np.float64)
+        pass
+    return np.array([_to_float(v) for v in values], dtype=np.float64)
 
 
 def _to_float(v: Any) -> float:
