@@ -114,6 +114,7 @@ _HEAD = """
       "cuda_driver_version": 13000,
       "cuda_runtime_version": 13000,
       "cupti_version": 130001,
+  "distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 1, "pg_count": 1, "pg_config": [], "nccl_version": "2.27.7"},
   "displayTimeUnit": "ms",
   "baseTimeNanoseconds": 1790857026000000000,
   "traceEvents": ["""
@@ -256,7 +257,7 @@ def events(n_events: int | None = None, n_kernels: int | None = None, seed: int 
         out: list[str] = []
         n_ev = n_k = n_s = 0
         for _ in range(256):
-            cat, ops, names, median = rng.choice(kinds)
+            _, ops, names, median = rng.choice(kinds)
             name = rng.choice(names)
             t += rng.uniform(2.0, 8.0)
             outer_ts, ext, idx = t, ext + 1, idx + 1
@@ -345,6 +346,26 @@ def write_trace(path: str | Path, n_events: int | None = None, *, n_kernels: int
             sink.close()
     tmp.replace(path)
     return SynthTrace(path, total_ev, total_k, total_s, size)
+
+
+def ensure_trace(path: str | Path, n_events: int | None = None, *, n_kernels: int | None = None,
+                 seed: int = 0) -> SynthTrace:
+    """The trace at path if an earlier call wrote it with the same arguments, else a new one.
+
+    What was written is remembered next to the trace, in <path>.info.json.
+    """
+    path = Path(path)
+    info = path.with_name(path.name + ".info.json")
+    want = {"n_events": n_events, "n_kernels": n_kernels, "seed": seed}
+    if path.exists() and info.exists():
+        saved = orjson.loads(info.read_bytes())
+        if saved.get("args") == want:
+            return SynthTrace(path, **saved["trace"])
+    t = write_trace(path, n_events, n_kernels=n_kernels, seed=seed)
+    trace = {"n_events": t.n_events, "n_kernels": t.n_kernels, "n_steps": t.n_steps,
+             "uncompressed_bytes": t.uncompressed_bytes}
+    info.write_bytes(orjson.dumps({"args": want, "trace": trace}))
+    return t
 
 
 class _BackgroundWriter:
