@@ -144,7 +144,8 @@ def phase_summary(phases: pd.DataFrame) -> dict[str, dict[str, float]]:
 
 def breakdown_from_classified(rows: pd.DataFrame, basis: str, taxonomy: Taxonomy,
                               n_steps: int | None = None, source: str = "",
-                              annotations: pd.DataFrame | None = None) -> Breakdown:
+                              annotations: pd.DataFrame | None = None,
+                              when: np.ndarray | None = None) -> Breakdown:
     """Aggregate classified work rows into a Breakdown."""
     total = float(rows["dur"].sum())
     per_kernel = (rows.groupby(["name", "category"], observed=True, sort=False)["dur"]
@@ -158,16 +159,18 @@ def breakdown_from_classified(rows: pd.DataFrame, basis: str, taxonomy: Taxonomy
             .agg(time_us=("time_us", "sum"), count=("count", "sum")).reset_index())
     cats["share"] = cats["time_us"] / total if total else 0.0
     cats = cats.sort_values(["class", "time_us"], ascending=[True, False]).reset_index(drop=True)
-    phases = phase_times(rows, annotations) if annotations is not None else None
+    phases = phase_times(rows, annotations, when) if annotations is not None else None
     return Breakdown(cats, per_kernel[["name", "category", "class", "time_us", "count", "share"]],
                      total, basis, n_steps, phases, source)
 
 
-def phase_times(rows: pd.DataFrame, annotations: pd.DataFrame) -> pd.DataFrame:
-    """Time per (phase, category) for GPU rows that start inside a phase annotation.
+def phase_times(rows: pd.DataFrame, annotations: pd.DataFrame, when: np.ndarray | None = None) -> pd.DataFrame:
+    """Time per (phase, category) of the rows whose time `when` (default: their start) falls in a phase.
 
-    Phases are the annotations written by addressable's own workloads ("phase:forward",
-    "phase:backward", ...). Other annotations (e.g. Optimizer.step#SGD.step) are ignored.
+    Phases are the record_function ranges written by addressable's own workloads
+    ("phase:forward", "phase:backward", ...); other annotations are ignored. For GPU kernels,
+    `when` is the CPU time of the op that launched them, so kernels launched by autograd's
+    worker thread during the main thread's "phase:backward" range count as backward.
     """
     ann = annotations[annotations["name"].astype(str).str.startswith("phase:")]
     if ann.empty or rows.empty:
@@ -175,7 +178,7 @@ def phase_times(rows: pd.DataFrame, annotations: pd.DataFrame) -> pd.DataFrame:
     ann = ann.sort_values("ts")
     starts, ends = ann["ts"].to_numpy(), (ann["ts"] + ann["dur"]).to_numpy()
     names = ann["name"].astype(str).str.removeprefix("phase:").to_numpy()
-    ts = rows["ts"].to_numpy()
+    ts = rows["ts"].to_numpy() if when is None else when
     i = np.searchsorted(starts, ts, side="right") - 1
     inside = (i >= 0) & (ts < ends[np.clip(i, 0, None)])
     tagged = rows[inside].assign(phase=names[i[inside]])
@@ -183,14 +186,24 @@ def phase_times(rows: pd.DataFrame, annotations: pd.DataFrame) -> pd.DataFrame:
             .sum().rename("time_us").reset_index())
 
 
+def launch_times(events: pd.DataFrame, rows: pd.DataFrame) -> np.ndarray:
+    """CPU start time of the op that launched each GPU row (its own start where unknown)."""
+    cpu = events[(events["kind"] == "cpu_op") & events["external_id"].notna()]
+    cpu = cpu.drop_duplicates("external_id", keep="last")
+    ts = pd.Series(cpu["ts"].to_numpy(), index=cpu["external_id"].astype("int64").to_numpy())
+    launched = rows["external_id"].astype("Int64").map(ts).astype("float64")
+    return launched.fillna(rows["ts"]).to_numpy()
+
+
 def breakdown_of_trace(trace: Trace, taxonomy: Taxonomy | None = None) -> Breakdown:
     """Classify a loaded trace and aggregate it."""
     taxonomy = taxonomy or load_taxonomy()
     rows, basis = work_rows(trace)
     classified = classify_events(rows, taxonomy, basis)
-    annotations = trace.events[trace.events["kind"] == ("annotation" if basis == BASIS_GPU else "cpu_annotation")]
+    ev = trace.events
+    when = launch_times(ev, classified) if basis == BASIS_GPU else None
     b = breakdown_from_classified(classified, basis, taxonomy, trace.n_steps or None,
-                                  trace.path, annotations)
+                                  trace.path, ev[ev["kind"] == "cpu_annotation"], when)
     if basis == BASIS_GPU:  # self times of nested CPU ops are not intervals on a timeline
         b.timeline = timeline_accounting(classified)
     return b
