@@ -31,6 +31,8 @@ SUITE = [
     ("llama3-70b", "infer", 8, 1024, {}, (4, 8), LLM),
     ("dlrm", "train", 8192, None, {}, None, FAST),
     ("dlrm", "infer", 8192, None, {}, None, FAST),
+    ("dlrm", "train", 8192, None, {"dtype": "bf16"}, None, FAST),
+    ("dlrm", "infer", 8192, None, {"dtype": "bf16"}, None, FAST),
     ("llama3-8b", "infer", 8, 1024, {}, (4, 8), LLM),  # extrapolation check against the full run
     ("gpt2", "infer", 8, 1024, {}, None, FAST),
     ("llama3-1b", "infer", 8, 1024, {}, None, LLM),
@@ -51,7 +53,9 @@ def main() -> None:
         label = f"{workload} {mode} b{batch} {options or ''} {subset or ''}".strip()
         print(f"=== {label}", flush=True)
         try:
-            cfg = resolve_config(workload, mode, batch, seq, None, "cuda", False, dict(options))
+            options = dict(options)
+            dtype = options.pop("dtype", None)
+            cfg = resolve_config(workload, mode, batch, seq, dtype, "cuda", False, options)
             res = profile_workload(cfg, counts["warmup"], counts["steps"], counts["repeats"], out,
                                    profile_steps=counts["profile_steps"], layers_subset=subset,
                                    argv=["gpu/profile_suite.py", label], progress=lambda s: print("   ", s, flush=True))
