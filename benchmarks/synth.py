@@ -352,10 +352,10 @@ def ensure_trace(path: str | Path, n_events: int | None = None, *, n_kernels: in
                  seed: int = 0) -> SynthTrace:
     """The trace at path if an earlier call wrote it with the same arguments, else a new one.
 
-    What was written is remembered next to the trace, in <path>.info.json.
+    What was written is remembered next to the trace, in <path>.info (JSON; not *.json, which HTA would read as a trace).
     """
     path = Path(path)
-    info = path.with_name(path.name + ".info.json")
+    info = path.with_name(path.name + ".info")
     want = {"n_events": n_events, "n_kernels": n_kernels, "seed": seed}
     if path.exists() and info.exists():
         saved = orjson.loads(info.read_bytes())
