@@ -21,8 +21,24 @@ def work_rows(trace: Trace) -> tuple[pd.DataFrame, str]:
     """The rows that are work: GPU kernels/memcpy/memset, or CPU ops' self time when there are none."""
     ev = trace.events
     if trace.has_gpu_work:
-        return ev[ev["kind"] == "gpu"], BASIS_GPU
+        return recorded_gpu_work(ev), BASIS_GPU
     return cpu_self_time(ev), BASIS_CPU
+
+
+def recorded_gpu_work(events: pd.DataFrame) -> pd.DataFrame:
+    """GPU rows, less work launched before recording began.
+
+    With a profiler schedule, kernels launched in an unrecorded warm-up step can still be
+    running when recording starts: they have no External id (their launch was not recorded)
+    and start before the first kernel whose launching op is in the trace. They belong to no
+    profiled step, so they are dropped. Traces without CPU ops keep every GPU row.
+    """
+    gpu = events[events["kind"] == "gpu"]
+    launched = gpu["op"].notna()
+    if not launched.any():
+        return gpu
+    spill = gpu["external_id"].isna() & (gpu["ts"] < gpu.loc[launched, "ts"].min())
+    return gpu[~spill]
 
 
 def cpu_self_time(events: pd.DataFrame) -> pd.DataFrame:

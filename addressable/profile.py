@@ -213,6 +213,7 @@ def _profiled(step: Step, n: int, cuda: bool, path: Path) -> list[float]:
                                 on_trace_ready=lambda p: p.export_chrome_trace(str(path))) as prof:
         for _ in range(warm):
             step()
+            torch.cuda.synchronize()  # the warm-up step's kernels must not spill into the recorded steps
             prof.step()
         times = _timed(step, n, cuda, after=lambda _: prof.step(), sync=False)
     distributed.barrier()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -12,11 +13,18 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 def _has_cuda() -> bool:
+    """Whether a CUDA GPU is usable (the torch import here happens before any test imports triton)."""
     try:
         import torch
     except ImportError:
         return False
     return torch.cuda.is_available()
+
+
+# Without a GPU, Triton kernels can only run in its interpreter, and the interpreter is chosen when
+# triton is first imported: set it before any test module imports triton.
+if not _has_cuda():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
