@@ -184,7 +184,7 @@ def _boundaries(buf: bytes) -> list[tuple[int, int]]:
     Boundaries whose whitespace holds a newline come first: JSON strings cannot hold one,
     so those are never inside a name.
     """
-    window = 1 << 16
+    window = 1 << 13
     while True:
         start = max(0, len(buf) - window)
         found = [(m.start() + 1, m.end() - 1, b"\n" in m[0]) for m in _BOUNDARY.finditer(buf, start)]
@@ -398,6 +398,17 @@ def _to_float(v: Any) -> float:
 
 def _ints(values: tuple) -> tuple[np.ndarray, np.ndarray]:
     """Integer values and a mask of missing ones (non-integers and out-of-range numbers count as missing)."""
+    n_missing = values.count(None)
+    if n_missing == len(values):  # e.g. the stream of CPU ops
+        return np.zeros(len(values), np.int64), np.ones(len(values), bool)
+    if not n_missing:  # usually all ints: let numpy infer, and take the result only if it is int64
+        try:
+            out = np.array(values)
+            # beyond 2**53 the float path below rounds: send those there too, whatever the chunk holds
+            if out.dtype == np.int64 and out.ndim == 1 and (not len(out) or -(2**53) < out.min() <= out.max() < 2**53):
+                return out, np.zeros(len(values), bool)
+        except (TypeError, ValueError, OverflowError):
+            pass
     f = _floats(values)
     ok = np.isfinite(f) & (np.abs(f) < 2.0**63)
     ok &= f == np.trunc(np.where(ok, f, 0))
@@ -435,25 +446,26 @@ class _Columns:
     def frame(self) -> pd.DataFrame:
         """One table of every kept row, sorted by start time; rows without ts or dur are dropped."""
         empty = {"name": np.int32, "cat": np.int32, "ts": np.float64, "dur": np.float64}
-        cols = {c: np.concatenate(p) if p else np.zeros(0, empty.get(c, bool if c.endswith("_na") else np.int64))
-                for c, p in self.parts.items()}
+        def column(c: str) -> np.ndarray:
+            parts = self.parts.pop(c)
+            return np.concatenate(parts) if parts else np.zeros(0, empty.get(c, bool if c.endswith("_na") else np.int64))
+
         (names, name_map), (cats, cat_map) = self.strings["name"].sorted(), self.strings["cat"].sorted()
-        cols["name"], cols["cat"] = name_map[cols["name"]], cat_map[cols["cat"]]
-        kinds = self._kinds(cols["name"], cols["cat"], names, cats)
-        keep = (kinds >= 0) & ~np.isnan(cols["ts"]) & ~np.isnan(cols["dur"])
-        order = np.flatnonzero(keep)
-        order = order[np.argsort(cols["ts"][order], kind="stable")]
+        name, cat, ts, dur = name_map[column("name")], cat_map[column("cat")], column("ts"), column("dur")
+        kinds = self._kinds(name, cat, names, cats)
+        order = np.flatnonzero((kinds >= 0) & ~np.isnan(ts) & ~np.isnan(dur))
+        order = order[np.argsort(ts[order], kind="stable")]
         out: dict[str, Any] = {}
-        for col in self.fmt.columns:
-            values = cols[col][order]
+        for col in self.fmt.columns:  # one column at a time: at most one extra copy alive
             if col in self.strings:
-                out[col] = pd.Categorical.from_codes(values, dtype=pd.CategoricalDtype(names if col == "name" else cats))
+                codes = (name if col == "name" else cat)[order]
+                out[col] = pd.Categorical.from_codes(codes, dtype=pd.CategoricalDtype(names if col == "name" else cats))
             elif col in _INTS:
-                out[col] = pd.arrays.IntegerArray(values, cols[f"{col}_na"][order])
+                out[col] = pd.arrays.IntegerArray(column(col)[order], column(f"{col}_na")[order])
             else:
-                out[col] = values
+                out[col] = (ts if col == "ts" else dur if col == "dur" else column(col))[order]
         out["kind"] = pd.Categorical.from_codes(kinds[order], categories=list(_KINDS))
-        return pd.DataFrame(out)
+        return pd.DataFrame(out, copy=False)
 
     def _kinds(self, name_codes: np.ndarray, cat_codes: np.ndarray, names: pd.Index, cats: pd.Index) -> np.ndarray:
         """Kind code of each row (an index into _KINDS), or -1 for a row of a step-only category that is no step."""

@@ -86,9 +86,11 @@ def measure(cmd: list[str], mem_limit: int, timeout: float, cwd: Path) -> Run:
     err = p.stderr.read().decode(errors="replace").strip().splitlines()
     p.stderr.close()
     note = "" if p.returncode == 0 else (err[-1] if err else f"exit {p.returncode}")
-    if "MemoryError" in note or "out of memory" in note or p.returncode in (-9, 137):
-        note = f"out of memory (limit {mem_limit >> 30} GB)"
-    return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, p.returncode == 0, note[:120])
+    rss_mb = usage.ru_maxrss / 1024
+    # hitting RLIMIT_AS shows as MemoryError, or as a crash in C code that cannot allocate
+    if "MemoryError" in note or "out of memory" in note or (p.returncode < 0 and rss_mb > 0.8 * (mem_limit >> 20)):
+        note = f"out of memory at {mem_limit / (1 << 30):.0f} GB"
+    return Run(wall, usage.ru_utime + usage.ru_stime, rss_mb, p.returncode == 0, note[:120])
 
 
 def best(runs: list[Run]) -> Run:
