@@ -8,6 +8,8 @@ in warm, colour-blind-safe colours (Okabe-Ito and Paul Tol palettes).
 
 from __future__ import annotations
 
+import itertools
+import json
 import math
 import os
 import tempfile
@@ -117,11 +119,25 @@ def _truncate(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def _run_labels(runs: list[Run]) -> list[str]:
-    """Short, unique labels (the folder name breaks ties)."""
-    labels = [_truncate(r.label, LABEL_CHARS) for r in runs]
-    seen = pd.Series(labels).duplicated(keep=False)
-    return [_truncate(r.name, LABEL_CHARS) if dup else lab for r, lab, dup in zip(runs, labels, seen, strict=True)]
+def run_labels(runs: list[Run], wrap: int | None = LABEL_CHARS) -> list[str]:
+    """Labels from the run keys: "gpt2 train b8 s1024 DDP×2", "llama3-70b infer b8 s1024 (extrap. 4,8→80 layers)".
+
+    The dtype is shown for every run of a workload whose runs here differ in dtype ("dlrm train
+    b8192 bf16"); runs that still tie get their device, then a number. A label longer than `wrap`
+    characters puts its qualifier (strategy, layers) on a second line.
+    """
+    dtypes = pd.DataFrame({"workload": [r.workload for r in runs], "dtype": [r.dtype for r in runs]})
+    mixed = set(dtypes.groupby("workload")["dtype"].nunique().loc[lambda n: n > 1].index)
+    parts = [list(r.label_parts(dtype=r.workload in mixed)) for r in runs]
+    for extra in (lambda i: str(runs[i].info.get("device") or ""), None):
+        full = pd.Series([" ".join(p for p in pair if p) for pair in parts])
+        for _, same in full[full.duplicated(keep=False)].groupby(full):
+            tags = [extra(i) for i in same.index] if extra else [f"#{n}" for n in range(1, len(same) + 1)]
+            if len(set(tags)) > 1:  # only a key that tells them apart
+                for i, tag in zip(same.index, tags, strict=True):
+                    parts[i][0] = " ".join(p for p in (parts[i][0], tag) if p)
+    return [f"{base}\n{qual}" if qual and wrap and len(base) + 1 + len(qual) > wrap else " ".join(p for p in (base, qual) if p)
+            for base, qual in parts]
 
 
 def _classes(runs: list[Run]) -> dict[str, str]:
@@ -158,9 +174,10 @@ def plot_breakdown(runs: list[Run]) -> Figure:
     classes = _classes(runs)
     shares = pd.DataFrame([r.categories.groupby("category")["share"].sum() for r in runs]).fillna(0.0)
     cats = category_order(shares.columns, classes)
-    labels = _run_labels(runs)
+    labels = run_labels(runs)
+    row = 0.3 if any("\n" in lab for lab in labels) else 0.22
     with _style():
-        fig = _figure(0.9 + 0.22 * len(runs) + 0.13 * max(5, math.ceil(len(cats) / 2)))
+        fig = _figure(0.9 + row * len(runs) + 0.13 * max(5, math.ceil(len(cats) / 2)))
         ax = fig.add_subplot()
         y = np.arange(len(runs))
         left = np.zeros(len(runs))
@@ -214,10 +231,14 @@ def plot_amdahl(runs: list[Run], speedups: str | Path | pd.DataFrame | None = No
     shares = np.array([min(r.addressable_fraction, 0.999) for r in runs])
     ceilings = 1.0 / (1.0 - shares)
     k = np.logspace(0, math.log10(k_max), 200)
-    labels = _run_labels(runs)
+    labels = run_labels(runs)
     projected = projected_speedups(runs, speedups) if speedups is not None else None
+    legend_rows = sum(1 + max(a.count("\n"), b.count("\n"))
+                      for a, b in itertools.zip_longest(labels[::2], labels[1::2], fillvalue=""))
+    legend_rows += projected is not None and len(runs) % 2 == 0
     with _style():
-        fig = _figure(2.3 + 0.14 * math.ceil(len(runs) / 2))
+        # the axes hold every ceiling label (1.3 lines apart) with room to spare
+        fig = _figure(max(2.2, 0.75 + 0.16 * len(runs)) + 0.125 * legend_rows)
         ax = fig.add_subplot()
         log_y = ceilings.max() > 8
         colors = []
@@ -239,8 +260,8 @@ def plot_amdahl(runs: list[Run], speedups: str | Path | pd.DataFrame | None = No
         ax.set_xlabel("kernel speedup k of all replaceable work")
         ax.set_ylabel("end-to-end speedup")
         ax.grid(True, which="major", linewidth=0.3, alpha=0.4)
-        fig.legend(loc="outside lower center", ncols=2, handlelength=1.8, columnspacing=1.0,
-                   labelspacing=0.25, borderaxespad=0.2)
+        fig.legend(loc="outside lower center", ncols=2, handlelength=1.6, handletextpad=0.5,
+                   columnspacing=1.0, labelspacing=0.25, borderaxespad=0.2)
         fig.draw_without_rendering()  # settle the layout before placing the ceiling labels
         _ceiling_labels(ax, ceilings, colors)
     return fig
@@ -270,13 +291,15 @@ def _overlay_projection(ax: Axes, shares: np.ndarray, projected: pd.DataFrame, c
             [row.lo, row.hi]).all() else None
         ax.errorbar([kk], [row.speedup], yerr=err, marker="o", markersize=3.5, color=color,
                     markeredgecolor="black", markeredgewidth=0.5, linestyle="none", elinewidth=0.7,
-                    capsize=1.5, zorder=5)
+                    capsize=1.5, zorder=5, clip_on=False)  # a point at k=1 stays whole in the corner
 
 
-def spread_labels(positions: np.ndarray, gap: float) -> np.ndarray:
+def spread_labels(positions: np.ndarray, gap: float, lo: float | None = None, hi: float | None = None
+                  ) -> np.ndarray:
     """Label positions at least `gap` apart, as close as possible (least squares) to `positions`.
 
     Sorted, q_i - i*gap must be non-decreasing: an isotonic regression (pool adjacent violators).
+    With bounds, labels past `hi` (then below `lo`) are pushed back inside, keeping the gaps.
     """
     positions = np.asarray(positions, float)
     order = np.argsort(positions, kind="stable")
@@ -289,6 +312,10 @@ def spread_labels(positions: np.ndarray, gap: float) -> np.ndarray:
             m1, w1 = blocks.pop()
             blocks.append([(m1 * w1 + m2 * w2) / (w1 + w2), w1 + w2])
     fitted = np.concatenate([[m] * int(w) for m, w in blocks]) + gap * np.arange(len(order))
+    if hi is not None:
+        fitted = np.minimum(fitted, hi - gap * np.arange(len(order))[::-1])
+    if lo is not None:
+        fitted = np.maximum(fitted, lo + gap * np.arange(len(order)))
     out = np.empty_like(fitted)
     out[order] = fitted
     return out
@@ -297,7 +324,8 @@ def spread_labels(positions: np.ndarray, gap: float) -> np.ndarray:
 def _ceiling_labels(ax: Axes, ceilings: np.ndarray, colors: list[str]) -> None:
     """Label each ceiling right of the axes, nudged apart so no two labels overlap."""
     px = np.array([ax.transData.transform((1, c))[1] for c in ceilings])
-    placed = spread_labels(px, FONT_PT * 1.3 * ax.figure.dpi / 72)
+    gap = FONT_PT * 1.3 * ax.figure.dpi / 72
+    placed = spread_labels(px, gap, lo=ax.bbox.y0 + gap / 2, hi=ax.figure.bbox.y1 - gap / 2)
     inv = ax.transData.inverted().transform
     for j, yp in enumerate(placed):
         y = inv((0, yp))[1]
@@ -311,24 +339,31 @@ def _ceiling_labels(ax: Axes, ceilings: np.ndarray, colors: list[str]) -> None:
 def sweep_groups(runs: list[Run], x: str | None = None) -> list[tuple[str, str, list[Run]]]:
     """Sweeps found in a set of runs: (title, swept key, runs ordered along it).
 
-    A sweep is two or more runs of one family, mode, dtype and device that differ in one key
-    (batch, seq_len, or workload for a model-size sweep) and agree on the others. `x` picks the
-    key; by default every key that varies somewhere gives its sweeps.
+    A sweep is two or more runs that differ in one key (batch, seq_len, or workload for a
+    model-size sweep) and agree on all else that changes what is measured: family, mode, dtype,
+    device, torch.compile, world size and multi-GPU strategy, and the workload options (a run on
+    a subset of layers is compared only with runs on that subset). Where two runs share a point,
+    a measured run is kept over one extrapolated from fewer layers (then the first one given).
+    `x` picks the key; by default every key that varies somewhere gives its sweeps.
     """
     if x is not None and x not in SWEEP_KEYS:
         raise AddressableError(f"--x must be one of {', '.join(SWEEP_KEYS)}, not '{x}'")
     table = pd.DataFrame([{"i": i, "family": r.family, "mode": r.mode, "dtype": r.info.get("dtype"),
-                           "device": r.info.get("device"), "batch": r.info.get("batch"),
+                           "device": r.info.get("device"), "compile": r.info.get("compile"),
+                           "world_size": r.world_size, "strategy": r.strategy,
+                           "options": json.dumps(r.options, sort_keys=True, default=str),
+                           "extrapolated": r.extrapolated is not None, "batch": r.info.get("batch"),
                            "seq_len": r.info.get("seq_len"), "workload": r.workload} for i, r in enumerate(runs)])
     table = table.astype(object).where(table.notna(), "")
     out = []
     for key in [x] if x else SWEEP_KEYS:
-        fixed = ["family", "mode", "dtype", "device", *(k for k in SWEEP_KEYS if k != key)]
+        fixed = ["family", "mode", "dtype", "device", "compile", "world_size", "strategy", "options",
+                 *(k for k in SWEEP_KEYS if k != key)]
         for _, g in table.groupby(fixed, sort=False):
-            if g[key].nunique() < 2:
+            g = g.sort_values(["extrapolated", "i"], kind="stable").drop_duplicates(key)
+            if len(g) < 2:
                 continue
-            members = [runs[i] for i in g["i"]]
-            members = sorted(members, key=_sweep_sort_key(key))
+            members = sorted((runs[i] for i in sorted(g["i"])), key=_sweep_sort_key(key))
             out.append((_sweep_title(members[0], key), key, members))
     if not out:
         what = f"in '{x}'" if x else "in batch, seq_len or workload"
@@ -346,9 +381,15 @@ def _sweep_sort_key(key: str) -> Callable[[Run], Any]:
 
 
 def _sweep_title(r: Run, key: str) -> str:
+    """What the runs of a sweep share, e.g. "transformer infer b8 s1024 bf16", "gpt2 train s1024 bf16 DDP×2"."""
     fixed = {"batch": f"b{r.info.get('batch')}", "seq_len": f"s{r.info.get('seq_len')}"}
     parts = [r.family if key == "workload" else r.workload, r.mode]
     parts += [v for k, v in fixed.items() if k != key and r.info.get(k) is not None]
+    parts.append(r.dtype)
+    if r.world_size > 1:
+        parts.append(f"{r.strategy.upper()}×{r.world_size}" if r.strategy else f"{r.world_size} GPUs")
+    if r.options.get("layers") is not None:
+        parts.append(f"({r.options['layers']} layers)")
     return " ".join(p for p in parts if p)
 
 
@@ -377,7 +418,7 @@ def plot_sweep(runs: list[Run], x: str | None = None) -> Figure:
 def _sweep_panel(ax: Axes, title: str, key: str, members: list[Run]) -> None:
     if key == "workload":
         xs = np.arange(len(members), dtype=float)
-        ax.set_xticks(xs, [_truncate(r.workload, 14) for r in members])
+        ax.set_xticks(xs, [_truncate(r.workload, 14) + ("\n(extrap.)" if r.extrapolated else "") for r in members])
         ax.set_xlim(-0.4, len(members) - 0.6)
     else:
         xs = np.array([float(r.info[key]) for r in members])
@@ -424,40 +465,44 @@ def top_kernels(run: Run, n: int = 10, cls: str = "replaceable") -> pd.DataFrame
 
 
 def plot_top_kernels(runs: list[Run], n: int = 10, cls: str = "replaceable") -> Figure:
-    """The largest replaceable kernels of each run (one panel per run), bars coloured by category.
+    """The largest replaceable kernels of one run, bars coloured by category.
 
     Kernel names are shortened (namespaces, templates and arguments stripped; generic PyTorch
     launchers keep their op, e.g. "elementwise: mul"); kernels that shorten to the same name are
-    summed into one bar, with the number of variants in brackets.
+    summed into one bar, with the number of variants in brackets. Several runs are an error:
+    one figure per run keeps it one column wide and readable.
     """
     runs = _check_runs(runs)
-    tables = [top_kernels(r, n, cls) for r in runs]
-    if all(t.empty for t in tables):
-        raise AddressableError(f"no {cls} kernels in the runs (kernels.csv is empty or missing)")
-    pairs = [(r, t) for r, t in zip(runs, tables, strict=True) if not t.empty]
-    heights = [0.35 + 0.16 * len(t) for _, t in pairs]
-    cats = category_order({c for _, t in pairs for c in t["category"]}, _classes(runs))
+    if len(runs) > 1:
+        raise AddressableError(f"top-kernels shows the kernels of one run, got {len(runs)}: "
+                               "pick one with --runs RUN_DIR")
+    run = runs[0]
+    t = top_kernels(run, n, cls)
+    if t.empty:
+        raise AddressableError(f"no {cls} kernels in {run.name} (kernels.csv is empty or missing)")
+    classes = _classes(runs)
+    cats = category_order(set(t["category"]), classes)
+    base, qual = run.label_parts(dtype=True)
     with _style():
-        fig = _figure(sum(heights) + 0.35 + 0.13 * math.ceil(len(cats) / 2))
-        axes = fig.subplots(len(pairs), 1, squeeze=False, height_ratios=heights)[:, 0]
-        for ax, (_run, t), label in zip(axes, pairs, _run_labels([r for r, _ in pairs]), strict=True):
-            y = np.arange(len(t))
-            ax.barh(y, t["share"], color=[color_of(c) for c in t["category"]], height=0.7,
-                    edgecolor="black", linewidth=0.3)
-            names = [_truncate(kname, KERNEL_CHARS) + (f" ({v})" if v > 1 else "")
-                     for kname, v in zip(t["kernel"], t["variants"], strict=True)]
-            ax.set_yticks(y, names)
-            ax.set_ylim(len(t) - 0.5, -0.5)
-            top = float(t["share"].max())
-            ax.set_xlim(0, top * 1.28)
-            for yi, s in zip(y, t["share"], strict=True):
-                ax.text(s + top * 0.02, yi, f"{s:.1%}", va="center", ha="left", fontsize=FONT_PT)
-            ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0 if top >= 0.05 else 1))
-            ax.xaxis.set_major_locator(FixedLocator(_nice_ticks(top * 1.28)))
-            ax.tick_params(axis="y", length=0)
-            ax.set_title(label, loc="left", fontsize=FONT_PT)
-        axes[-1].set_xlabel(f"share of {_basis_name(runs)}")
-        _category_legend(fig, cats, _classes(runs))
+        fig = _figure(0.75 + 0.16 * len(t) + 0.13 * math.ceil(len(cats) / 2))
+        ax = fig.add_subplot()
+        y = np.arange(len(t))
+        ax.barh(y, t["share"], color=[color_of(c) for c in t["category"]], height=0.7,
+                edgecolor="black", linewidth=0.3)
+        names = [_truncate(kname, KERNEL_CHARS) + (f" ({v})" if v > 1 else "")
+                 for kname, v in zip(t["kernel"], t["variants"], strict=True)]
+        ax.set_yticks(y, names)
+        ax.set_ylim(len(t) - 0.5, -0.5)
+        top = float(t["share"].max())
+        ax.set_xlim(0, top * 1.28)
+        for yi, s in zip(y, t["share"], strict=True):
+            ax.text(s + top * 0.02, yi, f"{s:.1%}", va="center", ha="left", fontsize=FONT_PT)
+        ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0 if top >= 0.05 else 1))
+        ax.xaxis.set_major_locator(FixedLocator(_nice_ticks(top * 1.28)))
+        ax.tick_params(axis="y", length=0)
+        ax.set_title(" ".join(p for p in (base, qual) if p), loc="left", fontsize=FONT_PT)
+        ax.set_xlabel(f"share of {_basis_name(runs)}")
+        _category_legend(fig, cats, classes)
     return fig
 
 

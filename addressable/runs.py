@@ -75,14 +75,68 @@ class Run:
         return float(self.categories.loc[self.categories["category"].isin(categories), "share"].sum())
 
     @property
-    def label(self) -> str:
-        """A short label: workload, mode, and batch / sequence length when set."""
+    def dtype(self) -> str:
+        return str(self.info.get("dtype") or "")
+
+    @property
+    def world_size(self) -> int:
+        """Number of processes (GPUs) of a multi-GPU run; 1 for a single-GPU run."""
+        for src in (self.info, self.info.get("distributed"), self.manifest.get("distributed")):
+            if isinstance(src, dict) and src.get("world_size"):
+                return int(src["world_size"])
+        return 1
+
+    @property
+    def strategy(self) -> str:
+        """How a multi-GPU run split its model (ddp, fsdp2, ...); '' for a single-GPU run."""
+        if self.world_size <= 1:
+            return ""
+        for src in (self.info, self.info.get("distributed"), self.manifest.get("distributed")):
+            if isinstance(src, dict) and src.get("strategy"):
+                return str(src["strategy"])
+        return ""
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """The workload options the run was profiled with (e.g. {"layers": 8})."""
+        opts = self.info.get("options")
+        if opts is None:
+            config = self.manifest.get("config")
+            opts = config.get("options") if isinstance(config, dict) else None
+        return dict(opts) if isinstance(opts, dict) else {}
+
+    @property
+    def extrapolated(self) -> dict[str, Any] | None:
+        """{"from_layers": [L1, L2], "to_layers": N} for a run extrapolated from two depths, else None."""
+        ex = self.info.get("extrapolated")
+        return ex if isinstance(ex, dict) else None
+
+    def label_parts(self, dtype: bool = False) -> tuple[str, str]:
+        """The label's two halves from the run keys: "workload mode bB sS [dtype]", and its qualifier
+        (multi-GPU strategy × world size, the layer subset or the extrapolation), e.g. "FSDP2×2 (8 layers)"."""
         parts = [self.workload, self.mode]
         if self.info.get("batch") is not None:
             parts.append(f"b{self.info['batch']}")
         if self.info.get("seq_len") is not None:
             parts.append(f"s{self.info['seq_len']}")
-        return " ".join(p for p in parts if p)
+        if dtype:
+            parts.append(self.dtype)
+        qual = []
+        if self.world_size > 1:
+            qual.append(f"{self.strategy.upper()}×{self.world_size}" if self.strategy else f"{self.world_size} GPUs")
+        ex = self.extrapolated
+        if ex is not None:
+            depths = ",".join(str(d) for d in ex.get("from_layers") or [])
+            to = ex.get("to_layers") or self.info.get("layers")
+            qual.append(f"(extrap. {depths}→{to} layers)" if depths else f"(extrap. to {to} layers)")
+        elif self.options.get("layers") is not None:
+            qual.append(f"({self.options['layers']} layers)")
+        return " ".join(p for p in parts if p), " ".join(qual)
+
+    @property
+    def label(self) -> str:
+        """A short label from the run keys, e.g. "llama3-8b train b8 s1024 FSDP2×2 (8 layers)"."""
+        return " ".join(p for p in self.label_parts() if p)
 
 
 def load_run(path: str | Path) -> Run:

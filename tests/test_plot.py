@@ -44,8 +44,7 @@ def runs() -> list:
 
 @pytest.fixture(scope="module")
 def figures(runs: list) -> dict[str, Figure]:
-    figs = {kind: plot.make_figure(kind, runs) for kind in plot.PLOTS}
-    figs["top-kernels"] = plot.make_figure("top-kernels", [runs[0], runs[-1]])
+    figs = {kind: plot.make_figure(kind, [runs[-1]] if kind == "top-kernels" else runs) for kind in plot.PLOTS}
     if WINS.is_file():
         figs["amdahl+wins"] = plot.plot_amdahl(runs, WINS)
     return figs
@@ -154,7 +153,7 @@ def test_breakdown_labels_every_category_present(runs: list, figures: dict) -> N
 
 
 def test_top_kernels_labels_every_category_shown(runs: list, figures: dict) -> None:
-    shown = {c for r in (runs[0], runs[-1]) for c in plot.top_kernels(r)["category"]}
+    shown = set(plot.top_kernels(runs[-1])["category"])
     assert _legend_labels(figures["top-kernels"]) == {c.replace("_", " ") for c in shown}
 
 
@@ -179,7 +178,7 @@ def test_same_colour_for_a_category_in_every_figure(runs: list, figures: dict) -
         assert all(np.allclose(p.get_facecolor(), want) for p in container.patches)
     # top-kernels bars carry their kernel's category colour
     table = plot.top_kernels(runs[-1])
-    bars = figures["top-kernels"].axes[1].patches
+    bars = figures["top-kernels"].axes[0].patches
     assert [tuple(np.round(b.get_facecolor(), 4)) for b in bars] == [
         tuple(np.round(to_rgba(plot.color_of(c)), 4)) for c in table["category"]]
 
@@ -255,6 +254,155 @@ def test_sweep_groups_found_in_fixtures(runs: list) -> None:
         plot.sweep_groups(runs, x="lr")
     with pytest.raises(AddressableError, match="no sweep"):
         plot.sweep_groups([runs[0]])
+
+
+def _variant(root: Path, name: str, base: str = "gpt2-train-b8-s1024", manifest: dict | None = None,
+             **keys: object) -> Path:
+    """A copy of a fixture run with some run keys changed (None removes a key)."""
+    folder = root / name
+    shutil.copytree(PLOT_RUNS / base, folder)
+    doc = json.loads((folder / "breakdown.json").read_text())
+    doc.update(keys)
+    doc = {k: v for k, v in doc.items() if v is not None}
+    (folder / "breakdown.json").write_text(json.dumps(doc))
+    if manifest is not None:
+        (folder / "manifest.json").write_text(json.dumps(manifest))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def mixed_runs(tmp_path_factory: pytest.TempPathFactory) -> list:
+    """Runs like the real H200 set: multi-GPU, layer-subset, extrapolated and two-dtype runs."""
+    root = tmp_path_factory.mktemp("mixed")
+    for name in ("gpt2-train-b8-s1024", "llama3-1b-train-b8-s1024", "llama3-8b-train-b8-s1024",
+                 "resnet50-train-b16", "resnet50-train-b32", "dlrm-train-b2048"):
+        shutil.copytree(PLOT_RUNS / name, root / name)
+    _variant(root, "gpt2-train-b8-s1024-ddp-np2", world_size=2,
+             distributed={"world_size": 2, "strategy": "ddp", "backend": "nccl"})
+    _variant(root, "llama3-1b-train-b8-s1024-ddp-np2", base="llama3-1b-train-b8-s1024",
+             manifest={"distributed": {"world_size": 2, "strategy": "ddp"}}, world_size=2)
+    _variant(root, "llama3-8b-l8-train-b8-s1024-fsdp2-np2", base="llama3-8b-train-b8-s1024", world_size=2,
+             options={"layers": 8}, distributed={"world_size": 2, "strategy": "fsdp2"})
+    _variant(root, "llama3-8b-train-b8-s1024-layers16", base="llama3-8b-train-b8-s1024", options={"layers": 16})
+    _variant(root, "llama3-1b-train-b8-s1024-layers16", base="llama3-1b-train-b8-s1024", options={"layers": 16})
+    _variant(root, "llama3-8b-train-b8-s1024-extrap4-8", base="llama3-8b-train-b8-s1024",
+             extrapolated={"from_layers": [4, 8], "to_layers": 32}, addressable_fraction=0.5)
+    _variant(root, "llama3-70b-train-b8-s1024-extrap4-8", base="llama3-8b-train-b8-s1024", workload="llama3-70b",
+             extrapolated={"from_layers": [4, 8], "to_layers": 80}, kernel_time_per_step_us=1e9)
+    _variant(root, "resnet50-train-b64-ddp-np2", base="resnet50-train-b64", world_size=2,
+             distributed={"world_size": 2, "strategy": "ddp"})
+    _variant(root, "dlrm-train-b2048-fp32", base="dlrm-train-b2048", dtype="fp32")
+    return load_runs(root)
+
+
+def _by_name(runs: list) -> dict:
+    return {r.name: r for r in runs}
+
+
+def test_sweeps_keep_apart_runs_that_are_not_comparable(mixed_runs: list) -> None:
+    got = {(key, tuple(r.name for r in members)) for _, key, members in plot.sweep_groups(mixed_runs)}
+    assert got == {
+        # single GPU, full depth: the measured llama3-8b run, not its extrapolated check; 70B extrapolated
+        ("workload", ("gpt2-train-b8-s1024", "llama3-1b-train-b8-s1024", "llama3-8b-train-b8-s1024",
+                      "llama3-70b-train-b8-s1024-extrap4-8")),
+        ("workload", ("gpt2-train-b8-s1024-ddp-np2", "llama3-1b-train-b8-s1024-ddp-np2")),  # DDP×2 only
+        ("workload", ("llama3-1b-train-b8-s1024-layers16", "llama3-8b-train-b8-s1024-layers16")),  # 16 layers
+        ("batch", ("resnet50-train-b16", "resnet50-train-b32")),  # not the DDP b64 run
+    }
+    titles = {title for title, _, _ in plot.sweep_groups(mixed_runs)}
+    assert {"transformer train b8 s1024 bf16", "transformer train b8 s1024 bf16 DDP×2",
+            "transformer train b8 s1024 bf16 (16 layers)", "resnet50 train bf16"} == titles
+
+
+def test_sweep_of_only_the_extrapolated_check_is_still_a_sweep(mixed_runs: list) -> None:
+    runs = _by_name(mixed_runs)
+    chosen = [runs["gpt2-train-b8-s1024"], runs["llama3-8b-train-b8-s1024-extrap4-8"]]
+    [(_, _, members)] = plot.sweep_groups(chosen)
+    assert [r.name for r in members] == ["gpt2-train-b8-s1024", "llama3-8b-train-b8-s1024-extrap4-8"]
+    fig = plot.plot_sweep(chosen)
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["gpt2", "llama3-8b\n(extrap.)"]
+    # same workload and key but mixed strategies or layer options: no sweep
+    with pytest.raises(AddressableError, match="no sweep"):
+        plot.sweep_groups([runs["gpt2-train-b8-s1024"], runs["llama3-1b-train-b8-s1024-ddp-np2"],
+                           runs["llama3-8b-l8-train-b8-s1024-fsdp2-np2"]])
+
+
+def test_run_keys_for_multi_gpu_and_layer_runs(mixed_runs: list) -> None:
+    runs = _by_name(mixed_runs)
+    ddp, fsdp = runs["gpt2-train-b8-s1024-ddp-np2"], runs["llama3-8b-l8-train-b8-s1024-fsdp2-np2"]
+    assert (ddp.world_size, ddp.strategy) == (2, "ddp")
+    assert (runs["llama3-1b-train-b8-s1024-ddp-np2"].strategy) == "ddp"  # from the manifest
+    assert (fsdp.world_size, fsdp.strategy, fsdp.options) == (2, "fsdp2", {"layers": 8})
+    single = runs["gpt2-train-b8-s1024"]
+    assert (single.world_size, single.strategy, single.options, single.extrapolated) == (1, "", {}, None)
+    assert runs["llama3-70b-train-b8-s1024-extrap4-8"].extrapolated == {"from_layers": [4, 8], "to_layers": 80}
+
+
+def test_labels_come_from_the_run_keys(mixed_runs: list) -> None:
+    labels = dict(zip([r.name for r in mixed_runs], plot.run_labels(mixed_runs, wrap=None), strict=True))
+    assert labels["gpt2-train-b8-s1024"] == "gpt2 train b8 s1024"
+    assert labels["gpt2-train-b8-s1024-ddp-np2"] == "gpt2 train b8 s1024 DDP×2"
+    assert labels["llama3-8b-l8-train-b8-s1024-fsdp2-np2"] == "llama3-8b train b8 s1024 FSDP2×2 (8 layers)"
+    assert labels["llama3-8b-train-b8-s1024-layers16"] == "llama3-8b train b8 s1024 (16 layers)"
+    assert labels["llama3-70b-train-b8-s1024-extrap4-8"] == "llama3-70b train b8 s1024 (extrap. 4,8→80 layers)"
+    assert labels["resnet50-train-b16"] == "resnet50 train b16"  # one dtype for resnet50: not shown
+    # the two DLRM runs differ only in dtype: both show it
+    assert labels["dlrm-train-b2048"] == "dlrm train b2048 bf16"
+    assert labels["dlrm-train-b2048-fp32"] == "dlrm train b2048 fp32"
+    assert len(set(labels.values())) == len(labels)
+    assert not any("…" in lab or "-cuda" in lab for lab in labels.values())  # never a folder name
+    # long labels put their qualifier on a second line
+    wrapped = dict(zip([r.name for r in mixed_runs], plot.run_labels(mixed_runs), strict=True))
+    assert wrapped["llama3-8b-l8-train-b8-s1024-fsdp2-np2"] == "llama3-8b train b8 s1024\nFSDP2×2 (8 layers)"
+    assert wrapped["gpt2-train-b8-s1024-ddp-np2"] == "gpt2 train b8 s1024 DDP×2"
+
+
+def test_labels_that_tie_on_every_key_get_numbers(runs: list) -> None:
+    twice = [runs[-1], runs[-1]]
+    assert plot.run_labels(twice) == ["resnet50 train b64 #1", "resnet50 train b64 #2"]
+
+
+@pytest.mark.parametrize("kind", ["breakdown", "amdahl"])
+def test_mixed_runs_figures_have_no_overlaps(mixed_runs: list, kind: str) -> None:
+    fig = plot.make_figure(kind, mixed_runs)
+    boxes = _boxes(fig)
+    w, h = fig.bbox.width, fig.bbox.height
+    for text, b in boxes:
+        assert b.x0 >= -1 and b.y0 >= -1 and b.x1 <= w + 1 and b.y1 <= h + 1, f"'{text}' leaves the figure"
+    for (ta, a), (tb, b) in itertools.combinations(boxes, 2):
+        ox = min(a.x1, b.x1) - max(a.x0, b.x0)
+        oy = min(a.y1, b.y1) - max(a.y0, b.y0)
+        assert not (ox > 1 and oy > 1), f"'{ta}' overlaps '{tb}' in {kind}"
+
+
+def test_amdahl_ceiling_labels_of_many_runs_stay_in_the_figure(runs: list) -> None:
+    many = [load_run(r.path) for r in runs + runs]  # 20 runs
+    for i, r in enumerate(many):
+        r.info["addressable_fraction"] = 0.80 + 0.004 * i  # crowded near the top
+    fig = plot.plot_amdahl(many)
+    renderer = _draw(fig)
+    boxes = [Text.get_window_extent(t, renderer) for t in fig.axes[0].texts]  # the text, not its arrow
+    ys = sorted(b.y0 for b in boxes)
+    assert len(ys) == 20
+    assert all(b - a >= 0.95 * plot.FONT_PT * 1.3 * fig.dpi / 72 for a, b in itertools.pairwise(ys))
+    assert all(b.y0 >= 0 and b.y1 <= fig.bbox.height + 1 for b in boxes)
+
+
+def test_spread_labels_respects_bounds() -> None:
+    out = plot.spread_labels(np.array([95.0, 96.0, 97.0, 10.0]), 5.0, lo=0.0, hi=100.0)
+    assert out.max() <= 100.0 and out[3] == 10.0
+    assert np.all(np.diff(np.sort(out)) >= 5.0 - 1e-9)
+    low = plot.spread_labels(np.array([0.0, 0.0, 1.0]), 5.0, lo=2.0, hi=100.0)
+    assert low.min() >= 2.0 and np.all(np.diff(np.sort(low)) >= 5.0 - 1e-9)
+
+
+def test_top_kernels_is_one_run(runs: list) -> None:
+    with pytest.raises(AddressableError, match=r"top-kernels shows the kernels of one run, got 2: pick one with --runs"):
+        plot.make_figure("top-kernels", runs[:2])
+    fig = plot.make_figure("top-kernels", [runs[-1]])
+    assert len(fig.axes) == 1
+    assert fig.axes[0].get_title(loc="left") == "resnet50 train b64 bf16"  # dtype shown: a figure on its own
+    assert fig.get_size_inches()[1] < 4
 
 
 def test_sweep_panel_error_bars_span_repeats(runs: list) -> None:
@@ -381,7 +529,8 @@ def test_cli_plot_each_kind(tmp_path: Path) -> None:
     runner = CliRunner()
     for kind in plot.PLOTS:
         out = tmp_path / f"{kind}.svg"
-        res = runner.invoke(main, ["plot", kind, "--runs", str(PLOT_RUNS), "--out", str(out)])
+        where = PLOT_RUNS / "resnet50-train-b64" if kind == "top-kernels" else PLOT_RUNS
+        res = runner.invoke(main, ["plot", kind, "--runs", str(where), "--out", str(out)])
         assert res.exit_code == 0, res.output
         assert out.is_file() and f"Wrote {out}" in res.output
 
@@ -411,6 +560,7 @@ def test_cli_plot_amdahl_with_speedups(tmp_path: Path) -> None:
     (["plot", "sweep", "--runs", str(PLOT_RUNS / "dlrm-train-b2048")], "error: no sweep"),
     (["plot", "breakdown", "--runs", str(PLOT_RUNS), "--out", "fig.jpg"], "error: figure file must end in"),
     (["plot", "breakdown", "--runs", str(PLOT_RUNS), "--top", "3"], "error: --top does not apply"),
+    (["plot", "top-kernels", "--runs", str(PLOT_RUNS)], "error: top-kernels shows the kernels of one run, got 10"),
 ])
 def test_cli_plot_errors_are_one_line_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
     args = [a.replace("EMPTY", str(tmp_path)) for a in args]
