@@ -168,7 +168,7 @@ def plot_breakdown(runs: list[Run]) -> Figure:
 
     Library categories come first (blues/greys), then unclassified, then the replaceable ones
     (warm colours), so the replaceable block ends each bar and the number right of the bar is
-    its length: the run's addressable fraction of GPU kernel (or leaf CPU-op) time.
+    its length: the run's addressable fraction of GPU kernel (or CPU-op self) time.
     """
     runs = _check_runs(runs)
     classes = _classes(runs)
@@ -204,7 +204,7 @@ def plot_breakdown(runs: list[Run]) -> Figure:
 def _basis_name(runs: list[Run]) -> str:
     bases = {r.info.get("basis", "gpu_kernel_time") for r in runs}
     return "GPU kernel time" if bases == {"gpu_kernel_time"} else (
-        "leaf CPU-op time" if bases == {"cpu_op_time"} else "work time")
+        "CPU-op self time" if bases == {"cpu_op_time"} else "work time")
 
 
 def amdahl_gain(share: float | np.ndarray, k: float | np.ndarray) -> np.ndarray:

@@ -254,7 +254,7 @@ def _measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: P
 
 
 def _basis_words(basis: str) -> str:
-    return "GPU kernel time" if basis == BASIS_GPU else "leaf CPU-op time"
+    return "GPU kernel time" if basis == BASIS_GPU else "CPU-op self time"
 
 
 # --------------------------------------------------------------------------- aggregating
@@ -603,7 +603,7 @@ def format_profile(res: ProfileResult, requested_device: str = "auto") -> str:
         dev = f"Device: cuda ({res.manifest.get('gpu')}); the breakdown is over GPU kernel time."
     else:
         why = "no CUDA GPU found, so --device auto ran it on the CPU" if requested_device == "auto" else "as asked"
-        dev = f"Device: cpu ({why}); the breakdown is over leaf CPU-op time, not GPU kernels."
+        dev = f"Device: cpu ({why}); the breakdown is over CPU-op self time, not GPU kernels."
     d = default_measurement(r["device"])
     counts = f"warm-up {m.warmup}, then {m.repeats} repeats × ({m.steps} timed + {m.profile_steps} profiled steps)"
     if m == d and r["device"] == "cpu":

@@ -83,7 +83,7 @@ def _snake(ident: str) -> str:
 
 def format_breakdown(b: Breakdown, top: int = 5) -> str:
     """The breakdown as a readable table, with the addressable fraction on top."""
-    basis = "GPU kernel time" if b.basis == "gpu_kernel_time" else "leaf CPU-op time (no GPU work in trace)"
+    basis = "GPU kernel time" if b.basis == "gpu_kernel_time" else "CPU-op self time (no GPU work in trace)"
     lines = [
         f"Addressable fraction: {b.addressable_fraction:6.1%}  of {basis} "
         f"({b.total_time_us / 1e3:,.2f} ms{f' over {b.n_steps} steps' if b.n_steps else ''})",

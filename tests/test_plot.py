@@ -719,6 +719,6 @@ def test_cli_sweep_runs_the_real_profiler_on_a_tiny_workload(tmp_path: Path) -> 
         assert 0 < lo <= r.addressable_fraction <= hi <= 1
     assert fig.is_file()
     if all(r.info["device"] == "cpu" for r in runs):
-        assert "share of leaf CPU-op time" in {c.get_label() for c in plot.plot_sweep(runs).axes[0].containers}
+        assert "share of CPU-op self time" in {c.get_label() for c in plot.plot_sweep(runs).axes[0].containers}
     table = runs_table(runs)
     assert isinstance(table, pd.DataFrame) and len(table) == 2
