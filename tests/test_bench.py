@@ -78,12 +78,29 @@ def test_twelve_problems() -> None:
     assert len(CANDIDATES) >= 4
 
 
+DLRM_RUNS = {mode: ROOT / "outputs" / f"dlrm-{mode}-b8192-bf16-cuda" for mode in ("train", "infer")}
+
+
+@pytest.mark.skipif(not all(p.is_dir() for p in DLRM_RUNS.values()), reason="no committed DLRM runs")
+def test_docstring_shares_match_the_committed_dlrm_profile() -> None:
+    """The share each docstring states is what its DLRM_KERNEL matches in the committed H200 runs."""
+    shares = {mode: bench.problem_shares(run).set_index("problem") for mode, run in DLRM_RUNS.items()}
+    for stem in PROBLEMS:
+        doc = bench.load_problem(stem).__doc__
+        for mode in ("train", "infer"):
+            stated = re.search(rf"{mode} ([\d.]+)% of kernel time, ([\d.]+)% of the step", doc)
+            assert stated, (stem, mode)
+            row = shares[mode].loc[stem]
+            assert float(stated[1]) == pytest.approx(100 * row.kernel_share, abs=0.051)
+            assert float(stated[2]) == pytest.approx(100 * row.step_share, abs=0.051)
+
+
 @pytest.mark.parametrize("stem", PROBLEMS)
 def test_problem_file_format(stem: str) -> None:
     m = bench.load_problem(stem)
     assert m.CATEGORY in load_taxonomy().classes
     doc = m.__doc__ or ""
-    assert doc.strip() and "Share of DLRM step time: see outputs/dlrm-*/" in doc
+    assert doc.strip() and "Share of DLRM step time" in doc
     re.compile(m.DLRM_KERNEL)
     assert all(re.search(m.DLRM_KERNEL, k, re.IGNORECASE) for k in KERNEL_EXAMPLES[stem])
     assert isinstance(getattr(m, "INVARIANTS", None), list) or callable(getattr(m, "check_invariants", None))

@@ -12,7 +12,8 @@ rows collect thousands of gradient rows; `offsets` are bag starts, the last bag 
 The Model is functional: it returns the updated rows and leaves its tables alone.
 Output: (U, DIM + 1) for the U distinct touched rows in ascending row order: the updated weight row
 followed by the updated momentum.
-Share of DLRM step time: see outputs/dlrm-*/ (`addressable bench shares`, from DLRM_KERNEL).
+Share of DLRM step time (H200, DLRM-DCNv2 b8192 bf16, unsharded TorchRec; DLRM_KERNEL matched
+in outputs/dlrm-*-b8192-bf16-cuda/kernels.csv): train 17.8% of kernel time, 9.6% of the step; infer 0.0% of kernel time, 0.0% of the step.
 """
 
 from __future__ import annotations
