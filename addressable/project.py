@@ -664,7 +664,7 @@ def _project_run(run: Run, groups: list[Group], weights: pd.DataFrame) -> tuple[
             row[f"addressable_fraction{'_wall' if b == 'wall' else ''}"] = math.nan
             continue
         gt, rt, total = point[b]
-        row[f"addressable_fraction{'_wall' if b == 'wall' else ''}"] = math.fsum(rt) / total
+        row[f"addressable_fraction{'_wall' if b == 'wall' else ''}"] = math.fsum(rt) / total if total > 0 else math.nan
         row[f"speedup_{b}"] = amdahl(gt, ks[0], total)
         row[f"ceiling_{b}"] = amdahl(rt, inf, total)
         lows = [amdahl(s[b][0], ks[1], s[b][2]) for s in samples if b in s] + [row[f"speedup_{b}"]]
@@ -683,7 +683,8 @@ def _project_run(run: Run, groups: list[Group], weights: pd.DataFrame) -> tuple[
         for b, key in (("kernel", "share"), ("wall", "share_wall")):
             if b in point:
                 gt, _, total = point[b]
-                c[key], c[f"gain_{b}"] = gt[i] / total, amdahl([gt[i]], [g.k], total)
+                c[key] = gt[i] / total if total > 0 else math.nan
+                c[f"gain_{b}"] = amdahl([gt[i]], [g.k], total)
             else:
                 c[key], c[f"gain_{b}"] = math.nan, math.nan
         contrib.append(c)

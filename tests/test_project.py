@@ -139,6 +139,18 @@ def test_absent_category_gives_one_and_is_reported(tmp_path: Path) -> None:
     assert list(p2.runs["speedup_kernel"])[1] == 1.0
 
 
+def test_run_without_kernel_time_is_undefined_not_a_crash(tmp_path: Path) -> None:
+    run = tmp_path / "empty"
+    run.mkdir()
+    (run / "breakdown.json").write_text("{}")
+    p = project([run], wins_file(tmp_path, "target,speedup\nsoftmax,2\n"))
+    r = p.runs.iloc[0]
+    assert math.isnan(r.addressable_fraction) and math.isnan(r.speedup_kernel) and math.isnan(r.ceiling_kernel)
+    assert list(p.unmatched["target"]) == ["softmax"]
+    res = CliRunner().invoke(main, ["project", "--speedups", str(tmp_path / "wins.csv"), "--runs", str(run)])
+    assert res.exit_code == 0 and "n/a" in res.output, res.output
+
+
 def test_no_wall_run_has_null_wall(tmp_path: Path) -> None:
     p = project([NOWALL], wins_file(tmp_path, "target,speedup\nelementwise,2\n"))
     r = p.runs.iloc[0]
