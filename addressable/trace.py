@@ -31,7 +31,6 @@ from addressable.errors import AddressableError
 CHUNK_BYTES = 1 << 20
 _KINDS = ("gpu", "annotation", "cpu_op", "cpu_annotation", "step")
 _INTS = ("pid", "tid", "stream", "device", "correlation", "external_id")
-_FLOATS = ("ts", "dur")
 _GZIP_MAGIC = b"\x1f\x8b"
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _HEAD_LIMIT = 256 << 20  # how far to look for the event list before calling a file "not a trace"
@@ -92,8 +91,8 @@ def _gunzip(f: BinaryIO, path: Path, size: int) -> Iterator[bytes]:
             if not data:
                 break
         if d.eof:  # a member ended: another member, zero padding, or garbage
-            if not data.strip(b"\0"):
-                data = b""
+            data = data.lstrip(b"\0")
+            if not data:
                 continue
             if not data.startswith(_GZIP_MAGIC[: len(data)]):
                 raise AddressableError(f"cannot read {path}: unexpected bytes after the end of the gzip stream")
@@ -195,22 +194,37 @@ def _boundaries(buf: bytes) -> list[tuple[int, int]]:
     return (safe or [(a, b) for a, b, _ in found])[-_MAX_TRIES:][::-1]
 
 
+def _chars(doc: bytes) -> int:
+    """Length of a UTF-8 document in characters, the unit of orjson's error positions."""
+    return len(doc) - sum(map(doc.translate(None, _ASCII).count, _CONTINUATION))
+
+
+_ASCII = bytes(range(128))
+_CONTINUATION = [bytes([b]) for b in range(0x80, 0xC0)]
+
+
 def _cut(buf: bytes, path: Path, offset: int, limit: int) -> tuple[list | None, bytes]:
-    """Parse the complete events at the front of buf; return them and the unparsed rest."""
-    error = None
+    """Parse the complete events at the front of buf; return them and the unparsed rest.
+
+    A split at a false boundary (inside a string or a nested object) fails only at the very
+    end of what is parsed; an error before that is bad JSON whatever the split.
+    """
+    doc, error = b"", None
     for end, nxt in _boundaries(buf):
+        doc = b"[" + buf[:end] + b"]"
         try:
-            return orjson.loads(b"[" + buf[:end] + b"]"), buf[nxt:]
+            return orjson.loads(doc), buf[nxt:]
         except orjson.JSONDecodeError as e:
-            error = error or e
-    if len(buf) > limit:  # nothing parses however far we read
-        if error is None:
-            raise AddressableError(f"not a trace: no event boundary in {len(buf) >> 20} MB of {path}")
+            error = e
+    if error is not None and error.pos < _chars(doc) - 2:
         raise _json_error(path, error, offset - 1)
+    if len(buf) > limit:  # nothing parses however far we read
+        raise AddressableError(f"not a trace: no event boundary that parses in {len(buf) >> 20} MB of {path}")
     return None, buf
 
 
 _START = re.compile(rb'"(?:%s)"\s*:\s*\[')
+_SPACE = re.compile(rb"\s*")
 
 
 def _iter_parsed(path: str | Path, chunk_bytes: int) -> Iterator[list | dict]:
@@ -225,16 +239,15 @@ def _iter_parsed(path: str | Path, chunk_bytes: int) -> Iterator[list | dict]:
         blocks = iter(reader)
         buf, head, bare, offset = b"", None, False, 0
         for data in blocks:  # find the start of the event array
-            buf += data
-            stripped = buf.lstrip()
-            if stripped[:1] == b"[":
-                head, bare = b"{", True
-                offset = len(buf) - len(stripped) + 1
-                buf = stripped[1:]
+            searched, buf = max(0, len(buf) - 1024), buf + data
+            first = _SPACE.match(buf).end()
+            if buf[first : first + 1] == b"[":
+                head, bare, offset = b"{", True, first + 1
+                buf = buf[offset:]
                 break
-            if stripped[:1] not in (b"", b"{"):
+            if buf[first : first + 1] not in (b"", b"{"):
                 break
-            if m := start.search(buf):
+            if m := start.search(buf, searched):
                 head, offset = buf[: m.start()], m.end()
                 buf = buf[m.end() :]
                 break
@@ -307,7 +320,7 @@ def _compiled_format() -> _Format:
     kind_of_cat: dict[str, str] = {}
     for kind, key in (("cpu_annotation", "cpu_annotation_categories"), ("cpu_op", "cpu_op_categories"),
                       ("annotation", "annotation_categories"), ("gpu", "gpu_work_categories")):
-        kind_of_cat.update(dict.fromkeys(fmt[key], kind))  # later (GPU) wins, as in the original order
+        kind_of_cat.update(dict.fromkeys(fmt[key], kind))  # a category listed twice: the later kind wins
     step_cats = frozenset(fmt["step_categories"])
     parents: list[str] = []
     getters = []
