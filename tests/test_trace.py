@@ -304,6 +304,18 @@ def test_bad_input_is_one_clear_line(tmp_path: Path, content: bytes, match: str)
     assert r.stderr.startswith("error: ") and len(r.stderr.strip().splitlines()) == 1
 
 
+def test_bad_json_mid_file_is_reported_near_its_byte(tmp_path: Path) -> None:
+    data = orjson.dumps({"traceEvents": gpu_trace() * 300}, option=orjson.OPT_INDENT_2)
+    at = data.index(b'"dur": ', len(data) // 2) + len(b'"dur": ')
+    path = tmp_path / "bad.json"
+    path.write_bytes(data[:at] + b"tru" + data[at + 3 :])
+    for chunk_bytes in (1 << 10, 1 << 20):
+        with pytest.raises(AddressableError, match="not valid JSON") as err:
+            load_trace(path, chunk_bytes=chunk_bytes)
+        near = int(str(err.value).split("near byte ")[1].split(")")[0])
+        assert abs(near - at) < 16
+
+
 def test_odd_but_valid_values_do_not_crash(tmp_path: Path) -> None:
     ev = gpu_trace()
     ev[1] = ev[1] | {"pid": "Spans", "tid": 1.5, "args": "not a dict"}
