@@ -150,8 +150,6 @@ def load_run(path: str | Path) -> Run:
     where = str(r.path / "breakdown.json")
     csv = r.path / "categories.csv"
     cats = _checked_times(r.categories, ("category", "time_us"), str(csv) if csv.is_file() else f"{where}: categories")
-    if "class" not in cats.columns:
-        cats["class"] = cats["category"].map(_taxonomy().class_of)
     times = cats["time_us"].groupby(cats["category"], sort=False).sum()
     classes = dict(zip(cats["category"], cats["class"].astype(str), strict=True))
     kernels = None

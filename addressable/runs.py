@@ -14,6 +14,7 @@ import pandas as pd
 from addressable.atomic import write_text
 from addressable.breakdown import Breakdown
 from addressable.errors import AddressableError
+from addressable.taxonomy import load_taxonomy
 
 
 def write_breakdown(b: Breakdown, out: str | Path, extra: dict | None = None) -> Path:
@@ -146,9 +147,14 @@ def load_run(path: str | Path) -> Run:
     doc = _read_json(folder / "breakdown.json")
     if not isinstance(doc, dict):
         raise AddressableError(f"{folder}/breakdown.json is not a JSON object")
-    categories = _read_csv(folder / "categories.csv") if (folder / "categories.csv").is_file() else \
+    categories = read_csv(folder / "categories.csv") if (folder / "categories.csv").is_file() else \
         pd.DataFrame(doc.get("categories") or [], columns=["category", "class", "time_us", "share", "count"])
-    kernels = _read_csv(folder / "kernels.csv") if (folder / "kernels.csv").is_file() else \
+    if "class" not in categories.columns and "category" in categories.columns:  # older or hand-written runs
+        categories["class"] = categories["category"].astype(str).map(load_taxonomy().class_of)
+    if "share" not in categories.columns and "time_us" in categories.columns:
+        t = pd.to_numeric(categories["time_us"], errors="coerce")
+        categories["share"] = t / t.sum() if t.sum() > 0 else 0.0
+    kernels = read_csv(folder / "kernels.csv") if (folder / "kernels.csv").is_file() else \
         pd.DataFrame(columns=["name", "category", "class", "time_us", "count", "share"])
     manifest = _read_json(folder / "manifest.json") if (folder / "manifest.json").is_file() else {}
     return Run(folder, doc, categories, kernels, manifest if isinstance(manifest, dict) else {})
@@ -233,7 +239,8 @@ def _read_json(path: Path) -> Any:
         raise AddressableError(f"{path} is not valid JSON: {e}") from None
 
 
-def _read_csv(path: Path) -> pd.DataFrame:
+def read_csv(path: str | Path) -> pd.DataFrame:
+    """A CSV of a run folder; an unreadable or empty file is an AddressableError."""
     try:
         return pd.read_csv(path)
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as e:

@@ -221,6 +221,13 @@ def test_problem_shares(tmp_path: Path) -> None:
     assert bench.problem_shares(tmp_path / "run")["step_share"].isna().all()
     with pytest.raises(AddressableError, match=r"no kernels\.csv"):
         bench.problem_shares(tmp_path / "missing")
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "kernels.csv").write_text("")
+    with pytest.raises(AddressableError, match=r"cannot read .*kernels\.csv"):
+        bench.problem_shares(tmp_path / "bad")
+    (tmp_path / "bad" / "kernels.csv").write_text("name,time_us\nsplit_embedding_codegen,10\nfoo,\n")
+    with pytest.raises(AddressableError, match="time_us on row 2 is not a number"):
+        bench.problem_shares(tmp_path / "bad")
 
 
 def test_baseline_times_cpu() -> None:

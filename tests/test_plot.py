@@ -509,6 +509,18 @@ def test_load_runs_errors(tmp_path: Path) -> None:
         load_runs(bad)
 
 
+def test_run_without_class_and_share_columns_fills_them(tmp_path: Path) -> None:
+    run = tmp_path / "r"
+    run.mkdir()
+    (run / "breakdown.json").write_text("{}")
+    (run / "categories.csv").write_text("category,time_us\nsoftmax,30\ngemm,10\n")
+    (r,) = load_runs(run)
+    assert dict(zip(r.categories["category"], r.categories["class"], strict=True)) == {
+        "softmax": "replaceable", "gemm": "library"}
+    assert r.share_of("softmax") == pytest.approx(0.75)
+    assert plot.plot_breakdown([r]) is not None
+
+
 def test_runs_table_and_summary(runs: list) -> None:
     t = runs_table(runs)
     assert len(t) == len(runs)

@@ -20,6 +20,7 @@ from types import ModuleType
 import pandas as pd
 
 from addressable.errors import AddressableError
+from addressable.runs import read_csv
 
 PROBLEMS_DIR = Path(__file__).with_name("problems")
 CANDIDATES_DIR = Path(__file__).with_name("candidates")
@@ -117,10 +118,14 @@ def problem_shares(run_dir: str | Path) -> pd.DataFrame:
     path = run_dir / "kernels.csv"
     if not path.is_file():
         raise AddressableError(f"no kernels.csv in {run_dir} (run `addressable profile` first)")
-    kernels = pd.read_csv(path)
+    kernels = read_csv(path)
     missing = {"name", "time_us"} - set(kernels.columns)
     if missing:
         raise AddressableError(f"{path} lacks columns {sorted(missing)}")
+    t = pd.to_numeric(kernels["time_us"], errors="coerce")
+    if t.isna().any():
+        raise AddressableError(f"{path}: time_us on row {int(t.isna().to_numpy().argmax()) + 1} is not a number")
+    kernels = kernels.assign(time_us=t)
     total = kernels["time_us"].sum()
     per_step = _kernel_fraction_of_step(run_dir / "breakdown.json")
     names = kernels["name"].astype(str)  # one row per distinct kernel name: a plain loop is fine
