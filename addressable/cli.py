@@ -295,6 +295,7 @@ def bench_shares(run_dir: Path, as_json: bool, out: Path | None) -> None:
     """Each problem's share of a DLRM run folder's kernel time and step time (from DLRM_KERNEL)."""
     from addressable.atomic import write_text
     from addressable.bench import problem_shares
+    from addressable.report import format_table
 
     df = problem_shares(run_dir)
     if out:
@@ -302,7 +303,7 @@ def bench_shares(run_dir: Path, as_json: bool, out: Path | None) -> None:
     if as_json:
         click.echo(_json(df.to_dict(orient="records")))
     else:
-        click.echo(df.drop(columns=["top_kernel"]).to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+        click.echo(format_table(df.drop(columns=["top_kernel"]), "{:.4f}"))
 
 
 @bench.command("time")
@@ -319,12 +320,13 @@ def bench_time(problems: tuple[str, ...], device: str, small: bool, warmup: int,
     """Time the eager PyTorch reference (Model) of PROBLEMS (default: all), as `verify` times it."""
     from addressable.atomic import write_text
     from addressable.bench import baseline_times
+    from addressable.report import format_table
 
     df = baseline_times(list(problems) or None, device=device, small=small, warmup=warmup, repeats=repeats,
                         budget_s=budget)
     if out:
         write_text(out, df.to_csv(index=False))
-    click.echo(df.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    click.echo(format_table(df, "{:.4f}"))
 
 
 def _verify_options(fn: Callable) -> Callable:

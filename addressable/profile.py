@@ -559,14 +559,13 @@ def profile_workload(config: WorkloadConfig, warmup: int | None = None, steps: i
 # --------------------------------------------------------------------------- validation
 
 
-def _load_run(run: ProfileResult | str | Path) -> dict[str, Any]:
+def _run_doc(run: ProfileResult | str | Path) -> dict[str, Any]:
+    """breakdown.json's keys of a profiled run (read with addressable.runs.load_run for a folder)."""
+    from addressable.runs import load_run
+
     if isinstance(run, ProfileResult):
         return {**run.breakdown.to_dict(), **run.run}
-    path = Path(run)
-    path = path / "breakdown.json" if path.is_dir() else path
-    if not path.is_file():
-        raise AddressableError(f"no breakdown.json in {run}")
-    return json.loads(path.read_text())
+    return load_run(run).info
 
 
 def validate_extrapolation(extrapolated: ProfileResult | str | Path, full: ProfileResult | str | Path) -> pd.DataFrame:
@@ -576,7 +575,7 @@ def validate_extrapolation(extrapolated: ProfileResult | str | Path, full: Profi
     addressable_fraction_wall, kernel_time_per_step_us, step_time_ms) with the extrapolated
     and full values, their difference and the relative error.
     """
-    x, f = _load_run(extrapolated), _load_run(full)
+    x, f = _run_doc(extrapolated), _run_doc(full)
     if "extrapolated" not in x:
         raise AddressableError("the first run is not an extrapolated run (no 'extrapolated' key)")
     sx = {c["category"]: c["share"] for c in x["categories"]}

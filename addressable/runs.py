@@ -210,15 +210,18 @@ def runs_table(runs: list[Run]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def pct_range(v: Any, lo: Any = None, hi: Any = None) -> str:
+    """A fraction as a percentage with its [min-max] across repeats when known, e.g. "42.0% [41.5%-42.3%]"."""
+    if v is None or pd.isna(v):
+        return "-"
+    known = lo is not None and hi is not None and pd.notna(lo) and pd.notna(hi)
+    return f"{v:.1%} [{lo:.1%}-{hi:.1%}]" if known else f"{v:.1%}"
+
+
 def runs_summary(runs: list[Run]) -> pd.DataFrame:
     """runs_table for reading: fractions as percentages with their [min-max] across repeats."""
     t = runs_table(runs)
-
-    def pct(v: Any, lo: Any, hi: Any) -> str:
-        if v is None or pd.isna(v):
-            return "-"
-        return f"{v:.1%} [{lo:.1%}-{hi:.1%}]" if pd.notna(lo) and pd.notna(hi) else f"{v:.1%}"
-
+    pct = pct_range
     return pd.DataFrame({
         "workload": t["workload"], "mode": t["mode"],
         "batch": t["batch"].map(lambda v: "-" if pd.isna(v) else f"{int(v)}"),

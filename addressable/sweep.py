@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from addressable.errors import AddressableError
-from addressable.runs import load_run
+from addressable.runs import load_run, pct_range, runs_table
 
 SWEEP_COLUMNS = ["param", "value", "run", "workload", "batch", "seq_len", "addressable_fraction",
                  "addressable_min", "addressable_max", "addressable_fraction_wall", "wall_min", "wall_max",
@@ -95,25 +95,19 @@ def sweep(workload: str | None = None, *, batch: Sequence[int] = (), seq_len: Se
 
 
 def _row(path: Path) -> dict[str, Any]:
+    """One sweep row's run columns, from addressable.runs.runs_table."""
     r = load_run(path)
-    lo, hi = r.fraction_range()
-    wall = r.addressable_fraction_wall
-    wlo, whi = r.fraction_range(wall=True) if wall is not None else (None, None)
-    return {"run": str(path), "workload": r.workload, "batch": r.info.get("batch"),
-            "seq_len": r.info.get("seq_len"), "addressable_fraction": r.addressable_fraction,
-            "addressable_min": lo, "addressable_max": hi, "addressable_fraction_wall": wall,
-            "wall_min": wlo, "wall_max": whi, "step_time_ms": r.info.get("step_time_ms"),
+    t = runs_table([r]).to_dict(orient="records")[0]
+    return {"run": str(path), "workload": t["workload"], "batch": t["batch"], "seq_len": t["seq_len"],
+            "addressable_fraction": t["addressable_kernel"], "addressable_min": t["kernel_min"],
+            "addressable_max": t["kernel_max"], "addressable_fraction_wall": t["addressable_wall"],
+            "wall_min": t["wall_min"], "wall_max": t["wall_max"], "step_time_ms": t["step_time_ms"],
             "kernel_time_per_step_us": r.info.get("kernel_time_per_step_us"), "error": None}
 
 
 def format_sweep(df: pd.DataFrame) -> str:
     """The sweep as a readable table: addressable fraction (kernel and wall) with its repeat range."""
-
-    def pct(v: Any, lo: Any, hi: Any) -> str:
-        if v is None or pd.isna(v):
-            return "-"
-        return f"{v:.1%} [{lo:.1%}-{hi:.1%}]" if lo is not None and pd.notna(lo) else f"{v:.1%}"
-
+    pct = pct_range
     param = df["param"].iloc[0] if len(df) else "value"
     lines = [f"{param:<14}{'addressable (kernel time)':<28}{'addressable (wall)':<28}{'step ms':>10}  run"]
     for r in df.itertuples(index=False):

@@ -431,10 +431,6 @@ def poisoned_allocations(byte: int, device: str, nbytes: int) -> Iterator[None]:
 # ---------------------------------------------------------------- the verification itself
 
 
-class _CandidateFailure(Exception):
-    """The candidate failed in a way that is a verdict, not a harness error."""
-
-
 def _one_line(e: BaseException) -> str:
     msg = " ".join(str(e).split())
     return f"{type(e).__name__}: {msg[:300]}" if msg else type(e).__name__
