@@ -125,14 +125,9 @@ def project(speedups: Path, run_dirs: tuple[Path, ...], as_json: bool, include_u
 @_user_errors
 def workloads(adapters: tuple[str, ...]) -> None:
     """List the known workloads with their defaults."""
-    from addressable.workload import workload_table
+    from addressable.workload import format_workloads, workload_table
 
-    df = workload_table(adapters).astype(object).fillna("-").astype(str)
-    df["description"] = [d if len(d) <= 72 else d[:71] + "…" for d in df["description"]]
-    width = {c: max(len(c), *df[c].str.len()) for c in df.columns}
-    click.echo("  ".join(f"{c:<{width[c]}}" for c in df.columns).rstrip())
-    for row in df.itertuples(index=False):
-        click.echo("  ".join(f"{v:<{width[c]}}" for c, v in zip(df.columns, row, strict=True)).rstrip())
+    click.echo(format_workloads(workload_table(adapters)))
 
 
 @main.command()

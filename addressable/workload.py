@@ -136,3 +136,15 @@ def workload_table(adapters: tuple[str, ...] = ()) -> pd.DataFrame:
     cols = ["workload", "family", "modes", "default_mode", "batch", "seq_len", "dtype", "dtypes",
             "full_layers", "description"]
     return pd.DataFrame(rows, columns=cols).astype({"seq_len": "Int64", "full_layers": "Int64"})
+
+
+def format_workloads(df: pd.DataFrame, description_width: int = 72) -> str:
+    """workload_table() as aligned text ('-' for missing values, long descriptions cut with '…')."""
+    df = df.astype(object).fillna("-").astype(str)
+    df["description"] = [d if len(d) <= description_width else d[:description_width - 1] + "…"
+                         for d in df["description"]]
+    width = {c: max(len(c), *df[c].str.len()) for c in df.columns}
+    lines = ["  ".join(f"{c:<{width[c]}}" for c in df.columns).rstrip()]
+    lines += ["  ".join(f"{v:<{width[c]}}" for c, v in zip(df.columns, row, strict=True)).rstrip()
+              for row in df.itertuples(index=False)]
+    return "\n".join(lines)
