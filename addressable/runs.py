@@ -203,6 +203,7 @@ def runs_table(runs: list[Run]) -> pd.DataFrame:
         wlo, whi = r.fraction_range(wall=True) if wall is not None else (None, None)
         rows.append({"run": r.name, "workload": r.workload, "mode": r.mode,
                      "batch": r.info.get("batch"), "seq_len": r.info.get("seq_len"),
+                     "dtype": r.dtype, "gpus": r.world_size,
                      "addressable_kernel": r.addressable_fraction, "kernel_min": lo, "kernel_max": hi,
                      "addressable_wall": wall, "wall_min": wlo, "wall_max": whi,
                      "gemm_attention_share": r.share_of("gemm", "attention"),
@@ -226,10 +227,12 @@ def runs_summary(runs: list[Run]) -> pd.DataFrame:
         "workload": t["workload"], "mode": t["mode"],
         "batch": t["batch"].map(lambda v: "-" if pd.isna(v) else f"{int(v)}"),
         "seq_len": t["seq_len"].map(lambda v: "-" if pd.isna(v) else f"{int(v)}"),
+        "dtype": t["dtype"].fillna("-"), "gpus": t["gpus"],
         "addressable (kernel)": [pct(*r) for r in zip(t["addressable_kernel"], t["kernel_min"], t["kernel_max"],
                                                       strict=True)],
         "addressable (wall)": [pct(*r) for r in zip(t["addressable_wall"], t["wall_min"], t["wall_max"], strict=True)],
         "GEMM+attention": t["gemm_attention_share"].map(lambda v: f"{v:.1%}"),
+        "run": t["run"],
     })
 
 
