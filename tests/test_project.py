@@ -638,7 +638,8 @@ def test_cli_bad_wins_exit_2(tmp_path: Path) -> None:
 
 def test_example_wins_file_is_valid() -> None:
     w = load_wins(EXAMPLE)
-    assert w["notes"].str.contains("ILLUSTRATIVE").all()
+    assert w["notes"].str.contains("measured on H200").all() and w["verified"].all()
     p = project([TOY], EXAMPLE)
-    assert p.runs.iloc[0].speedup_kernel > 1.0
-    assert list(p.unmatched["target"]) == ["re:multi_tensor_apply_kernel"]  # toy-train has no optimizer
+    # toy-train: softmax is 10% of kernel time (k 2.0456), the LayerNorm forward kernel 6% (k 1.3311)
+    assert p.runs.iloc[0].speedup_kernel == pytest.approx(1 / (0.84 + 0.10 / 2.0456 + 0.06 / 1.3311))
+    assert list(p.unmatched["target"]) == ["01_embedding_bag_sum_uniform", "re:(?i)rms_?norm"]

@@ -24,8 +24,8 @@ plot breakdown breakdown "${STUDY[@]}" --runs $O/dlrm-infer-b8192-fp32-cuda \
     --runs $O/gpt2-train-b8-s1024-ddp-np2 --runs $O/llama3-8b-l8-train-b8-s1024-fsdp2-np2
 
 # the seven study workloads, with the projected speedups of the verified candidate kernels
-if [[ -f $O/h200/wins.csv ]]; then
-    plot amdahl amdahl "${STUDY[@]}" --speedups $O/h200/wins.csv
+if [[ -f examples/wins.csv ]]; then
+    plot amdahl amdahl "${STUDY[@]}" --speedups examples/wins.csv
 else
     plot amdahl amdahl "${STUDY[@]}"
 fi
