@@ -162,15 +162,9 @@ def profile(workload: str, mode: str | None, batch: int | None, seq_len: int | N
     cfg = prof.resolve_config(workload, mode, batch, seq_len, dtype, device, compile_,
                               prof.parse_options(options), adapters)
     subset = prof.parse_layers_subset(layers_subset) if layers_subset else None
-    world = distributed.world_size()
-    if nproc is not None:
-        distributed.check_workload(get_workload(workload, adapters), nproc)
-        if world > 1 and nproc != world:
-            raise AddressableError(f"--nproc {nproc} but torchrun started {world} processes")
-        if subset and nproc > 1:
-            raise AddressableError("--layers-subset cannot be combined with --nproc > 1")
-        if world == 1 and nproc > 1:  # re-launch this command under torchrun; the children see WORLD_SIZE
-            sys.exit(distributed.launch(nproc, _command_argv(click.get_current_context(), skip=("nproc",))))
+    if nproc is not None and distributed.check_nproc(get_workload(workload, adapters), nproc, subset):
+        # re-launch this command under torchrun; the children see WORLD_SIZE
+        sys.exit(distributed.launch(nproc, _command_argv(click.get_current_context(), skip=("nproc",))))
     res = prof.profile_workload(cfg, warmup, steps, repeats, out, profile_steps=profile_steps, name=name,
                                 layers_subset=subset, adapters=adapters, argv=sys.argv,
                                 progress=lambda line: click.echo(line, err=True))

@@ -105,6 +105,18 @@ def check_workload(spec: WorkloadSpec, nproc: int) -> None:
                                f"kernels: {why}; profile it with --nproc 1")
 
 
+def check_nproc(spec: WorkloadSpec, nproc: int, layers_subset: tuple[int, int] | None = None) -> bool:
+    """Check --nproc against the workload, --layers-subset and torchrun's world size; True when this
+    process must re-launch itself under torchrun (nproc > 1, not started by torchrun)."""
+    check_workload(spec, nproc)
+    world = world_size()
+    if world > 1 and nproc != world:
+        raise AddressableError(f"--nproc {nproc} but torchrun started {world} processes")
+    if layers_subset and nproc > 1:
+        raise AddressableError("--layers-subset cannot be combined with --nproc > 1")
+    return world == 1 and nproc > 1
+
+
 def _sharded_torchrec_missing() -> str | None:
     """Why TorchRec's sharded (fbgemm_gpu CUDA) kernels are unavailable; None when they are there."""
     if not torch.cuda.is_available():

@@ -118,6 +118,22 @@ def test_nproc_must_match_torchrun(monkeypatch: pytest.MonkeyPatch) -> None:
     assert res.exit_code == 2 and "torchrun started 4 processes" in res.stderr
 
 
+def test_check_nproc(monkeypatch: pytest.MonkeyPatch) -> None:
+    from addressable.workload import get_workload
+
+    spec = get_workload("gpt2")
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    assert distributed.check_nproc(spec, 2) and not distributed.check_nproc(spec, 1, (2, 4))
+    with pytest.raises(AddressableError, match="at least 1"):
+        distributed.check_nproc(spec, 0)
+    with pytest.raises(AddressableError, match="--layers-subset cannot be combined"):
+        distributed.check_nproc(spec, 2, (2, 4))
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    assert not distributed.check_nproc(spec, 2)
+    with pytest.raises(AddressableError, match="torchrun started 2 processes"):
+        distributed.check_nproc(spec, 4)
+
+
 @pytest.mark.slow
 def test_gpt2_ddp_two_cpu_processes(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
