@@ -67,7 +67,7 @@ def classify(trace: Path, taxonomy: Path | None, classes: tuple[str, ...], as_js
     from addressable.breakdown import classify_trace
     from addressable.report import format_breakdown
     from addressable.runs import write_breakdown
-    from addressable.timeline import format_timeline
+    from addressable.timeline import format_overlap_note, format_timeline
 
     b = classify_trace(trace, taxonomy, _parse_classes(classes))
     if out:
@@ -75,9 +75,7 @@ def classify(trace: Path, taxonomy: Path | None, classes: tuple[str, ...], as_js
     click.echo(_json(b.to_dict(top)) if as_json else format_breakdown(b, top))
     t = b.timeline
     if not as_json and t is not None and (basis == "exposed" or t.streams_overlap):
-        click.echo("\n" + (format_timeline(t) if basis == "exposed" else
-                           f"Streams overlap: GPU busy {t.busy_us / 1e3:,.3f} ms of {t.summed_us / 1e3:,.3f} ms summed; "
-                           f"addressable fraction {t.addressable_fraction_exposed:.1%} of busy time (--basis exposed)"))
+        click.echo("\n" + (format_timeline(t) if basis == "exposed" else format_overlap_note(t)))
     if out and not as_json:
         click.echo(f"\nWrote {out}/breakdown.json, categories.csv, kernels.csv")
 

@@ -344,3 +344,9 @@ def format_timeline(t: TimelineResult) -> str:
         lines.append(f"{r.category:<15}{r[1]:<13}{r.summed_us / 1e3:>11.3f}{r.exclusive_us / 1e3:>11.3f}"
                      f"{r.overlapped_us / 1e3:>11.3f}{r.exposed_us / 1e3:>11.3f}{r.exposed_share:>8.1%}")
     return "\n".join(lines)
+
+
+def format_overlap_note(t: TimelineResult) -> str:
+    """One line for the summed-basis report when streams overlap: busy time and the exposed-basis fraction."""
+    return (f"Streams overlap: GPU busy {t.busy_us / 1e3:,.3f} ms of {t.summed_us / 1e3:,.3f} ms summed; "
+            f"addressable fraction {t.addressable_fraction_exposed:.1%} of busy time (--basis exposed)")

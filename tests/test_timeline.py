@@ -14,7 +14,13 @@ from hypothesis import strategies as st
 
 from addressable.breakdown import breakdown_of_trace, classify_trace
 from addressable.cli import main
-from addressable.timeline import TimelineResult, aggregate_ranks, rank_table, timeline_accounting
+from addressable.timeline import (
+    TimelineResult,
+    aggregate_ranks,
+    format_overlap_note,
+    rank_table,
+    timeline_accounting,
+)
 from addressable.trace import load_trace
 
 GEMM = "nvjet_sm90_tst_128x256_64x4_2x1_v_bz_TNT"  # gemm, library
@@ -218,6 +224,8 @@ def test_breakdown_json_and_cli(tmp_path):
         assert (d["communication_exposed_us"], d["communication_overlapped_us"]) == (5, 5)
     res = runner.invoke(main, ["classify", str(path)])
     assert res.exit_code == 0 and "Streams overlap" in res.output and "21.1%" in res.output
+    note = format_overlap_note(classify_trace(path).timeline)
+    assert note in res.output and note.startswith("Streams overlap: GPU busy 0.019 ms of 0.024 ms summed")
     res = runner.invoke(main, ["classify", str(path), "--basis", "exposed"])
     assert res.exit_code == 0 and "exposed basis" in res.output and "communication" in res.output
     one = write_trace(tmp_path / "one.json", [(GEMM, 0, 10, 7), (ELEM, 10, 4, 7)])
