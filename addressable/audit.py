@@ -89,6 +89,11 @@ def audit(problems_dir: str | Path, atol: float = 1e-2, rtol: float = 1e-2, devi
     return pd.DataFrame(rows, columns=COLUMNS).fillna({"error": ""})
 
 
+def audit_to_dict(df: pd.DataFrame, atol: float, rtol: float) -> dict[str, Any]:
+    """The JSON form printed by `audit --json`: the tolerances and one record per problem."""
+    return {"atol": atol, "rtol": rtol, "problems": df.to_dict(orient="records")}
+
+
 def format_audit(df: pd.DataFrame, atol: float, rtol: float) -> str:
     """A terminal table: magnitudes and which trivial outputs pass allclose."""
     lines = [f"allclose(atol={atol:g}, rtol={rtol:g}) against trivial outputs",

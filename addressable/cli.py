@@ -260,17 +260,10 @@ def bench() -> None:
 @_user_errors
 def bench_list(small: bool, as_json: bool) -> None:
     """List the problems: name, category, sizes, the DLRM kernel each stands for."""
-    from addressable.bench import problem_table
+    from addressable.bench import format_problem_table, problem_table
 
     df = problem_table(small=small)
-    if as_json:
-        click.echo(_json(df.to_dict(orient="records")))
-        return
-    for r in df.itertuples():
-        click.echo(f"{r.problem:<40}{r.category:<15}{'candidate' if r.candidate else ''}")
-        click.echo(f"    {r.stands_for}")
-        click.echo(f"    sizes: {r.sizes}")
-        click.echo(f"    DLRM kernel: /{r.dlrm_kernel}/")
+    click.echo(_json(df.to_dict(orient="records")) if as_json else format_problem_table(df))
 
 
 @bench.command("shares")
@@ -390,14 +383,11 @@ def verify_batch(pairs: Path, wins_out: Path, json_dir: Path | None, **kw: Any) 
 def audit(problems_dir: Path, atol: float, rtol: float, device: str, overrides: tuple[str, ...], as_json: bool) -> None:
     """Would an all-zeros or constant output pass allclose(atol, rtol) for each problem in PROBLEMS_DIR?"""
     from addressable.audit import audit as run_audit
-    from addressable.audit import format_audit
+    from addressable.audit import audit_to_dict, format_audit
     from addressable.verify import parse_overrides
 
     df = run_audit(problems_dir, atol, rtol, device, parse_overrides(overrides))
-    if as_json:
-        click.echo(_json({"atol": atol, "rtol": rtol, "problems": df.to_dict(orient="records")}))
-    else:
-        click.echo(format_audit(df, atol, rtol))
+    click.echo(_json(audit_to_dict(df, atol, rtol)) if as_json else format_audit(df, atol, rtol))
 
 
 if __name__ == "__main__":

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from addressable.audit import audit
+from addressable.audit import audit, audit_to_dict
 from addressable.cli import main
 from addressable.errors import AddressableError
 
@@ -93,6 +94,11 @@ def test_cli_audit_json_and_table(tmp_path: Path) -> None:
     res = runner.invoke(main, ["audit", str(folder), "--set", "batch_size=1", "--set", "tokens=4"])
     assert res.exit_code == 0 and "1 of 2 problems accept a trivial output" in res.output
     assert "01_softmax_long_rows" in res.output and "PASS" in res.output
+
+
+def test_audit_to_dict() -> None:
+    df = pd.DataFrame([{"problem": "p", "zeros_pass": True}])
+    assert audit_to_dict(df, 0.1, 0.0) == {"atol": 0.1, "rtol": 0.0, "problems": [{"problem": "p", "zeros_pass": True}]}
 
 
 @pytest.mark.parametrize("args", [["audit", "/nonexistent/folder"], ["audit", str(ZOO), "--set", "oops"]])

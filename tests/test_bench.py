@@ -195,6 +195,8 @@ def test_problem_table() -> None:
     assert list(df["problem"]) == PROBLEMS
     assert df.loc[0, "sizes"].startswith("BATCH=16384")
     assert set(df.loc[df["candidate"], "problem"]) == set(CANDIDATES)
+    lines = bench.format_problem_table(df).splitlines()
+    assert len(lines) == 4 * len(df) and lines[0].startswith(PROBLEMS[0]) and lines[2].startswith("    sizes: BATCH=")
 
 
 def _fake_run(path: Path) -> Path:

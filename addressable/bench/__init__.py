@@ -107,6 +107,18 @@ def problem_table(small: bool = False) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def format_problem_table(df: pd.DataFrame) -> str:
+    """`bench list`'s text: per problem its name, category and candidate, then what it stands for, sizes and
+    DLRM kernel regex."""
+    lines = []
+    for r in df.itertuples():
+        lines += [f"{r.problem:<40}{r.category:<15}{'candidate' if r.candidate else ''}",
+                  f"    {r.stands_for}",
+                  f"    sizes: {r.sizes}",
+                  f"    DLRM kernel: /{r.dlrm_kernel}/"]
+    return "\n".join(lines)
+
+
 def problem_shares(run_dir: str | Path) -> pd.DataFrame:
     """Each problem's share of a DLRM run, from its kernels.csv and DLRM_KERNEL regexes.
 
