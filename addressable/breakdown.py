@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from addressable.jsonutil import records
 from addressable.taxonomy import UNCLASSIFIED, Taxonomy, load_taxonomy
 from addressable.timeline import TimelineResult, timeline_accounting
 from addressable.trace import Trace, load_trace
@@ -128,10 +129,10 @@ class Breakdown:
             "unclassified_fraction": self.unclassified_fraction,
             "total_kernel_time_us": self.total_time_us,
             "n_steps": self.n_steps,
-            "categories": _records(cats),
-            "top_unclassified": _records(self.top_unclassified(top)[["name", "time_us", "count"]]),
+            "categories": records(cats),
+            "top_unclassified": records(self.top_unclassified(top)[["name", "time_us", "count"]]),
             "top_kernels": {
-                c: _records(self.top_kernels(c, 3)[["name", "time_us", "count"]])
+                c: records(self.top_kernels(c, 3)[["name", "time_us", "count"]])
                 for c in self.categories["category"]
             },
         }
@@ -141,11 +142,6 @@ class Breakdown:
             out.update(self.timeline.to_dict())
         out.update(self.extra)
         return out
-
-
-def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
-    return [{k: (v.item() if isinstance(v, np.generic) else v) for k, v in r.items()}
-            for r in df.to_dict(orient="records")]
 
 
 def phase_summary(phases: pd.DataFrame) -> dict[str, dict[str, float]]:

@@ -25,7 +25,6 @@ launched processes: our GPU provider requires it.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -41,6 +40,7 @@ import torch.distributed as dist
 
 from addressable.atomic import atomic_dir, write_text
 from addressable.errors import AddressableError
+from addressable.jsonutil import records
 from addressable.timeline import aggregate_ranks
 
 if TYPE_CHECKING:
@@ -301,17 +301,13 @@ def aggregate_breakdowns(breakdowns: list[Breakdown], keys: list[dict[str, Any]]
 
     return {
         "world_size": len(breakdowns),
-        "ranks": _records(ranks),
-        "categories": _records(cats),
+        "ranks": records(ranks, double_precision=10),
+        "categories": records(cats, double_precision=10),
         "addressable_fraction": spread("addressable_fraction"),
         "addressable_fraction_exposed": spread("addressable_fraction_exposed"),
         "addressable_fraction_wall": spread("addressable_fraction_wall"),
         "straggler": cats.attrs["straggler"],
     }
-
-
-def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
-    return json.loads(df.to_json(orient="records"))  # numpy scalars -> plain JSON, NaN -> null
 
 
 def format_ranks(dist_doc: dict[str, Any], top: int = 8) -> str:

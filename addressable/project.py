@@ -59,6 +59,7 @@ import yaml
 
 from addressable import runs as run_files
 from addressable.errors import AddressableError
+from addressable.jsonutil import to_jsonable
 from addressable.taxonomy import UNCLASSIFIED, Taxonomy, load_taxonomy
 
 KERNELBENCH_MAP = Path(__file__).with_name("kernelbench_map.yaml")
@@ -506,30 +507,18 @@ class Projection:
             item["contributions"] = c.to_dict(orient="records")
             runs.append(item)
         left_out = self.wins[~self.wins["verified"] & ~self.wins["used"]]
-        return _jsonable({
+        return to_jsonable({
             "combine": self.combine,
             "include_unverified": self.include_unverified,
             "runs": runs,
             "unmatched": self.unmatched.to_dict(orient="records"),
             "left_out_unverified": left_out[["row", "target", "speedup"]].to_dict(orient="records"),
             "warnings": self.warnings,
-        })
+        }, nan_as=None, inf_as="inf")
 
 
 def _nan(v: Any) -> bool:
     return v is None or (isinstance(v, float) and math.isnan(v))
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
-    if isinstance(v, list | tuple):
-        return [_jsonable(x) for x in v]
-    if isinstance(v, np.generic):
-        v = v.item()
-    if isinstance(v, float):
-        return None if math.isnan(v) else ("inf" if math.isinf(v) else v)
-    return v
 
 
 def project(runs: Sequence[Run | str | Path], wins: pd.DataFrame | str | Path, *, combine: str = "best",

@@ -48,7 +48,6 @@ import copy
 import importlib.util
 import itertools
 import json
-import math
 import os
 import random
 import signal
@@ -67,6 +66,7 @@ from typing import Any
 import pandas as pd
 
 from addressable.errors import AddressableError
+from addressable.jsonutil import to_jsonable
 
 DISTRIBUTIONS = ("native", "randn", "native", "randn*2", "native", "randn*0.1")
 _POISON = (0xFF, 0x42)  # byte patterns: 0xFF is NaN in every float dtype, 0x42 a finite value
@@ -117,7 +117,7 @@ class VerifyResult:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict (NaN/Inf values become the strings "nan"/"inf"/"-inf")."""
-        return _json_safe(asdict(self))
+        return to_jsonable(asdict(self), nan_as="nan", inf_as="inf")
 
     def wins_row(self, source: str | None = None, notes: str = "") -> dict[str, Any]:
         """One row of wins.csv, the file `addressable project` reads (speedup 1 when not timed)."""
@@ -127,16 +127,6 @@ class VerifyResult:
         return {"target": self.target, "speedup": self.speedup or 1.0, "verified": self.passed,
                 "source": source or self.candidate, "notes": "; ".join(x for x in (notes, why) if x),
                 "speedup_lo": self.speedup_lo, "speedup_hi": self.speedup_hi}
-
-
-def _json_safe(obj: Any) -> Any:
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return "nan" if math.isnan(obj) else ("inf" if obj > 0 else "-inf")
-    if isinstance(obj, dict):
-        return {k: _json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_json_safe(v) for v in obj]
-    return obj
 
 
 # ---------------------------------------------------------------- files, checked before anything runs
@@ -723,7 +713,7 @@ def _worker_main() -> None:
     except Exception as e:
         traceback.print_exc()
         result = {"harness_error": f"verifier failed: {_one_line(e)}"}
-    Path(result_path).write_text(json.dumps(_json_safe(result)))
+    Path(result_path).write_text(json.dumps(to_jsonable(result, nan_as="nan", inf_as="inf")))
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)  # skip interpreter teardown: a candidate's atexit hooks or threads cannot hang us
