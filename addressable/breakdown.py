@@ -91,6 +91,7 @@ class Breakdown:
     timeline: TimelineResult | None = None  # overlap-aware accounting (docs/accounting.md)
 
     def time_of(self, cls: str) -> float:
+        """Total work time (µs) of the categories of one class."""
         return float(self.categories.loc[self.categories["class"] == cls, "time_us"].sum())
 
     @property
@@ -100,10 +101,12 @@ class Breakdown:
 
     @property
     def library_fraction(self) -> float:
+        """Library time over total work time."""
         return self.time_of("library") / self.total_time_us if self.total_time_us else 0.0
 
     @property
     def unclassified_fraction(self) -> float:
+        """Unclassified time over total work time."""
         return self.time_of(UNCLASSIFIED) / self.total_time_us if self.total_time_us else 0.0
 
     def share_of(self, *categories: str) -> float:
@@ -112,10 +115,12 @@ class Breakdown:
         return float(self.categories.loc[hit, "share"].sum())
 
     def top_kernels(self, category: str | None = None, n: int = 10) -> pd.DataFrame:
+        """The n kernels with the most time, of one category or of all."""
         k = self.kernels if category is None else self.kernels[self.kernels["category"] == category]
         return k.nlargest(n, "time_us").reset_index(drop=True)
 
     def top_unclassified(self, n: int = 10) -> pd.DataFrame:
+        """The n unclassified kernels with the most time."""
         return self.top_kernels(UNCLASSIFIED, n)
 
     def to_dict(self, top: int = 10) -> dict[str, Any]:

@@ -66,6 +66,7 @@ class ProfileResult:
 
 
 def default_measurement(device: str) -> Measurement:
+    """The default warm-up, steps, profiled steps and repeats for a device (GPU or CPU)."""
     return GPU_DEFAULTS if device == "cuda" else CPU_DEFAULTS
 
 
@@ -95,6 +96,7 @@ def parse_layers_subset(value: str) -> tuple[int, int]:
 
 
 def resolve_device(device: str) -> str:
+    """"cuda" or "cpu" from "auto", "cuda" or "cpu"; refuses cuda without a CUDA GPU."""
     if device not in DEVICES:
         raise AddressableError(f"unknown device '{device}' (use one of {', '.join(DEVICES)})")
     if device == "auto":

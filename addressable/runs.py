@@ -41,26 +41,32 @@ class Run:
 
     @property
     def name(self) -> str:
+        """The run folder's name."""
         return self.path.name
 
     @property
     def workload(self) -> str:
+        """The workload name (the folder name when breakdown.json has none)."""
         return str(self.info.get("workload") or self.name)
 
     @property
     def family(self) -> str:
+        """The workload family (e.g. transformer, recsys); the workload name when absent."""
         return str(self.info.get("family") or self.workload)
 
     @property
     def mode(self) -> str:
+        """train or infer; '' when absent."""
         return str(self.info.get("mode") or "")
 
     @property
     def addressable_fraction(self) -> float:
+        """Replaceable share of work time (0 when absent)."""
         return float(self.info.get("addressable_fraction", 0.0))
 
     @property
     def addressable_fraction_wall(self) -> float | None:
+        """Replaceable time per step over the wall-clock step time; None when absent."""
         v = self.info.get("addressable_fraction_wall")
         return None if v is None else float(v)
 
@@ -77,6 +83,7 @@ class Run:
 
     @property
     def dtype(self) -> str:
+        """The workload dtype (e.g. bf16); '' when absent."""
         return str(self.info.get("dtype") or "")
 
     @property
