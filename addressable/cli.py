@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -170,6 +171,10 @@ def profile(workload: str, mode: str | None, batch: int | None, seq_len: int | N
         click.echo(prof.format_profile(res, device))
         if "distributed" in res.run:
             click.echo("\n" + distributed.format_ranks(res.run["distributed"]))
+    if distributed.world_size() > 1:  # a torchrun child whose run is written: skip C++ teardown,
+        sys.stdout.flush()            # where gloo's threads can abort the process after the fact
+        sys.stderr.flush()
+        os._exit(0)
 
 
 def _command_argv(ctx: click.Context, skip: tuple[str, ...] = ()) -> list[str]:
