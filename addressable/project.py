@@ -55,12 +55,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from addressable import runs as run_files
 from addressable.errors import AddressableError
 from addressable.jsonutil import to_jsonable
-from addressable.taxonomy import UNCLASSIFIED, Taxonomy, load_taxonomy
+from addressable.taxonomy import UNCLASSIFIED, Taxonomy, load_taxonomy, read_yaml
 
 KERNELBENCH_MAP = Path(__file__).with_name("kernelbench_map.yaml")
 PROBLEM_DIRS = (Path(__file__).parent / "bench" / "problems",)
@@ -375,12 +374,7 @@ def load_problem_map(path: str | Path | None = None,
                      problem_dirs: Sequence[str | Path] | None = None) -> dict[str, str]:
     """Problem name -> category: kernelbench_map.yaml (all sections) plus DLRM-Bench modules' CATEGORY."""
     path = Path(path) if path else KERNELBENCH_MAP
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise AddressableError(f"no such problem map: {path}") from None
-    except yaml.YAMLError as e:
-        raise AddressableError(f"problem map {path} is not valid YAML: {str(e).splitlines()[0]}") from None
+    doc = read_yaml(path, "problem map")
     if not isinstance(doc, dict) or not all(isinstance(s, dict) for s in doc.values()):
         raise AddressableError(f"problem map {path} must map sections to {{problem: category}}")
     known = load_taxonomy().classes

@@ -73,16 +73,20 @@ def _match(uniques: pd.Series, rules: tuple[Rule, ...]) -> np.ndarray:
     return out
 
 
+def read_yaml(path: Path, what: str) -> Any:
+    """Parse a YAML file; a missing file or bad YAML is a one-line AddressableError naming `what`."""
+    try:
+        return yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise AddressableError(f"no such {what}: {path}") from None
+    except yaml.YAMLError as e:
+        raise AddressableError(f"{what} {path} is not valid YAML: {str(e).splitlines()[0]}") from None
+
+
 def load_taxonomy(path: str | Path | None = None) -> Taxonomy:
     """Read and validate a taxonomy file (the packaged one by default)."""
     path = Path(path) if path else DEFAULT_TAXONOMY
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise AddressableError(f"no such taxonomy file: {path}") from None
-    except yaml.YAMLError as e:
-        raise AddressableError(f"taxonomy {path} is not valid YAML: {str(e).splitlines()[0]}") from None
-    return parse_taxonomy(doc, str(path))
+    return parse_taxonomy(read_yaml(path, "taxonomy file"), str(path))
 
 
 def parse_taxonomy(doc: Any, source: str = "<taxonomy>") -> Taxonomy:
