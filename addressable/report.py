@@ -84,6 +84,7 @@ def _snake(ident: str) -> str:
 def format_breakdown(b: Breakdown, top: int = 5) -> str:
     """The breakdown as a readable table, with the addressable fraction on top."""
     basis = "GPU kernel time" if b.basis == "gpu_kernel_time" else "CPU-op self time (no GPU work in trace)"
+    unit = "kernels" if b.basis == "gpu_kernel_time" else "CPU ops"
     lines = [
         f"Addressable fraction: {b.addressable_fraction:6.1%}  of {basis} "
         f"({b.total_time_us / 1e3:,.2f} ms{f' over {b.n_steps} steps' if b.n_steps else ''})",
@@ -96,11 +97,11 @@ def format_breakdown(b: Breakdown, top: int = 5) -> str:
         lines.append(f"{cat:<15}{cls:<13}{t / 1e3:>11.3f}{share:>8.1%}{count:>8d}")
     unc = b.top_unclassified(top)
     if not unc.empty:
-        lines += ["", "Top unclassified kernels (extend taxonomy.yaml to cover them):"]
+        lines += ["", f"Top unclassified {unit} (extend taxonomy.yaml to cover them):"]
         lines += [f"  {r.time_us / 1e3:9.3f} ms  {r.name[:100]}" for r in unc.itertuples()]
     repl = b.kernels[b.kernels["class"] == "replaceable"].head(top)
     if not repl.empty:
-        lines += ["", "Largest replaceable kernels:"]
+        lines += ["", f"Largest replaceable {unit}:"]
         lines += [f"  {r.time_us / 1e3:9.3f} ms  {r.category:<14} {short_kernel_name(r.name)}"
                   for r in repl.itertuples()]
     return "\n".join(lines)
