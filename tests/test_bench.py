@@ -78,7 +78,7 @@ def test_twelve_problems() -> None:
     assert len(CANDIDATES) >= 4
 
 
-DLRM_RUNS = {mode: ROOT / "outputs" / f"dlrm-{mode}-b8192-bf16-cuda" for mode in ("train", "infer")}
+DLRM_RUNS = {mode: ROOT / "results" / "h200" / f"dlrm-{mode}-b8192-bf16-cuda" for mode in ("train", "infer")}
 
 
 @pytest.mark.skipif(not all(p.is_dir() for p in DLRM_RUNS.values()), reason="no committed DLRM runs")

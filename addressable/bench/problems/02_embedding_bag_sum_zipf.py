@@ -13,7 +13,7 @@ holds the start of each (table, sample) bag, table-major, as nn.EmbeddingBag tak
 indices[offsets[i]:offsets[i + 1]], the last bag runs to the end of `indices`.
 Output: (BATCH, 26 * DIM), sample-major, like the TBE output.
 Share of DLRM step time (H200, DLRM-DCNv2 b8192 bf16, unsharded TorchRec; DLRM_KERNEL matched
-in outputs/dlrm-*-b8192-bf16-cuda/kernels.csv): train 5.1% of kernel time, 2.7% of the step; infer 36.8% of kernel time, 28.9% of the step.
+in results/h200/dlrm-*-b8192-bf16-cuda/kernels.csv): train 5.1% of kernel time, 2.7% of the step; infer 36.8% of kernel time, 28.9% of the step.
 """
 
 from __future__ import annotations

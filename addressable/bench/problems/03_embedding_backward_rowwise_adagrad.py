@@ -13,7 +13,7 @@ The Model is functional: it returns the updated rows and leaves its tables alone
 Output: (U, DIM + 1) for the U distinct touched rows in ascending row order: the updated weight row
 followed by the updated momentum.
 Share of DLRM step time (H200, DLRM-DCNv2 b8192 bf16, unsharded TorchRec; DLRM_KERNEL matched
-in outputs/dlrm-*-b8192-bf16-cuda/kernels.csv): train 17.8% of kernel time, 9.6% of the step; infer 0.0% of kernel time, 0.0% of the step.
+in results/h200/dlrm-*-b8192-bf16-cuda/kernels.csv): train 17.8% of kernel time, 9.6% of the step; infer 0.0% of kernel time, 0.0% of the step.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ feature may repeat). Like TorchRec, the reference reads the per-feature totals o
 sync); lengths that do not add up to the number of values raise ValueError.
 Output: one int64 tensor, the permuted lengths (flattened) followed by the permuted values.
 Share of DLRM step time (H200, DLRM-DCNv2 b8192 bf16, unsharded TorchRec; DLRM_KERNEL matched
-in outputs/dlrm-*-b8192-bf16-cuda/kernels.csv): train 0.0% of kernel time, 0.0% of the step; infer 0.0% of kernel time, 0.0% of the step.
+in results/h200/dlrm-*-b8192-bf16-cuda/kernels.csv): train 0.0% of kernel time, 0.0% of the step; infer 0.0% of kernel time, 0.0% of the step.
 The unsharded TorchRec model runs no such kernel; sharded TorchRec (FBGEMM on GPUs) does.
 """
 

@@ -8,7 +8,7 @@ to MAX_LEN, as in FBGEMM; values past offsets[-1] belong to no sample.
 Inputs: `values` (total_length, DIM), `offsets` (BATCH + 1,). Output: (BATCH, MAX_LEN, DIM) with
 PAD_VALUE past each sample's length.
 Share of DLRM step time (H200, DLRM-DCNv2 b8192 bf16, unsharded TorchRec; DLRM_KERNEL matched
-in outputs/dlrm-*-b8192-bf16-cuda/kernels.csv): train 0.0% of kernel time, 0.0% of the step; infer 0.0% of kernel time, 0.0% of the step.
+in results/h200/dlrm-*-b8192-bf16-cuda/kernels.csv): train 0.0% of kernel time, 0.0% of the step; infer 0.0% of kernel time, 0.0% of the step.
 The unsharded TorchRec model runs no such kernel; sharded TorchRec (FBGEMM on GPUs) does.
 """
 

@@ -7,7 +7,7 @@ DLRM_KERNEL: the bmm is indistinguishable from other GEMMs in a profile.
 Input: (BATCH, 27, DIM) = the bottom-MLP output and the 26 pooled embeddings of one GPU's batch.
 Output: (BATCH, 27 * 26 / 2 = 351), pair (i, j), i > j, in row-major order of the lower triangle.
 Share of DLRM step time (H200, DLRM-DCNv2 b8192 bf16, unsharded TorchRec; DLRM_KERNEL matched
-in outputs/dlrm-*-b8192-bf16-cuda/kernels.csv): train 0.0% of kernel time, 0.0% of the step; infer 0.0% of kernel time, 0.0% of the step.
+in results/h200/dlrm-*-b8192-bf16-cuda/kernels.csv): train 0.0% of kernel time, 0.0% of the step; infer 0.0% of kernel time, 0.0% of the step.
 The unsharded TorchRec model runs no such kernel; sharded TorchRec (FBGEMM on GPUs) does.
 """
 

@@ -8,7 +8,7 @@ layers: the share is an upper bound).
 Inputs: x0 (the interaction input: a ReLU'd bottom-MLP output, then 26 embeddings) and x (the
 previous layer's output), both (BATCH, 3456). Output: (BATCH, 3456).
 Share of DLRM step time (H200, DLRM-DCNv2 b8192 bf16, unsharded TorchRec; DLRM_KERNEL matched
-in outputs/dlrm-*-b8192-bf16-cuda/kernels.csv): train 13.1% of kernel time, 7.1% of the step; infer 25.4% of kernel time, 20.0% of the step.
+in results/h200/dlrm-*-b8192-bf16-cuda/kernels.csv): train 13.1% of kernel time, 7.1% of the step; infer 25.4% of kernel time, 20.0% of the step.
 """
 
 from __future__ import annotations

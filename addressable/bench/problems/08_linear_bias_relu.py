@@ -7,7 +7,7 @@ backward); DLRM_KERNEL names that activation kernel, the part a fused epilogue r
 name, shared with the top MLP: the share is an upper bound).
 Input: (BATCH, 512), itself a ReLU output. Output: (BATCH, 256).
 Share of DLRM step time (H200, DLRM-DCNv2 b8192 bf16, unsharded TorchRec; DLRM_KERNEL matched
-in outputs/dlrm-*-b8192-bf16-cuda/kernels.csv): train 0.5% of kernel time, 0.2% of the step; infer 1.4% of kernel time, 1.1% of the step.
+in results/h200/dlrm-*-b8192-bf16-cuda/kernels.csv): train 0.5% of kernel time, 0.2% of the step; infer 1.4% of kernel time, 1.1% of the step.
 """
 
 from __future__ import annotations

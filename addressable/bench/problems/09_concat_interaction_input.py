@@ -8,7 +8,7 @@ is copied twice; one pass is enough. (A generic kernel name, also used by other 
 share is an upper bound.)
 Inputs: dense (BATCH, DIM), then 26 pooled embeddings (BATCH, DIM). Output: (BATCH, 27 * DIM).
 Share of DLRM step time (H200, DLRM-DCNv2 b8192 bf16, unsharded TorchRec; DLRM_KERNEL matched
-in outputs/dlrm-*-b8192-bf16-cuda/kernels.csv): train 0.3% of kernel time, 0.2% of the step; infer 2.4% of kernel time, 1.9% of the step.
+in results/h200/dlrm-*-b8192-bf16-cuda/kernels.csv): train 0.3% of kernel time, 0.2% of the step; infer 2.4% of kernel time, 1.9% of the step.
 """
 
 from __future__ import annotations

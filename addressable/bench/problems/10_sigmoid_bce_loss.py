@@ -7,7 +7,7 @@ on a 64 KB input; one fused kernel does it in one pass.
 Inputs: logits (BATCH,), labels (BATCH,) in {0, 1} with a Criteo-like click rate POSITIVE_RATE.
 Output: the mean loss, a 0-d tensor.
 Share of DLRM step time (H200, DLRM-DCNv2 b8192 bf16, unsharded TorchRec; DLRM_KERNEL matched
-in outputs/dlrm-*-b8192-bf16-cuda/kernels.csv): train 0.0% of kernel time, 0.0% of the step; infer 0.1% of kernel time, 0.1% of the step.
+in results/h200/dlrm-*-b8192-bf16-cuda/kernels.csv): train 0.0% of kernel time, 0.0% of the step; infer 0.1% of kernel time, 0.1% of the step.
 """
 
 from __future__ import annotations

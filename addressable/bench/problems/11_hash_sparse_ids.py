@@ -9,7 +9,7 @@ multi-hot sizes; lengths (26 * BATCH,). Output: int64 row ids into one table hol
 (MLPerf's full row counts): id % rows[f] + row_offset[f] for an id of feature f. Ids past the
 lengths' total count as the last feature.
 Share of DLRM step time (H200, DLRM-DCNv2 b8192 bf16, unsharded TorchRec; DLRM_KERNEL matched
-in outputs/dlrm-*-b8192-bf16-cuda/kernels.csv): train 0.0% of kernel time, 0.0% of the step; infer 0.0% of kernel time, 0.0% of the step.
+in results/h200/dlrm-*-b8192-bf16-cuda/kernels.csv): train 0.0% of kernel time, 0.0% of the step; infer 0.0% of kernel time, 0.0% of the step.
 The unsharded TorchRec model runs no such kernel; sharded TorchRec (FBGEMM on GPUs) does.
 """
 

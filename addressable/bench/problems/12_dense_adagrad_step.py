@@ -9,7 +9,7 @@ torch.optim.Adagrad does (lr_decay = weight_decay = 0):
     s += g * g;   p -= LR * g / (sqrt(s) + EPS)
 The Model is functional: it updates copies. Output: (2 * N,) = updated params then updated state_sum.
 Share of DLRM step time (H200, DLRM-DCNv2 b8192 bf16, unsharded TorchRec; DLRM_KERNEL matched
-in outputs/dlrm-*-b8192-bf16-cuda/kernels.csv): train 1.5% of kernel time, 0.8% of the step; infer 0.0% of kernel time, 0.0% of the step.
+in results/h200/dlrm-*-b8192-bf16-cuda/kernels.csv): train 1.5% of kernel time, 0.8% of the step; infer 0.0% of kernel time, 0.0% of the step.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Regenerate the README figures from the committed H200 run folders: bash outputs/figures/make_figures.sh
+# Regenerate the README figures from the committed H200 run folders: bash results/h200/figures/make_figures.sh
 # (run from the repository root; each figure is written as PDF and PNG).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-O=outputs
-F=outputs/figures
+O=results/h200
+F=results/h200/figures
 
 plot() {  # plot KIND NAME ARGS...: one figure, both formats
     local kind=$1 name=$2
