@@ -65,6 +65,18 @@ class Run:
         return float(self.info.get("addressable_fraction", 0.0))
 
     @property
+    def addressable_fraction_compute(self) -> float:
+        """Replaceable share of work time less communication (the compute basis); from the categories
+        when breakdown.json predates the key."""
+        v = self.info.get("addressable_fraction_compute")
+        if v is not None:
+            return float(v)
+        t = pd.to_numeric(self.categories["time_us"], errors="coerce")
+        compute = float(t[self.categories["category"] != "communication"].sum())
+        repl = float(t[self.categories["class"] == "replaceable"].sum())
+        return repl / compute if compute > 0 else 0.0
+
+    @property
     def addressable_fraction_wall(self) -> float | None:
         """Replaceable time per step over the wall-clock step time; None when absent."""
         v = self.info.get("addressable_fraction_wall")
