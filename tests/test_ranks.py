@@ -197,15 +197,13 @@ def test_serial_pool_dask_identical(tmp_path: Path) -> None:
     pool = classify_job([d], engine="process", jobs=2)
     assert pool.engine == "process" and serial.engine == "serial"
     assert _comparable(pool) == _comparable(serial)
-    pytest.importorskip("dask.distributed")
-    from dask.distributed import Client, LocalCluster
+    from dask.distributed import LocalCluster
 
     with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster:
         dask = classify_job([d], scheduler=cluster.scheduler_address)
     assert dask.engine == "dask"
     assert _comparable(dask) == _comparable(serial)
     assert len(serial.errors) == 1 and [r.rank for r in serial.ranks] == [0, 1, 2]
-    del Client
 
 
 def test_engine_errors(tmp_path: Path) -> None:
