@@ -185,7 +185,10 @@ def plot_breakdown(runs: list[Run]) -> Figure:
                     edgecolor="white", linewidth=0.3, label=c)
             left += shares[c].to_numpy()
         for yi, r in zip(y, runs, strict=True):
-            ax.text(1.015, yi, f"{r.addressable_fraction:.0%}", va="center", ha="left", fontsize=FONT_PT,
+            text = f"{r.addressable_fraction:.0%}"
+            if r.world_size > 1:  # several GPUs: the compute basis beside it (NCCL waiting left out)
+                text += f" ({r.addressable_fraction_compute:.0%} cmp.)"
+            ax.text(1.015, yi, text, va="center", ha="left", fontsize=FONT_PT,
                     transform=ax.get_yaxis_transform(), clip_on=False)
         ax.text(1.015, 1.0, "addr.", va="bottom", ha="left", fontsize=FONT_PT, transform=ax.transAxes,
                 clip_on=False)

@@ -526,7 +526,7 @@ def test_runs_table_and_summary(runs: list) -> None:
     assert resnet["gemm_attention_share"] == pytest.approx(runs[-1].share_of("gemm", "attention"))
     s = runs_summary(runs)
     assert list(s.columns) == ["workload", "mode", "batch", "seq_len", "dtype", "gpus", "addressable (kernel)",
-                               "addressable (wall)", "GEMM+attention", "run"]
+                               "addressable (wall)", "addressable (compute)", "GEMM+attention", "run"]
     assert set(s["gpus"]) == {1} and list(s["run"]) == [r.name for r in runs]
     assert s["addressable (kernel)"].str.match(r"\d+\.\d% \[\d+\.\d%-\d+\.\d%\]").all()
 
