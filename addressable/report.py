@@ -98,7 +98,10 @@ def format_breakdown(b: Breakdown, top: int = 5) -> str:
     unc = b.top_unclassified(top)
     if not unc.empty:
         lines += ["", f"Top unclassified {unit} (extend taxonomy.yaml to cover them):"]
-        lines += [f"  {r.time_us / 1e3:9.3f} ms  {r.name[:100]}" for r in unc.itertuples()]
+        lines += [f"  {r.time_us / 1e3:9.3f} ms  {r.name[:100]}"
+                  + (f"  [launched by {r.op}]" if getattr(r, "op", "") else "") for r in unc.itertuples()]
+        if b.suggested_rule:
+            lines.append(f"  a kernel_rules line that would claim them: {b.suggested_rule}")
     repl = b.kernels[b.kernels["class"] == "replaceable"].head(top)
     if not repl.empty:
         lines += ["", f"Largest replaceable {unit}:"]
@@ -110,3 +113,19 @@ def format_breakdown(b: Breakdown, top: int = 5) -> str:
 def format_table(df: pd.DataFrame, floatfmt: str = "{:.4g}") -> str:
     """Any small DataFrame as aligned text."""
     return df.to_string(index=False, float_format=lambda v: floatfmt.format(v))
+
+
+def format_explain(table: pd.DataFrame) -> str:
+    """`classify --explain`: for each matching kernel, how it was parsed and which rule decided."""
+    blocks = []
+    for r in table.itertuples():
+        lines = [f"{r.name}",
+                 f"  parsed:      {r.qualified}" + (f"  <{r.template}>" if r.template else "")
+                 + (f"  ({r.params})" if r.params else ""),
+                 f"  launched by: {r.op or 'unknown (no launching op in the trace)'}",
+                 f"  name rule:   {r.name_rule}",
+                 f"  op rule:     {r.op_rule}",
+                 f"  result:      {r.category} ({r[10]}), by {r.signal.replace('none', 'no rule')}; "
+                 f"{r.time_us / 1e3:.3f} ms in {r.count} calls"]
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
