@@ -193,3 +193,16 @@ def test_gpu_trace_without_kernel_events_is_not_a_cpu_trace(tmp_path) -> None:
     assert r.exit_code == 0 and json.loads(r.output)["basis"] == "cpu_op_time"
     b = classify_trace(trace, basis="cpu_op_time")
     assert set(b.categories["category"]) == {"gemm", "elementwise"}
+
+
+@pytest.mark.parametrize("op, expected", [
+    ("aten::mm", "gemm"), ("aten::_scaled_mm", "gemm"), ("aten::_int_mm", "gemm"),
+    ("aten::convolution_backward", "conv"), ("aten::_cudnn_rnn", "rnn"),
+    ("aten::_scaled_dot_product_cudnn_attention", "attention"), ("vllm::unified_attention", "attention"),
+    ("c10d::allreduce_", "communication"), ("symm_mem::one_shot_all_reduce", "communication"),
+    ("aten::_foreach_copy_", "data_movement"), ("aten::_foreach_add_", "optimizer"),
+    ("fbgemm::jagged_to_padded_dense", UNCLASSIFIED), ("aten::broadcast_tensors", UNCLASSIFIED),
+    ("aten::add", UNCLASSIFIED),
+])
+def test_launch_op_rules(op: str, expected: str) -> None:
+    assert TAX.classify([op], "launch_op").iloc[0] == expected
