@@ -206,3 +206,16 @@ def test_gpu_trace_without_kernel_events_is_not_a_cpu_trace(tmp_path) -> None:
 ])
 def test_launch_op_rules(op: str, expected: str) -> None:
     assert TAX.classify([op], "launch_op").iloc[0] == expected
+
+
+def test_launch_count_is_exact_across_read_blocks(tmp_path) -> None:
+    """The byte scan reads 1 MB blocks; names straddling a block boundary are counted once."""
+    from addressable.breakdown import gpu_launches
+
+    n = 30_000  # ~3 MB of JSON: several block boundaries
+    events = [{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel" if i % 3 else "hipLaunchKernel",
+               "ts": i, "dur": 1, "pid": 1, "tid": 1, "args": {"pad": "x" * (i % 50)}} for i in range(n)]
+    events.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 0, "dur": 1, "pid": 1, "tid": 1})
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    assert gpu_launches(path) == n
