@@ -14,13 +14,10 @@ exposed time equals summed time exactly.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
-
-if TYPE_CHECKING:
-    from addressable.breakdown import Breakdown
 
 COMMUNICATION = "communication"
 REPLACEABLE = "replaceable"
@@ -251,7 +248,20 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return np.divide(num, den, out=np.zeros_like(num), where=den > 0)
 
 
-def rank_table(breakdowns: list[Breakdown]) -> pd.DataFrame:
+class RankBreakdown(Protocol):
+    """What the per-rank tables read of one rank's breakdown (addressable.breakdown.Breakdown; this
+    module sits below it)."""
+
+    categories: pd.DataFrame
+    total_time_us: float
+    source: str
+    timeline: TimelineResult | None
+
+    @property
+    def addressable_fraction(self) -> float: ...
+
+
+def rank_table(breakdowns: list[RankBreakdown]) -> pd.DataFrame:
     """One row per rank: total and communication time, fractions, and communication excess.
 
     NCCL kernels run until every rank has joined the collective, so a rank's communication
@@ -281,7 +291,7 @@ def rank_table(breakdowns: list[Breakdown]) -> pd.DataFrame:
     return df
 
 
-def aggregate_ranks(breakdowns: list[Breakdown]) -> pd.DataFrame:
+def aggregate_ranks(breakdowns: list[RankBreakdown]) -> pd.DataFrame:
     """Each category's share across ranks: median, min, max and spread (summed and exposed basis).
 
     One row per category; a category absent from a rank counts as zero there. The exposed
