@@ -32,6 +32,23 @@ def _user_errors(fn: Callable) -> Callable:
     return wrapper
 
 
+def _renamed(old: str, new: str, dest: str, type: Any = None) -> Callable:
+    """Keep `old`, the previous spelling of option `new`, for one release: hidden, and using it warns."""
+
+    def decorate(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            value = kwargs.pop(f"renamed_{dest}")
+            if value is not None:
+                click.echo(f"warning: {old} is deprecated here and goes in the next release; use {new}", err=True)
+                kwargs[dest] = value
+            return fn(*args, **kwargs)
+
+        return click.option(old, f"renamed_{dest}", type=type, hidden=True, default=None)(wrapper)
+
+    return decorate
+
+
 def _parse_classes(values: tuple[str, ...]) -> dict[str, str]:
     out = {}
     for v in values:
@@ -235,14 +252,16 @@ def _command_argv(ctx: click.Context, skip: tuple[str, ...] = ()) -> list[str]:
 @click.option("--speedups", type=click.Path(path_type=Path), help="amdahl: overlay the projection of this wins.csv.")
 @click.option("--x", "x", metavar="KEY", help="sweep: the swept key (batch, seq_len or workload). Default: each that varies.")
 @click.option("--top", type=int, help="top-kernels: kernels per run (default 10).")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Figure file, .pdf/.svg/.png. Default: outputs/figures/KIND.pdf.")
+@click.option("--figure", type=click.Path(dir_okay=False, path_type=Path),
+              help="Figure file, .pdf/.svg/.png. Default: outputs/figures/KIND.pdf.")
+@_renamed("--out", "--figure", "figure", click.Path(dir_okay=False, path_type=Path))
 @_user_errors
 def plot(kind: str, run_dirs: tuple[Path, ...], speedups: Path | None, x: str | None, top: int | None,
-         out: Path | None) -> None:
+         figure: Path | None) -> None:
     """Draw a figure from run folders: KIND is breakdown, amdahl, sweep or top-kernels."""
     from addressable.plot import plot_runs
 
-    path = plot_runs(kind, run_dirs or (Path("outputs"),), out, speedups=speedups, x=x, n=top)
+    path = plot_runs(kind, run_dirs or (Path("outputs"),), figure, speedups=speedups, x=x, n=top)
     click.echo(f"Wrote {path}")
 
 
@@ -307,7 +326,8 @@ def bench_list(small: bool, as_json: bool) -> None:
 @bench.command("shares")
 @click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON records instead of a table.")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the table as CSV.")
+@click.option("--csv", "out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the table to this CSV file.")
+@_renamed("--out", "--csv", "out", click.Path(dir_okay=False, path_type=Path))
 @_user_errors
 def bench_shares(run_dir: Path, as_json: bool, out: Path | None) -> None:
     """Each problem's share of a DLRM run folder's kernel time and step time (from DLRM_KERNEL)."""
@@ -329,9 +349,11 @@ def bench_shares(run_dir: Path, as_json: bool, out: Path | None) -> None:
 @click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True)
 @click.option("--small", is_flag=True, help="Use the reduced (SMALL) sizes.")
 @click.option("--warmup", default=5, show_default=True, help="Untimed calls first.")
-@click.option("--repeats", default=50, show_default=True, help="Timed calls at most; the median is reported.")
+@click.option("--calls", "repeats", default=50, show_default=True, help="Timed calls at most; the median is reported.")
 @click.option("--budget", default=10.0, show_default=True, help="Seconds of timing per problem at most.")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the table as CSV.")
+@click.option("--csv", "out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the table to this CSV file.")
+@_renamed("--repeats", "--calls", "repeats", int)
+@_renamed("--out", "--csv", "out", click.Path(dir_okay=False, path_type=Path))
 @_user_errors
 def bench_time(problems: tuple[str, ...], device: str, small: bool, warmup: int, repeats: int, budget: float,
                out: Path | None) -> None:
@@ -349,12 +371,13 @@ def bench_time(problems: tuple[str, ...], device: str, small: bool, warmup: int,
 
 def _verify_options(fn: Callable) -> Callable:
     """Options shared by verify and verify-batch (harness settings and check thresholds)."""
+    fn = _renamed("--runs", "--calls", "runs", int)(fn)
     for opt in reversed([
         click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True),
         click.option("--trials", default=4, show_default=True, help="Trials with fresh inputs (at least 2)."),
         click.option("--seed", default=42, show_default=True, help="Seed of trial 0 (trial t uses seed + t)."),
         click.option("--timeout", default=300.0, show_default=True, help="Seconds before a verification is killed."),
-        click.option("--runs", default=50, show_default=True, help="Timed runs of each model (0: no timing)."),
+        click.option("--calls", "runs", default=50, show_default=True, help="Timed calls of each model (0: no timing)."),
         click.option("--warmup", default=5, show_default=True, help="Untimed calls of each model first."),
         click.option("--set", "overrides", multiple=True, metavar="NAME=VALUE", help="Override a size constant of the problem; repeatable."),
         click.option("--rel-fro", default=2e-2, show_default=True, help="Max ‖out-ref‖/‖ref‖."),
@@ -414,7 +437,8 @@ def verify_batch(pairs: Path, wins_out: Path, json_dir: Path | None, **kw: Any) 
 @click.argument("problems_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--atol", default=1e-2, show_default=True)
 @click.option("--rtol", default=1e-2, show_default=True)
-@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="cpu", show_default=True)
+@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
+              help="auto: the GPU when there is one, else the CPU.")
 @click.option("--set", "overrides", multiple=True, metavar="NAME=VALUE", help="Override a size constant where a problem defines it; repeatable.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 @_user_errors

@@ -16,7 +16,6 @@ import shutil
 import subprocess
 import sys
 import time
-import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -30,6 +29,7 @@ import torch
 from addressable import distributed
 from addressable.breakdown import BASIS_GPU, Breakdown, breakdown_from_tables, breakdown_of_trace
 from addressable.errors import AddressableError
+from addressable.quiet import quiet_profiler
 from addressable.taxonomy import Taxonomy
 from addressable.timeline import TimelineResult
 from addressable.trace import load_trace
@@ -114,12 +114,10 @@ def profiled(step: Step, n: int, cuda: bool, path: Path) -> list[float]:
     """Run n steps under torch.profiler, one ProfilerStep#N each; export the trace to path."""
     acts = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if cuda else [])
     warm = 1 if cuda else 0  # a CUPTI warm-up step on the GPU; the CPU profiler needs none
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Profiler won't be using warmup")
-        sched = torch.profiler.schedule(wait=0, warmup=warm, active=n, repeat=1)
     distributed.barrier()  # outside the profiler, so no barrier collective lands in the trace
-    with torch.profiler.profile(activities=acts, schedule=sched,
-                                on_trace_ready=lambda p: p.export_chrome_trace(str(path))) as prof:
+    with quiet_profiler(), torch.profiler.profile(
+            activities=acts, schedule=torch.profiler.schedule(wait=0, warmup=warm, active=n, repeat=1),
+            on_trace_ready=lambda p: p.export_chrome_trace(str(path))) as prof:
         for _ in range(warm):
             step()
             torch.cuda.synchronize()  # the warm-up step's kernels must not spill into the recorded steps

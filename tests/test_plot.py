@@ -539,7 +539,7 @@ def test_cli_plot_each_kind(tmp_path: Path) -> None:
     for kind in plot.PLOTS:
         out = tmp_path / f"{kind}.svg"
         where = PLOT_RUNS / "resnet50-train-b64" if kind == "top-kernels" else PLOT_RUNS
-        res = runner.invoke(main, ["plot", kind, "--runs", str(where), "--out", str(out)])
+        res = runner.invoke(main, ["plot", kind, "--runs", str(where), "--figure", str(out)])
         assert res.exit_code == 0, res.output
         assert out.is_file() and f"Wrote {out}" in res.output
 
@@ -555,9 +555,10 @@ def test_cli_plot_defaults_to_outputs(tmp_path: Path, monkeypatch: pytest.Monkey
 def test_cli_plot_amdahl_with_speedups(tmp_path: Path) -> None:
     out = tmp_path / "a.pdf"
     res = CliRunner().invoke(main, ["plot", "amdahl", "--runs", str(PLOT_RUNS / "resnet50-train-b64"),
-                                    "--speedups", str(WINS), "--out", str(out)])
+                                    "--speedups", str(WINS), "--out", str(out)])  # the old spelling of --figure
     assert res.exit_code == 0, res.output
     assert out.is_file()
+    assert "warning: --out is deprecated here and goes in the next release; use --figure" in res.stderr
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -565,7 +566,7 @@ def test_cli_plot_amdahl_with_speedups(tmp_path: Path) -> None:
     (["plot", "breakdown", "--runs", "EMPTY"], "error: no runs (folders with breakdown.json) found in"),
     (["plot", "breakdown", "--runs", "EMPTY/missing"], "error: no such run folder"),
     (["plot", "sweep", "--runs", str(PLOT_RUNS / "dlrm-train-b2048")], "error: no sweep"),
-    (["plot", "breakdown", "--runs", str(PLOT_RUNS), "--out", "fig.jpg"], "error: figure file must end in"),
+    (["plot", "breakdown", "--runs", str(PLOT_RUNS), "--figure", "fig.jpg"], "error: figure file must end in"),
     (["plot", "breakdown", "--runs", str(PLOT_RUNS), "--top", "3"], "error: --top does not apply"),
     (["plot", "top-kernels", "--runs", str(PLOT_RUNS)], "error: top-kernels shows the kernels of one run, got 10"),
 ])
