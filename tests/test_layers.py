@@ -20,7 +20,8 @@ PACKAGES = ("addressable", "workloads")
 # of the packages must be listed: a new module is placed here, where docs/CONVENTIONS.md shows it.
 LAYERS: list[tuple[str, ...]] = [
     ("addressable.errors",),
-    ("addressable.atomic", "addressable.jsonutil", "addressable.phases", "addressable.device", "addressable.quiet"),
+    ("addressable.atomic", "addressable.jsonutil", "addressable.phases", "addressable.device", "addressable.quiet",
+     "addressable.kernel_names"),
     ("addressable.taxonomy", "addressable.trace", "addressable.workload", "addressable.invariants"),
     ("addressable.timeline",),
     ("addressable.breakdown",),
