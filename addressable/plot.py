@@ -47,8 +47,8 @@ STYLE: dict[str, Any] = {
     "savefig.dpi": 300, "figure.dpi": 150,
 }
 
-# Library categories (taxonomy order: gemm, conv, attention, communication, memory): blues, greys.
-LIBRARY_COLORS = ("#004488", "#6699CC", "#99DDFF", "#555555", "#999999")
+# Library categories (taxonomy order: gemm, conv, attention, communication, memory, rnn): blues, greys.
+LIBRARY_COLORS = ("#004488", "#6699CC", "#99DDFF", "#555555", "#999999", "#77AADD")
 # Replaceable categories (elementwise, normalization, softmax, reduction, embedding, data_movement,
 # optimizer, pooling, loss, triton, cpu_other): Okabe-Ito and Paul Tol warm colours.
 REPLACEABLE_COLORS = ("#E69F00", "#D55E00", "#CC79A7", "#882255", "#AA4499", "#DDCC77", "#CC6677",
