@@ -81,6 +81,16 @@ def _snake(ident: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", ident).lower()
 
 
+def _signal_line(b: Breakdown) -> list[str]:
+    """'Classified by kernel name 97.7%, by launching op 2.3% ...' (GPU traces)."""
+    if b.signals is None or not b.total_time_us:
+        return []
+    share = dict(zip(b.signals["signal"], b.signals["share"], strict=True))
+    n = 0 if b.disagreements is None else len(b.disagreements)
+    return [f"Classified by kernel name {share.get('name', 0):.1%}, by launching op {share.get('launch_op', 0):.1%}; "
+            f"{n} kernel(s) whose name and launching op disagree on the class (classify --json: disagreements)"]
+
+
 def format_breakdown(b: Breakdown, top: int = 5) -> str:
     """The breakdown as a readable table, with the addressable fraction on top."""
     basis = "GPU kernel time" if b.basis == "gpu_kernel_time" else "CPU-op self time (no GPU work in trace)"
@@ -89,6 +99,7 @@ def format_breakdown(b: Breakdown, top: int = 5) -> str:
         f"Addressable fraction: {b.addressable_fraction:6.1%}  of {basis} "
         f"({b.total_time_us / 1e3:,.2f} ms{f' over {b.n_steps} steps' if b.n_steps else ''})",
         f"Library: {b.library_fraction:6.1%}    Unclassified: {b.unclassified_fraction:6.2%}",
+        *_signal_line(b),
         "",
         f"{'category':<15}{'class':<13}{'time ms':>11}{'share':>8}{'count':>8}",
     ]

@@ -172,6 +172,7 @@ def test_unclassified_list_shows_the_launching_op_and_a_rule_that_claims_them(tm
     r = _run(str(trace))
     assert r.exit_code == 0, r.output
     assert "[launched by acme::fused_thing]" in r.output
+    assert "Classified by kernel name 70.0%, by launching op 0.0%; 0 kernel(s)" in r.output
     line = r.output.strip().splitlines()
     rule = next(x for x in line if "kernel_rules line" in x).split(": ", 1)[1]
     assert rule == "- {category: CATEGORY, patterns: ['fused_thing_kernel']}"
