@@ -32,7 +32,9 @@ import yaml
 from addressable import distributed
 from addressable.atomic import atomic_dir, write_text
 from addressable.breakdown import BASIS_GPU, Breakdown, breakdown_of_trace
+from addressable.calibrate import session_peaks
 from addressable.errors import AddressableError
+from addressable.roofline import roofline_of_trace
 from addressable.taxonomy import Taxonomy, load_taxonomy
 from addressable.timeline import TimelineResult
 from addressable.trace import load_trace
@@ -211,7 +213,7 @@ def _profiled(step: Step, n: int, cuda: bool, path: Path) -> list[float]:
         warnings.filterwarnings("ignore", message="Profiler won't be using warmup")
         sched = torch.profiler.schedule(wait=0, warmup=warm, active=n, repeat=1)
     distributed.barrier()  # outside the profiler, so no barrier collective lands in the trace
-    with torch.profiler.profile(activities=acts, schedule=sched,
+    with torch.profiler.profile(activities=acts, schedule=sched, record_shapes=True,  # shapes: the roofline's
                                 on_trace_ready=lambda p: p.export_chrome_trace(str(path))) as prof:
         for _ in range(warm):
             step()
@@ -522,6 +524,8 @@ def profile_workload(config: WorkloadConfig, warmup: int | None = None, steps: i
         return distributed.profile_ranks(spec, config, m, folder, tax, argv, progress)
     folder = Path(out) / (name or run_name(config, layers_subset))
     man = manifest(config, m, argv)
+    if config.device == "cuda":  # the roofline's peaks (addressable.calibrate), measured once per process
+        man["peaks"] = session_peaks().to_dict()
 
     with atomic_dir(folder) as tmp, _memory_errors(config), _cudnn_benchmark(config.device == "cuda"):
         measured = []
@@ -554,6 +558,9 @@ def profile_workload(config: WorkloadConfig, warmup: int | None = None, steps: i
         if layers_subset:
             keys["layers"] = spec.full_layers
             keys["extrapolated"] = {"from_layers": list(layers_subset), "to_layers": spec.full_layers}
+        elif config.device == "cuda":  # the last repeat's trace against the calibrated peaks
+            keys["roofline"] = roofline_of_trace(tmp / "trace.json.gz", tax, manifest=man,
+                                                 step_time_ms=step_ms).to_dict()
         _write_run(tmp, b, keys, steps_table, man)
     return ProfileResult(b, keys, folder, man)
 

@@ -106,6 +106,7 @@ class Run:
     step_time_ms: float | None = None
     repeats: list[tuple[pd.Series, float | None]] = field(default_factory=list)  # per-step times, step ms
     path: Path | None = None
+    ceiling_kernel_roofline: float = math.nan  # breakdown.json's roofline key (addressable.roofline), when present
 
     def class_of(self, category: str) -> str:
         return self.classes.get(category) or _taxonomy().class_of(category)
@@ -168,8 +169,10 @@ def load_run(path: str | Path) -> Run:
     mw = r.manifest.get("workload")
     workload = doc.get("workload") or ((mw.get("workload") or mw.get("name")) if isinstance(mw, dict) else mw)
     workload = workload if isinstance(workload, str) and workload else r.name
+    roof = doc.get("roofline") if isinstance(doc.get("roofline"), dict) else {}
     return Run(r.name, workload, times, classes, basis, kernels, n_steps,
-               _positive_or_none(doc.get("step_time_ms")), repeats, r.path)
+               _positive_or_none(doc.get("step_time_ms")), repeats, r.path,
+               _positive_or_none(roof.get("ceiling_kernel_roofline")) or math.nan)
 
 
 def _exposed_times(doc: dict, where: str, times: pd.Series, repeats: list[tuple[pd.Series, float | None]]
@@ -497,6 +500,8 @@ class Projection:
             for m in ("speedup_kernel", "speedup_wall", "ceiling_kernel", "ceiling_wall"):
                 item[m] = r[m]
                 item[f"{m}_interval"] = None if _nan(r[m]) else [r[f"{m}_lo"], r[f"{m}_hi"]]
+                if m == "ceiling_kernel":
+                    item["ceiling_kernel_roofline"] = r["ceiling_kernel_roofline"]
             c = self.contributions[self.contributions["run"] == r["run"]].drop(columns="run")
             item["contributions"] = c.to_dict(orient="records")
             runs.append(item)
@@ -638,7 +643,7 @@ def _project_run(run: Run, groups: list[Group], weights: pd.DataFrame) -> tuple[
     point = bases(run.times, run.step_time_ms, run.n_steps)
     samples = [point] + [bases(t, ms, 1.0) for t, ms in run.repeats]
     row: dict[str, Any] = {"run": run.name, "workload": run.workload, "basis": run.basis,
-                           "n_repeats": len(run.repeats)}
+                           "n_repeats": len(run.repeats), "ceiling_kernel_roofline": run.ceiling_kernel_roofline}
     for b in ("kernel", "wall"):
         if b not in point:
             row.update({f"{m}_{b}{s}": math.nan for m in ("speedup", "ceiling") for s in ("", "_lo", "_hi")})
@@ -708,14 +713,16 @@ def format_projection(p: Projection, top: int = 5) -> str:
     used = int(p.wins["used"].sum())
     lines = [f"Projected end-to-end speedup: {used} win(s) used, combine={p.combine}. "
              "Intervals: spread over profile repeats and speedup_lo/hi.",
-             "Ceiling: every replaceable kernel infinitely fast.", ""]
-    head = f"{'run':<28}{'basis':<9}{'kernel time':<26}{'wall clock':<26}{'ceiling kernel':<16}{'ceiling wall':<14}"
+             "Ceiling: every replaceable kernel infinitely fast; roofline: every replaceable kernel at its roofline "
+             "(n/a: the run has no roofline).", ""]
+    head = (f"{'run':<28}{'basis':<9}{'kernel time':<26}{'wall clock':<26}{'ceiling kernel':<16}{'roofline':<10}"
+            f"{'ceiling wall':<14}")
     lines.append(head)
     for r in p.runs.itertuples():
         lines.append(f"{r.run[:27]:<28}{r.basis:<9}"
                      f"{_with_interval(r.speedup_kernel, r.speedup_kernel_lo, r.speedup_kernel_hi):<26}"
                      f"{_with_interval(r.speedup_wall, r.speedup_wall_lo, r.speedup_wall_hi):<26}"
-                     f"{_x(r.ceiling_kernel):<16}{_x(r.ceiling_wall):<14}")
+                     f"{_x(r.ceiling_kernel):<16}{_x(r.ceiling_kernel_roofline):<10}{_x(r.ceiling_wall):<14}")
     if p.runs["basis"].eq("exposed").any():
         lines.append("(basis exposed: shares use exposed, non-overlapped kernel time)")
     for run in p.runs["run"]:

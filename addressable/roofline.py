@@ -429,6 +429,25 @@ def roofline_of_trace(trace: Trace | str | Path, taxonomy: Taxonomy | str | Path
     return roofline_of_rows(costed, p, trace.n_steps or None, step_time_ms, has_shapes(trace))
 
 
+def roofline_of_path(path: str | Path, taxonomy: Taxonomy | str | Path | None = None, *, gpu: str | None = None,
+                     peaks: Peaks | dict | str | Path | None = None, datasheet_only: bool = False) -> Roofline:
+    """roofline_of_trace for a trace file or a run folder (its trace.json.gz, manifest peaks and step time)."""
+    from addressable.runs import load_run
+
+    path = Path(path)
+    if not path.is_dir():
+        return roofline_of_trace(path, taxonomy, gpu=gpu, peaks=peaks, datasheet_only=datasheet_only)
+    trace = path / "trace.json.gz"
+    if not trace.is_file():
+        raise AddressableError(f"{path} holds no trace.json.gz (a committed run keeps only its tables): "
+                               "re-profile it or give a trace file")
+    run = load_run(path)
+    step = run.info.get("step_time_ms")
+    return roofline_of_trace(trace, taxonomy, gpu=gpu, peaks=peaks, manifest=run.manifest,
+                             step_time_ms=float(step) if isinstance(step, int | float) else None,
+                             datasheet_only=datasheet_only)
+
+
 # ---------------------------------------------------------------- text
 
 
@@ -437,11 +456,16 @@ def _fmt(v: float, spec: str = ".2f", suffix: str = "") -> str:
         "inf" if isinstance(v, float) and math.isinf(v) else f"{v:{spec}}{suffix}"
 
 
+def format_peaks(p: Peaks) -> str:
+    """One line of peaks: memory GB/s (and the measured copy / read-only figures), matmul TFLOP/s per dtype."""
+    tf = ", ".join(f"{k} {v:,.0f}" for k, v in p.tflops.items())
+    measured = "".join(f", {k.removesuffix('_gbps')} {v:,.0f}" for k, v in p.measured.items())
+    return f"Peaks of {p.gpu} ({p.source}): memory {p.memory_gbps:,.0f} GB/s{measured}; matmul TFLOP/s {tf}"
+
+
 def format_roofline(r: Roofline, top: int = 15) -> str:
     """What `addressable roofline` prints: peaks, ceilings, categories, top kernels, unmodelled ops."""
-    p = r.peaks
-    tf = ", ".join(f"{k} {v:,.0f}" for k, v in p.tflops.items())
-    lines = [f"Peaks ({p.source}): memory {p.memory_gbps:,.0f} GB/s; matmul TFLOP/s {tf}"]
+    lines = [format_peaks(r.peaks)]
     if not r.has_shapes:
         lines.append("No input shapes in this trace (profile with record_shapes=True, as `addressable profile` "
                      "does): every kernel is unmodelled.")

@@ -143,3 +143,49 @@ def test_real_trace_without_shapes(h200_traces: dict[str, Path]) -> None:
     r = roofline_of_trace(h200_traces["llama8b4l_infer"])
     assert r.peaks.gpu == "H200" and not r.has_shapes
     assert r.ceiling_kernel == pytest.approx(1 / (1 - 0.231), rel=0.01)
+
+
+# ---------------------------------------------------------------- CLI
+
+
+def test_cli_roofline_table_json_and_errors(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from addressable.cli import main
+
+    path = synthetic_trace(tmp_path / "t.json")
+    runner = CliRunner()
+    res = runner.invoke(main, ["roofline", str(path), "--gpu", "H200", "--datasheet"])
+    assert res.exit_code == 0, res.output
+    assert "Ceiling, kernel time: Amdahl 2.00x, roofline" in res.output and "aten::foo" in res.output
+    res = runner.invoke(main, ["roofline", str(path), "--json", "--gpu", "H200", "--datasheet"])
+    doc = json.loads(res.output)
+    assert doc["peaks"]["memory_gbps"] == 4800 and doc["unmodelled_time_share"] == pytest.approx(5 / 30)
+    res = runner.invoke(main, ["roofline", str(path), "--gpu", "Voodoo 3"])
+    assert res.exit_code == 2 and "no peaks for GPU" in res.output and "Traceback" not in res.output
+    res = runner.invoke(main, ["roofline", str(tmp_path)])
+    assert res.exit_code == 2 and "no trace.json.gz" in res.output
+
+
+def test_cli_calibrate_needs_a_gpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import torch
+    from click.testing import CliRunner
+
+    from addressable.cli import main
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    res = CliRunner().invoke(main, ["calibrate", "--out", str(tmp_path / "p.json")])
+    assert res.exit_code == 2 and "calibrate needs a CUDA GPU" in res.output
+    assert not (tmp_path / "p.json").exists()
+
+
+@pytest.mark.gpu
+def test_calibrate_on_the_gpu(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from addressable.cli import main
+
+    res = CliRunner().invoke(main, ["calibrate", "--out", str(tmp_path / "p.json")])
+    assert res.exit_code == 0, res.output
+    p = json.loads((tmp_path / "p.json").read_text())
+    assert p["memory_gbps"] > 100 and p["tflops"]["bf16"] > p["tflops"]["fp32"] > 0
