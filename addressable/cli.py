@@ -53,18 +53,51 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("trace", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("paths", nargs=-1, required=True)
 @click.option("--taxonomy", type=click.Path(dir_okay=False, path_type=Path), help="Rule file (default: packaged taxonomy.yaml).")
 @click.option("--class", "classes", multiple=True, metavar="CATEGORY=CLASS", help="Flip a category's class, e.g. triton=library.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Also write breakdown.json, categories.csv and kernels.csv here.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+              help="Also write breakdown.json, categories.csv and kernels.csv here (several traces: rank<k>/ "
+                   "per rank, the job's total and ranks.csv).")
 @click.option("--top", default=5, show_default=True, help="Kernels to list per section.")
 @click.option("--basis", type=click.Choice(["summed", "exposed"]), default="summed", show_default=True,
               help="exposed: also print overlap-aware times (busy time, split among overlapping kernels).")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), help="Traces classified at once (default: the number of cores).")
+@click.option("--engine", type=click.Choice(["process", "serial", "dask"]),
+              help="Several traces: a process pool (default), one at a time, or Dask.")
+@click.option("--scheduler", metavar="tcp://HOST:PORT", help="Run on this Dask scheduler (implies --engine dask).")
 @_user_errors
-def classify(trace: Path, taxonomy: Path | None, classes: tuple[str, ...], as_json: bool, out: Path | None, top: int,
-             basis: str) -> None:
-    """Classify every kernel of a profiler TRACE and print the addressable fraction."""
+def classify(paths: tuple[str, ...], taxonomy: Path | None, classes: tuple[str, ...], as_json: bool,
+             out: Path | None, top: int, basis: str, jobs: int | None, engine: str | None,
+             scheduler: str | None) -> None:
+    """Classify every kernel of profiler traces and print the addressable fraction.
+
+    PATHS: one trace file, or several files, folders and globs holding one trace per rank of a job
+    (per-rank table, aggregate, straggler signal).
+    """
+    if len(paths) == 1 and Path(paths[0]).is_file() and not (engine or scheduler or jobs):
+        _classify_one(Path(paths[0]), taxonomy, classes, as_json, out, top, basis)
+        return
+    from addressable.ranks import classify_job, format_job, job_json, write_job
+
+    job = classify_job(paths, taxonomy, _parse_classes(classes), jobs=jobs, engine=engine, scheduler=scheduler)
+    for e in job.errors:
+        click.echo(f"error: {e.error if Path(e.file).name in e.error else f'{e.file}: {e.error}'}", err=True)
+    for w in job.warnings:
+        click.echo(f"warning: {w}", err=True)
+    if out and job.ranks:
+        write_job(job, out)
+    click.echo(job_json(job) if as_json else format_job(job, top))
+    if out and job.ranks and not as_json:
+        click.echo(f"\nWrote {out}/breakdown.json (the job), ranks.csv and rank<k>/ per rank")
+    if job.errors:
+        sys.exit(2)
+
+
+def _classify_one(trace: Path, taxonomy: Path | None, classes: tuple[str, ...], as_json: bool, out: Path | None,
+                  top: int, basis: str) -> None:
+    """`classify TRACE`: one trace's breakdown."""
     from addressable.breakdown import classify_trace
     from addressable.report import format_breakdown
     from addressable.runs import write_breakdown
