@@ -271,6 +271,7 @@ def _command_argv(ctx: click.Context, skip: tuple[str, ...] = ()) -> list[str]:
 
 @main.command()
 @click.argument("kind")
+@click.argument("run_args", nargs=-1, type=click.Path(path_type=Path), metavar="[RUN]...")
 @click.option("--runs", "run_dirs", multiple=True, type=click.Path(path_type=Path),
               help="Run folder (or a folder of runs); repeatable. Default: every run under outputs/.")
 @click.option("--speedups", type=click.Path(path_type=Path), help="amdahl: overlay the projection of this wins.csv.")
@@ -278,12 +279,13 @@ def _command_argv(ctx: click.Context, skip: tuple[str, ...] = ()) -> list[str]:
 @click.option("--top", type=int, help="top-kernels: kernels per run (default 10).")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Figure file, .pdf/.svg/.png. Default: outputs/figures/KIND.pdf.")
 @_user_errors
-def plot(kind: str, run_dirs: tuple[Path, ...], speedups: Path | None, x: str | None, top: int | None,
-         out: Path | None) -> None:
-    """Draw a figure from run folders: KIND is breakdown, amdahl, sweep or top-kernels."""
+def plot(kind: str, run_args: tuple[Path, ...], run_dirs: tuple[Path, ...], speedups: Path | None, x: str | None,
+         top: int | None, out: Path | None) -> None:
+    """Draw a figure from run folders (RUN arguments or --runs): KIND is breakdown, amdahl, sweep, top-kernels
+    or roofline."""
     from addressable.plot import plot_runs
 
-    path = plot_runs(kind, run_dirs or (Path("outputs"),), out, speedups=speedups, x=x, n=top)
+    path = plot_runs(kind, (*run_args, *run_dirs) or (Path("outputs"),), out, speedups=speedups, x=x, n=top)
     click.echo(f"Wrote {path}")
 
 

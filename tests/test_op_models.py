@@ -12,11 +12,11 @@ from addressable.op_models import Cost, Tensor, broadcast_shape, causal_pairs, c
 BF16, F32, I64, BOOL = "c10::BFloat16", "float", "long int", "bool"
 
 
-def T(shape: list[int], dtype: str = BF16, strides: list[int] | None = None) -> tuple:  # noqa: N802
+def T(shape: list[int], dtype: str = BF16, strides: list[int] | None = None) -> tuple:
     return ("t", shape, dtype, strides)
 
 
-def L(*shapes: list[int]) -> tuple:  # noqa: N802
+def L(*shapes: list[int]) -> tuple:
     return ("list", [list(s) for s in shapes])
 
 

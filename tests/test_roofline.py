@@ -189,3 +189,39 @@ def test_calibrate_on_the_gpu(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     p = json.loads((tmp_path / "p.json").read_text())
     assert p["memory_gbps"] > 100 and p["tflops"]["bf16"] > p["tflops"]["fp32"] > 0
+
+
+def _run_with_roofline(tmp_path: Path) -> Path:
+    from addressable.breakdown import classify_trace
+    from addressable.runs import write_breakdown
+
+    path = synthetic_trace(tmp_path / "t.json")
+    folder = tmp_path / "run"
+    write_breakdown(classify_trace(path), folder, extra={"roofline": roofline_of_trace(path, peaks=PEAKS).to_dict()})
+    return folder
+
+
+def test_cli_plot_roofline(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from addressable.cli import main
+    from addressable.plot import roofline_points
+    from addressable.runs import load_run
+
+    run = _run_with_roofline(tmp_path)
+    k, peaks = roofline_points(load_run(run))
+    assert peaks["memory_gbps"] == 1000
+    assert set(k["name"]) == {ADD, GEMM, STATS, TRANSFORM, UPDATE}  # the unmodelled kernel has no bytes: no point
+    assert k.set_index("name").loc[ADD, "bytes_per_launch"] == 4196352
+    out = tmp_path / "roofline.png"
+    res = CliRunner().invoke(main, ["plot", "roofline", str(run), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert out.stat().st_size > 10_000
+    bare = tmp_path / "bare"
+    from addressable.breakdown import classify_trace
+    from addressable.runs import write_breakdown
+
+    write_breakdown(classify_trace(tmp_path / "t.json"), bare)
+    res = CliRunner().invoke(main, ["plot", "roofline", str(bare), "--out", str(tmp_path / "x.png")])
+    assert res.exit_code == 2 and "has no roofline" in res.output
+    assert not (tmp_path / "x.png").exists()
