@@ -32,6 +32,23 @@ def _user_errors(fn: Callable) -> Callable:
     return wrapper
 
 
+def _renamed(old: str, new: str, dest: str, type: Any = None) -> Callable:
+    """Keep `old`, the previous spelling of option `new`, for one release: hidden, and using it warns."""
+
+    def decorate(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            value = kwargs.pop(f"renamed_{dest}")
+            if value is not None:
+                click.echo(f"warning: {old} is deprecated here and goes in the next release; use {new}", err=True)
+                kwargs[dest] = value
+            return fn(*args, **kwargs)
+
+        return click.option(old, f"renamed_{dest}", type=type, hidden=True, default=None)(wrapper)
+
+    return decorate
+
+
 def _parse_classes(values: tuple[str, ...]) -> dict[str, str]:
     out = {}
     for v in values:
@@ -222,11 +239,12 @@ def workloads(adapters: tuple[str, ...]) -> None:
 @click.option("--layers-subset", metavar="L1,L2", help="Profile at L1 and L2 layers and extrapolate linearly to the full depth.")
 @click.option("--nproc", type=int, help="Run in N processes under torchrun (DDP / FSDP2, one GPU each); "
               "writes rank<k>/ per rank and the aggregate.")
+@click.option("--force", is_flag=True, help="Replace a run folder of the same name (default: write NAME-2, NAME-3, ...).")
 @_user_errors
 def profile(workload: str, mode: str | None, batch: int | None, seq_len: int | None, dtype: str | None,
             device: str, warmup: int | None, steps: int | None, profile_steps: int | None, repeats: int | None,
             out: Path, name: str | None, compile_: bool, adapters: tuple[str, ...], options: tuple[str, ...],
-            layers_subset: str | None, nproc: int | None) -> None:
+            layers_subset: str | None, nproc: int | None, force: bool) -> None:
     """Run WORKLOAD, profile it, and write a run folder with its addressable fraction."""
     from addressable import distributed
     from addressable import profile as prof
@@ -236,11 +254,13 @@ def profile(workload: str, mode: str | None, batch: int | None, seq_len: int | N
                               prof.parse_options(options), adapters)
     subset = prof.parse_layers_subset(layers_subset) if layers_subset else None
     if nproc is not None and distributed.check_nproc(get_workload(workload, adapters), nproc, subset):
-        # re-launch this command under torchrun; the children see WORLD_SIZE
-        sys.exit(distributed.launch(nproc, _command_argv(click.get_current_context(), skip=("nproc",))))
+        # re-launch this command under torchrun, into a folder chosen here; the children see WORLD_SIZE
+        folder = prof.run_folder(cfg, out, name, world=nproc, force=force, progress=_progress)
+        argv = _command_argv(click.get_current_context(), skip=("nproc", "name", "force"))
+        sys.exit(distributed.launch(nproc, [*argv, "--name", folder.name]))
     res = prof.profile_workload(cfg, warmup, steps, repeats, out, profile_steps=profile_steps, name=name,
-                                layers_subset=subset, adapters=adapters, argv=sys.argv,
-                                progress=lambda line: click.echo(line, err=True))
+                                layers_subset=subset, adapters=adapters, argv=sys.argv, progress=_progress,
+                                force=force)
     if distributed.rank() == 0:
         click.echo(prof.format_profile(res, device))
         if "distributed" in res.run:
@@ -249,6 +269,10 @@ def profile(workload: str, mode: str | None, batch: int | None, seq_len: int | N
         sys.stdout.flush()            # where gloo's threads can abort the process after the fact
         sys.stderr.flush()
         os._exit(0)
+
+
+def _progress(line: str) -> None:
+    click.echo(line, err=True)
 
 
 def _command_argv(ctx: click.Context, skip: tuple[str, ...] = ()) -> list[str]:
@@ -277,15 +301,17 @@ def _command_argv(ctx: click.Context, skip: tuple[str, ...] = ()) -> list[str]:
 @click.option("--speedups", type=click.Path(path_type=Path), help="amdahl: overlay the projection of this wins.csv.")
 @click.option("--x", "x", metavar="KEY", help="sweep: the swept key (batch, seq_len or workload). Default: each that varies.")
 @click.option("--top", type=int, help="top-kernels: kernels per run (default 10).")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Figure file, .pdf/.svg/.png. Default: outputs/figures/KIND.pdf.")
+@click.option("--figure", type=click.Path(dir_okay=False, path_type=Path),
+              help="Figure file, .pdf/.svg/.png. Default: outputs/figures/KIND.pdf.")
+@_renamed("--out", "--figure", "figure", click.Path(dir_okay=False, path_type=Path))
 @_user_errors
 def plot(kind: str, run_args: tuple[Path, ...], run_dirs: tuple[Path, ...], speedups: Path | None, x: str | None,
-         top: int | None, out: Path | None) -> None:
+         top: int | None, figure: Path | None) -> None:
     """Draw a figure from run folders (RUN arguments or --runs): KIND is breakdown, amdahl, sweep, top-kernels
     or roofline."""
     from addressable.plot import plot_runs
 
-    path = plot_runs(kind, (*run_args, *run_dirs) or (Path("outputs"),), out, speedups=speedups, x=x, n=top)
+    path = plot_runs(kind, (*run_args, *run_dirs) or (Path("outputs"),), figure, speedups=speedups, x=x, n=top)
     click.echo(f"Wrote {path}")
 
 
@@ -307,11 +333,12 @@ def plot(kind: str, run_args: tuple[Path, ...], run_dirs: tuple[Path, ...], spee
 @click.option("--option", "options", multiple=True, metavar="KEY=VALUE", help="Adapter option; repeatable.")
 @click.option("--layers-subset", metavar="L1,L2", help="Profile each value at L1 and L2 layers and extrapolate.")
 @click.option("--plot", "plot_out", type=click.Path(dir_okay=False, path_type=Path), help="Also draw the sweep figure to this .pdf/.svg/.png.")
+@click.option("--force", is_flag=True, help="Replace run folders of the same names (default: write NAME-2, ...).")
 @_user_errors
 def sweep(workload: str | None, batch: str | None, seq_len: str | None, workloads: str | None, mode: str | None,
           dtype: str | None, device: str, warmup: int | None, steps: int | None, profile_steps: int | None,
           repeats: int | None, out: Path, compile_: bool, adapters: tuple[str, ...], options: tuple[str, ...],
-          layers_subset: str | None, plot_out: Path | None) -> None:
+          layers_subset: str | None, plot_out: Path | None, force: bool) -> None:
     """Profile WORKLOAD at each --batch or --seq-len value (or each of --workloads): one run folder per value."""
     from addressable import profile as prof
     from addressable import sweep as sw
@@ -321,7 +348,7 @@ def sweep(workload: str | None, batch: str | None, seq_len: str | None, workload
                   out=out, warmup=warmup, steps=steps, repeats=repeats, profile_steps=profile_steps,
                   options=prof.parse_options(options), compile=compile_, adapters=adapters,
                   layers_subset=prof.parse_layers_subset(layers_subset) if layers_subset else None,
-                  argv=sys.argv, progress=lambda line: click.echo(line, err=True))
+                  argv=sys.argv, progress=_progress, force=force)
     click.echo(sw.format_sweep(df))
     done = df.loc[df["error"].isna(), "run"].tolist()
     if plot_out and len(done) > 1:
@@ -350,7 +377,8 @@ def bench_list(small: bool, as_json: bool) -> None:
 @bench.command("shares")
 @click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON records instead of a table.")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the table as CSV.")
+@click.option("--csv", "out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the table to this CSV file.")
+@_renamed("--out", "--csv", "out", click.Path(dir_okay=False, path_type=Path))
 @_user_errors
 def bench_shares(run_dir: Path, as_json: bool, out: Path | None) -> None:
     """Each problem's share of a DLRM run folder's kernel time and step time (from DLRM_KERNEL)."""
@@ -372,9 +400,11 @@ def bench_shares(run_dir: Path, as_json: bool, out: Path | None) -> None:
 @click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True)
 @click.option("--small", is_flag=True, help="Use the reduced (SMALL) sizes.")
 @click.option("--warmup", default=5, show_default=True, help="Untimed calls first.")
-@click.option("--repeats", default=50, show_default=True, help="Timed calls at most; the median is reported.")
+@click.option("--calls", "repeats", default=50, show_default=True, help="Timed calls at most; the median is reported.")
 @click.option("--budget", default=10.0, show_default=True, help="Seconds of timing per problem at most.")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the table as CSV.")
+@click.option("--csv", "out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the table to this CSV file.")
+@_renamed("--repeats", "--calls", "repeats", int)
+@_renamed("--out", "--csv", "out", click.Path(dir_okay=False, path_type=Path))
 @_user_errors
 def bench_time(problems: tuple[str, ...], device: str, small: bool, warmup: int, repeats: int, budget: float,
                out: Path | None) -> None:
@@ -392,12 +422,13 @@ def bench_time(problems: tuple[str, ...], device: str, small: bool, warmup: int,
 
 def _verify_options(fn: Callable) -> Callable:
     """Options shared by verify and verify-batch (harness settings and check thresholds)."""
+    fn = _renamed("--runs", "--calls", "runs", int)(fn)
     for opt in reversed([
         click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True),
         click.option("--trials", default=4, show_default=True, help="Trials with fresh inputs (at least 2)."),
         click.option("--seed", default=42, show_default=True, help="Seed of trial 0 (trial t uses seed + t)."),
         click.option("--timeout", default=300.0, show_default=True, help="Seconds before a verification is killed."),
-        click.option("--runs", default=50, show_default=True, help="Timed runs of each model (0: no timing)."),
+        click.option("--calls", "runs", default=50, show_default=True, help="Timed calls of each model (0: no timing)."),
         click.option("--warmup", default=5, show_default=True, help="Untimed calls of each model first."),
         click.option("--set", "overrides", multiple=True, metavar="NAME=VALUE", help="Override a size constant of the problem; repeatable."),
         click.option("--rel-fro", default=2e-2, show_default=True, help="Max ‖out-ref‖/‖ref‖."),
@@ -457,7 +488,8 @@ def verify_batch(pairs: Path, wins_out: Path, json_dir: Path | None, **kw: Any) 
 @click.argument("problems_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--atol", default=1e-2, show_default=True)
 @click.option("--rtol", default=1e-2, show_default=True)
-@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="cpu", show_default=True)
+@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
+              help="auto: the GPU when there is one, else the CPU.")
 @click.option("--set", "overrides", multiple=True, metavar="NAME=VALUE", help="Override a size constant where a problem defines it; repeatable.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 @_user_errors

@@ -354,6 +354,19 @@ def test_labels_come_from_the_run_keys(mixed_runs: list) -> None:
     assert wrapped["gpt2-train-b8-s1024-ddp-np2"] == "gpt2 train b8 s1024 DDP×2"
 
 
+def test_compile_twins_and_devices_are_told_apart(tmp_path: Path) -> None:
+    """An eager and a --compile run, and a CPU run of the same configuration: no "#1"/"#2", the device shown."""
+    for name, keys in (("eager", {}), ("compiled", {"compile": True}), ("cpu", {"device": "cpu"})):
+        shutil.copytree(PLOT_RUNS / "resnet50-train-b64", tmp_path / name)
+        doc = json.loads((tmp_path / name / "breakdown.json").read_text())
+        (tmp_path / name / "breakdown.json").write_text(json.dumps({**doc, "device": "cuda", **keys}))
+    got = dict(zip(["compiled", "cpu", "eager"], plot.run_labels(load_runs([tmp_path]), wrap=None), strict=True))
+    assert got == {"eager": "resnet50 train b64 H200", "compiled": "resnet50 train b64 H200 compile",
+                   "cpu": "resnet50 train b64 cpu"}
+    on_gpu = load_runs([tmp_path / "eager", tmp_path / "compiled"])
+    assert plot.run_labels(on_gpu) == ["resnet50 train b64", "resnet50 train b64 compile"]  # one device: not shown
+
+
 def test_labels_that_tie_on_every_key_get_numbers(runs: list) -> None:
     twice = [runs[-1], runs[-1]]
     assert plot.run_labels(twice) == ["resnet50 train b64 #1", "resnet50 train b64 #2"]
@@ -540,7 +553,7 @@ def test_cli_plot_each_kind(tmp_path: Path) -> None:
     for kind in plot.PLOTS:
         out = tmp_path / f"{kind}.svg"
         where = PLOT_RUNS / "resnet50-train-b64" if kind in ("top-kernels", "roofline") else PLOT_RUNS
-        res = runner.invoke(main, ["plot", kind, "--runs", str(where), "--out", str(out)])
+        res = runner.invoke(main, ["plot", kind, "--runs", str(where), "--figure", str(out)])
         assert res.exit_code == 0, res.output
         assert out.is_file() and f"Wrote {out}" in res.output
 
@@ -556,9 +569,10 @@ def test_cli_plot_defaults_to_outputs(tmp_path: Path, monkeypatch: pytest.Monkey
 def test_cli_plot_amdahl_with_speedups(tmp_path: Path) -> None:
     out = tmp_path / "a.pdf"
     res = CliRunner().invoke(main, ["plot", "amdahl", "--runs", str(PLOT_RUNS / "resnet50-train-b64"),
-                                    "--speedups", str(WINS), "--out", str(out)])
+                                    "--speedups", str(WINS), "--out", str(out)])  # the old spelling of --figure
     assert res.exit_code == 0, res.output
     assert out.is_file()
+    assert "warning: --out is deprecated here and goes in the next release; use --figure" in res.stderr
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -566,7 +580,7 @@ def test_cli_plot_amdahl_with_speedups(tmp_path: Path) -> None:
     (["plot", "breakdown", "--runs", "EMPTY"], "error: no runs (folders with breakdown.json) found in"),
     (["plot", "breakdown", "--runs", "EMPTY/missing"], "error: no such run folder"),
     (["plot", "sweep", "--runs", str(PLOT_RUNS / "dlrm-train-b2048")], "error: no sweep"),
-    (["plot", "breakdown", "--runs", str(PLOT_RUNS), "--out", "fig.jpg"], "error: figure file must end in"),
+    (["plot", "breakdown", "--runs", str(PLOT_RUNS), "--figure", "fig.jpg"], "error: figure file must end in"),
     (["plot", "breakdown", "--runs", str(PLOT_RUNS), "--top", "3"], "error: --top does not apply"),
     (["plot", "top-kernels", "--runs", str(PLOT_RUNS)], "error: top-kernels shows the kernels of one run, got 10"),
 ])
