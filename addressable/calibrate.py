@@ -3,7 +3,7 @@
 Each figure is the best of `reps` timed runs (CUDA events) after a warm-up: the roofline asks what
 the hardware can reach, so the fastest run is the estimate. Bandwidth counts bytes read plus
 bytes written (a copy of n bytes moves 2n). The result is an addressable.roofline.Peaks whose
-memory roof is the larger of the two bandwidths.
+memory roof is the largest of the measured bandwidths (copy, read-only, write-only, add).
 """
 
 from __future__ import annotations
@@ -37,12 +37,15 @@ def _best_ms(fn: Callable[[], object], reps: int, warmup: int = 3) -> float:
 
 
 def bandwidth_gbps(nbytes: int = 1 << 30, reps: int = 20) -> dict[str, float]:
-    """Device-to-device copy and read-only streaming (a sum) bandwidth in GB/s over `nbytes` buffers."""
+    """Bandwidth in GB/s over `nbytes` buffers: device-to-device copy, read-only streaming (a sum),
+    write-only streaming (a fill) and a three-stream add (two reads, one write)."""
     a = torch.empty(nbytes // 4, dtype=torch.float32, device="cuda").uniform_()
-    b = torch.empty_like(a)
-    copy = 2 * a.numel() * 4 / (_best_ms(lambda: b.copy_(a), reps) * 1e6)
-    read = a.numel() * 4 / (_best_ms(lambda: a.sum(), reps) * 1e6)
-    return {"copy_gbps": copy, "read_gbps": read}
+    b, c = torch.empty_like(a), torch.empty_like(a)
+    n = a.numel() * 4
+    def rate(moved: int, fn: Callable[[], object]) -> float:
+        return moved / (_best_ms(fn, reps) * 1e6)
+    return {"copy_gbps": rate(2 * n, lambda: b.copy_(a)), "read_gbps": rate(n, lambda: a.sum()),
+            "write_gbps": rate(n, lambda: b.fill_(1.0)), "add_gbps": rate(3 * n, lambda: torch.add(a, b, out=c))}
 
 
 def matmul_tflops(dtype: str, n: int = 8192, reps: int = 10) -> float | None:

@@ -198,8 +198,8 @@ def parse_call(name: str, dims: str, types: str, strides: str = "", concrete: st
         if dtype in DTYPE_BYTES and isinstance(shape, list):
             strides_i = tuple(st) if isinstance(st, list) and len(st) == len(shape) else None
             inputs.append(Tensor(tuple(shape), DTYPE_BYTES[dtype], strides_i, dtype))
-        elif dtype in ("TensorList", "GenericList") and isinstance(shape, list) and \
-                all(isinstance(x, list) for x in shape):
+        elif dtype in ("TensorList", "GenericList") and isinstance(shape, list) and shape and \
+                all(isinstance(x, list) for x in shape):  # long lists are recorded as []: unknown, not empty
             inputs.append(tuple(Tensor(tuple(x), list_itemsize) for x in shape))
         else:
             inputs.append(None)
@@ -242,8 +242,11 @@ _WRITE_ONLY = ("fill_", "zero_", "normal_", "uniform_", "bernoulli_", "random_",
 
 
 def _out_itemsize(ts: Sequence[Tensor]) -> int:
-    floats = [t.itemsize for t in ts if t.dtype in FLOAT_DTYPES]
-    return max(floats) if floats else max(t.itemsize for t in ts)
+    """torch's type promotion, by size: the widest float among the tensors with dimensions (a 0-dim
+    tensor, such as a wrapped Python scalar, does not widen them), else the widest of all."""
+    dimmed = [t for t in ts if t.shape] or list(ts)
+    floats = [t.itemsize for t in dimmed if t.dtype in FLOAT_DTYPES]
+    return max(floats) if floats else max(t.itemsize for t in dimmed)
 
 
 @model("elementwise", *_ELEMENTWISE, *(f"{o}_" for o in _ELEMENTWISE), *_COMPARE, *(f"{o}_" for o in _COMPARE))
@@ -322,7 +325,7 @@ def gather(c: OpCall) -> Cost | None:
     x, idx = c.t(0), c.t(2)
     if x is None or idx is None:
         return None
-    return Cost(idx.numel * x.itemsize + idx.nbytes, idx.numel * x.itemsize)
+    return Cost(idx.numel * x.itemsize + idx.touched, idx.numel * x.itemsize)
 
 
 @model("copy", "scatter", "scatter_", "scatter_add", "scatter_add_")

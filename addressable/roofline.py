@@ -58,15 +58,17 @@ class Peaks:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], source: str | None = None) -> Peaks:
-        """Peaks from calibrate's JSON (or to_dict's); bad input raises AddressableError."""
+        """Peaks from calibrate's JSON (or to_dict's): the memory roof is memory_gbps, else the largest measured
+    bandwidth (copy_gbps, read_gbps, add_gbps, ...); tflops (or matmul_tflops) per dtype. Bad input raises
+    AddressableError."""
         try:
-            mem = d.get("memory_gbps") or max(float(d.get("copy_gbps") or 0), float(d.get("read_gbps") or 0))
-            tflops = {str(k): float(v) for k, v in (d.get("tflops") or {}).items() if v is not None}
             measured = {str(k): float(v) for k, v in (d.get("measured") or {}).items() if v is not None}
-            for k in ("copy_gbps", "read_gbps"):
-                if d.get(k) is not None:
-                    measured.setdefault(k, float(d[k]))
-            peaks = cls(str(d.get("gpu") or "unknown GPU"), float(mem), tflops,
+            measured.update({k: float(v) for k, v in d.items() if k.endswith("_gbps") and k != "memory_gbps"
+                             and v is not None})
+            mem = d.get("memory_gbps") or max(measured.values(), default=0.0)
+            tflops = {str(k): float(v) for k, v in (d.get("tflops") or d.get("matmul_tflops") or {}).items()
+                      if v is not None}
+            peaks = cls(str(d.get("gpu") or d.get("device") or "unknown GPU"), float(mem), tflops,
                         source or str(d.get("source") or "calibrated"), measured)
         except (AttributeError, TypeError, ValueError) as e:
             raise AddressableError(f"peaks: not a peaks object ({e})") from None

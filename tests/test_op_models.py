@@ -62,6 +62,8 @@ def test_elementwise_broadcast_reads_each_input_once_and_writes_the_broadcast_sh
 
 def test_elementwise_promotes_to_the_widest_float_and_comparisons_write_bools() -> None:
     assert rw(call("mul", T([4, 8]), T([8], F32))) == (64 + 32, 4 * 8 * 4)
+    # a wrapped Python scalar (a 0-dim double tensor) does not widen a bf16 tensor
+    assert rw(call("mul", T([4, 8]), T([], "double"))) == (64 + 8, 64)
     assert rw(call("lt", T([10], F32), T([10], F32))) == (80, 10)
 
 
@@ -95,6 +97,12 @@ def test_strided_slice_reads_the_sectors_it_touches() -> None:
 def test_broadcast_views_are_read_once() -> None:
     # an expanded [1, 64] -> [32, 64] view (stride 0) reads its 64 elements once
     assert Tensor((32, 64), 4, (0, 1)).touched == 256
+
+
+def test_gather_with_an_expanded_index_reads_the_index_once() -> None:
+    # embedding-style gather: a [8192, 768] index expanded from [8192, 1] (stride 0) into a bf16 table
+    c = call("gather", T([50257, 768]), 0, T([8192, 768], I64, [1, 0]), False)
+    assert rw(c) == (8192 * 768 * 2 + 8192 * 8, 8192 * 768 * 2)
 
 
 def test_to_copy_writes_the_new_dtype() -> None:
