@@ -179,8 +179,8 @@ def load_run(path: str | Path) -> Run:
     workload = workload if isinstance(workload, str) and workload else r.name
     roof = doc.get("roofline") if isinstance(doc.get("roofline"), dict) else {}
     return Run(r.name, workload, times, classes, basis, kernels, n_steps,
-               _positive_or_none(doc.get("step_time_ms")), repeats, r.path, r,
-               _positive_or_none(roof.get("ceiling_kernel_roofline")) or math.nan)
+               _positive_or_none(doc.get("step_time_ms")), repeats, r.path, source=r,
+               ceiling_kernel_roofline=_positive_or_none(roof.get("ceiling_kernel_roofline")) or math.nan)
 
 
 def _exposed_times(doc: dict, where: str, times: pd.Series, repeats: list[tuple[pd.Series, float | None]]

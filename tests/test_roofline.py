@@ -225,3 +225,18 @@ def test_cli_plot_roofline(tmp_path: Path) -> None:
     res = CliRunner().invoke(main, ["plot", "roofline", str(bare), "--out", str(tmp_path / "x.png")])
     assert res.exit_code == 2 and "has no roofline" in res.output
     assert not (tmp_path / "x.png").exists()
+
+
+def test_project_prints_the_roofline_ceiling_beside_amdahl() -> None:
+    from addressable.project import format_projection, project
+
+    root = Path(__file__).resolve().parents[1]
+    run = root / "tests" / "fixtures" / "plot_runs" / "resnet50-train-b64"
+    expected = json.loads((run / "breakdown.json").read_text())["roofline"]["ceiling_kernel_roofline"]
+    p = project([run, root / "tests" / "fixtures" / "plot_runs" / "gpt2-train-b8-s1024"], root / "examples" / "wins.csv")
+    assert p.runs["ceiling_kernel_roofline"].iloc[0] == pytest.approx(expected)
+    assert math.isnan(p.runs["ceiling_kernel_roofline"].iloc[1])  # no roofline in that run
+    d = p.to_dict()
+    assert d["runs"][0]["ceiling_kernel_roofline"] == pytest.approx(expected)
+    assert d["runs"][1]["ceiling_kernel_roofline"] is None
+    assert f"{expected:.3f}x" in format_projection(p)
