@@ -29,7 +29,7 @@ import yaml
 from addressable.errors import AddressableError
 
 CHUNK_BYTES = 1 << 20
-_KINDS = ("gpu", "annotation", "cpu_op", "cpu_annotation", "step")
+_KINDS = ("gpu", "annotation", "cpu_op", "cpu_annotation", "step", "runtime")
 _INTS = ("pid", "tid", "stream", "device", "correlation", "external_id")
 _GZIP_MAGIC = b"\x1f\x8b"
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
@@ -305,6 +305,7 @@ class _Format:
     """trace_format.yaml, compiled: the categories kept and a row extractor for them."""
 
     keep: frozenset[str]
+    runtime: frozenset[str]  # categories of runtime calls, kept on request
     kind_of_cat: dict[str, str]
     step_cats: frozenset[str]
     step_re: re.Pattern
@@ -318,7 +319,8 @@ class _Format:
 def _compiled_format() -> _Format:
     fmt = trace_format()
     kind_of_cat: dict[str, str] = {}
-    for kind, key in (("cpu_annotation", "cpu_annotation_categories"), ("cpu_op", "cpu_op_categories"),
+    for kind, key in (("runtime", "runtime_categories"),
+                      ("cpu_annotation", "cpu_annotation_categories"), ("cpu_op", "cpu_op_categories"),
                       ("annotation", "annotation_categories"), ("gpu", "gpu_work_categories")):
         kind_of_cat.update(dict.fromkeys(fmt[key], kind))  # a category listed twice: the later kind wins
     step_cats = frozenset(fmt["step_categories"])
@@ -339,7 +341,8 @@ def _compiled_format() -> _Format:
            f" if e.get('cat') in keep and e.get('ph') == X{loops}]\n")
     scope: dict[str, Any] = {}
     exec(compile(src, "<trace_format extractor>", "exec"), scope)
-    return _Format(frozenset(kind_of_cat) | step_cats, kind_of_cat, step_cats, re.compile(fmt["step_pattern"]),
+    runtime = frozenset(fmt["runtime_categories"])
+    return _Format((frozenset(kind_of_cat) - runtime) | step_cats, runtime, kind_of_cat, step_cats, re.compile(fmt["step_pattern"]),
                    fmt["complete_phase"], list(fmt["columns"]), tuple(parents), scope["extract"])
 
 
@@ -431,8 +434,9 @@ def _ints(values: tuple) -> tuple[np.ndarray, np.ndarray]:
 class _Columns:
     """The kept rows of every chunk, as numpy columns."""
 
-    def __init__(self, fmt: _Format) -> None:
+    def __init__(self, fmt: _Format, runtime: bool = False) -> None:
         self.fmt = fmt
+        self.keep = fmt.keep | fmt.runtime if runtime else fmt.keep
         self.strings = {"name": _Interner(), "cat": _Interner()}
         self.parts: dict[str, list[np.ndarray]] = {c: [] for c in [*fmt.columns, *(f"{c}_na" for c in _INTS)]}
         self.n_events = 0
@@ -441,9 +445,9 @@ class _Columns:
         self.n_events += len(events)
         fmt = self.fmt
         try:
-            rows = fmt.extract(events, fmt.keep, fmt.phase, _EMPTY)
+            rows = fmt.extract(events, self.keep, fmt.phase, _EMPTY)
         except (AttributeError, TypeError):  # a non-dict event, a list as "cat", a string as "args" ...
-            rows = fmt.extract(_sanitize(events, fmt.parents), fmt.keep, fmt.phase, _EMPTY)
+            rows = fmt.extract(_sanitize(events, fmt.parents), self.keep, fmt.phase, _EMPTY)
         if not rows:
             return
         for col, values in zip(fmt.columns, zip(*rows, strict=True), strict=True):
@@ -506,10 +510,13 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def load_trace(path: str | Path, chunk_bytes: int = CHUNK_BYTES) -> Trace:
-    """Load a trace file (.json or .json.gz) into a Trace with a typed events table."""
+def load_trace(path: str | Path, chunk_bytes: int = CHUNK_BYTES, *, runtime: bool = False) -> Trace:
+    """Load a trace file (.json or .json.gz) into a Trace with a typed events table.
+
+    runtime=True also keeps the CUDA/HIP runtime calls (kind "runtime"), which the replay needs.
+    """
     fmt = _compiled_format()
-    columns = _Columns(fmt)
+    columns = _Columns(fmt, runtime)
     metadata: dict[str, Any] = {}
     with _gc_paused():
         for chunk in _iter_parsed(path, chunk_bytes):
