@@ -39,14 +39,15 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from addressable.trace import Trace, trace_format
+from addressable.trace import Trace, load_trace, trace_format
 
 STREAM_GAP_US = 5.0  # an op that starts within this of its stream predecessor's end was held back by it
 DEP_WINDOW_US = 5.0  # a cross-stream wait: the op starts within this of another stream's op end
@@ -545,3 +546,89 @@ def residual(g: Graph, base: Replay | None = None) -> float:
     orig = original(g)
     base = replay(g) if base is None else base
     return (base.span - orig.span) / orig.span if orig.span > 0 else np.nan
+
+
+# ---------------------------------------------------------------------------------------------
+# Projection from traces (one per rank)
+
+Select = Callable[[Trace, Graph], np.ndarray]  # a group: a boolean mask over the graph's GPU ops
+
+
+@dataclass
+class WhatIf:
+    """One group's win for `project_traces`: which GPU ops, k with its interval, and kernels_after."""
+
+    select: Select
+    k: float
+    k_lo: float
+    k_hi: float
+    kernels_after: float | None = None
+    calls: Callable[[Trace, Graph], np.ndarray | None] | None = None  # call ids (module calls), else runs
+
+
+@dataclass
+class ReplayProjection:
+    """Replay speedups of a run (the slowest rank's span decides), with intervals over steps and k."""
+
+    speedup_wall: float
+    speedup_wall_lo: float
+    speedup_wall_hi: float
+    speedup_kernel: float
+    speedup_kernel_lo: float
+    speedup_kernel_hi: float
+    ceiling_wall: float
+    ceiling_kernel: float
+    residual: float  # worst rank's (replayed - profiled span) / profiled span
+    n_steps: int
+    profiled_step_ms: float  # mean span of a profiled step (the slowest rank's)
+    ranks: pd.DataFrame  # rank, trace, residual, speedup_wall, speedup_kernel, cross-stream waits, waits
+
+
+def load_graph(path: str | Path | Trace) -> tuple[Trace, Graph | None, str]:
+    """A trace (a path is loaded with its runtime calls); its graph, or None and why it cannot be replayed."""
+    trace = path if isinstance(path, Trace) else load_trace(path, runtime=True)
+    why = replayable(trace)
+    return trace, (None if why else build_graph(trace)), why
+
+
+def project_traces(paths: Sequence[str | Path | Trace], whatifs: Sequence[WhatIf], ceiling: Select
+                   ) -> ReplayProjection | str:
+    """Replay every rank's trace unchanged and with the wins (point, every k at lo, every k at hi,
+    every `ceiling` op infinitely fast); a string says why a trace cannot be replayed."""
+    rows, per_step = [], []
+    for rank, path in enumerate(paths):
+        trace, g, why = load_graph(path)
+        if g is None:
+            return why if len(paths) == 1 else f"{Path(trace.path).name}: {why}"
+        base = replay(g)
+
+        def changes(which: str, g: Graph = g, trace: Trace = trace) -> list[Change]:
+            return [Change(w.select(trace, g), getattr(w, which), w.kernels_after,
+                           w.calls(trace, g) if w.calls else None) for w in whatifs]
+
+        point, lo, hi = (replay(g, changes(w)) for w in ("k", "k_lo", "k_hi"))
+        top = replay(g, [Change(ceiling(trace, g), np.inf)])
+        rows.append({"rank": rank, "trace": trace.path, "residual": residual(g, base),
+                     "span": original(g).span, "base": base.span, "point": point.span, "lo": lo.span,
+                     "hi": hi.span, "ceiling": top.span, "busy": base.busy, "busy_point": point.busy,
+                     "busy_lo": lo.busy, "busy_hi": hi.busy, "busy_ceiling": top.busy,
+                     "n_steps": len(g.steps), "cross_stream_waits": g.typical["n_cross_stream_waits"],
+                     "waiting_calls": g.typical["n_waiting_calls"]})
+        per_step += [base.steps["span"].to_numpy() / r.steps["span"].to_numpy() for r in (lo, hi)]
+    t = pd.DataFrame(rows)
+    t["speedup_wall"] = t["base"] / t["point"]
+    t["speedup_kernel"] = t["busy"] / t["busy_point"]
+    worst = t["base"].max()  # ranks wait for each other: the slowest one's span is the step
+    wall = {w: worst / t[w].max() for w in ("point", "lo", "hi", "ceiling")}
+    kern = {w: _ratio(t["busy"].sum(), t[f"busy_{w}"].sum()) for w in ("point", "lo", "hi", "ceiling")}
+    steps = np.concatenate(per_step)
+    steps = steps[np.isfinite(steps)]
+    lo_w = min(wall["lo"], wall["point"], *(steps.min(initial=np.inf),))
+    hi_w = max(wall["hi"], wall["point"], *(steps.max(initial=-np.inf),))
+    n_steps = int(t["n_steps"].max())
+    return ReplayProjection(wall["point"], lo_w, hi_w, kern["point"], min(kern["lo"], kern["point"]),
+                            max(kern["hi"], kern["point"]), wall["ceiling"], kern["ceiling"],
+                            float(t["residual"].iloc[int(t["residual"].abs().argmax())]),
+                            n_steps, float(t["span"].max()) / max(n_steps, 1) / 1e3,
+                            t.drop(columns=["base", "point", "lo", "hi", "ceiling", "busy_point", "busy_lo",
+                                            "busy_hi", "busy_ceiling"]))
