@@ -38,7 +38,9 @@ what-if on the dependency graph replay.py recovers from the trace (CPU runtime c
 launches, synchronizations, cross-stream waits), and the projected step is the replayed span, so
 launch-bound steps, removed launches (`kernels_after`) and overlapping streams are seen. The speedup is
 the ratio of replayed spans of the profiled steps; it is applied to the unprofiled step time
-(step_time_ms). A trace that cannot be replayed (no CPU runtime events; CUDA-graph launches) falls
+(step_time_ms). Where that time was measured (a run folder, or --step-ms), the graph's CPU time is
+first scaled (`cpu_scale`) until the unmodified replay takes the unprofiled step time, which takes the
+profiler's own CPU overhead out; a trace without it is replayed as profiled (wall basis "profiled step"). A trace that cannot be replayed (no CPU runtime events; CUDA-graph launches) falls
 back to Amdahl and says why. `replay_residual` is (replayed span of the unmodified graph − profiled
 span) / profiled span. A group's `kernels_after` (wins.csv) replaces each of its calls (a run of
 consecutive group kernels on one stream) by that many kernels.
@@ -560,7 +562,7 @@ class Projection:
             item: dict[str, Any] = {k: r[k] for k in ("run", "workload", "basis", "addressable_fraction",
                                                       "addressable_fraction_wall", "n_repeats")}
             item.update({k: r[k] for k in ("model", "model_reason", "replay_residual", "wall_basis",
-                                           "step_time_ms", "profiled_step_ms", "replay_steps")})
+                                           "step_time_ms", "profiled_step_ms", "replay_steps", "cpu_scale")})
             for prefix in ("", "amdahl_", "replay_"):
                 for m in ("speedup_kernel", "speedup_wall", "ceiling_kernel", "ceiling_wall"):
                     v = r[prefix + m]
@@ -717,6 +719,7 @@ def _replay_run(run: Run, groups: list[Group], model: str) -> dict[str, Any]:
     """The replay model's projection of one run (model, replay_* speedups, residual), or why not."""
     out: dict[str, Any] = dict.fromkeys(_REPLAY_KEYS, math.nan)
     out.update({"model": "amdahl", "model_reason": "", "replay_residual": math.nan, "replay_steps": 0,
+                "cpu_scale": math.nan,
                 "profiled_step_ms": math.nan, "wall_basis": run.wall_basis, "replay_ranks": []})
     if model == "amdahl":
         out["model_reason"] = "--model amdahl"
@@ -752,11 +755,13 @@ def _replay_run(run: Run, groups: list[Group], model: str) -> dict[str, Any]:
         cats = groups_of(t, g)[1]
         return cats.map(run.class_of).to_numpy() == "replaceable"
 
-    res = replay_model.project_traces(run.traces, whatifs, ceiling)
+    unprofiled = run.step_time_ms if run.wall_basis != "profiled step" else None
+    res = replay_model.project_traces(run.traces, whatifs, ceiling, unprofiled * 1e3 if unprofiled else None)
     if isinstance(res, str):
         out["model_reason"] = res
         return out
     out.update({"model": "replay", "replay_residual": res.residual, "replay_steps": res.n_steps,
+                "cpu_scale": res.cpu_scale,
                 "profiled_step_ms": res.profiled_step_ms,
                 "replay_ranks": res.ranks.to_dict(orient="records") if len(res.ranks) > 1 else []})
     for b, v in (("wall", res.speedup_wall), ("kernel", res.speedup_kernel)):
@@ -873,7 +878,8 @@ def format_projection(p: Projection, top: int = 5) -> str:
     if p.runs["basis"].eq("exposed").any():
         lines.append("(basis exposed: shares use exposed, non-overlapped kernel time)")
     lines += ["", "Models: replay = the trace's timeline replayed with the wins (CPU, launches, streams); its"
-              " speedup is the ratio of replayed profiled-step spans, applied to the unprofiled step time.",
+              " speedup is the ratio of replayed step spans (CPU time scaled to match the unprofiled step where it"
+              " was measured), applied to the unprofiled step time.",
               f"{'run':<28}{'model':<8}{'residual':>9}  {'replay kernel':<15}{'replay wall':<15}"
               f"{'amdahl kernel':<15}{'amdahl wall':<15}{'wall basis':<16}"]
     for r in p.runs.itertuples():

@@ -72,6 +72,7 @@ class Graph:
     cpu_base: np.ndarray  # the call's own cost when it needs not wait
     cpu_wake: np.ndarray  # end - awaited GPU end (waiting calls; 0 elsewhere)
     cpu_name: np.ndarray  # call names (object)
+    cpu_row: np.ndarray  # row of each call in the trace's events table
     waits: dict[int, np.ndarray]  # call index -> GPU ops it waits for
     gpu_ts: np.ndarray
     gpu_dur: np.ndarray
@@ -171,6 +172,7 @@ def build_graph(trace: Trace) -> Graph:
     cpu_ts, cpu_dur = cpu_ts[order] - t0, cpu_dur[order]
     cpu_name = rt["name"].astype(str).to_numpy(object)[order]
     cpu_corr = rt["correlation"].to_numpy(dtype=np.int64, na_value=-1)[order]
+    cpu_row = np.flatnonzero((ev["kind"] == "runtime").to_numpy())[order]
     cpu_end = cpu_ts + cpu_dur
     cpu_gap = np.diff(cpu_ts, prepend=cpu_ts[:1]) - np.concatenate(([0.0], cpu_dur[:-1]))
     n_cpu = len(cpu_ts)
@@ -215,8 +217,9 @@ def build_graph(trace: Trace) -> Graph:
     lat = g_ts - anchor_ts
     since_prev = np.where(prev >= 0, g_ts - g_end[np.clip(prev, 0, None)], np.inf)
     idle = since_prev > STREAM_GAP_US
-    lat_typ = float(np.median(lat[idle & launched])) if (idle & launched).any() else \
-        float(np.median(lat[launched])) if launched.any() else 0.0
+    # the lower quartile: an idle stream's op can still wait on another stream, never less than its launch
+    lat_typ = float(np.quantile(lat[idle & launched], 0.25)) if (idle & launched).any() else \
+        float(np.quantile(lat[launched], 0.25)) if launched.any() else 0.0
     b2b = (since_prev >= 0) & (since_prev <= STREAM_GAP_US)
     gap_typ = float(np.median(since_prev[b2b])) if b2b.any() else 0.0
 
@@ -246,7 +249,7 @@ def build_graph(trace: Trace) -> Graph:
     waits, base, wake = _waits(cpu_ts, cpu_dur, cpu_name, kind_of_name, launch, position, codes,
                                g_end, n_cpu)
     steps = _steps(trace, cpu_ts, cpu_end, t0)
-    return Graph(cpu_ts, cpu_dur, cpu_gap, base, wake, cpu_name, waits,
+    return Graph(cpu_ts, cpu_dur, cpu_gap, base, wake, cpu_name, cpu_row, waits,
                  g_ts, g_dur, codes, g_dev, g_name, g_row, anchor, launched, gpu_lat, gpu_gap, dep, dep_gap, position,
                  steps,
                  int(launched.sum()), {"launch_latency_us": lat_typ, "stream_gap_us": gap_typ,
@@ -383,13 +386,13 @@ class _State:
     gpu_gap: np.ndarray
 
 
-def replay(g: Graph, changes: Sequence[Change] = ()) -> Replay:
-    """Replay the graph, after applying `changes` in order."""
-    s = _State(g.cpu_gap.copy(), g.cpu_dur.copy(), g.cpu_base.copy(), g.gpu_dur.copy(), g.gpu_lat.copy(),
-               g.gpu_gap.copy())
+def replay(g: Graph, changes: Sequence[Change] = (), cpu_scale: float = 1.0) -> Replay:
+    """Replay the graph, after applying `changes` in order, with CPU time (gaps, calls) times `cpu_scale`."""
+    s = _State(g.cpu_gap * cpu_scale, g.cpu_dur * cpu_scale, g.cpu_base * cpu_scale, g.gpu_dur.copy(),
+               g.gpu_lat.copy(), g.gpu_gap.copy())
     for c in changes:
         _apply(g, s, c)
-    return _run(g, s)
+    return _run(g, s, cpu_scale)
 
 
 def _apply(g: Graph, s: _State, c: Change) -> None:
@@ -430,7 +433,7 @@ def _apply(g: Graph, s: _State, c: Change) -> None:
     s.cpu_base[calls] = 0.0
 
 
-def _run(g: Graph, s: _State) -> Replay:
+def _run(g: Graph, s: _State, scale: float) -> Replay:
     n_cpu, n = g.n_cpu, g.n_gpu
     cpu_start, cpu_end = np.empty(n_cpu), np.empty(n_cpu)
     gpu_start, gpu_end = np.full(n, np.nan), np.full(n, np.nan)
@@ -466,7 +469,7 @@ def _run(g: Graph, s: _State) -> Replay:
         lo, hi = chunk_lo[k], chunk_lo[k + 1]
         if hi > lo:
             _gpu_chunk(g, s, order[lo:hi], cpu_start, gpu_start, gpu_end, last_end)
-    steps, span = _spans(g, cpu_start, cpu_end, gpu_end)
+    steps, span = _spans(g, cpu_start, cpu_end, gpu_end, scale)
     return Replay(cpu_start, cpu_end, gpu_start, gpu_end, steps, span, _busy(g, gpu_start, gpu_end, steps))
 
 
@@ -498,13 +501,14 @@ def _gpu_chunk(g: Graph, s: _State, ops: np.ndarray, cpu_start: np.ndarray, gpu_
         last_end[st] = end[-1]
 
 
-def _spans(g: Graph, cpu_start: np.ndarray, cpu_end: np.ndarray, gpu_end: np.ndarray) -> tuple[pd.DataFrame, float]:
+def _spans(g: Graph, cpu_start: np.ndarray, cpu_end: np.ndarray, gpu_end: np.ndarray, scale: float = 1.0
+           ) -> tuple[pd.DataFrame, float]:
     """Each step's replayed start and end: its CPU span, or later, the end of the GPU work it launched."""
     st = g.steps
     first, last = st["first_call"].to_numpy(), st["last_call"].to_numpy()
     orig_end = g.cpu_ts + g.cpu_dur
-    start = cpu_start[first] - (g.cpu_ts[first] - st["start"].to_numpy())
-    cpu_stop = cpu_end[last] + (st["end"].to_numpy() - orig_end[last])
+    start = cpu_start[first] - (g.cpu_ts[first] - st["start"].to_numpy()) * scale  # CPU time before the first call
+    cpu_stop = cpu_end[last] + (st["end"].to_numpy() - orig_end[last]) * scale
     step_of = np.searchsorted(first, g.gpu_anchor, "right") - 1
     inside = (step_of >= 0) & (g.gpu_anchor <= last[np.clip(step_of, 0, None)])
     gpu_stop = np.full(len(st), -np.inf)
@@ -531,6 +535,31 @@ def _busy(g: Graph, start: np.ndarray, end: np.ndarray, steps: pd.DataFrame) -> 
         prev = np.r_[-np.inf, reach[:-1]]
         total += float(np.sum(np.maximum(0.0, reach - np.maximum(ss, prev))))
     return total
+
+
+def step_span(r: Replay) -> float:
+    """Mean span of a replayed step: the window's span over its steps."""
+    return r.span / max(len(r.steps), 1)
+
+
+def calibrate(g: Graph, step_us: float, lo: float = 0.05, hi: float = 4.0, rtol: float = 1e-3) -> float:
+    """The CPU scale at which the unmodified replay's step takes `step_us` (an unprofiled step time).
+
+    The profiler slows the CPU (each op and runtime call is recorded) but hardly the GPU, so a
+    profiled launch-bound step is longer than an unprofiled one; scaling the CPU time of the graph
+    until its replayed step matches the measured one removes that before a what-if is replayed.
+    A step that cannot get that short (the GPU alone takes longer) gets the smallest scale.
+    """
+    if not step_us > 0:
+        return 1.0
+    if step_span(replay(g, cpu_scale=lo)) >= step_us:
+        return lo
+    if step_span(replay(g, cpu_scale=hi)) <= step_us:
+        return hi
+    while hi - lo > rtol * lo:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if step_span(replay(g, cpu_scale=mid)) < step_us else (lo, mid)
+    return 0.5 * (lo + hi)
 
 
 def original(g: Graph) -> Replay:
@@ -579,6 +608,7 @@ class ReplayProjection:
     ceiling_wall: float
     ceiling_kernel: float
     residual: float  # worst rank's (replayed - profiled span) / profiled span
+    cpu_scale: float  # the CPU-time scale that matched the unprofiled step (rank 0; 1: not calibrated)
     n_steps: int
     profiled_step_ms: float  # mean span of a profiled step (the slowest rank's)
     ranks: pd.DataFrame  # rank, trace, residual, speedup_wall, speedup_kernel, cross-stream waits, waits
@@ -591,24 +621,30 @@ def load_graph(path: str | Path | Trace) -> tuple[Trace, Graph | None, str]:
     return trace, (None if why else build_graph(trace)), why
 
 
-def project_traces(paths: Sequence[str | Path | Trace], whatifs: Sequence[WhatIf], ceiling: Select
-                   ) -> ReplayProjection | str:
+def project_traces(paths: Sequence[str | Path | Trace], whatifs: Sequence[WhatIf], ceiling: Select,
+                   step_us: float | None = None) -> ReplayProjection | str:
     """Replay every rank's trace unchanged and with the wins (point, every k at lo, every k at hi,
-    every `ceiling` op infinitely fast); a string says why a trace cannot be replayed."""
+    every `ceiling` op infinitely fast); a string says why a trace cannot be replayed.
+
+    With `step_us` (the unprofiled step time), each graph's CPU time is first scaled so that its
+    replayed step takes that long (`calibrate`): the profiler's own CPU overhead is taken out.
+    """
     rows, per_step = [], []
     for rank, path in enumerate(paths):
         trace, g, why = load_graph(path)
         if g is None:
             return why if len(paths) == 1 else f"{Path(trace.path).name}: {why}"
-        base = replay(g)
+        unscaled = replay(g)
+        scale = calibrate(g, step_us) if step_us else 1.0
+        base = unscaled if scale == 1.0 else replay(g, cpu_scale=scale)
 
         def changes(which: str, g: Graph = g, trace: Trace = trace) -> list[Change]:
             return [Change(w.select(trace, g), getattr(w, which), w.kernels_after,
                            w.calls(trace, g) if w.calls else None) for w in whatifs]
 
-        point, lo, hi = (replay(g, changes(w)) for w in ("k", "k_lo", "k_hi"))
-        top = replay(g, [Change(ceiling(trace, g), np.inf)])
-        rows.append({"rank": rank, "trace": trace.path, "residual": residual(g, base),
+        point, lo, hi = (replay(g, changes(w), scale) for w in ("k", "k_lo", "k_hi"))
+        top = replay(g, [Change(ceiling(trace, g), np.inf)], scale)
+        rows.append({"rank": rank, "trace": trace.path, "residual": residual(g, unscaled), "cpu_scale": scale,
                      "span": original(g).span, "base": base.span, "point": point.span, "lo": lo.span,
                      "hi": hi.span, "ceiling": top.span, "busy": base.busy, "busy_point": point.busy,
                      "busy_lo": lo.busy, "busy_hi": hi.busy, "busy_ceiling": top.busy,
@@ -628,7 +664,7 @@ def project_traces(paths: Sequence[str | Path | Trace], whatifs: Sequence[WhatIf
     n_steps = int(t["n_steps"].max())
     return ReplayProjection(wall["point"], lo_w, hi_w, kern["point"], min(kern["lo"], kern["point"]),
                             max(kern["hi"], kern["point"]), wall["ceiling"], kern["ceiling"],
-                            float(t["residual"].iloc[int(t["residual"].abs().argmax())]),
+                            float(t["residual"].iloc[int(t["residual"].abs().argmax())]), float(t["cpu_scale"].iloc[0]),
                             n_steps, float(t["span"].max()) / max(n_steps, 1) / 1e3,
                             t.drop(columns=["base", "point", "lo", "hi", "ceiling", "busy_point", "busy_lo",
                                             "busy_hi", "busy_ceiling"]))

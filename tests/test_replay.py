@@ -7,7 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
+from addressable.cli import main
 from addressable.replay import Change, build_graph, original, replay, replayable, residual
 from addressable.trace import load_trace
 
@@ -162,3 +164,72 @@ def test_real_traces_replay_exactly(h200_traces: dict[str, Path], name: str) -> 
     # every kernel 10x faster: the kernel basis gets 10x, the wall clock much less (launch-bound ResNet)
     wall, kernel = replay(g, [Change(np.ones(g.n_gpu, bool), k=10)]).speedup_over(r)
     assert kernel == pytest.approx(10, rel=0.02) and 1.0 <= wall < kernel
+
+
+# ------------------------------------------------------------------ project --model replay
+
+
+def project_json(*args: str) -> tuple[int, dict | None, str]:
+    res = CliRunner().invoke(main, ["project", *args])
+    return res.exit_code, (json.loads(res.stdout) if res.exit_code == 0 and "--json" in args else None), res.stderr
+
+
+def launch_bound_trace(tmp_path: Path) -> Path:
+    tb = TraceBuilder()
+    for i in range(10):
+        tb.launch(100 * i + 90, 10, 100 * i + 98, 5)
+    tb.step(1, 0, 1000)
+    return tb.write(tmp_path / "launch_bound.json")
+
+
+def test_project_replays_a_trace_file(tmp_path: Path) -> None:
+    trace = launch_bound_trace(tmp_path)
+    wins = tmp_path / "wins.csv"
+    wins.write_text("target,speedup,kernels_after\nelementwise,1,1\n")
+    code, d, _ = project_json("--speedups", str(wins), "--runs", str(trace), "--json")
+    assert code == 0
+    r = d["runs"][0]
+    assert r["model"] == "replay" and r["replay_residual"] == pytest.approx(0, abs=1e-12)
+    assert r["wall_basis"] == "profiled step" and r["profiled_step_ms"] == pytest.approx(1.003)
+    # the 10 kernels are one call, fused into one: launches 1-9 and their gaps go; the kernel takes
+    # all 50 us from 8 us after the first launch (90): 1003 / 148 us
+    assert r["speedup_wall"] == pytest.approx(1003 / 148) == r["replay_speedup_wall"]
+    assert r["replay_speedup_kernel"] == pytest.approx(1.0)
+    assert r["amdahl_speedup_wall"] == pytest.approx(1.0)  # k = 1: Amdahl sees no gain at all
+    code, d, _ = project_json("--speedups", str(wins), "--runs", str(trace), "--json", "--model", "amdahl")
+    assert d["runs"][0]["model"] == "amdahl" and d["runs"][0]["speedup_wall"] == pytest.approx(1.0)
+    # a measured step of 0.5 ms: the CPU is scaled to match it, so the same fusion buys less
+    code, d, _ = project_json("--speedups", str(wins), "--runs", str(trace), "--json", "--step-ms", "0.5")
+    r = d["runs"][0]
+    assert r["wall_basis"] == "--step-ms" and 0.45 < r["cpu_scale"] < 0.55
+    assert 1.0 < r["speedup_wall"] < 1003 / 148
+
+
+def test_project_falls_back_to_amdahl_with_a_reason(tmp_path: Path) -> None:
+    tb = TraceBuilder()
+    tb.launch(0, 5, 8, 10)
+    tb.step(1, 0, 30)
+    (tmp_path / "g.json").write_text(json.dumps({"traceEvents": [e for e in tb.events if e["cat"] != "cuda_runtime"]}))
+    wins = tmp_path / "wins.csv"
+    wins.write_text("target,speedup\nelementwise,2\n")
+    code, d, err = project_json("--speedups", str(wins), "--runs", str(tmp_path / "g.json"), "--json")
+    assert code == 0 and d["runs"][0]["model"] == "amdahl" and "no CPU runtime events" in d["runs"][0]["model_reason"]
+    assert "projected with Amdahl's law" in err
+    res = CliRunner().invoke(main, ["project", "--speedups", str(wins), "--runs", str(tmp_path / "g.json")])
+    assert res.exit_code == 0 and "(Amdahl: no CPU runtime events" in res.stdout
+
+
+@pytest.mark.parametrize("bad", ["0", "-3", "nan"])
+def test_project_bad_step_ms(tmp_path: Path, bad: str) -> None:
+    wins = tmp_path / "wins.csv"
+    wins.write_text("target,speedup\nelementwise,2\n")
+    res = CliRunner().invoke(main, ["project", "--speedups", str(wins), "--runs", str(launch_bound_trace(tmp_path)),
+                                    "--step-ms", bad])
+    assert res.exit_code == 2 and "--step-ms" in res.stderr and "Traceback" not in res.output
+
+
+def test_bad_kernels_after(tmp_path: Path) -> None:
+    wins = tmp_path / "wins.csv"
+    wins.write_text("target,speedup,kernels_after\nelementwise,2,1.5\n")
+    res = CliRunner().invoke(main, ["project", "--speedups", str(wins), "--runs", str(launch_bound_trace(tmp_path))])
+    assert res.exit_code == 2 and "kernels_after" in res.stderr
