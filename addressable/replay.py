@@ -50,7 +50,8 @@ import pandas as pd
 from addressable.trace import Trace, load_trace, trace_format
 
 STREAM_GAP_US = 5.0  # an op that starts within this of its stream predecessor's end was held back by it
-DEP_WINDOW_US = 5.0  # a cross-stream wait: the op starts within this of another stream's op end
+DEP_WINDOW_US = 5.0  # a cross-stream wait: the op starts within this of another stream's op end (either side:
+# an op can start while the kernel that held the GPU's SMs drains its last blocks)
 SMALL_CHUNK = 24  # chunks with fewer GPU ops than this replay op by op (cheaper than numpy calls)
 
 
@@ -216,10 +217,10 @@ def build_graph(trace: Trace) -> Graph:
     anchor_ts = cpu_ts[anchor] if n_cpu else np.zeros(n)
     lat = g_ts - anchor_ts
     since_prev = np.where(prev >= 0, g_ts - g_end[np.clip(prev, 0, None)], np.inf)
-    idle = since_prev > STREAM_GAP_US
-    # the lower quartile: an idle stream's op can still wait on another stream, never less than its launch
-    lat_typ = float(np.quantile(lat[idle & launched], 0.25)) if (idle & launched).any() else \
-        float(np.quantile(lat[launched], 0.25)) if launched.any() else 0.0
+    # the launch latency of ops the whole device was idle for (nothing else can have held them)
+    idle = _device_idle(g_ts, g_end, g_dev) & launched
+    lat_typ = float(np.median(lat[idle])) if idle.any() else float(np.quantile(lat[launched], 0.1)) \
+        if launched.any() else 0.0
     b2b = (since_prev >= 0) & (since_prev <= STREAM_GAP_US)
     gap_typ = float(np.median(since_prev[b2b])) if b2b.any() else 0.0
 
@@ -242,9 +243,12 @@ def build_graph(trace: Trace) -> Graph:
     # chunk position: an op is replayed after its anchor and after its stream predecessors
     position = _segment_cummax(anchor, first_of_stream)
     bad_dep = (dep >= 0) & (position[np.clip(dep, 0, None)] >= position)
-    if bad_dep.any():  # the op waited for cannot be replayed first: fold the wait into the latency
-        gpu_lat[bad_dep] = lat[bad_dep]
+    if bad_dep.any():  # the op waited for is replayed later: hold the op back by its later other edge
+        by_stream = bad_dep & (b >= a)
+        gpu_gap[by_stream] = since_prev[by_stream]
+        gpu_lat[bad_dep & ~by_stream] = lat[bad_dep & ~by_stream]
         dep[bad_dep] = -1
+        dep_gap[bad_dep] = 0.0
 
     waits, base, wake = _waits(cpu_ts, cpu_dur, cpu_name, kind_of_name, launch, position, codes,
                                g_end, n_cpu)
@@ -274,10 +278,26 @@ def _segment_cummax(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return (np.maximum.accumulate(values + offset) - offset).astype(np.int64)
 
 
+def _device_idle(ts: np.ndarray, end: np.ndarray, device: np.ndarray) -> np.ndarray:
+    """Ops that start more than STREAM_GAP_US after every earlier op of their device has ended."""
+    order = np.lexsort((ts, device))
+    d, t, e = device[order], ts[order], end[order]
+    new = np.r_[True, d[1:] != d[:-1]] if len(d) else np.zeros(0, bool)
+    seg = np.cumsum(new)
+    offset = seg * (np.nanmax(np.abs(e)) * 4 + 1.0 if len(e) else 0.0)
+    reach = np.maximum.accumulate(e + offset) - offset  # running max of ends within each device
+    before = np.r_[-np.inf, reach[:-1]]
+    before[new] = -np.inf
+    out = np.empty(len(ts), bool)
+    out[order] = t - before > STREAM_GAP_US
+    return out
+
+
 def _cross_stream_deps(ts: np.ndarray, end: np.ndarray, stream: np.ndarray, device: np.ndarray,
                        launch_ready: np.ndarray, stream_ready: np.ndarray) -> np.ndarray:
     """For each op held back beyond its launch and its stream predecessor, the op of another stream
-    (same device) whose end it starts right after: the wait that held it (-1: none)."""
+    (same device) whose end is nearest its start, within DEP_WINDOW_US: an event wait, or the kernel
+    whose blocks held the SMs (-1: none)."""
     dep = np.full(len(ts), -1, np.int64)
     held = np.flatnonzero(ts - np.maximum(launch_ready, stream_ready) > DEP_WINDOW_US)
     if not len(held):
@@ -287,13 +307,12 @@ def _cross_stream_deps(ts: np.ndarray, end: np.ndarray, stream: np.ndarray, devi
     for j in held:  # few: a handful per step
         lo = np.searchsorted(ends_dev, device[j], "left")
         hi = np.searchsorted(ends_dev, device[j], "right")
-        k = lo + np.searchsorted(ends[lo:hi], ts[j] + 1e-6, "right") - 1
-        while k >= lo and ends[k] >= ts[j] - DEP_WINDOW_US:
-            cand = by_end[k]
-            if stream[cand] != stream[j]:
-                dep[j] = cand
-                break
-            k -= 1
+        a = lo + np.searchsorted(ends[lo:hi], ts[j] - DEP_WINDOW_US, "left")
+        b = lo + np.searchsorted(ends[lo:hi], ts[j] + DEP_WINDOW_US, "right")
+        cand = by_end[a:b]
+        cand = cand[(stream[cand] != stream[j]) & (ts[cand] < ts[j])]
+        if len(cand):
+            dep[j] = cand[np.argmin(np.abs(end[cand] - ts[j]))]
     return dep
 
 
