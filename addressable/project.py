@@ -124,6 +124,7 @@ class Run:
     step_time_ms: float | None = None
     repeats: list[tuple[pd.Series, float | None]] = field(default_factory=list)  # per-step times, step ms
     path: Path | None = None
+    source: run_files.Run | None = None  # the run folder as read, for labels
     traces: list[Path | Trace] = field(default_factory=list)  # one per rank, for the replay model
     wall_basis: str = "unprofiled step"  # or "--step-ms", or "profiled step" (a trace without step time)
 
@@ -167,6 +168,13 @@ def load_runs(paths: Sequence[str | Path] | None = None, step_ms: float | None =
     return runs
 
 
+def _labels(runs: list[Run]) -> list[str]:
+    """Unique labels with workload, mode, batch, dtype, device (and compile, strategy, layers); else the run names."""
+    if not all(r.source for r in runs):
+        return [r.name for r in runs]
+    return [" ".join(p for p in pair if p) for pair in run_files.run_labels([r.source for r in runs], full=True)]
+
+
 def load_run(path: str | Path) -> Run:
     """One run folder (read by addressable.runs), checked and reduced to what projection needs."""
     r = run_files.load_run(path)
@@ -192,7 +200,7 @@ def load_run(path: str | Path) -> Run:
     workload = doc.get("workload") or ((mw.get("workload") or mw.get("name")) if isinstance(mw, dict) else mw)
     workload = workload if isinstance(workload, str) and workload else r.name
     return Run(r.name, workload, times, classes, basis, kernels, n_steps,
-               _positive_or_none(doc.get("step_time_ms")), repeats, r.path, run_traces(r.path))
+               _positive_or_none(doc.get("step_time_ms")), repeats, r.path, r, run_traces(r.path))
 
 
 def run_traces(folder: Path) -> list[Path]:
@@ -221,7 +229,7 @@ def run_from_trace(path: str | Path, step_ms: float | None = None) -> Run:
         step_ms = float(steps["dur"].mean() if not steps.empty else (ev["ts"] + ev["dur"]).max() - ev["ts"].min()) / 1e3
     n_steps = float(len(steps)) if not steps.empty else 1.0
     name = path.name.removesuffix(".gz").removesuffix(".json")
-    return Run(name, name, times, classes, "summed", kernels, n_steps, step_ms, [], path, [trace], basis)
+    return Run(name, name, times, classes, "summed", kernels, n_steps, step_ms, [], path, None, [trace], basis)
 
 
 def _exposed_times(doc: dict, where: str, times: pd.Series, repeats: list[tuple[pd.Series, float | None]]
@@ -559,7 +567,7 @@ class Projection:
         """The JSON form printed by `project --json` (infinity as the string "inf", undefined as null)."""
         runs = []
         for r in self.runs.to_dict(orient="records"):
-            item: dict[str, Any] = {k: r[k] for k in ("run", "workload", "basis", "addressable_fraction",
+            item: dict[str, Any] = {k: r[k] for k in ("run", "label", "workload", "basis", "addressable_fraction",
                                                       "addressable_fraction_wall", "n_repeats")}
             item.update({k: r[k] for k in ("model", "model_reason", "replay_residual", "wall_basis",
                                            "step_time_ms", "profiled_step_ms", "replay_steps", "cpu_scale")})
@@ -623,12 +631,12 @@ def project(runs: Sequence[Run | str | Path], wins: pd.DataFrame | str | Path, *
     groups = _combine(table, targets, combine)
 
     run_rows, contrib, hit = [], [], dict.fromkeys((g.target.group for g in groups), False)
-    for run in runs:
+    for run, label in zip(runs, _labels(runs), strict=True):
         weights, matched = _group_weights(run, groups)
         for g, m in matched.items():
             hit[g] = hit[g] or m
         row, c = _project_run(run, groups, weights)
-        row.update(_replay_run(run, groups, model), step_time_ms=run.step_time_ms or math.nan)
+        row.update(_replay_run(run, groups, model), step_time_ms=run.step_time_ms or math.nan, label=label)
         for m in ("speedup", "ceiling"):  # the headline numbers follow the model used
             for b in ("kernel", "wall"):
                 for sfx in ("", "_lo", "_hi"):
@@ -868,10 +876,11 @@ def format_projection(p: Projection, top: int = 5) -> str:
     lines = [f"Projected end-to-end speedup: {used} win(s) used, combine={p.combine}. "
              "Intervals: spread over profile repeats and speedup_lo/hi.",
              "Ceiling: every replaceable kernel infinitely fast.", ""]
-    head = f"{'run':<28}{'basis':<9}{'kernel time':<26}{'wall clock':<26}{'ceiling kernel':<16}{'ceiling wall':<14}"
+    w = max([3, *p.runs["label"].str.len()]) + 2  # labels are unique and never cut
+    head = f"{'run':<{w}}{'basis':<9}{'kernel time':<26}{'wall clock':<26}{'ceiling kernel':<16}{'ceiling wall':<14}"
     lines.append(head)
     for r in p.runs.itertuples():
-        lines.append(f"{r.run[:27]:<28}{r.basis:<9}"
+        lines.append(f"{r.label:<{w}}{r.basis:<9}"
                      f"{_with_interval(r.speedup_kernel, r.speedup_kernel_lo, r.speedup_kernel_hi):<26}"
                      f"{_with_interval(r.speedup_wall, r.speedup_wall_lo, r.speedup_wall_hi):<26}"
                      f"{_x(r.ceiling_kernel):<16}{_x(r.ceiling_wall):<14}")
@@ -880,20 +889,20 @@ def format_projection(p: Projection, top: int = 5) -> str:
     lines += ["", "Models: replay = the trace's timeline replayed with the wins (CPU, launches, streams); its"
               " speedup is the ratio of replayed step spans (CPU time scaled to match the unprofiled step where it"
               " was measured), applied to the unprofiled step time.",
-              f"{'run':<28}{'model':<8}{'residual':>9}  {'replay kernel':<15}{'replay wall':<15}"
+              f"  {'run':<{w}}{'model':<8}{'residual':>9}  {'replay kernel':<15}{'replay wall':<15}"
               f"{'amdahl kernel':<15}{'amdahl wall':<15}{'wall basis':<16}"]
     for r in p.runs.itertuples():
         res = "-" if math.isnan(r.replay_residual) else f"{r.replay_residual:+.2%}"
-        lines.append(f"{r.run[:27]:<28}{r.model:<8}{res:>9}  {_x(r.replay_speedup_kernel):<15}"
+        lines.append(f"  {r.label:<{w}}{r.model:<8}{res:>9}  {_x(r.replay_speedup_kernel):<15}"
                      f"{_x(r.replay_speedup_wall):<15}{_x(r.amdahl_speedup_kernel):<15}{_x(r.amdahl_speedup_wall):<15}"
                      f"{r.wall_basis:<16}")
         if r.model_reason and r.model_reason != "--model amdahl":
-            lines.append(f"  (Amdahl: {r.model_reason})")
-    for run in p.runs["run"]:
+            lines.append(f"    (Amdahl: {r.model_reason})")
+    for run, label in zip(p.runs["run"], p.runs["label"], strict=True):
         c = p.contributions[p.contributions["run"] == run].head(top)
         if c.empty:
             continue
-        lines += ["", f"{run}: wins by end-to-end gain (that win alone)",
+        lines += ["", f"{label}: wins by end-to-end gain (that win alone)",
                   f"  {'target':<30}{'group':<20}{'k':>8}{'share':>8}{'gain':>9}{'wall share':>12}{'wall gain':>11}"]
         for r in c.itertuples():
             share_wall = "n/a" if math.isnan(r.share_wall) else f"{r.share_wall:.1%}"
