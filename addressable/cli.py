@@ -206,11 +206,14 @@ def workloads(adapters: tuple[str, ...]) -> None:
 @click.option("--nproc", type=int, help="Run in N processes under torchrun (DDP / FSDP2, one GPU each); "
               "writes rank<k>/ per rank and the aggregate.")
 @click.option("--force", is_flag=True, help="Replace a run folder of the same name (default: write NAME-2, NAME-3, ...).")
+@click.option("--budget", type=float, metavar="SECONDS",
+              help="About how long the repeats may take (default 60; inf: no limit): step counts not given "
+                   "are lowered to fit, from the warm-up step's time.")
 @_user_errors
 def profile(workload: str, mode: str | None, batch: int | None, seq_len: int | None, dtype: str | None,
             device: str, warmup: int | None, steps: int | None, profile_steps: int | None, repeats: int | None,
             out: Path, name: str | None, compile_: bool, adapters: tuple[str, ...], options: tuple[str, ...],
-            layers_subset: str | None, nproc: int | None, force: bool) -> None:
+            layers_subset: str | None, nproc: int | None, force: bool, budget: float | None) -> None:
     """Run WORKLOAD, profile it, and write a run folder with its addressable fraction."""
     from addressable import distributed
     from addressable import profile as prof
@@ -226,7 +229,7 @@ def profile(workload: str, mode: str | None, batch: int | None, seq_len: int | N
         sys.exit(distributed.launch(nproc, [*argv, "--name", folder.name]))
     res = prof.profile_workload(cfg, warmup, steps, repeats, out, profile_steps=profile_steps, name=name,
                                 layers_subset=subset, adapters=adapters, argv=sys.argv, progress=_progress,
-                                force=force)
+                                force=force, budget_s=budget)
     if distributed.rank() == 0:
         click.echo(prof.format_profile(res, device))
         if "distributed" in res.run:
@@ -299,11 +302,13 @@ def plot(kind: str, run_dirs: tuple[Path, ...], speedups: Path | None, x: str | 
 @click.option("--layers-subset", metavar="L1,L2", help="Profile each value at L1 and L2 layers and extrapolate.")
 @click.option("--plot", "plot_out", type=click.Path(dir_okay=False, path_type=Path), help="Also draw the sweep figure to this .pdf/.svg/.png.")
 @click.option("--force", is_flag=True, help="Replace run folders of the same names (default: write NAME-2, ...).")
+@click.option("--budget", type=float, metavar="SECONDS",
+              help="About how long each value's repeats may take (default 60; see profile).")
 @_user_errors
 def sweep(workload: str | None, batch: str | None, seq_len: str | None, workloads: str | None, mode: str | None,
           dtype: str | None, device: str, warmup: int | None, steps: int | None, profile_steps: int | None,
           repeats: int | None, out: Path, compile_: bool, adapters: tuple[str, ...], options: tuple[str, ...],
-          layers_subset: str | None, plot_out: Path | None, force: bool) -> None:
+          layers_subset: str | None, plot_out: Path | None, force: bool, budget: float | None) -> None:
     """Profile WORKLOAD at each --batch or --seq-len value (or each of --workloads): one run folder per value."""
     from addressable import profile as prof
     from addressable import sweep as sw
@@ -313,7 +318,7 @@ def sweep(workload: str | None, batch: str | None, seq_len: str | None, workload
                   out=out, warmup=warmup, steps=steps, repeats=repeats, profile_steps=profile_steps,
                   options=prof.parse_options(options), compile=compile_, adapters=adapters,
                   layers_subset=prof.parse_layers_subset(layers_subset) if layers_subset else None,
-                  argv=sys.argv, progress=_progress, force=force)
+                  argv=sys.argv, progress=_progress, force=force, budget_s=budget)
     click.echo(sw.format_sweep(df))
     done = df.loc[df["error"].isna(), "run"].tolist()
     if plot_out and len(done) > 1:
