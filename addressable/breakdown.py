@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from addressable.jsonutil import records
+from addressable.modules import ModuleBreakdown, attribute, module_breakdown
 from addressable.taxonomy import UNCLASSIFIED, Taxonomy, load_taxonomy
 from addressable.timeline import TimelineResult, timeline_accounting
 from addressable.trace import Trace, load_trace
@@ -89,6 +90,7 @@ class Breakdown:
     source: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
     timeline: TimelineResult | None = None  # overlap-aware accounting (docs/accounting.md)
+    modules: ModuleBreakdown | None = None  # work time by nn.Module (addressable/modules.py)
 
     def time_of(self, cls: str) -> float:
         """Total work time (µs) of the categories of one class."""
@@ -145,6 +147,8 @@ class Breakdown:
             out["phases"] = phase_summary(self.phases)
         if self.timeline is not None:
             out.update(self.timeline.to_dict())
+        if self.modules is not None:
+            out["modules"] = self.modules.to_dict(top)
         out.update(self.extra)
         return out
 
@@ -223,6 +227,7 @@ def breakdown_of_trace(trace: Trace, taxonomy: Taxonomy | None = None) -> Breakd
                                   trace.path, ev[ev["kind"] == "cpu_annotation"], when)
     if basis == BASIS_GPU:  # self times of nested CPU ops are not intervals on a timeline
         b.timeline = timeline_accounting(classified)
+    b.modules = module_breakdown(attribute(ev, classified, basis == BASIS_GPU), b.total_time_us, b.n_steps, basis)
     return b
 
 

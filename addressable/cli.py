@@ -82,6 +82,26 @@ def classify(trace: Path, taxonomy: Path | None, classes: tuple[str, ...], as_js
 
 
 @main.command()
+@click.argument("source", type=click.Path(exists=False, path_type=Path))
+@click.option("--by", type=click.Choice(["name", "class"]), default="name", show_default=True,
+              help="One row per module (qualified name) or per module class.")
+@click.option("--top", default=15, show_default=True, help="Rows to list.")
+@click.option("--json", "as_json", is_flag=True, help="Print the `modules` object of breakdown.json instead.")
+@_user_errors
+def modules(source: Path, by: str, top: int, as_json: bool) -> None:
+    """Which nn.Module owns the time of a run folder or trace SOURCE, and the top fusion candidates."""
+    from addressable.modules import format_modules
+    from addressable.runs import load_modules
+
+    if not source.exists():
+        raise AddressableError(f"no such run folder or trace: {source}")
+    mb = load_modules(source)
+    if not mb.has_scopes:
+        raise AddressableError(f"{source}: {mb.note}")
+    click.echo(_json(mb.to_dict(top)) if as_json else format_modules(mb, by, top))
+
+
+@main.command()
 @click.argument("file", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @_user_errors
 def taxonomy(file: Path | None) -> None:

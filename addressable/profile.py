@@ -33,6 +33,8 @@ from addressable import distributed
 from addressable.atomic import atomic_dir, write_text
 from addressable.breakdown import BASIS_GPU, Breakdown, breakdown_of_trace
 from addressable.errors import AddressableError
+from addressable.modules import combine_modules, format_candidates
+from addressable.scopes import module_scopes
 from addressable.taxonomy import Taxonomy, load_taxonomy
 from addressable.timeline import TimelineResult
 from addressable.trace import load_trace
@@ -236,9 +238,14 @@ def _measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: P
     for r in range(m.repeats):
         timed = _timed(step, m.steps, cuda)
         path = workdir / f".trace.r{r}.json.gz"
-        prof = _profiled(step, m.profile_steps, cuda, path)
+        with _scopes(cfg, step):
+            prof = _profiled(step, m.profile_steps, cuda, path)
         b = breakdown_of_trace(load_trace(path), tax)
         b.n_steps = m.profile_steps
+        if b.modules is not None:
+            b.modules.n_steps = m.profile_steps
+            if cfg.compile:
+                b.modules.note = COMPILE_NOTE
         if r == m.repeats - 1:
             os.replace(path, trace)
         else:
@@ -253,6 +260,20 @@ def _measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: P
                  f"{rec['addressable_fraction_wall']:.1%} of wall time")
     steps = pd.DataFrame(rows, columns=["repeat", "step", "time_ms", "profiled"])
     return _Measured(cfg, repeats, medians, steps, trace)
+
+
+COMPILE_NOTE = "no module scopes: a --compile run is not scoped (its fused kernels span modules)"
+
+
+@contextmanager
+def _scopes(cfg: WorkloadConfig, step: Step) -> Iterator[None]:
+    """Module scopes (addressable.scopes) around the profiled steps; none for compiled models."""
+    if cfg.compile:
+        yield
+        return
+    model = getattr(step, "model", None)
+    with module_scopes(model if isinstance(model, torch.nn.Module) else None):
+        yield
 
 
 def _basis_words(basis: str) -> str:
@@ -291,6 +312,8 @@ def combine(repeats: list[Breakdown]) -> Breakdown:
     b = _assemble(kernels, ph, sum(b.n_steps or 0 for b in repeats), repeats[0].basis, repeats[-1].source)
     if all(r.timeline is not None for r in repeats):
         b.timeline = combine_timelines([r.timeline for r in repeats])
+    if all(r.modules is not None for r in repeats):
+        b.modules = combine_modules([r.modules for r in repeats], b.n_steps or 1)
     return b
 
 
@@ -635,5 +658,10 @@ def format_profile(res: ProfileResult, requested_device: str = "auto") -> str:
         total = sum(p["time_us"] for p in phases.values()) or 1.0
         lines.append("Phases: " + ", ".join(f"{k} {v['time_us'] / total:.0%} of time ({v['addressable_fraction']:.1%} "
                                             "addressable)" for k, v in phases.items()))
+    mods = res.breakdown.modules
+    if mods is not None and mods.has_scopes:
+        lines += ["", f"Modules: {mods.coverage:.1%} of {basis} attributed to an nn.Module "
+                  f"(`addressable modules {res.path}` for the table)",
+                  *format_candidates(mods.fusion_candidates(5), "kernels" if r["device"] == "cuda" else "CPU ops"), ""]
     lines.append(f"Run folder: {res.path}")
     return "\n".join(lines)
