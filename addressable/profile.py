@@ -129,6 +129,7 @@ def resolve_config(workload: str, mode: str | None = None, batch: int | None = N
         raise AddressableError("fp16 is not supported on the CPU; use --dtype bf16 or fp32")
     if seq_len is not None and spec.default_seq_len is None:
         raise AddressableError(f"{spec.name} takes no --seq-len")
+    spec.check_options(options or {})
     batch = spec.default_batch if batch is None else batch
     if batch < 1 or (seq_len is not None and seq_len < 1):
         raise AddressableError("--batch and --seq-len must be positive")
