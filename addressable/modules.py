@@ -511,12 +511,18 @@ class ModuleTarget:
             raise ValueError("empty module name")
         return cls(body.strip(), direction)
 
-    def matches(self, detail: pd.DataFrame, modules: pd.DataFrame) -> np.ndarray:
-        """Mask of detail rows inside a matching module: by class name, else by a glob over qualified names."""
+    def heads(self, modules: pd.DataFrame) -> set[str]:
+        """Qualified names of the modules the target names: of its class, else matching its glob."""
         real = modules[~modules["module"].isin(PSEUDO)]
         heads = set(real.loc[real["module_class"] == self.pattern, "module"])
-        if not heads:
-            heads = {m for m in real["module"] if fnmatch.fnmatchcase(m or ROOT, self.pattern)}
+        heads = heads or {m for m in real["module"] if fnmatch.fnmatchcase(m or ROOT, self.pattern)}
+        anc = ancestors(heads)
+        inner = anc.loc[(anc["ancestor"] != anc["module"]) & anc["ancestor"].isin(heads), "module"]
+        return heads - set(inner)  # a matching module inside another is covered by it
+
+    def matches(self, detail: pd.DataFrame, modules: pd.DataFrame) -> np.ndarray:
+        """Mask of detail rows inside a matching module (see heads), in the target's direction."""
+        heads = self.heads(modules)
         anc = ancestors(pd.unique(detail["module"]))
         inside = set(anc.loc[anc["ancestor"].isin(heads), "module"])
         hit = detail["module"].isin(inside).to_numpy().copy()

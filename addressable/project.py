@@ -59,6 +59,7 @@ import pandas as pd
 from addressable import runs as run_files
 from addressable.errors import AddressableError
 from addressable.jsonutil import to_jsonable
+from addressable.modules import MODULE_PREFIX, NO_SCOPES_HINT, ModuleBreakdown, ModuleTarget
 from addressable.taxonomy import UNCLASSIFIED, Taxonomy, load_taxonomy, read_yaml
 
 KERNELBENCH_MAP = Path(__file__).with_name("kernelbench_map.yaml")
@@ -67,7 +68,7 @@ DEFAULT_RUNS_ROOT = Path("outputs")
 COMBINE = ("best", "median")
 REGEX_PREFIX = "re:"
 REQUIRED_COLUMNS = ("target", "speedup")
-OPTIONAL_COLUMNS = ("verified", "source", "notes", "speedup_lo", "speedup_hi")
+OPTIONAL_COLUMNS = ("verified", "source", "notes", "speedup_lo", "speedup_hi", "kernels_after")
 _TRUE = {"true", "t", "yes", "y", "1"}
 _FALSE = {"false", "f", "no", "n", "0"}
 
@@ -106,6 +107,7 @@ class Run:
     step_time_ms: float | None = None
     repeats: list[tuple[pd.Series, float | None]] = field(default_factory=list)  # per-step times, step ms
     path: Path | None = None
+    modules: ModuleBreakdown | None = None  # time per module and kernel (modules.csv), for module: targets
 
     def class_of(self, category: str) -> str:
         return self.classes.get(category) or _taxonomy().class_of(category)
@@ -168,8 +170,9 @@ def load_run(path: str | Path) -> Run:
     mw = r.manifest.get("workload")
     workload = doc.get("workload") or ((mw.get("workload") or mw.get("name")) if isinstance(mw, dict) else mw)
     workload = workload if isinstance(workload, str) and workload else r.name
+    modules = run_files.load_modules(r.path) if isinstance(doc.get("modules"), dict) else None
     return Run(r.name, workload, times, classes, basis, kernels, n_steps,
-               _positive_or_none(doc.get("step_time_ms")), repeats, r.path)
+               _positive_or_none(doc.get("step_time_ms")), repeats, r.path, modules)
 
 
 def _exposed_times(doc: dict, where: str, times: pd.Series, repeats: list[tuple[pd.Series, float | None]]
@@ -327,7 +330,8 @@ def parse_wins(raw: pd.DataFrame, source: str = "wins") -> pd.DataFrame:
         rows.append({"row": i, "target": target, "speedup": k, "speedup_lo": lo, "speedup_hi": hi,
                      "verified": _verified(r.get("verified"), where),
                      "source": "" if _empty(r.get("source")) else str(r["source"]).strip(),
-                     "notes": "" if _empty(r.get("notes")) else str(r["notes"]).strip()})
+                     "notes": "" if _empty(r.get("notes")) else str(r["notes"]).strip(),
+                     "kernels_after": _kernels_after(r.get("kernels_after"), where)})
     out = pd.DataFrame(rows)
     key = ["target", "speedup", "speedup_lo", "speedup_hi", "verified", "source"]
     dup = out.duplicated(key, keep=False)
@@ -338,6 +342,19 @@ def parse_wins(raw: pd.DataFrame, source: str = "wins") -> pd.DataFrame:
                                f"(target '{first['target']}', speedup {first['speedup']:g})")
     out.attrs["warnings"] = notes
     return out
+
+
+def _kernels_after(v: Any, where: str) -> float:
+    """kernels_after: kernels the replacement launches per call (NaN: unchanged)."""
+    if _empty(v):
+        return math.nan
+    try:
+        k = float(str(v).strip())
+    except ValueError:
+        raise AddressableError(f"{where}: kernels_after '{v}' is not a number") from None
+    if not (k >= 0 and k == int(k)):
+        raise AddressableError(f"{where}: kernels_after must be a whole number >= 0, got '{v}'")
+    return k
 
 
 def _empty(v: Any) -> bool:
@@ -421,9 +438,10 @@ def _norm(name: str) -> str:
 class Target:
     """What one wins.csv target resolved to: a category group or a regex group."""
 
-    group: str  # the group key: the category name, or "re:REGEX"
+    group: str  # the group key: the category name, "re:REGEX" or "module:NAME[@direction]"
     category: str | None = None
     regex: re.Pattern | None = None
+    module: ModuleTarget | None = None
 
 
 class Resolver:
@@ -441,6 +459,12 @@ class Resolver:
 
     def resolve(self, target: str, where: str) -> tuple[Target | None, str]:
         """The target, or None and why not."""
+        if target.startswith(MODULE_PREFIX):
+            try:
+                m = ModuleTarget.parse(target)
+            except ValueError as e:
+                raise AddressableError(f"{where}: bad module target '{target}': {e}") from None
+            return Target(MODULE_PREFIX + m.pattern + (f"@{m.direction}" if m.direction else ""), module=m), ""
         if target.startswith(REGEX_PREFIX):
             pattern = target[len(REGEX_PREFIX):]
             if not pattern:
@@ -474,6 +498,7 @@ class Group:
     k: float
     k_lo: float
     k_hi: float
+    kernels_after: float = math.nan  # kernels per call after the replacement (module targets)
 
 
 @dataclass
@@ -543,16 +568,18 @@ def project(runs: Sequence[Run | str | Path], wins: pd.DataFrame | str | Path, *
 
     run_rows, contrib, hit = [], [], dict.fromkeys((g.target.group for g in groups), False)
     for run in runs:
-        weights, matched = _group_weights(run, groups)
+        weights, matched, counts = _group_weights(run, groups)
         for g, m in matched.items():
             hit[g] = hit[g] or m
-        row, c = _project_run(run, groups, weights)
+        row, c = _project_run(run, groups, weights, counts)
         run_rows.append(row)
         contrib += c
+    scoped = any(r.modules is not None and r.modules.has_scopes for r in runs)
     for g, m in hit.items():
         if not m:
             sel = table["used"] & (table["group"] == g)
-            table.loc[sel, "reason"] = "matched no kernel time in any run"
+            table.loc[sel, "reason"] = ("matched no kernel time in any run" if scoped or not g.startswith(MODULE_PREFIX)
+                                        else NO_SCOPES_HINT.replace("this trace", "any run"))
     bad = (table["reason"] != "") & (table["reason"] != "unverified")
     unmatched = table.loc[bad, ["row", "target", "speedup", "reason"]].reset_index(drop=True)
     messages += [f"wins row {r.row}: target '{r.target}' {r.reason}; listed as unmatched"
@@ -576,35 +603,53 @@ def _combine(table: pd.DataFrame, targets: list[Target | None], combine: str) ->
         if combine == "best":
             best = rows.iloc[int(np.argmax(rows["speedup"].to_numpy()))]
             k, lo, hi, names = best["speedup"], best["speedup_lo"], best["speedup_hi"], [best["target"]]
+            after = best["kernels_after"]
         else:
             k, lo, hi = (float(statistics.median(rows[c])) for c in ("speedup", "speedup_lo", "speedup_hi"))
             names = list(dict.fromkeys(rows["target"]))
-        groups.append(Group(targets[idx[0]], rows["row"].tolist(), names, float(k), float(lo), float(hi)))
+            known = rows["kernels_after"].dropna()
+            after = float(statistics.median(known)) if len(known) else math.nan
+        groups.append(Group(targets[idx[0]], rows["row"].tolist(), names, float(k), float(lo), float(hi),
+                            float(after)))
     return groups
 
 
-def _group_weights(run: Run, groups: list[Group]) -> tuple[pd.DataFrame, dict[str, bool]]:
-    """groups × categories: the fraction of each category's time that belongs to each group."""
+def _group_weights(run: Run, groups: list[Group]
+                   ) -> tuple[pd.DataFrame, dict[str, bool], dict[str, tuple[float, float]]]:
+    """groups × categories: the fraction of each category's time that belongs to each group.
+
+    Module groups claim their kernels first (modules.csv), then regex groups claim what is left of
+    each kernel (kernels.csv), then category groups take what is left of their category. Also
+    returns, per module group, (kernels per step, calls per step of the matched modules).
+    """
     cats = run.times.index
     weights = pd.DataFrame(0.0, index=[g.target.group for g in groups], columns=cats)
-    matched = {}
-    regex = [g for g in groups if g.target.regex is not None]
+    matched: dict[str, bool] = {}
     claimed = pd.Series(0.0, index=cats)
+    taken = pd.Series(dtype=float)  # (name, category) -> kernel time module groups took
+    counts: dict[str, tuple[float, float]] = {}
+    mods = [g for g in groups if g.target.module is not None]
+    if mods:
+        taken = _module_weights(run, mods, weights, claimed, matched, counts)
+    regex = [g for g in groups if g.target.regex is not None]
     if regex:
         if run.kernels is None:
             raise AddressableError(f"run {run.name} has no kernels.csv, which re: targets need")
         k = run.kernels
         kernel_time = k["time_us"].groupby(k["category"]).sum()
+        left = k["time_us"].to_numpy() - taken.reindex(pd.MultiIndex.from_arrays(
+            [k["name"], k["category"]]), fill_value=0.0).to_numpy() if len(taken) else k["time_us"].to_numpy()
+        left = np.clip(left, 0.0, None)
         free = np.ones(len(k), dtype=bool)
         for g in regex:
             hit = free & np.fromiter((g.target.regex.search(n) is not None for n in k["name"]), bool, len(k))
             free &= ~hit
-            by_cat = k.loc[hit, "time_us"].groupby(k.loc[hit, "category"]).sum()
+            by_cat = pd.Series(left[hit]).groupby(k.loc[hit, "category"].to_numpy()).sum()
             by_cat = by_cat[by_cat.index.isin(cats)]
             share = (by_cat / kernel_time.reindex(by_cat.index)).fillna(0.0)
             weights.loc[g.target.group, share.index] = share.to_numpy()
             claimed = claimed.add(share, fill_value=0.0)
-            matched[g.target.group] = bool(hit.any())
+            matched[g.target.group] = bool((left[hit] > 0).any())
     for g in groups:
         c = g.target.category
         if c is None:
@@ -613,14 +658,40 @@ def _group_weights(run: Run, groups: list[Group]) -> tuple[pd.DataFrame, dict[st
         matched[g.target.group] = bool(present)
         if present:
             weights.loc[g.target.group, c] = max(0.0, 1.0 - claimed[c]) if claimed[c] else 1.0
-    return weights, matched
+    return weights, matched, counts
+
+
+def _module_weights(run: Run, groups: list[Group], weights: pd.DataFrame, claimed: pd.Series,
+                    matched: dict[str, bool], counts: dict[str, tuple[float, float]]) -> pd.Series:
+    """Fill the module groups' weights (in wins order, each kernel row claimed once); updates `claimed`,
+    `matched` and `counts` in place. Returns the kernel time taken per (name, category)."""
+    mb = run.modules
+    if mb is None or not mb.has_scopes:
+        matched.update(dict.fromkeys((g.target.group for g in groups), False))
+        return pd.Series(dtype=float)
+    d = mb.detail
+    cat_time = d["time_us"].groupby(d["category"]).sum()
+    free = np.ones(len(d), dtype=bool)
+    for g in groups:
+        hit = free & g.target.module.matches(d, mb.modules)
+        free &= ~hit
+        share = (d.loc[hit, "time_us"].groupby(d.loc[hit, "category"]).sum() / cat_time).dropna()
+        share = share[share.index.isin(weights.columns)]
+        weights.loc[g.target.group, share.index] = share.to_numpy()
+        claimed.loc[share.index] += share.to_numpy()
+        matched[g.target.group] = bool(d.loc[hit, "time_us"].sum() > 0)
+        calls = mb.modules.loc[mb.modules["module"].isin(g.target.module.heads(mb.modules)), "calls"].sum()
+        counts[g.target.group] = (float(d.loc[hit, "count"].sum()) / mb.n_steps, float(calls) / mb.n_steps)
+    taken = d.loc[~free]
+    return taken["time_us"].groupby([taken["name"], taken["category"]]).sum()
 
 
 _CONTRIB_COLUMNS = ["run", "target", "group", "class", "share", "share_wall", "k", "k_interval", "rows",
-                    "gain_kernel", "gain_wall"]
+                    "gain_kernel", "gain_wall", "group_time_us", "kernels_per_step", "kernels_per_step_after"]
 
 
-def _project_run(run: Run, groups: list[Group], weights: pd.DataFrame) -> tuple[dict[str, Any], list[dict]]:
+def _project_run(run: Run, groups: list[Group], weights: pd.DataFrame,
+                 counts: dict[str, tuple[float, float]]) -> tuple[dict[str, Any], list[dict]]:
     """Speedups and ceilings of one run (point and interval), and one contribution per group."""
     replaceable = [c for c in run.times.index if run.class_of(c) == "replaceable"]
     ks = [[g.k for g in groups], [g.k_lo for g in groups], [g.k_hi for g in groups]]
@@ -668,6 +739,10 @@ def _project_run(run: Run, groups: list[Group], weights: pd.DataFrame) -> tuple[
                 c[f"gain_{b}"] = amdahl([gt[i]], [g.k], total)
             else:
                 c[key], c[f"gain_{b}"] = math.nan, math.nan
+        c["group_time_us"] = float(point["kernel"][0][i])
+        kernels, calls = counts.get(g.target.group, (math.nan, math.nan))
+        c["kernels_per_step"] = kernels
+        c["kernels_per_step_after"] = g.kernels_after * calls if not math.isnan(g.kernels_after) else kernels
         contrib.append(c)
     contrib.sort(key=lambda c: (-c["gain_kernel"], -_or0(c["gain_wall"])))
     return row, contrib

@@ -188,3 +188,55 @@ def test_enclosing_innermost_and_outermost() -> None:
     t = np.array([0.5, 2.0, 4.5, 6.5, 8.0, 10.0, 1.0])
     assert enclosing(ranges, keys, t).tolist() == [0, 1, 0, 3, 2, -1, 4]
     assert enclosing(ranges, keys, t, outermost=True).tolist() == [0, 0, 0, 0, 0, -1, 4]
+
+
+def test_module_targets_projected_by_hand(toy_trace, tmp_path) -> None:
+    from addressable.project import project
+
+    b = classify_trace(toy_trace)
+    write_breakdown(b, tmp_path / "run")
+    d = b.modules.detail
+    total = b.total_time_us
+    relu = d.loc[d["module"] == "act", "time_us"].sum()
+    ln_bwd = d.loc[(d["module"] == "norm") & (d["direction"] == "backward"), "time_us"].sum()
+    claimed = d["module"].eq("act") | (d["module"].eq("norm") & d["direction"].eq("backward"))
+    addmm = d.loc[d["name"].eq("aten::addmm") & ~claimed, "time_us"].sum()  # regex: what modules left
+    elem = d.loc[d["category"].eq("elementwise") & ~claimed, "time_us"].sum()  # category: what is left
+    wins = pd.DataFrame({"target": ["module:ReLU", "module:LayerNorm@backward", "re:^aten::addmm$", "elementwise",
+                                    "module:Nope"],
+                         "speedup": ["2", "4", "3", "1.5", "2"], "kernels_after": ["", "1", "", "", ""]})
+    p = project([tmp_path / "run"], wins)
+    expected = total / (total - relu - ln_bwd - addmm - elem + relu / 2 + ln_bwd / 4 + addmm / 3 + elem / 1.5)
+    assert p.runs["speedup_kernel"].iloc[0] == pytest.approx(expected, rel=1e-9)
+    c = p.contributions.set_index("group")
+    assert c.loc["module:ReLU", "group_time_us"] == pytest.approx(relu)
+    assert c.loc["module:ReLU", "share"] == pytest.approx(relu / total)
+    assert c.loc["module:LayerNorm@backward", "share"] == pytest.approx(ln_bwd / total)
+    assert c.loc["module:LayerNorm@backward", "kernels_per_step_after"] == pytest.approx(1.0)  # one call per step
+    assert c.loc["re:^aten::addmm$", "group_time_us"] == pytest.approx(addmm)
+    assert list(p.unmatched["target"]) == ["module:Nope"]
+
+
+def test_module_target_on_a_run_without_scopes_names_the_fix() -> None:
+    from addressable.project import project
+
+    run = Path(__file__).parent / "fixtures" / "runs" / "toy-train"
+    p = project([run], pd.DataFrame({"target": ["module:LlamaRMSNorm"], "speedup": ["2"]}))
+    assert "with_stack=True" in p.unmatched["reason"].iloc[0]
+
+
+def test_project_json_lists_module_wins(toy_trace, tmp_path) -> None:
+    b = classify_trace(toy_trace)
+    write_breakdown(b, tmp_path / "run")
+    (tmp_path / "wins.csv").write_text("target,speedup,kernels_after\nmodule:norm@forward,3,1\n")
+    r = CliRunner().invoke(main, ["project", "--runs", str(tmp_path / "run"), "--speedups", str(tmp_path / "wins.csv"),
+                                  "--json"])
+    assert r.exit_code == 0, r.output
+    c = json.loads(r.output)["runs"][0]["contributions"][0]
+    d = b.modules.detail
+    fwd = d.loc[(d["module"] == "norm") & (d["direction"] == "forward"), "time_us"].sum()
+    assert c["group"] == "module:norm@forward" and c["group_time_us"] == pytest.approx(fwd)
+    assert c["share"] == pytest.approx(fwd / b.total_time_us)
+    (tmp_path / "bad.csv").write_text("target,speedup,kernels_after\nmodule:norm,3,-1\n")
+    r = CliRunner().invoke(main, ["project", "--runs", str(tmp_path / "run"), "--speedups", str(tmp_path / "bad.csv")])
+    assert r.exit_code == 2 and "kernels_after" in r.output
