@@ -10,18 +10,26 @@ time (s_i = group time per step / step_time_ms). The ceiling makes every replace
 infinitely fast: 1 / (1 − addressable_fraction) (kernel) and 1 / (1 − addressable_fraction_wall).
 
 Targets in wins.csv, resolved in this order:
+  `module:M[@forward|@backward]`  the kernels launched inside module class M, or inside the modules
+                   whose qualified name matches the glob M (`module:LlamaRMSNorm`, `module:*.mlp.act_fn`),
+                   submodules included, from the run's modules.csv (addressable/modules.py); the
+                   suffix keeps one direction. Optional column `kernels_after`: kernels the
+                   replacement launches per call (reported as kernels per step after; default unchanged).
   `re:REGEX`       kernels of the run whose kernels.csv name matches REGEX (re.search, case-sensitive;
                    write (?i) for case-insensitive).
   a category       a taxonomy category (case-insensitive), e.g. `softmax`.
   a problem name   a KernelBench problem (kernelbench_map.yaml) or a DLRM-Bench problem (the
                    `CATEGORY` constant of its module in addressable/bench/problems), e.g.
                    `23_Softmax`; case, a `.py` suffix, surrounding `_` and the numeric prefix are
-                   ignored (`softmax`, `Softmax.py`). It stands for its category.
-Grouping rule: regex targets take their kernels out of the category groups first. They are applied
-in wins.csv row order and a kernel goes to the first regex row that matches it; rows with the same
-regex are one group. A category group is its category's time minus the kernels regex groups took.
-Times come from categories.csv; a regex group's time in a category is the category time scaled by
-the fraction of that category's kernels.csv time its kernels take (so it also applies to the
+                   ignored (`softmax`, `Softmax.py`). It stands for its category. A KernelBench
+                   level-2 problem listed in kernelbench_level2.yaml stands for its module target.
+Grouping rule: module targets take their kernels first (in wins.csv row order, each kernel row once),
+then regex targets take what is left of each kernel, then categories what is left of their category.
+Regex rows are applied in wins.csv row order and a kernel goes to the first regex row that matches
+it; rows with the same regex are one group. A category group is its category's time minus the
+kernels module and regex groups took.
+Times come from categories.csv; a module or regex group's time in a category is the category time
+scaled by the fraction of that category's kernel time its kernels take (so it also applies to the
 per-repeat and exposed category times, which have no per-kernel detail).
 
 Several wins on one group: `best` (default) uses the largest speedup (with that row's spread),
@@ -63,6 +71,7 @@ from addressable.modules import MODULE_PREFIX, NO_SCOPES_HINT, ModuleBreakdown, 
 from addressable.taxonomy import UNCLASSIFIED, Taxonomy, load_taxonomy, read_yaml
 
 KERNELBENCH_MAP = Path(__file__).with_name("kernelbench_map.yaml")
+KERNELBENCH_LEVEL2 = Path(__file__).with_name("kernelbench_level2.yaml")
 PROBLEM_DIRS = (Path(__file__).parent / "bench" / "problems",)
 DEFAULT_RUNS_ROOT = Path("outputs")
 COMBINE = ("best", "median")
@@ -407,6 +416,20 @@ def load_problem_map(path: str | Path | None = None,
     return out
 
 
+def load_module_problems(path: str | Path | None = None) -> tuple[dict[str, str], dict[str, str]]:
+    """KernelBench level-2 problems (kernelbench_level2.yaml): name -> the `module:` target it stands for,
+    and name -> why it has none."""
+    path = Path(path) if path else KERNELBENCH_LEVEL2
+    doc = read_yaml(path, "level-2 problem map")
+    modules = doc.get("modules") if isinstance(doc, dict) else None
+    unmapped = doc.get("unmapped") if isinstance(doc, dict) else None
+    if not isinstance(modules, dict) or not all(str(t).startswith(MODULE_PREFIX) for t in modules.values()) \
+            or not isinstance(unmapped, dict):
+        raise AddressableError(f"level-2 problem map {path}: needs 'modules' (problem: module:TARGET) "
+                               "and 'unmapped' (problem: reason)")
+    return {str(k): str(v) for k, v in modules.items()}, {str(k): str(v) for k, v in unmapped.items()}
+
+
 def problem_categories(dirs: Sequence[str | Path]) -> dict[str, str]:
     """Category of each benchmark problem module: its `CATEGORY = "..."` constant, else a
     `Category: ...` line in its docstring. Read with ast, never imported."""
@@ -447,8 +470,15 @@ class Target:
 class Resolver:
     """Turns wins.csv targets into groups (regex, category, problem name: in that order)."""
 
-    def __init__(self, categories: set[str], problems: dict[str, str]) -> None:
+    def __init__(self, categories: set[str], problems: dict[str, str],
+                 level2: tuple[dict[str, str], dict[str, str]] | None = None) -> None:
         self.categories = {c.lower(): c for c in categories}
+        self.module_problems: dict[str, str] = {}
+        self.unmapped: dict[str, str] = {}
+        for table, entries in zip((self.module_problems, self.unmapped), level2 or ({}, {}), strict=True):
+            for name, value in entries.items():
+                table[_norm(name)] = value
+                table.setdefault(_norm(re.sub(r"^\d+_", "", name.strip())), value)
         self.problems: dict[str, str | None] = {}
         short: dict[str, set[str]] = {}
         for name, category in problems.items():
@@ -477,6 +507,10 @@ class Resolver:
             c = self.categories[target.lower()]
             return Target(c, category=c), ""
         key = _norm(target)
+        if key in self.module_problems:  # a KernelBench level-2 problem that one module runs
+            return self.resolve(self.module_problems[key], where)
+        if key in self.unmapped and key not in self.problems:
+            return None, f"KernelBench level-2 problem with no module target ({self.unmapped[key]})"
         if key in self.problems:
             c = self.problems[key]
             if c is None:
@@ -551,7 +585,8 @@ def project(runs: Sequence[Run | str | Path], wins: pd.DataFrame | str | Path, *
     table = load_wins(wins) if isinstance(wins, str | Path) else parse_wins(wins)
     messages = list(table.attrs.get("warnings", []))
     categories = set(load_taxonomy().classes) | {UNCLASSIFIED} | {c for r in runs for c in r.times.index}
-    resolver = Resolver(categories, load_problem_map() if problem_map is None else problem_map)
+    resolver = Resolver(categories, load_problem_map() if problem_map is None else problem_map,
+                        load_module_problems())
 
     table = table.copy()
     targets: list[Target | None] = []

@@ -240,3 +240,18 @@ def test_project_json_lists_module_wins(toy_trace, tmp_path) -> None:
     (tmp_path / "bad.csv").write_text("target,speedup,kernels_after\nmodule:norm,3,-1\n")
     r = CliRunner().invoke(main, ["project", "--runs", str(tmp_path / "run"), "--speedups", str(tmp_path / "bad.csv")])
     assert r.exit_code == 2 and "kernels_after" in r.output
+
+
+def test_kernelbench_level2_problems_map_to_module_targets_or_say_why(toy_trace, tmp_path) -> None:
+    from addressable.project import load_module_problems, project
+
+    modules, unmapped = load_module_problems()
+    assert len(modules) + len(unmapped) == 100 and not set(modules) & set(unmapped)
+    b = classify_trace(toy_trace)
+    write_breakdown(b, tmp_path / "run")
+    p = project([tmp_path / "run"], pd.DataFrame({"target": ["76_Gemm_Add_ReLU", "1_Conv2D_ReLU_BiasAdd.py"],
+                                                  "speedup": ["2", "3"]}))
+    reasons = dict(zip(p.unmatched["target"], p.unmatched["reason"], strict=True))
+    assert p.wins.loc[0, "group"] == "module:Perceptron"  # the toy has no Perceptron: listed unmatched
+    assert reasons["76_Gemm_Add_ReLU"] == "matched no kernel time in any run"
+    assert "no module target" in reasons["1_Conv2D_ReLU_BiasAdd.py"]
