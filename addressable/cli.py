@@ -221,12 +221,12 @@ def _command_argv(ctx: click.Context, skip: tuple[str, ...] = ()) -> list[str]:
               help="Run folder (or a folder of runs); repeatable. Default: every run under outputs/.")
 @click.option("--speedups", type=click.Path(path_type=Path), help="amdahl: overlay the projection of this wins.csv.")
 @click.option("--x", "x", metavar="KEY", help="sweep: the swept key (batch, seq_len or workload). Default: each that varies.")
-@click.option("--top", type=int, help="top-kernels: kernels per run (default 10).")
+@click.option("--top", type=int, help="top-kernels, modules: kernels or module classes shown (default 10).")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Figure file, .pdf/.svg/.png. Default: outputs/figures/KIND.pdf.")
 @_user_errors
 def plot(kind: str, run_dirs: tuple[Path, ...], speedups: Path | None, x: str | None, top: int | None,
          out: Path | None) -> None:
-    """Draw a figure from run folders: KIND is breakdown, amdahl, sweep or top-kernels."""
+    """Draw a figure from run folders: KIND is breakdown, amdahl, sweep, top-kernels or modules."""
     from addressable.plot import plot_runs
 
     path = plot_runs(kind, run_dirs or (Path("outputs"),), out, speedups=speedups, x=x, n=top)

@@ -120,27 +120,56 @@ class _Nest:
         return out
 
 
+def _column(df: pd.DataFrame, name: str) -> np.ndarray:
+    """An integer column as int64, -1 where missing."""
+    col = df[name]
+    if isinstance(col.dtype, pd.CategoricalDtype) or col.dtype == object:
+        col = pd.to_numeric(col, errors="coerce")
+    return col.to_numpy(dtype=np.float64, na_value=-1).astype(np.int64)
+
+
 def _thread_keys(df: pd.DataFrame) -> np.ndarray:
-    pid = pd.to_numeric(df["pid"], errors="coerce").fillna(-1).to_numpy(np.int64)
-    tid = pd.to_numeric(df["tid"], errors="coerce").fillna(-1).to_numpy(np.int64)
-    return (pid << 32) ^ (tid & 0xFFFFFFFF)
+    return (_column(df, "pid") << 32) ^ (_column(df, "tid") & 0xFFFFFFFF)
 
 
-def enclosing(ranges: pd.DataFrame, threads: np.ndarray, t: np.ndarray, outermost: bool = False) -> np.ndarray:
-    """For points (thread key, time): the row position in `ranges` (ts, dur, pid, tid) of the innermost
-    (or outermost) range on the same thread that holds the point, -1 where none."""
+@dataclass
+class Ranges:
+    """CPU ranges as arrays: thread key, start and end."""
+
+    key: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+
+    @classmethod
+    def of(cls, df: pd.DataFrame) -> Ranges:
+        """The ranges of events (ts, dur, pid, tid)."""
+        start = df["ts"].to_numpy(np.float64)
+        return cls(_thread_keys(df), start, start + df["dur"].to_numpy(np.float64))
+
+    def take(self, mask: np.ndarray) -> Ranges:
+        return Ranges(self.key[mask], self.start[mask], self.end[mask])
+
+
+def enclosing(ranges: Ranges | pd.DataFrame, threads: np.ndarray, t: np.ndarray, outermost: bool = False) -> np.ndarray:
+    """For points (thread key, time): the position in `ranges` of the innermost (or outermost) range on
+    the same thread that holds the point, -1 where none."""
+    r = ranges if isinstance(ranges, Ranges) else Ranges.of(ranges)
     out = np.full(len(t), -1, dtype=np.int64)
-    if ranges.empty or not len(t):
+    if not len(r.start) or not len(t):
         return out
-    rkeys = _thread_keys(ranges)
-    start = ranges["ts"].to_numpy(np.float64)
-    end = start + ranges["dur"].to_numpy(np.float64)
-    ids = np.arange(len(ranges))
-    for key in np.intersect1d(np.unique(rkeys), np.unique(threads)):
-        mine = rkeys == key
+    ids = np.arange(len(r.start))
+    for key in np.intersect1d(np.unique(r.key), np.unique(threads)):
+        mine = r.key == key
         q = np.flatnonzero(threads == key)
-        out[q] = _Nest.build(ids[mine], start[mine], end[mine]).enclosing(t[q], outermost)
+        out[q] = _Nest.build(ids[mine], r.start[mine], r.end[mine]).enclosing(t[q], outermost)
     return out
+
+
+def _name_mask(names: pd.Series, pattern: re.Pattern) -> np.ndarray:
+    """Which (categorical) names match a regex; each distinct name is matched once."""
+    cat = names.astype("category").cat
+    hit = np.array([bool(pattern.search(str(n))) for n in cat.categories] + [False])
+    return hit[cat.codes.to_numpy()]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -230,7 +259,10 @@ def attribute(events: pd.DataFrame, rows: pd.DataFrame, gpu: bool, rules: ScopeR
         launch = rows["external_id"].astype("Int64").map(by_id).fillna(-1).to_numpy(np.int64)
     else:
         launch = op_pos.reindex(rows.index).fillna(-1).to_numpy(np.int64)
-    labels, direction = _label_ops(ops, scopes, _optimizer_ranges(events, rules), rules)
+    op_ranges = Ranges.of(ops)
+    mid = (op_ranges.start + op_ranges.end) / 2
+    root = enclosing(op_ranges, op_ranges.key, mid, outermost=True)  # each op's outermost op
+    labels, direction = _label_ops(ops, op_ranges, mid, root, scopes, _optimizer_ranges(events, rules), rules)
     found = launch >= 0
     module = np.full(len(rows), OTHER, dtype=object)
     mclass = np.full(len(rows), OTHER, dtype=object)
@@ -238,24 +270,17 @@ def attribute(events: pd.DataFrame, rows: pd.DataFrame, gpu: bool, rules: ScopeR
     module[found], mclass[found] = labels[0][launch[found]], labels[1][launch[found]]
     where[found] = direction[launch[found]]
     out = rows.assign(module=module.astype(str), module_class=mclass.astype(str), direction=where.astype(str))
-    return Attribution(out, _module_table(ops, scopes, labels), not scopes.empty)
+    return Attribution(out, _module_table(ops, root, scopes, labels), not scopes.empty)
 
 
-def _label_ops(ops: pd.DataFrame, scopes: pd.DataFrame, optimizer: pd.DataFrame, rules: ScopeRules
-               ) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
-    """(module, class) and direction of every CPU op."""
-    keys = _thread_keys(ops)
-    ts = ops["ts"].to_numpy(np.float64)
-    mid = ts + ops["dur"].to_numpy(np.float64) / 2
-    names = ops["name"].astype(str)
+def _label_ops(ops: pd.DataFrame, r: Ranges, mid: np.ndarray, root: np.ndarray, scopes: pd.DataFrame,
+               optimizer: pd.DataFrame, rules: ScopeRules) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
+    """(module, class) and direction of every CPU op (mid: its midpoint, root: its outermost op)."""
+    keys = r.key
     # pseudo-scopes first, then modules over them, then backward nodes for ops outside every module
     module = np.full(len(ops), OTHER, dtype=object)
     mclass = np.full(len(ops), OTHER, dtype=object)
-    root = enclosing(ops, keys, mid, outermost=True)
-    root_names = names.to_numpy()[np.clip(root, 0, None)]
-    uniq = pd.unique(root_names)
-    loss_names = {n for n in uniq if rules.loss_op.search(n)}
-    is_loss = (root >= 0) & np.isin(root_names, list(loss_names))
+    is_loss = (root >= 0) & _name_mask(ops["name"], rules.loss_op)[np.clip(root, 0, None)]
     module[is_loss] = mclass[is_loss] = LOSS
     in_opt = enclosing(optimizer, keys, mid) >= 0
     module[in_opt] = mclass[in_opt] = OPTIMIZER
@@ -264,16 +289,15 @@ def _label_ops(ops: pd.DataFrame, scopes: pd.DataFrame, optimizer: pd.DataFrame,
     module[inside] = scopes["module"].to_numpy()[scope[inside]]
     mclass[inside] = scopes["module_class"].to_numpy()[scope[inside]]
 
-    seq = pd.to_numeric(ops["sequence"], errors="coerce").to_numpy(np.float64) if "sequence" in ops else \
-        np.full(len(ops), np.nan)
-    fwd = pd.to_numeric(ops["fwd_thread"], errors="coerce").to_numpy(np.float64) if "fwd_thread" in ops else \
-        np.full(len(ops), np.nan)
+    nan = np.full(len(ops), np.nan)
+    seq = ops["sequence"].to_numpy(np.float64) if "sequence" in ops else nan
+    fwd = ops["fwd_thread"].to_numpy(np.float64) if "fwd_thread" in ops else nan
     node = (seq >= 0) & (fwd > 0)  # autograd backward nodes
     direction = np.full(len(ops), FORWARD, dtype=object)
-    engine = names.str.contains(rules.backward_op).to_numpy()
-    direction[enclosing(ops[node | engine], keys, mid) >= 0] = BACKWARD
+    engine = _name_mask(ops["name"], rules.backward_op)
+    direction[enclosing(r.take(node | engine), keys, mid) >= 0] = BACKWARD
     if node.any():
-        b = enclosing(ops[node], keys, mid)
+        b = enclosing(r.take(node), keys, mid)
         bwd = (b >= 0) & ~inside
         # forward op that created node s: the last op with sequence number s on a forward thread
         fwd_ops = np.flatnonzero((seq >= 0) & (fwd == 0))
@@ -289,15 +313,14 @@ def _label_ops(ops: pd.DataFrame, scopes: pd.DataFrame, optimizer: pd.DataFrame,
 def _optimizer_ranges(events: pd.DataFrame, rules: ScopeRules) -> pd.DataFrame:
     """CPU ranges that mark optimizer work (Optimizer.step#…, phase:optimizer), annotations or ops."""
     ranges = events[events["kind"].isin(["cpu_annotation", "cpu_op"])]
-    return ranges[ranges["name"].astype(str).str.contains(rules.optimizer)][["ts", "dur", "pid", "tid"]]
+    return ranges[_name_mask(ranges["name"], rules.optimizer)][["ts", "dur", "pid", "tid"]]
 
 
-def _module_table(ops: pd.DataFrame, scopes: pd.DataFrame, labels: tuple[np.ndarray, np.ndarray]) -> pd.DataFrame:
+def _module_table(ops: pd.DataFrame, root: np.ndarray, scopes: pd.DataFrame, labels: tuple[np.ndarray, np.ndarray]
+                  ) -> pd.DataFrame:
     """Calls (module-scope ranges) and CPU dispatch time (outermost CPU ops' time) per module."""
     calls = scopes.groupby(["module", "module_class"], sort=False).size().rename("calls")
-    keys = _thread_keys(ops)
-    ts = ops["ts"].to_numpy(np.float64)
-    top = enclosing(ops, keys, ts + ops["dur"].to_numpy(np.float64) / 2, outermost=True) == np.arange(len(ops))
+    top = root == np.arange(len(ops))
     disp = (pd.DataFrame({"module": labels[0][top], "module_class": labels[1][top],
                           "dispatch_us": ops["dur"].to_numpy(np.float64)[top]})
             .groupby(["module", "module_class"], sort=False)["dispatch_us"].sum())
