@@ -12,7 +12,7 @@ import pandas as pd
 from addressable.jsonutil import records
 from addressable.modules import ModuleBreakdown, attribute, module_breakdown
 from addressable.taxonomy import UNCLASSIFIED, Taxonomy, load_taxonomy
-from addressable.timeline import TimelineResult, timeline_accounting
+from addressable.timeline import COMMUNICATION, TimelineResult, timeline_accounting
 from addressable.trace import Trace, load_trace
 
 BASIS_GPU = "gpu_kernel_time"
@@ -68,13 +68,56 @@ def cpu_self_time(events: pd.DataFrame) -> pd.DataFrame:
 
 
 def classify_events(rows: pd.DataFrame, taxonomy: Taxonomy, basis: str) -> pd.DataFrame:
-    """Add `category` and `class` columns to work rows (each unique name classified once)."""
-    kind = "kernel" if basis == BASIS_GPU else "cpu_op"
+    """Add `category` and `class` columns to work rows (each unique name classified once).
+
+    GPU rows also get `signal` (name, launch_op or none) and `op_category`: a kernel that no
+    kernel rule claims takes the category of the CPU op that launched it (launch_op_rules).
+    """
     out = rows.copy()
-    out["category"] = taxonomy.classify(out["name"].astype("string"), kind).astype("category").values
+    if basis == BASIS_GPU:
+        signals = taxonomy.classify_kernels(out["name"], out.get("op"))
+        for col in ("category", "op_category"):
+            out[col] = signals[col].cat.remove_unused_categories().array
+        out["signal"] = signals["signal"].array
+    else:
+        out["category"] = taxonomy.classify(out["name"].astype("string"), "cpu_op").astype("category").values
     classes = {c: taxonomy.class_of(c) for c in out["category"].cat.categories}
     out["class"] = out["category"].map(classes).astype("category")
     return out
+
+
+def signal_summary(rows: pd.DataFrame, taxonomy: Taxonomy) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Time each signal classified, and the kernels whose name and launching op disagree on the class.
+
+    Returns (signals: signal, time_us, count, share; disagreements: name, op, category, class,
+    op_category, op_class, time_us, count), from rows that `classify_events` gave a `signal`.
+    """
+    total = float(rows["dur"].sum())
+    signals = (rows.groupby("signal", observed=False)["dur"].agg(time_us="sum", count="size")
+               .reset_index())
+    signals["signal"] = signals["signal"].astype(str)
+    signals["share"] = signals["time_us"] / total if total else 0.0
+    named = rows[(rows["signal"] == "name") & (rows["op_category"] != UNCLASSIFIED)]
+    op_class = named["op_category"].astype(str).map(taxonomy.class_of)
+    differ = named[op_class.to_numpy() != named["class"].astype(str).to_numpy()]
+    dis = (differ.groupby(["name", "op", "category", "op_category"], observed=True, sort=False)["dur"]
+           .agg(time_us="sum", count="size").reset_index())
+    for col in ("name", "op", "category", "op_category"):
+        dis[col] = dis[col].astype(str)
+    dis["class"] = dis["category"].map(taxonomy.class_of)
+    dis["op_class"] = dis["op_category"].map(taxonomy.class_of)
+    dis = dis.sort_values("time_us", ascending=False).reset_index(drop=True)
+    return signals, dis[["name", "op", "category", "class", "op_category", "op_class", "time_us", "count"]]
+
+
+def unclassified_kernels(rows: pd.DataFrame) -> pd.DataFrame:
+    """Unclassified work by name and launching op: name, op, time_us, count (most time first)."""
+    un = rows[rows["category"] == UNCLASSIFIED]
+    op = un["op"].astype(object).fillna("") if "op" in un else pd.Series("", index=un.index)
+    out = (un.assign(op=op.astype(str)).groupby(["name", "op"], observed=True, sort=False)["dur"]
+           .agg(time_us="sum", count="size").reset_index())
+    out["name"] = out["name"].astype(str)
+    return out.sort_values("time_us", ascending=False).reset_index(drop=True)
 
 
 @dataclass
@@ -90,6 +133,9 @@ class Breakdown:
     source: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
     timeline: TimelineResult | None = None  # overlap-aware accounting (docs/accounting.md)
+    signals: pd.DataFrame | None = None  # signal, time_us, count, share (GPU traces)
+    disagreements: pd.DataFrame | None = None  # kernels whose name and launching op disagree on the class
+    unclassified: pd.DataFrame | None = None  # name, op, time_us, count of unclassified work
     modules: ModuleBreakdown | None = None  # work time by nn.Module (addressable/modules.py)
 
     def time_of(self, cls: str) -> float:
@@ -100,6 +146,26 @@ class Breakdown:
     def addressable_fraction(self) -> float:
         """Replaceable time over total work time."""
         return self.time_of("replaceable") / self.total_time_us if self.total_time_us else 0.0
+
+    @property
+    def communication_time_us(self) -> float:
+        """Summed time of the communication (NCCL/RCCL) category."""
+        return float(self.categories.loc[self.categories["category"] == COMMUNICATION, "time_us"].sum())
+
+    @property
+    def compute_time_us(self) -> float:
+        """All work time except communication: the denominator of the compute basis."""
+        return self.total_time_us - self.communication_time_us
+
+    @property
+    def addressable_fraction_compute(self) -> float:
+        """Replaceable time over work time less communication (the compute basis, docs/accounting.md).
+
+        NCCL kernels spin while they wait for the other ranks, so their time moves with the
+        slowest rank; leaving them out gives a fraction that the ranks of one job agree on.
+        """
+        compute = self.compute_time_us
+        return self.time_of("replaceable") / compute if compute > 0 else 0.0
 
     @property
     def library_fraction(self) -> float:
@@ -122,7 +188,9 @@ class Breakdown:
         return k.nlargest(n, "time_us").reset_index(drop=True)
 
     def top_unclassified(self, n: int = 10) -> pd.DataFrame:
-        """The n unclassified kernels with the most time."""
+        """The n unclassified kernels with the most time (with their launching op, when known)."""
+        if self.unclassified is not None:
+            return self.unclassified.head(n).reset_index(drop=True)
         return self.top_kernels(UNCLASSIFIED, n)
 
     def to_dict(self, top: int = 10) -> dict[str, Any]:
@@ -132,12 +200,15 @@ class Breakdown:
             "source": self.source,
             "basis": self.basis,
             "addressable_fraction": self.addressable_fraction,
+            "addressable_fraction_compute": self.addressable_fraction_compute,
             "library_fraction": self.library_fraction,
             "unclassified_fraction": self.unclassified_fraction,
             "total_kernel_time_us": self.total_time_us,
+            "communication_time_us": self.communication_time_us,
             "n_steps": self.n_steps,
             "categories": records(cats),
-            "top_unclassified": records(self.top_unclassified(top)[["name", "time_us", "count"]]),
+            "top_unclassified": records(self.top_unclassified(top).drop(columns=["category", "class", "share"],
+                                                                        errors="ignore")),
             "top_kernels": {
                 c: records(self.top_kernels(c, 3)[["name", "time_us", "count"]])
                 for c in self.categories["category"]
@@ -145,6 +216,12 @@ class Breakdown:
         }
         if self.phases is not None and not self.phases.empty:
             out["phases"] = phase_summary(self.phases)
+        if self.signals is not None:
+            out["signals"] = {r["signal"]: {"time_us": r["time_us"], "share": r["share"], "count": r["count"]}
+                              for r in records(self.signals)}
+        if self.disagreements is not None:
+            out["n_disagreements"] = len(self.disagreements)
+            out["disagreements"] = records(self.disagreements.head(top))
         if self.timeline is not None:
             out.update(self.timeline.to_dict())
         if self.modules is not None:
@@ -163,26 +240,41 @@ def phase_summary(phases: pd.DataFrame) -> dict[str, dict[str, float]]:
     return out
 
 
+def breakdown_from_tables(kernels: pd.DataFrame, basis: str, n_steps: int | None = None, source: str = "",
+                          phases: pd.DataFrame | None = None, categories: pd.DataFrame | None = None,
+                          total_time_us: float | None = None) -> Breakdown:
+    """The one way to build a Breakdown from tables: per-kernel totals (name, category, class, time_us,
+    count), optionally per-category totals (else summed from the kernels) and the total work time
+    (else the categories' sum). Shares and sorting are done here."""
+    if categories is None:
+        categories = kernels.groupby(["category", "class"], sort=False)[["time_us", "count"]].sum().reset_index()
+    total = float(categories["time_us"].sum()) if total_time_us is None else float(total_time_us)
+    cats = categories.assign(share=categories["time_us"] / total if total else 0.0,
+                             count=categories["count"].round().astype("int64"))
+    cats = cats.sort_values(["class", "time_us"], ascending=[True, False], kind="stable").reset_index(drop=True)
+    kern = kernels.assign(share=kernels["time_us"] / total if total else 0.0,
+                          count=kernels["count"].round().astype("int64"))
+    kern = kern.sort_values("time_us", ascending=False, kind="stable").reset_index(drop=True)
+    return Breakdown(cats[["category", "class", "time_us", "share", "count"]],
+                     kern[["name", "category", "class", "time_us", "count", "share"]],
+                     total, basis, n_steps, phases, source)
+
+
 def breakdown_from_classified(rows: pd.DataFrame, basis: str, taxonomy: Taxonomy,
                               n_steps: int | None = None, source: str = "",
                               annotations: pd.DataFrame | None = None,
                               when: np.ndarray | None = None) -> Breakdown:
     """Aggregate classified work rows into a Breakdown."""
-    total = float(rows["dur"].sum())
     per_kernel = (rows.groupby(["name", "category"], observed=True, sort=False)["dur"]
                   .agg(time_us="sum", count="size").reset_index())
     per_kernel["name"] = per_kernel["name"].astype(str)
     per_kernel["category"] = per_kernel["category"].astype(str)
     per_kernel["class"] = per_kernel["category"].map(taxonomy.class_of)
-    per_kernel["share"] = per_kernel["time_us"] / total if total else 0.0
+    # sorted first, so the category sums add up in the same order as before
     per_kernel = per_kernel.sort_values("time_us", ascending=False).reset_index(drop=True)
-    cats = (per_kernel.groupby(["category", "class"], sort=False)
-            .agg(time_us=("time_us", "sum"), count=("count", "sum")).reset_index())
-    cats["share"] = cats["time_us"] / total if total else 0.0
-    cats = cats.sort_values(["class", "time_us"], ascending=[True, False]).reset_index(drop=True)
     phases = phase_times(rows, annotations, when) if annotations is not None else None
-    return Breakdown(cats, per_kernel[["name", "category", "class", "time_us", "count", "share"]],
-                     total, basis, n_steps, phases, source)
+    return breakdown_from_tables(per_kernel, basis, n_steps, source, phases=phases,
+                                 total_time_us=float(rows["dur"].sum()))
 
 
 def phase_times(rows: pd.DataFrame, annotations: pd.DataFrame, when: np.ndarray | None = None) -> pd.DataFrame:
@@ -225,8 +317,10 @@ def breakdown_of_trace(trace: Trace, taxonomy: Taxonomy | None = None) -> Breakd
     when = launch_times(ev, classified) if basis == BASIS_GPU else None
     b = breakdown_from_classified(classified, basis, taxonomy, trace.n_steps or None,
                                   trace.path, ev[ev["kind"] == "cpu_annotation"], when)
+    b.unclassified = unclassified_kernels(classified)
     if basis == BASIS_GPU:  # self times of nested CPU ops are not intervals on a timeline
         b.timeline = timeline_accounting(classified)
+        b.signals, b.disagreements = signal_summary(classified, taxonomy)
     b.modules = module_breakdown(attribute(ev, classified, basis == BASIS_GPU), b.total_time_us, b.n_steps, basis)
     return b
 
@@ -238,3 +332,16 @@ def classify_trace(path: str | Path, taxonomy: Taxonomy | str | Path | None = No
     if classes:
         tax = tax.with_classes(classes)
     return breakdown_of_trace(load_trace(path), tax)
+
+
+def sum_breakdowns(breakdowns: list[Breakdown], source: str = "") -> Breakdown:
+    """One Breakdown whose kernel times are those of several (e.g. every rank of a job) added up.
+
+    Steps are the largest step count among them (ranks run the same steps side by side); no
+    timeline (the ranks' devices are not one time line) and no phases.
+    """
+    kernels = (pd.concat([b.kernels for b in breakdowns], ignore_index=True)
+               .groupby(["name", "category", "class"], sort=False)[["time_us", "count"]].sum().reset_index())
+    steps = [b.n_steps for b in breakdowns if b.n_steps]
+    return breakdown_from_tables(kernels.sort_values("time_us", ascending=False), breakdowns[0].basis,
+                                 max(steps) if steps else None, source)

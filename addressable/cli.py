@@ -32,6 +32,23 @@ def _user_errors(fn: Callable) -> Callable:
     return wrapper
 
 
+def _renamed(old: str, new: str, dest: str, type: Any = None) -> Callable:
+    """Keep `old`, the previous spelling of option `new`, for one release: hidden, and using it warns."""
+
+    def decorate(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            value = kwargs.pop(f"renamed_{dest}")
+            if value is not None:
+                click.echo(f"warning: {old} is deprecated here and goes in the next release; use {new}", err=True)
+                kwargs[dest] = value
+            return fn(*args, **kwargs)
+
+        return click.option(old, f"renamed_{dest}", type=type, hidden=True, default=None)(wrapper)
+
+    return decorate
+
+
 def _parse_classes(values: tuple[str, ...]) -> dict[str, str]:
     out = {}
     for v in values:
@@ -53,18 +70,51 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("trace", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("paths", nargs=-1, required=True)
 @click.option("--taxonomy", type=click.Path(dir_okay=False, path_type=Path), help="Rule file (default: packaged taxonomy.yaml).")
 @click.option("--class", "classes", multiple=True, metavar="CATEGORY=CLASS", help="Flip a category's class, e.g. triton=library.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Also write breakdown.json, categories.csv and kernels.csv here.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+              help="Also write breakdown.json, categories.csv and kernels.csv here (several traces: rank<k>/ "
+                   "per rank, the job's total and ranks.csv).")
 @click.option("--top", default=5, show_default=True, help="Kernels to list per section.")
 @click.option("--basis", type=click.Choice(["summed", "exposed"]), default="summed", show_default=True,
               help="exposed: also print overlap-aware times (busy time, split among overlapping kernels).")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), help="Traces classified at once (default: the number of cores).")
+@click.option("--engine", type=click.Choice(["process", "serial", "dask"]),
+              help="Several traces: a process pool (default), one at a time, or Dask.")
+@click.option("--scheduler", metavar="tcp://HOST:PORT", help="Run on this Dask scheduler (implies --engine dask).")
 @_user_errors
-def classify(trace: Path, taxonomy: Path | None, classes: tuple[str, ...], as_json: bool, out: Path | None, top: int,
-             basis: str) -> None:
-    """Classify every kernel of a profiler TRACE and print the addressable fraction."""
+def classify(paths: tuple[str, ...], taxonomy: Path | None, classes: tuple[str, ...], as_json: bool,
+             out: Path | None, top: int, basis: str, jobs: int | None, engine: str | None,
+             scheduler: str | None) -> None:
+    """Classify every kernel of profiler traces and print the addressable fraction.
+
+    PATHS: one trace file, or several files, folders and globs holding one trace per rank of a job
+    (per-rank table, aggregate, straggler signal).
+    """
+    if len(paths) == 1 and Path(paths[0]).is_file() and not (engine or scheduler or jobs):
+        _classify_one(Path(paths[0]), taxonomy, classes, as_json, out, top, basis)
+        return
+    from addressable.ranks import classify_job, format_job, job_json, write_job
+
+    job = classify_job(paths, taxonomy, _parse_classes(classes), jobs=jobs, engine=engine, scheduler=scheduler)
+    for e in job.errors:
+        click.echo(f"error: {e.error if Path(e.file).name in e.error else f'{e.file}: {e.error}'}", err=True)
+    for w in job.warnings:
+        click.echo(f"warning: {w}", err=True)
+    if out and job.ranks:
+        write_job(job, out)
+    click.echo(job_json(job) if as_json else format_job(job, top))
+    if out and job.ranks and not as_json:
+        click.echo(f"\nWrote {out}/breakdown.json (the job), ranks.csv and rank<k>/ per rank")
+    if job.errors:
+        sys.exit(2)
+
+
+def _classify_one(trace: Path, taxonomy: Path | None, classes: tuple[str, ...], as_json: bool, out: Path | None,
+                  top: int, basis: str) -> None:
+    """`classify TRACE`: one trace's breakdown."""
     from addressable.breakdown import classify_trace
     from addressable.report import format_breakdown
     from addressable.runs import write_breakdown
@@ -168,11 +218,12 @@ def workloads(adapters: tuple[str, ...]) -> None:
 @click.option("--layers-subset", metavar="L1,L2", help="Profile at L1 and L2 layers and extrapolate linearly to the full depth.")
 @click.option("--nproc", type=int, help="Run in N processes under torchrun (DDP / FSDP2, one GPU each); "
               "writes rank<k>/ per rank and the aggregate.")
+@click.option("--force", is_flag=True, help="Replace a run folder of the same name (default: write NAME-2, NAME-3, ...).")
 @_user_errors
 def profile(workload: str, mode: str | None, batch: int | None, seq_len: int | None, dtype: str | None,
             device: str, warmup: int | None, steps: int | None, profile_steps: int | None, repeats: int | None,
             out: Path, name: str | None, compile_: bool, adapters: tuple[str, ...], options: tuple[str, ...],
-            layers_subset: str | None, nproc: int | None) -> None:
+            layers_subset: str | None, nproc: int | None, force: bool) -> None:
     """Run WORKLOAD, profile it, and write a run folder with its addressable fraction."""
     from addressable import distributed
     from addressable import profile as prof
@@ -182,11 +233,13 @@ def profile(workload: str, mode: str | None, batch: int | None, seq_len: int | N
                               prof.parse_options(options), adapters)
     subset = prof.parse_layers_subset(layers_subset) if layers_subset else None
     if nproc is not None and distributed.check_nproc(get_workload(workload, adapters), nproc, subset):
-        # re-launch this command under torchrun; the children see WORLD_SIZE
-        sys.exit(distributed.launch(nproc, _command_argv(click.get_current_context(), skip=("nproc",))))
+        # re-launch this command under torchrun, into a folder chosen here; the children see WORLD_SIZE
+        folder = prof.run_folder(cfg, out, name, world=nproc, force=force, progress=_progress)
+        argv = _command_argv(click.get_current_context(), skip=("nproc", "name", "force"))
+        sys.exit(distributed.launch(nproc, [*argv, "--name", folder.name]))
     res = prof.profile_workload(cfg, warmup, steps, repeats, out, profile_steps=profile_steps, name=name,
-                                layers_subset=subset, adapters=adapters, argv=sys.argv,
-                                progress=lambda line: click.echo(line, err=True))
+                                layers_subset=subset, adapters=adapters, argv=sys.argv, progress=_progress,
+                                force=force)
     if distributed.rank() == 0:
         click.echo(prof.format_profile(res, device))
         if "distributed" in res.run:
@@ -195,6 +248,10 @@ def profile(workload: str, mode: str | None, batch: int | None, seq_len: int | N
         sys.stdout.flush()            # where gloo's threads can abort the process after the fact
         sys.stderr.flush()
         os._exit(0)
+
+
+def _progress(line: str) -> None:
+    click.echo(line, err=True)
 
 
 def _command_argv(ctx: click.Context, skip: tuple[str, ...] = ()) -> list[str]:
@@ -222,14 +279,16 @@ def _command_argv(ctx: click.Context, skip: tuple[str, ...] = ()) -> list[str]:
 @click.option("--speedups", type=click.Path(path_type=Path), help="amdahl: overlay the projection of this wins.csv.")
 @click.option("--x", "x", metavar="KEY", help="sweep: the swept key (batch, seq_len or workload). Default: each that varies.")
 @click.option("--top", type=int, help="top-kernels, modules: kernels or module classes shown (default 10).")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Figure file, .pdf/.svg/.png. Default: outputs/figures/KIND.pdf.")
+@click.option("--figure", type=click.Path(dir_okay=False, path_type=Path),
+              help="Figure file, .pdf/.svg/.png. Default: outputs/figures/KIND.pdf.")
+@_renamed("--out", "--figure", "figure", click.Path(dir_okay=False, path_type=Path))
 @_user_errors
 def plot(kind: str, run_dirs: tuple[Path, ...], speedups: Path | None, x: str | None, top: int | None,
-         out: Path | None) -> None:
+         figure: Path | None) -> None:
     """Draw a figure from run folders: KIND is breakdown, amdahl, sweep, top-kernels or modules."""
     from addressable.plot import plot_runs
 
-    path = plot_runs(kind, run_dirs or (Path("outputs"),), out, speedups=speedups, x=x, n=top)
+    path = plot_runs(kind, run_dirs or (Path("outputs"),), figure, speedups=speedups, x=x, n=top)
     click.echo(f"Wrote {path}")
 
 
@@ -251,11 +310,12 @@ def plot(kind: str, run_dirs: tuple[Path, ...], speedups: Path | None, x: str | 
 @click.option("--option", "options", multiple=True, metavar="KEY=VALUE", help="Adapter option; repeatable.")
 @click.option("--layers-subset", metavar="L1,L2", help="Profile each value at L1 and L2 layers and extrapolate.")
 @click.option("--plot", "plot_out", type=click.Path(dir_okay=False, path_type=Path), help="Also draw the sweep figure to this .pdf/.svg/.png.")
+@click.option("--force", is_flag=True, help="Replace run folders of the same names (default: write NAME-2, ...).")
 @_user_errors
 def sweep(workload: str | None, batch: str | None, seq_len: str | None, workloads: str | None, mode: str | None,
           dtype: str | None, device: str, warmup: int | None, steps: int | None, profile_steps: int | None,
           repeats: int | None, out: Path, compile_: bool, adapters: tuple[str, ...], options: tuple[str, ...],
-          layers_subset: str | None, plot_out: Path | None) -> None:
+          layers_subset: str | None, plot_out: Path | None, force: bool) -> None:
     """Profile WORKLOAD at each --batch or --seq-len value (or each of --workloads): one run folder per value."""
     from addressable import profile as prof
     from addressable import sweep as sw
@@ -265,7 +325,7 @@ def sweep(workload: str | None, batch: str | None, seq_len: str | None, workload
                   out=out, warmup=warmup, steps=steps, repeats=repeats, profile_steps=profile_steps,
                   options=prof.parse_options(options), compile=compile_, adapters=adapters,
                   layers_subset=prof.parse_layers_subset(layers_subset) if layers_subset else None,
-                  argv=sys.argv, progress=lambda line: click.echo(line, err=True))
+                  argv=sys.argv, progress=_progress, force=force)
     click.echo(sw.format_sweep(df))
     done = df.loc[df["error"].isna(), "run"].tolist()
     if plot_out and len(done) > 1:
@@ -294,7 +354,8 @@ def bench_list(small: bool, as_json: bool) -> None:
 @bench.command("shares")
 @click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON records instead of a table.")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the table as CSV.")
+@click.option("--csv", "out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the table to this CSV file.")
+@_renamed("--out", "--csv", "out", click.Path(dir_okay=False, path_type=Path))
 @_user_errors
 def bench_shares(run_dir: Path, as_json: bool, out: Path | None) -> None:
     """Each problem's share of a DLRM run folder's kernel time and step time (from DLRM_KERNEL)."""
@@ -316,9 +377,11 @@ def bench_shares(run_dir: Path, as_json: bool, out: Path | None) -> None:
 @click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True)
 @click.option("--small", is_flag=True, help="Use the reduced (SMALL) sizes.")
 @click.option("--warmup", default=5, show_default=True, help="Untimed calls first.")
-@click.option("--repeats", default=50, show_default=True, help="Timed calls at most; the median is reported.")
+@click.option("--calls", "repeats", default=50, show_default=True, help="Timed calls at most; the median is reported.")
 @click.option("--budget", default=10.0, show_default=True, help="Seconds of timing per problem at most.")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the table as CSV.")
+@click.option("--csv", "out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the table to this CSV file.")
+@_renamed("--repeats", "--calls", "repeats", int)
+@_renamed("--out", "--csv", "out", click.Path(dir_okay=False, path_type=Path))
 @_user_errors
 def bench_time(problems: tuple[str, ...], device: str, small: bool, warmup: int, repeats: int, budget: float,
                out: Path | None) -> None:
@@ -336,12 +399,13 @@ def bench_time(problems: tuple[str, ...], device: str, small: bool, warmup: int,
 
 def _verify_options(fn: Callable) -> Callable:
     """Options shared by verify and verify-batch (harness settings and check thresholds)."""
+    fn = _renamed("--runs", "--calls", "runs", int)(fn)
     for opt in reversed([
         click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True),
         click.option("--trials", default=4, show_default=True, help="Trials with fresh inputs (at least 2)."),
         click.option("--seed", default=42, show_default=True, help="Seed of trial 0 (trial t uses seed + t)."),
         click.option("--timeout", default=300.0, show_default=True, help="Seconds before a verification is killed."),
-        click.option("--runs", default=50, show_default=True, help="Timed runs of each model (0: no timing)."),
+        click.option("--calls", "runs", default=50, show_default=True, help="Timed calls of each model (0: no timing)."),
         click.option("--warmup", default=5, show_default=True, help="Untimed calls of each model first."),
         click.option("--set", "overrides", multiple=True, metavar="NAME=VALUE", help="Override a size constant of the problem; repeatable."),
         click.option("--rel-fro", default=2e-2, show_default=True, help="Max ‖out-ref‖/‖ref‖."),
@@ -401,7 +465,8 @@ def verify_batch(pairs: Path, wins_out: Path, json_dir: Path | None, **kw: Any) 
 @click.argument("problems_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--atol", default=1e-2, show_default=True)
 @click.option("--rtol", default=1e-2, show_default=True)
-@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="cpu", show_default=True)
+@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
+              help="auto: the GPU when there is one, else the CPU.")
 @click.option("--set", "overrides", multiple=True, metavar="NAME=VALUE", help="Override a size constant where a problem defines it; repeatable.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 @_user_errors

@@ -249,7 +249,7 @@ def test_cli_bench_list() -> None:
 
 def test_cli_bench_shares(tmp_path: Path) -> None:
     run = _fake_run(tmp_path / "run")
-    res = CliRunner().invoke(main, ["bench", "shares", str(run), "--out", str(tmp_path / "shares.csv")])
+    res = CliRunner().invoke(main, ["bench", "shares", str(run), "--csv", str(tmp_path / "shares.csv")])
     assert res.exit_code == 0, res.output
     assert "01_embedding_bag_sum_uniform" in res.output
     assert len(pd.read_csv(tmp_path / "shares.csv")) == 12
@@ -258,8 +258,8 @@ def test_cli_bench_shares(tmp_path: Path) -> None:
 
 
 def test_cli_bench_time_cpu(tmp_path: Path) -> None:
-    res = CliRunner().invoke(main, ["bench", "time", "10", "--device", "cpu", "--small", "--repeats", "2",
-                                    "--warmup", "1", "--out", str(tmp_path / "t.csv")])
+    res = CliRunner().invoke(main, ["bench", "time", "10", "--device", "cpu", "--small", "--calls", "2",
+                                    "--warmup", "1", "--csv", str(tmp_path / "t.csv")])
     assert res.exit_code == 0, res.output
     assert pd.read_csv(tmp_path / "t.csv")["problem"].tolist() == ["10_sigmoid_bce_loss"]
     res = CliRunner().invoke(main, ["bench", "time", "nope", "--device", "cpu"])

@@ -255,3 +255,23 @@ def test_kernelbench_level2_problems_map_to_module_targets_or_say_why(toy_trace,
     assert p.wins.loc[0, "group"] == "module:Perceptron"  # the toy has no Perceptron: listed unmatched
     assert reasons["76_Gemm_Add_ReLU"] == "matched no kernel time in any run"
     assert "no module target" in reasons["1_Conv2D_ReLU_BiasAdd.py"]
+
+
+def test_plot_modules_bars_split_library_and_replaceable(tmp_path) -> None:
+    from addressable import plot
+    from addressable.errors import AddressableError
+    from addressable.runs import load_runs
+
+    run = Path(__file__).parent / "fixtures" / "module_runs" / "gpt2-tiny-train-cpu"
+    fig = plot.make_figure("modules", load_runs(run), n=5)
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    top = load_modules(run).by("class").head(5)
+    assert labels == [m or "(root)" for m in top["module"]]
+    widths = sum(p.get_width() for p in ax.patches)  # the stacked parts add up to each bar's share
+    assert widths == pytest.approx(top["share"].sum())
+    with pytest.raises(AddressableError, match="with_stack=True"):
+        plot.make_figure("modules", load_runs(Path(__file__).parent / "fixtures" / "runs" / "toy-train"))
+    r = CliRunner().invoke(main, ["plot", "modules", "--runs", str(run), "--figure", str(tmp_path / "m.png")])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "m.png").is_file()

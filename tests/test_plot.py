@@ -25,6 +25,7 @@ from addressable.runs import find_runs, load_run, load_runs, runs_summary, runs_
 from addressable.sweep import format_sweep, parse_list, sweep, swept_parameter
 
 PLOT_RUNS = Path(__file__).resolve().parent / "fixtures" / "plot_runs"
+MODULE_RUN = Path(__file__).resolve().parent / "fixtures" / "module_runs" / "gpt2-tiny-train-cpu"
 ROOT = Path(__file__).resolve().parents[1]
 WINS = ROOT / "examples" / "wins.csv"
 
@@ -45,7 +46,8 @@ def runs() -> list:
 
 @pytest.fixture(scope="module")
 def figures(runs: list) -> dict[str, Figure]:
-    figs = {kind: plot.make_figure(kind, [runs[-1]] if kind == "top-kernels" else runs) for kind in plot.PLOTS}
+    pick = {"top-kernels": [runs[-1]], "modules": load_runs(MODULE_RUN)}
+    figs = {kind: plot.make_figure(kind, pick.get(kind, runs)) for kind in plot.PLOTS}
     figs["amdahl+wins"] = plot.plot_amdahl(runs, WINS)
     return figs
 
@@ -105,7 +107,7 @@ def test_save_figure_rejects_other_formats(tmp_path: Path, figures: dict) -> Non
         plot.save_figure(figures["breakdown"], tmp_path / "fig.jpg")
 
 
-@pytest.mark.parametrize("kind", ["breakdown", "amdahl", "sweep", "top-kernels", "amdahl+wins"])
+@pytest.mark.parametrize("kind", ["breakdown", "amdahl", "sweep", "top-kernels", "modules", "amdahl+wins"])
 def test_no_text_overlaps_and_all_text_inside_figure(figures: dict, kind: str) -> None:
     fig = figures[kind]
     boxes = _boxes(fig)
@@ -353,6 +355,19 @@ def test_labels_come_from_the_run_keys(mixed_runs: list) -> None:
     assert wrapped["gpt2-train-b8-s1024-ddp-np2"] == "gpt2 train b8 s1024 DDP×2"
 
 
+def test_compile_twins_and_devices_are_told_apart(tmp_path: Path) -> None:
+    """An eager and a --compile run, and a CPU run of the same configuration: no "#1"/"#2", the device shown."""
+    for name, keys in (("eager", {}), ("compiled", {"compile": True}), ("cpu", {"device": "cpu"})):
+        shutil.copytree(PLOT_RUNS / "resnet50-train-b64", tmp_path / name)
+        doc = json.loads((tmp_path / name / "breakdown.json").read_text())
+        (tmp_path / name / "breakdown.json").write_text(json.dumps({**doc, "device": "cuda", **keys}))
+    got = dict(zip(["compiled", "cpu", "eager"], plot.run_labels(load_runs([tmp_path]), wrap=None), strict=True))
+    assert got == {"eager": "resnet50 train b64 H200", "compiled": "resnet50 train b64 H200 compile",
+                   "cpu": "resnet50 train b64 cpu"}
+    on_gpu = load_runs([tmp_path / "eager", tmp_path / "compiled"])
+    assert plot.run_labels(on_gpu) == ["resnet50 train b64", "resnet50 train b64 compile"]  # one device: not shown
+
+
 def test_labels_that_tie_on_every_key_get_numbers(runs: list) -> None:
     twice = [runs[-1], runs[-1]]
     assert plot.run_labels(twice) == ["resnet50 train b64 #1", "resnet50 train b64 #2"]
@@ -468,7 +483,7 @@ def test_empty_set_of_runs_is_a_clear_error(kind: str) -> None:
 
 
 def test_unknown_kind_and_misplaced_options_are_errors(runs: list) -> None:
-    with pytest.raises(AddressableError, match=r"unknown plot kind 'pie' \(known: breakdown, amdahl, sweep, top-kernels\)"):
+    with pytest.raises(AddressableError, match=r"unknown plot kind 'pie' \(known: breakdown, amdahl, sweep, top-kernels, modules\)"):
         plot.make_figure("pie", runs)
     with pytest.raises(AddressableError, match="--speedups does not apply to the breakdown plot"):
         plot.make_figure("breakdown", runs, speedups=WINS)
@@ -526,7 +541,7 @@ def test_runs_table_and_summary(runs: list) -> None:
     assert resnet["gemm_attention_share"] == pytest.approx(runs[-1].share_of("gemm", "attention"))
     s = runs_summary(runs)
     assert list(s.columns) == ["workload", "mode", "batch", "seq_len", "dtype", "gpus", "addressable (kernel)",
-                               "addressable (wall)", "GEMM+attention", "run"]
+                               "addressable (wall)", "addressable (compute)", "GEMM+attention", "run"]
     assert set(s["gpus"]) == {1} and list(s["run"]) == [r.name for r in runs]
     assert s["addressable (kernel)"].str.match(r"\d+\.\d% \[\d+\.\d%-\d+\.\d%\]").all()
 
@@ -538,8 +553,8 @@ def test_cli_plot_each_kind(tmp_path: Path) -> None:
     runner = CliRunner()
     for kind in plot.PLOTS:
         out = tmp_path / f"{kind}.svg"
-        where = PLOT_RUNS / "resnet50-train-b64" if kind == "top-kernels" else PLOT_RUNS
-        res = runner.invoke(main, ["plot", kind, "--runs", str(where), "--out", str(out)])
+        where = {"top-kernels": PLOT_RUNS / "resnet50-train-b64", "modules": MODULE_RUN}.get(kind, PLOT_RUNS)
+        res = runner.invoke(main, ["plot", kind, "--runs", str(where), "--figure", str(out)])
         assert res.exit_code == 0, res.output
         assert out.is_file() and f"Wrote {out}" in res.output
 
@@ -555,9 +570,10 @@ def test_cli_plot_defaults_to_outputs(tmp_path: Path, monkeypatch: pytest.Monkey
 def test_cli_plot_amdahl_with_speedups(tmp_path: Path) -> None:
     out = tmp_path / "a.pdf"
     res = CliRunner().invoke(main, ["plot", "amdahl", "--runs", str(PLOT_RUNS / "resnet50-train-b64"),
-                                    "--speedups", str(WINS), "--out", str(out)])
+                                    "--speedups", str(WINS), "--out", str(out)])  # the old spelling of --figure
     assert res.exit_code == 0, res.output
     assert out.is_file()
+    assert "warning: --out is deprecated here and goes in the next release; use --figure" in res.stderr
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -565,7 +581,7 @@ def test_cli_plot_amdahl_with_speedups(tmp_path: Path) -> None:
     (["plot", "breakdown", "--runs", "EMPTY"], "error: no runs (folders with breakdown.json) found in"),
     (["plot", "breakdown", "--runs", "EMPTY/missing"], "error: no such run folder"),
     (["plot", "sweep", "--runs", str(PLOT_RUNS / "dlrm-train-b2048")], "error: no sweep"),
-    (["plot", "breakdown", "--runs", str(PLOT_RUNS), "--out", "fig.jpg"], "error: figure file must end in"),
+    (["plot", "breakdown", "--runs", str(PLOT_RUNS), "--figure", "fig.jpg"], "error: figure file must end in"),
     (["plot", "breakdown", "--runs", str(PLOT_RUNS), "--top", "3"], "error: --top does not apply"),
     (["plot", "top-kernels", "--runs", str(PLOT_RUNS)], "error: top-kernels shows the kernels of one run, got 10"),
 ])

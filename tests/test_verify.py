@@ -283,7 +283,7 @@ def test_verify_batch_writes_wins_that_project_reads(tmp_path: Path) -> None:
 
 def test_cli_verify_json_and_exit_codes() -> None:
     runner = CliRunner()
-    res = runner.invoke(main, ["verify", str(SOFTMAX), str(ZOO / "honest_torch.py"), "--json", "--runs", "3",
+    res = runner.invoke(main, ["verify", str(SOFTMAX), str(ZOO / "honest_torch.py"), "--json", "--calls", "3",
                                "--warmup", "1", "--set", "dim=2000"])
     assert res.exit_code == 0, res.output
     d = json.loads(res.output)
@@ -315,7 +315,7 @@ def test_cli_bad_input_is_one_line_exit_2(args: list[str]) -> None:
 def test_cli_verify_batch(tmp_path: Path) -> None:
     wins = tmp_path / "out" / "wins.csv"
     res = CliRunner().invoke(main, ["verify-batch", str(_pairs(tmp_path)), "--wins-out", str(wins),
-                                    "--json-dir", str(tmp_path / "j"), "--runs", "3", "--warmup", "1"])
+                                    "--json-dir", str(tmp_path / "j"), "--calls", "3", "--warmup", "1"])
     assert res.exit_code == 0, res.output
     assert "1 of 2 verified" in res.output
     df = pd.read_csv(wins)
