@@ -170,20 +170,27 @@ def taxonomy(file: Path | None) -> None:
               help="wins.csv (target, speedup[, verified, source, notes, speedup_lo, speedup_hi]) "
                    "or a KernelBench-style results JSON.")
 @click.option("--runs", "run_dirs", multiple=True, type=click.Path(path_type=Path),
-              help="Run folder (or a folder of runs); repeatable. Default: every run under outputs/.")
+              help="Run folder (or a folder of runs), or a Kineto trace file; repeatable. "
+                   "Default: every run under outputs/.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 @click.option("--include-unverified", is_flag=True, help="Also use wins with verified=false.")
 @click.option("--combine", type=click.Choice(["best", "median"]), default="best", show_default=True,
               help="Several wins on one kernel group: the best speedup, or the median.")
 @click.option("--top", default=5, show_default=True, help="Wins to list per run (table only).")
+@click.option("--model", type=click.Choice(["replay", "amdahl"]), default="replay", show_default=True,
+              help="replay: replay the trace's timeline with the wins (Amdahl where there is no replayable "
+                   "trace); amdahl: Amdahl's law over the breakdown.")
+@click.option("--step-ms", type=float, help="Measured step time (ms) for the wall basis of a trace file "
+                                            "(default: its profiled ProfilerStep spans).")
 @_user_errors
 def project(speedups: Path, run_dirs: tuple[Path, ...], as_json: bool, include_unverified: bool,
-            combine: str, top: int) -> None:
+            combine: str, top: int, model: str, step_ms: float | None) -> None:
     """Project the end-to-end speedup that measured kernel speedups buy on each profiled run."""
     from addressable.project import format_projection, load_runs
     from addressable.project import project as project_runs
 
-    p = project_runs(load_runs(run_dirs), speedups, combine=combine, include_unverified=include_unverified)
+    p = project_runs(load_runs(run_dirs, step_ms), speedups, combine=combine, include_unverified=include_unverified,
+                     model=model)
     for w in p.warnings:
         click.echo(f"warning: {w}", err=True)
     click.echo(_json(p.to_dict()) if as_json else format_projection(p, top))
@@ -219,11 +226,14 @@ def workloads(adapters: tuple[str, ...]) -> None:
 @click.option("--nproc", type=int, help="Run in N processes under torchrun (DDP / FSDP2, one GPU each); "
               "writes rank<k>/ per rank and the aggregate.")
 @click.option("--force", is_flag=True, help="Replace a run folder of the same name (default: write NAME-2, NAME-3, ...).")
+@click.option("--budget", type=float, metavar="SECONDS",
+              help="About how long the repeats may take (default 60; inf: no limit): step counts not given "
+                   "are lowered to fit, from the warm-up step's time.")
 @_user_errors
 def profile(workload: str, mode: str | None, batch: int | None, seq_len: int | None, dtype: str | None,
             device: str, warmup: int | None, steps: int | None, profile_steps: int | None, repeats: int | None,
             out: Path, name: str | None, compile_: bool, adapters: tuple[str, ...], options: tuple[str, ...],
-            layers_subset: str | None, nproc: int | None, force: bool) -> None:
+            layers_subset: str | None, nproc: int | None, force: bool, budget: float | None) -> None:
     """Run WORKLOAD, profile it, and write a run folder with its addressable fraction."""
     from addressable import distributed
     from addressable import profile as prof
@@ -239,7 +249,7 @@ def profile(workload: str, mode: str | None, batch: int | None, seq_len: int | N
         sys.exit(distributed.launch(nproc, [*argv, "--name", folder.name]))
     res = prof.profile_workload(cfg, warmup, steps, repeats, out, profile_steps=profile_steps, name=name,
                                 layers_subset=subset, adapters=adapters, argv=sys.argv, progress=_progress,
-                                force=force)
+                                force=force, budget_s=budget)
     if distributed.rank() == 0:
         click.echo(prof.format_profile(res, device))
         if "distributed" in res.run:
@@ -275,7 +285,8 @@ def _command_argv(ctx: click.Context, skip: tuple[str, ...] = ()) -> list[str]:
 @main.command()
 @click.argument("kind")
 @click.option("--runs", "run_dirs", multiple=True, type=click.Path(path_type=Path),
-              help="Run folder (or a folder of runs); repeatable. Default: every run under outputs/.")
+              help="Run folder (or a folder of runs), or a Kineto trace file; repeatable. "
+                   "Default: every run under outputs/.")
 @click.option("--speedups", type=click.Path(path_type=Path), help="amdahl: overlay the projection of this wins.csv.")
 @click.option("--x", "x", metavar="KEY", help="sweep: the swept key (batch, seq_len or workload). Default: each that varies.")
 @click.option("--top", type=int, help="top-kernels, modules: kernels or module classes shown (default 10).")
@@ -311,11 +322,13 @@ def plot(kind: str, run_dirs: tuple[Path, ...], speedups: Path | None, x: str | 
 @click.option("--layers-subset", metavar="L1,L2", help="Profile each value at L1 and L2 layers and extrapolate.")
 @click.option("--plot", "plot_out", type=click.Path(dir_okay=False, path_type=Path), help="Also draw the sweep figure to this .pdf/.svg/.png.")
 @click.option("--force", is_flag=True, help="Replace run folders of the same names (default: write NAME-2, ...).")
+@click.option("--budget", type=float, metavar="SECONDS",
+              help="About how long each value's repeats may take (default 60; see profile).")
 @_user_errors
 def sweep(workload: str | None, batch: str | None, seq_len: str | None, workloads: str | None, mode: str | None,
           dtype: str | None, device: str, warmup: int | None, steps: int | None, profile_steps: int | None,
           repeats: int | None, out: Path, compile_: bool, adapters: tuple[str, ...], options: tuple[str, ...],
-          layers_subset: str | None, plot_out: Path | None, force: bool) -> None:
+          layers_subset: str | None, plot_out: Path | None, force: bool, budget: float | None) -> None:
     """Profile WORKLOAD at each --batch or --seq-len value (or each of --workloads): one run folder per value."""
     from addressable import profile as prof
     from addressable import sweep as sw
@@ -325,7 +338,7 @@ def sweep(workload: str | None, batch: str | None, seq_len: str | None, workload
                   out=out, warmup=warmup, steps=steps, repeats=repeats, profile_steps=profile_steps,
                   options=prof.parse_options(options), compile=compile_, adapters=adapters,
                   layers_subset=prof.parse_layers_subset(layers_subset) if layers_subset else None,
-                  argv=sys.argv, progress=_progress, force=force)
+                  argv=sys.argv, progress=_progress, force=force, budget_s=budget)
     click.echo(sw.format_sweep(df))
     done = df.loc[df["error"].isna(), "run"].tolist()
     if plot_out and len(done) > 1:
