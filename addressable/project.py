@@ -96,7 +96,7 @@ REQUIRED_COLUMNS = ("target", "speedup")
 OPTIONAL_COLUMNS = ("verified", "source", "notes", "speedup_lo", "speedup_hi", "kernels_after")
 MODELS = ("replay", "amdahl")
 NO_TRACE = "no trace kept with the run (trace.json.gz) to replay"
-MODULE_REPLAY = "module: targets are projected with Amdahl's law (the replay model does not place module groups)"
+MODULE_REPLAY = "the replay model does not place module: targets yet"
 _TRUE = {"true", "t", "yes", "y", "1"}
 _FALSE = {"false", "f", "no", "n", "0"}
 
@@ -820,11 +820,11 @@ def _replay_run(run: Run, groups: list[Group], model: str) -> dict[str, Any]:
     if model == "amdahl":
         out["model_reason"] = "--model amdahl"
         return out
-    if any(g.target.module is not None for g in groups):
-        out["model_reason"] = MODULE_REPLAY
-        return out
     if not run.traces:
         out["model_reason"] = NO_TRACE
+        return out
+    if any(g.target.module is not None for g in groups):
+        out["model_reason"] = MODULE_REPLAY
         return out
     tax = _taxonomy()
     cache: dict[int, tuple[np.ndarray, pd.Series]] = {}

@@ -151,7 +151,7 @@ def test_run_folder_round_trip(toy_trace, tmp_path) -> None:
     cols = ["module", "time_us", "kernels", "calls", "dispatch_per_step_us"]
     pd.testing.assert_frame_equal(back.by("name")[cols], b.modules.by("name")[cols], check_dtype=False)
     r = CliRunner().invoke(main, ["modules", str(tmp_path), "--json"])
-    assert r.exit_code == 0 and json.loads(r.output)["coverage"] == pytest.approx(b.modules.coverage)
+    assert r.exit_code == 0 and json.loads(r.stdout)["coverage"] == pytest.approx(b.modules.coverage)
 
 
 def test_fusion_candidates_are_mostly_replaceable(toy_trace) -> None:
@@ -232,7 +232,7 @@ def test_project_json_lists_module_wins(toy_trace, tmp_path) -> None:
     r = CliRunner().invoke(main, ["project", "--runs", str(tmp_path / "run"), "--speedups", str(tmp_path / "wins.csv"),
                                   "--json"])
     assert r.exit_code == 0, r.output
-    c = json.loads(r.output)["runs"][0]["contributions"][0]
+    c = json.loads(r.stdout)["runs"][0]["contributions"][0]
     d = b.modules.detail
     fwd = d.loc[(d["module"] == "norm") & (d["direction"] == "forward"), "time_us"].sum()
     assert c["group"] == "module:norm@forward" and c["group_time_us"] == pytest.approx(fwd)
@@ -275,3 +275,15 @@ def test_plot_modules_bars_split_library_and_replaceable(tmp_path) -> None:
     r = CliRunner().invoke(main, ["plot", "modules", "--runs", str(run), "--figure", str(tmp_path / "m.png")])
     assert r.exit_code == 0, r.output
     assert (tmp_path / "m.png").is_file()
+
+
+def test_module_targets_fall_back_to_amdahl_under_replay(toy_trace, tmp_path) -> None:
+    import gzip
+
+    from addressable.project import MODULE_REPLAY, project
+
+    write_breakdown(classify_trace(toy_trace), tmp_path / "run")
+    (tmp_path / "run" / "trace.json.gz").write_bytes(gzip.compress(toy_trace.read_bytes()))
+    p = project([tmp_path / "run"], pd.DataFrame({"target": ["module:ReLU"], "speedup": ["2"]}))
+    assert p.runs["model"].iloc[0] == "amdahl" and p.runs["model_reason"].iloc[0] == MODULE_REPLAY
+    assert any(MODULE_REPLAY in w for w in p.warnings)
