@@ -152,6 +152,47 @@ def modules(source: Path, by: str, top: int, as_json: bool) -> None:
 
 
 @main.command()
+@click.argument("source", type=click.Path(path_type=Path))
+@click.option("--gpu", help="Use this GPU's peaks from the table (H200, H100, A100, B200, MI300X). "
+              "Default: the run's calibrated peaks, else the GPU named in the trace.")
+@click.option("--peaks", "peaks_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="A peaks JSON written by `addressable calibrate --out`.")
+@click.option("--datasheet", is_flag=True, help="Datasheet peaks even where calibrated ones exist.")
+@click.option("--taxonomy", type=click.Path(dir_okay=False, path_type=Path), help="Rule file (default: packaged taxonomy.yaml).")
+@click.option("--json", "as_json", is_flag=True, help="Print the roofline JSON (breakdown.json's roofline key).")
+@click.option("--top", default=15, show_default=True, help="Kernels to list.")
+@_user_errors
+def roofline(source: Path, gpu: str | None, peaks_file: Path | None, datasheet: bool, taxonomy: Path | None,
+             as_json: bool, top: int) -> None:
+    """Headroom of every kernel of a TRACE or run folder against the roofline, and the roofline ceiling."""
+    from addressable.roofline import format_roofline, roofline_of_path
+
+    r = roofline_of_path(source, taxonomy, gpu=gpu, peaks=peaks_file, datasheet_only=datasheet)
+    click.echo(_json(r.to_dict(top)) if as_json else format_roofline(r, top))
+
+
+@main.command()
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the peaks JSON here.")
+@click.option("--json", "as_json", is_flag=True, help="Print the peaks as JSON.")
+@_user_errors
+def calibrate(out: Path | None, as_json: bool) -> None:
+    """Measure this GPU's copy and read-only bandwidth and dense matmul TFLOP/s (needs a CUDA GPU).
+
+    `addressable profile` stores the same measurement in each GPU run's manifest.json.
+    """
+    from addressable.atomic import write_text
+    from addressable.calibrate import measure_peaks
+    from addressable.roofline import format_peaks
+
+    p = measure_peaks()
+    if out:
+        write_text(out, _json(p.to_dict()) + "\n")
+    click.echo(_json(p.to_dict()) if as_json else format_peaks(p))
+    if out and not as_json:
+        click.echo(f"Wrote {out}")
+
+
+@main.command()
 @click.argument("file", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @_user_errors
 def taxonomy(file: Path | None) -> None:
@@ -284,6 +325,7 @@ def _command_argv(ctx: click.Context, skip: tuple[str, ...] = ()) -> list[str]:
 
 @main.command()
 @click.argument("kind")
+@click.argument("run_args", nargs=-1, type=click.Path(path_type=Path), metavar="[RUN]...")
 @click.option("--runs", "run_dirs", multiple=True, type=click.Path(path_type=Path),
               help="Run folder (or a folder of runs), or a Kineto trace file; repeatable. "
                    "Default: every run under outputs/.")
@@ -294,12 +336,13 @@ def _command_argv(ctx: click.Context, skip: tuple[str, ...] = ()) -> list[str]:
               help="Figure file, .pdf/.svg/.png. Default: outputs/figures/KIND.pdf.")
 @_renamed("--out", "--figure", "figure", click.Path(dir_okay=False, path_type=Path))
 @_user_errors
-def plot(kind: str, run_dirs: tuple[Path, ...], speedups: Path | None, x: str | None, top: int | None,
-         figure: Path | None) -> None:
-    """Draw a figure from run folders: KIND is breakdown, amdahl, sweep, top-kernels or modules."""
+def plot(kind: str, run_args: tuple[Path, ...], run_dirs: tuple[Path, ...], speedups: Path | None, x: str | None,
+         top: int | None, figure: Path | None) -> None:
+    """Draw a figure from run folders (RUN arguments or --runs): KIND is breakdown, amdahl, sweep, top-kernels,
+    roofline or modules."""
     from addressable.plot import plot_runs
 
-    path = plot_runs(kind, run_dirs or (Path("outputs"),), figure, speedups=speedups, x=x, n=top)
+    path = plot_runs(kind, (*run_args, *run_dirs) or (Path("outputs"),), figure, speedups=speedups, x=x, n=top)
     click.echo(f"Wrote {path}")
 
 

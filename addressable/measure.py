@@ -175,6 +175,7 @@ def profiled(step: Step, n: int, cuda: bool, path: Path) -> list[float]:
     distributed.barrier()  # outside the profiler, so no barrier collective lands in the trace
     with quiet_profiler(), torch.profiler.profile(
             activities=acts, schedule=torch.profiler.schedule(wait=0, warmup=warm, active=n, repeat=1),
+            record_shapes=True,  # input shapes: the roofline's bytes and FLOPs (addressable.roofline)
             on_trace_ready=lambda p: p.export_chrome_trace(str(path))) as prof:
         for _ in range(warm):
             step()

@@ -138,6 +138,7 @@ class Run:
     source: run_files.Run | None = None  # the run folder as read, for labels
     traces: list[Path | Trace] = field(default_factory=list)  # one per rank, for the replay model
     wall_basis: str = "unprofiled step"  # or "--step-ms", or "profiled step" (a trace without step time)
+    ceiling_kernel_roofline: float = math.nan  # breakdown.json's roofline key (addressable.roofline), when present
     modules: ModuleBreakdown | None = None  # time per module and kernel (modules.csv), for module: targets
 
     def class_of(self, category: str) -> str:
@@ -211,10 +212,11 @@ def load_run(path: str | Path) -> Run:
     mw = r.manifest.get("workload")
     workload = doc.get("workload") or ((mw.get("workload") or mw.get("name")) if isinstance(mw, dict) else mw)
     workload = workload if isinstance(workload, str) and workload else r.name
-    modules = run_files.load_modules(r.path) if isinstance(doc.get("modules"), dict) else None
+    roof = doc.get("roofline") if isinstance(doc.get("roofline"), dict) else {}
     return Run(r.name, workload, times, classes, basis, kernels, n_steps,
                _positive_or_none(doc.get("step_time_ms")), repeats, r.path, r, run_traces(r.path),
-               modules=modules)
+               ceiling_kernel_roofline=_positive_or_none(roof.get("ceiling_kernel_roofline")) or math.nan,
+               modules=run_files.load_modules(r.path) if isinstance(doc.get("modules"), dict) else None)
 
 
 def run_traces(folder: Path) -> list[Path]:
@@ -624,6 +626,7 @@ class Projection:
                     item[f"{prefix}{m}_interval"] = None if _nan(v) else [r[f"{prefix}{m}_lo"], r[f"{prefix}{m}_hi"]]
             if r["replay_ranks"]:
                 item["replay_ranks"] = r["replay_ranks"]
+            item["ceiling_kernel_roofline"] = r["ceiling_kernel_roofline"]
             c = self.contributions[self.contributions["run"] == r["run"]].drop(columns="run")
             item["contributions"] = c.to_dict(orient="records")
             runs.append(item)
@@ -897,7 +900,7 @@ def _project_run(run: Run, groups: list[Group], weights: pd.DataFrame,
     point = bases(run.times, run.step_time_ms, run.n_steps)
     samples = [point] + [bases(t, ms, 1.0) for t, ms in run.repeats]
     row: dict[str, Any] = {"run": run.name, "workload": run.workload, "basis": run.basis,
-                           "n_repeats": len(run.repeats)}
+                           "n_repeats": len(run.repeats), "ceiling_kernel_roofline": run.ceiling_kernel_roofline}
     for b in ("kernel", "wall"):
         if b not in point:
             row.update({f"{m}_{b}{s}": math.nan for m in ("speedup", "ceiling") for s in ("", "_lo", "_hi")})
@@ -971,15 +974,17 @@ def format_projection(p: Projection, top: int = 5) -> str:
     used = int(p.wins["used"].sum())
     lines = [f"Projected end-to-end speedup: {used} win(s) used, combine={p.combine}. "
              "Intervals: spread over profile repeats and speedup_lo/hi.",
-             "Ceiling: every replaceable kernel infinitely fast.", ""]
+             "Ceiling: every replaceable kernel infinitely fast; roofline: every replaceable kernel at its roofline "
+             "(n/a: the run has no roofline).", ""]
     w = max([3, *p.runs["label"].str.len()]) + 2  # labels are unique and never cut
-    head = f"{'run':<{w}}{'basis':<9}{'kernel time':<26}{'wall clock':<26}{'ceiling kernel':<16}{'ceiling wall':<14}"
+    head = (f"{'run':<{w}}{'basis':<9}{'kernel time':<26}{'wall clock':<26}{'ceiling kernel':<16}{'roofline':<10}"
+            f"{'ceiling wall':<14}")
     lines.append(head)
     for r in p.runs.itertuples():
         lines.append(f"{r.label:<{w}}{r.basis:<9}"
                      f"{_with_interval(r.speedup_kernel, r.speedup_kernel_lo, r.speedup_kernel_hi):<26}"
                      f"{_with_interval(r.speedup_wall, r.speedup_wall_lo, r.speedup_wall_hi):<26}"
-                     f"{_x(r.ceiling_kernel):<16}{_x(r.ceiling_wall):<14}")
+                     f"{_x(r.ceiling_kernel):<16}{_x(r.ceiling_kernel_roofline):<10}{_x(r.ceiling_wall):<14}")
     if p.runs["basis"].eq("exposed").any():
         lines.append("(basis exposed: shares use exposed, non-overlapped kernel time)")
     lines += ["", "Models: replay = the trace's timeline replayed with the wins (CPU, launches, streams); its"
