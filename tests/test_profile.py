@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-
 import pandas as pd
 import pytest
 import torch
