@@ -41,6 +41,7 @@ scaled by the run's exposed/summed ratio per category.
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import json
 import math
@@ -55,13 +56,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from addressable import runs as run_files
 from addressable.errors import AddressableError
 from addressable.jsonutil import to_jsonable
-from addressable.runs import Run, load_run, run_labels
-from addressable.taxonomy import UNCLASSIFIED, load_taxonomy, read_yaml
+from addressable.taxonomy import UNCLASSIFIED, Taxonomy, load_taxonomy, read_yaml
 
 KERNELBENCH_MAP = Path(__file__).with_name("kernelbench_map.yaml")
 PROBLEM_DIRS = (Path(__file__).parent / "bench" / "problems",)
+DEFAULT_RUNS_ROOT = Path("outputs")
 COMBINE = ("best", "median")
 REGEX_PREFIX = "re:"
 REQUIRED_COLUMNS = ("target", "speedup")
@@ -85,6 +87,150 @@ def amdahl(times: Sequence[float], speedups: Sequence[float], total: float) -> f
         return math.nan
     new = math.fsum([float(total), *(-x for x in t), *(x / float(k) for x, k in zip(t, speedups, strict=True))])
     return math.inf if new <= 0 else float(total) / new
+
+
+# ---------------------------------------------------------------------------------------------
+# Runs
+
+@dataclass
+class Run:
+    """What projection needs from one run folder; times in us, summed over all profiled steps."""
+
+    name: str
+    workload: str
+    times: pd.Series  # category -> time on the run's basis
+    classes: dict[str, str]  # category -> library | replaceable | unclassified
+    basis: str = "summed"  # or "exposed"
+    kernels: pd.DataFrame | None = None  # name, category, time_us (summed basis)
+    n_steps: float | None = None  # divides `times` into per-step times
+    step_time_ms: float | None = None
+    repeats: list[tuple[pd.Series, float | None]] = field(default_factory=list)  # per-step times, step ms
+    path: Path | None = None
+    source: run_files.Run | None = None  # the run folder as read, for labels
+
+    def class_of(self, category: str) -> str:
+        return self.classes.get(category) or _taxonomy().class_of(category)
+
+
+@functools.cache
+def _taxonomy() -> Taxonomy:
+    return load_taxonomy()
+
+
+def find_runs(paths: Sequence[str | Path] | None = None) -> list[Path]:
+    """Run folders (holding breakdown.json): the given ones or those below them; default outputs/."""
+    roots = [Path(p) for p in paths] if paths else [DEFAULT_RUNS_ROOT]
+    out: list[Path] = []
+    for p in roots:
+        found = run_files.find_runs(p.parent if p.name == "breakdown.json" else p) if p.exists() else []
+        if not found and not paths:
+            raise AddressableError(f"no runs found under {p}/ (no breakdown.json); "
+                                   "profile a workload first or pass --runs RUN_DIR")
+        if not p.exists():
+            raise AddressableError(f"no such run folder: {p}")
+        if not found:
+            raise AddressableError(f"{p} is not a run folder: no breakdown.json in it or below it")
+        out += [f for f in found if f not in out]
+    return out
+
+
+def load_runs(paths: Sequence[str | Path] | None = None) -> list[Run]:
+    """Load every run find_runs() finds; runs with the same folder name are named by their path."""
+    folders = find_runs(paths)
+    runs = [load_run(p) for p in folders]
+    names = [r.name for r in runs]
+    for r, p in zip(runs, folders, strict=True):
+        if names.count(r.name) > 1:
+            r.name = str(p)
+    return runs
+
+
+def _labels(runs: list[Run]) -> list[str]:
+    """Unique labels with workload, mode, batch, dtype, device (and compile, strategy, layers); else the run names."""
+    if not all(r.source for r in runs):
+        return [r.name for r in runs]
+    return [" ".join(p for p in pair if p) for pair in run_files.run_labels([r.source for r in runs], full=True)]
+
+
+def load_run(path: str | Path) -> Run:
+    """One run folder (read by addressable.runs), checked and reduced to what projection needs."""
+    r = run_files.load_run(path)
+    where = str(r.path / "breakdown.json")
+    csv = r.path / "categories.csv"
+    cats = _checked_times(r.categories, ("category", "time_us"), str(csv) if csv.is_file() else f"{where}: categories")
+    times = cats["time_us"].groupby(cats["category"], sort=False).sum()
+    classes = dict(zip(cats["category"], cats["class"].astype(str), strict=True))
+    kernels = None
+    if (r.path / "kernels.csv").is_file():
+        kernels = _checked_times(r.kernels, ("name", "category", "time_us"), str(r.path / "kernels.csv"))
+        kernels = kernels.assign(name=kernels["name"].astype(str))[["name", "category", "time_us"]]
+    doc = r.info
+    n_steps = _positive_or_none(doc.get("n_steps"))
+    if n_steps is None:
+        total, per_step = (_positive_or_none(doc.get(k)) for k in ("total_kernel_time_us", "kernel_time_per_step_us"))
+        n_steps = total / per_step if total and per_step else None
+    repeats = _read_repeats(doc, where)
+    basis = "summed"
+    if doc.get("streams_overlap") is True and isinstance(doc.get("exposed_category_time_us"), dict):
+        basis, times, repeats = "exposed", *_exposed_times(doc, where, times, repeats)
+    mw = r.manifest.get("workload")
+    workload = doc.get("workload") or ((mw.get("workload") or mw.get("name")) if isinstance(mw, dict) else mw)
+    workload = workload if isinstance(workload, str) and workload else r.name
+    return Run(r.name, workload, times, classes, basis, kernels, n_steps,
+               _positive_or_none(doc.get("step_time_ms")), repeats, r.path, r)
+
+
+def _exposed_times(doc: dict, where: str, times: pd.Series, repeats: list[tuple[pd.Series, float | None]]
+                   ) -> tuple[pd.Series, list[tuple[pd.Series, float | None]]]:
+    """Exposed category times, and each repeat's: its own exposed times when recorded, else its summed
+    times scaled by the run's exposed/summed ratio per category."""
+    exposed = _num_series(doc["exposed_category_time_us"], f"{where}: exposed_category_time_us")
+    ratio = (exposed / times.reindex(exposed.index)).replace([np.inf, -np.inf], np.nan).fillna(0.0)
+    out = []
+    for i, (raw, (summed, step_ms)) in enumerate(zip(doc.get("repeats") or [], repeats, strict=True), 1):
+        own = raw.get("exposed_category_time_per_step_us")
+        out.append((_num_series(own, f"{where}: repeat {i}") if isinstance(own, dict)
+                    else summed.reindex(exposed.index, fill_value=0.0) * ratio, step_ms))
+    return exposed, out
+
+
+def _checked_times(df: pd.DataFrame, columns: tuple[str, ...], where: str) -> pd.DataFrame:
+    """The table with `category` as str and `time_us` as float; an error naming the first bad row."""
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise AddressableError(f"{where}: missing column(s) {', '.join(missing)}")
+    t = pd.to_numeric(df["time_us"], errors="coerce")
+    bad = np.flatnonzero((t.isna() | (t < 0)).to_numpy())
+    if len(bad):
+        what = df["name"].iloc[bad[0]] if "name" in df.columns else df["category"].iloc[bad[0]]
+        raise AddressableError(f"{where}: bad time_us on row {bad[0] + 1} ('{str(what)[:80]}')")
+    return df.assign(category=df["category"].astype(str), time_us=t.astype(float))
+
+
+def _read_repeats(doc: dict, where: str) -> list[tuple[pd.Series, float | None]]:
+    reps = doc.get("repeats") or []
+    if not isinstance(reps, list):
+        raise AddressableError(f"{where}: 'repeats' must be a list")
+    out = []
+    for i, r in enumerate(reps, 1):
+        if not isinstance(r, dict) or not isinstance(r.get("category_time_per_step_us"), dict):
+            raise AddressableError(f"{where}: repeat {i} has no category_time_per_step_us")
+        out.append((_num_series(r["category_time_per_step_us"], f"{where}: repeat {i}"),
+                    _positive_or_none(r.get("step_time_ms"))))
+    return out
+
+
+def _num_series(d: dict, where: str) -> pd.Series:
+    s = pd.to_numeric(pd.Series(d, dtype=object), errors="coerce").astype(float)
+    if s.isna().any() or (s < 0).any():
+        raise AddressableError(f"{where}: non-numeric or negative time for '{s.index[(s.isna() | (s < 0))][0]}'")
+    return s
+
+
+def _positive_or_none(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v <= 0:
+        return None
+    return float(v)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -382,7 +528,7 @@ def project(runs: Sequence[Run | str | Path], wins: pd.DataFrame | str | Path, *
     """Project end-to-end speedups of `runs` (Run objects or run folders) from measured `wins`."""
     if combine not in COMBINE:
         raise AddressableError(f"combine must be one of {', '.join(COMBINE)}, not '{combine}'")
-    runs = [(r if isinstance(r, Run) else load_run(r)).check() for r in runs]
+    runs = [r if isinstance(r, Run) else load_run(r) for r in runs]
     if not runs:
         raise AddressableError("no runs to project")
     table = load_wins(wins) if isinstance(wins, str | Path) else parse_wins(wins)
@@ -404,8 +550,7 @@ def project(runs: Sequence[Run | str | Path], wins: pd.DataFrame | str | Path, *
     groups = _combine(table, targets, combine)
 
     run_rows, contrib, hit = [], [], dict.fromkeys((g.target.group for g in groups), False)
-    labels = [" ".join(p for p in pair if p) for pair in run_labels(runs, full=True)]
-    for run, label in zip(runs, labels, strict=True):
+    for run, label in zip(runs, _labels(runs), strict=True):
         weights, matched = _group_weights(run, groups)
         for g, m in matched.items():
             hit[g] = hit[g] or m
@@ -454,9 +599,9 @@ def _group_weights(run: Run, groups: list[Group]) -> tuple[pd.DataFrame, dict[st
     regex = [g for g in groups if g.target.regex is not None]
     claimed = pd.Series(0.0, index=cats)
     if regex:
-        if run.kernel_times is None:
+        if run.kernels is None:
             raise AddressableError(f"run {run.name} has no kernels.csv, which re: targets need")
-        k = run.kernel_times
+        k = run.kernels
         kernel_time = k["time_us"].groupby(k["category"]).sum()
         free = np.ones(len(k), dtype=bool)
         for g in regex:
