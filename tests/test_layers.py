@@ -21,6 +21,7 @@ PACKAGES = ("addressable", "workloads")
 LAYERS: list[tuple[str, ...]] = [
     ("addressable.errors",),
     ("addressable.atomic", "addressable.jsonutil", "addressable.phases", "addressable.device", "addressable.quiet",
+     "addressable.progress",
      "addressable.kernel_names"),
     ("addressable.taxonomy", "addressable.trace", "addressable.workload", "addressable.invariants"),
     ("addressable.timeline",),
