@@ -17,6 +17,7 @@ from addressable.cli import main
 from addressable.errors import AddressableError
 from addressable.invariants import parse_invariants
 from addressable.verify import (
+    WINS_COLUMNS,
     Thresholds,
     VerifyResult,
     load_module,
@@ -30,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 ZOO = Path(__file__).resolve().parent / "verify_zoo"
 SOFTMAX = ZOO / "softmax_long.py"
 EXAMPLES = ROOT / "examples"
-FAST = {"runs": 0, "isolate": False}  # in-process, no timing: the checks alone
+FAST = {"repeats": 0, "isolate": False}  # in-process, no timing: the checks alone
 
 
 def _check(path: Path, candidate: str, **kw) -> VerifyResult:
@@ -176,21 +177,21 @@ def test_invariant_broken_by_the_reference_is_skipped(tmp_path: Path) -> None:
 
 
 def test_timing_speedup_and_review_flag() -> None:
-    r = verify(SOFTMAX, ZOO / "honest_torch.py", runs=5, warmup=1, isolate=False,
+    r = verify(SOFTMAX, ZOO / "honest_torch.py", repeats=5, warmup=1, isolate=False,
                thresholds=Thresholds(review_speedup=0.0))
-    assert r.verdict == "pass" and r.timing_runs >= 5
+    assert r.verdict == "review" and r.exit_code == 3 and r.timing_runs >= 5
     assert r.speedup == pytest.approx(r.ref_ms / r.candidate_ms)
     assert r.speedup_lo <= r.speedup <= r.speedup_hi
     assert r.review and "check the timing by hand" in r.reason
-    row = r.wins_row()
-    assert row["verified"] is True and row["notes"].startswith("REVIEW") and row["target"] == "softmax_long"
+    row = r.wins_row()  # a review is not verified: project leaves it out unless --include-unverified
+    assert row["verified"] is False and row["notes"].startswith("REVIEW") and row["target"] == "softmax_long"
 
 
 # ---------------------------------------------------------------- isolation: crash, hang, compile error
 
 
 def test_subprocess_pass_reports_timing() -> None:
-    r = verify(SOFTMAX, ZOO / "honest_torch.py", runs=3, warmup=1, timeout=120)
+    r = verify(SOFTMAX, ZOO / "honest_torch.py", repeats=3, warmup=1, timeout=120)
     assert r.verdict == "pass", r.reason
     assert r.ref_ms > 0 and r.candidate_ms > 0 and r.speedup > 0 and r.env["device"] == "cpu"
 
@@ -265,9 +266,11 @@ def _pairs(tmp_path: Path) -> Path:
 
 
 def test_verify_batch_writes_wins_that_project_reads(tmp_path: Path) -> None:
-    df = verify_batch(_pairs(tmp_path), json_dir=tmp_path / "json", runs=3, warmup=1, isolate=False)
-    assert list(df.columns) == ["target", "speedup", "verified", "source", "notes", "speedup_lo", "speedup_hi"]
+    df = verify_batch(_pairs(tmp_path), json_dir=tmp_path / "json", repeats=3, warmup=1, isolate=False)
+    assert list(df.columns) == [*WINS_COLUMNS, "problem", "candidate", "verdict"]
+    assert WINS_COLUMNS == ["target", "speedup", "verified", "source", "notes", "speedup_lo", "speedup_hi"]
     assert df["target"].tolist() == ["softmax_long", "softmax_long"]
+    assert df["verdict"].tolist() == ["pass", "fail"] and df["candidate"].tolist() == ["honest_torch.py", "cheat_zeros.py"]
     assert df["verified"].tolist() == [True, False]
     assert df.loc[1, "speedup"] == 1.0 and "written" in df.loc[1, "notes"]
     assert df.loc[0, "source"] == "torch" and df.loc[0, "notes"].startswith("baseline")
@@ -276,14 +279,14 @@ def test_verify_batch_writes_wins_that_project_reads(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "json" / files[1]).read_text())["checks"]["shape"]["value"] == [4, 1000]
     project = pytest.importorskip("addressable.project")
     wins_csv = tmp_path / "wins.csv"
-    df.to_csv(wins_csv, index=False)
+    df[WINS_COLUMNS].to_csv(wins_csv, index=False)
     wins = project.load_wins(wins_csv)
     assert wins["verified"].tolist() == [True, False]
 
 
 def test_cli_verify_json_and_exit_codes() -> None:
     runner = CliRunner()
-    res = runner.invoke(main, ["verify", str(SOFTMAX), str(ZOO / "honest_torch.py"), "--json", "--runs", "3",
+    res = runner.invoke(main, ["verify", str(SOFTMAX), str(ZOO / "honest_torch.py"), "--json", "--repeats", "3",
                                "--warmup", "1", "--set", "dim=2000"])
     assert res.exit_code == 0, res.output
     d = json.loads(res.output)
@@ -315,11 +318,12 @@ def test_cli_bad_input_is_one_line_exit_2(args: list[str]) -> None:
 def test_cli_verify_batch(tmp_path: Path) -> None:
     wins = tmp_path / "out" / "wins.csv"
     res = CliRunner().invoke(main, ["verify-batch", str(_pairs(tmp_path)), "--wins-out", str(wins),
-                                    "--json-dir", str(tmp_path / "j"), "--runs", "3", "--warmup", "1"])
-    assert res.exit_code == 0, res.output
-    assert "1 of 2 verified" in res.output
-    df = pd.read_csv(wins)
-    assert df["verified"].tolist() == [True, False] and len(list((tmp_path / "j").iterdir())) == 2
+                                    "--json-dir", str(tmp_path / "j"), "--repeats", "3", "--warmup", "1"])
+    assert res.exit_code == 1, res.output  # one pair failed
+    assert "1 passed, 0 to review, 1 failed of 2" in res.output
+    assert "softmax_long <- cheat_zeros.py" in res.output  # rows are labelled by problem file and candidate
+    df = pd.read_csv(wins)  # passes only
+    assert df["verified"].tolist() == [True] and len(list((tmp_path / "j").iterdir())) == 2
     bad = tmp_path / "bad.csv"
     bad.write_text("problem\nx.py\n")
     res = CliRunner().invoke(main, ["verify-batch", str(bad), "--wins-out", str(wins)])
@@ -346,7 +350,7 @@ def _triton_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_triton_candidates_pass_in_the_interpreter(stem: str, sizes: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     _triton_interpreter(monkeypatch)
     r = verify(EXAMPLES / "problems" / f"{stem}.py", EXAMPLES / "candidates" / f"{stem}_triton.py",
-               overrides=sizes, runs=2, warmup=1, timeout=300)
+               overrides=sizes, repeats=2, warmup=1, timeout=300)
     assert r.verdict == "pass", r.reason
     assert r.env.get("triton_interpret") and r.checks["rel_fro"]["value"] < 1e-5
 
