@@ -11,7 +11,7 @@ import pandas as pd
 
 from addressable.jsonutil import records
 from addressable.taxonomy import UNCLASSIFIED, Taxonomy, load_taxonomy
-from addressable.timeline import TimelineResult, timeline_accounting
+from addressable.timeline import COMMUNICATION, TimelineResult, timeline_accounting
 from addressable.trace import Trace, load_trace
 
 BASIS_GPU = "gpu_kernel_time"
@@ -100,6 +100,26 @@ class Breakdown:
         return self.time_of("replaceable") / self.total_time_us if self.total_time_us else 0.0
 
     @property
+    def communication_time_us(self) -> float:
+        """Summed time of the communication (NCCL/RCCL) category."""
+        return float(self.categories.loc[self.categories["category"] == COMMUNICATION, "time_us"].sum())
+
+    @property
+    def compute_time_us(self) -> float:
+        """All work time except communication: the denominator of the compute basis."""
+        return self.total_time_us - self.communication_time_us
+
+    @property
+    def addressable_fraction_compute(self) -> float:
+        """Replaceable time over work time less communication (the compute basis, docs/accounting.md).
+
+        NCCL kernels spin while they wait for the other ranks, so their time moves with the
+        slowest rank; leaving them out gives a fraction that the ranks of one job agree on.
+        """
+        compute = self.compute_time_us
+        return self.time_of("replaceable") / compute if compute > 0 else 0.0
+
+    @property
     def library_fraction(self) -> float:
         """Library time over total work time."""
         return self.time_of("library") / self.total_time_us if self.total_time_us else 0.0
@@ -130,9 +150,11 @@ class Breakdown:
             "source": self.source,
             "basis": self.basis,
             "addressable_fraction": self.addressable_fraction,
+            "addressable_fraction_compute": self.addressable_fraction_compute,
             "library_fraction": self.library_fraction,
             "unclassified_fraction": self.unclassified_fraction,
             "total_kernel_time_us": self.total_time_us,
+            "communication_time_us": self.communication_time_us,
             "n_steps": self.n_steps,
             "categories": records(cats),
             "top_unclassified": records(self.top_unclassified(top)[["name", "time_us", "count"]]),
@@ -233,3 +255,24 @@ def classify_trace(path: str | Path, taxonomy: Taxonomy | str | Path | None = No
     if classes:
         tax = tax.with_classes(classes)
     return breakdown_of_trace(load_trace(path), tax)
+
+
+def sum_breakdowns(breakdowns: list[Breakdown], source: str = "") -> Breakdown:
+    """One Breakdown whose kernel times are those of several (e.g. every rank of a job) added up.
+
+    Steps are the largest step count among them (ranks run the same steps side by side); no
+    timeline (the ranks' devices are not one time line) and no phases.
+    """
+    kernels = (pd.concat([b.kernels for b in breakdowns], ignore_index=True)
+               .groupby(["name", "category", "class"], sort=False)[["time_us", "count"]].sum().reset_index())
+    total = float(kernels["time_us"].sum())
+    kernels["share"] = kernels["time_us"] / total if total else 0.0
+    kernels = kernels.sort_values("time_us", ascending=False).reset_index(drop=True)
+    cats = (kernels.groupby(["category", "class"], sort=False).agg(time_us=("time_us", "sum"), count=("count", "sum"))
+            .reset_index())
+    cats["share"] = cats["time_us"] / total if total else 0.0
+    cats = cats.sort_values(["class", "time_us"], ascending=[True, False]).reset_index(drop=True)
+    steps = [b.n_steps for b in breakdowns if b.n_steps]
+    return Breakdown(cats[["category", "class", "time_us", "share", "count"]],
+                     kernels[["name", "category", "class", "time_us", "count", "share"]],
+                     total, breakdowns[0].basis, max(steps) if steps else None, source=source)

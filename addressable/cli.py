@@ -32,6 +32,23 @@ def _user_errors(fn: Callable) -> Callable:
     return wrapper
 
 
+def _renamed(old: str, new: str, dest: str, type: Any = None) -> Callable:
+    """Keep `old`, the previous spelling of option `new`, for one release: hidden, and using it warns."""
+
+    def decorate(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            value = kwargs.pop(f"renamed_{dest}")
+            if value is not None:
+                click.echo(f"warning: {old} is deprecated here and goes in the next release; use {new}", err=True)
+                kwargs[dest] = value
+            return fn(*args, **kwargs)
+
+        return click.option(old, f"renamed_{dest}", type=type, hidden=True, default=None)(wrapper)
+
+    return decorate
+
+
 def _parse_classes(values: tuple[str, ...]) -> dict[str, str]:
     out = {}
     for v in values:
@@ -53,18 +70,51 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("trace", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("paths", nargs=-1, required=True)
 @click.option("--taxonomy", type=click.Path(dir_okay=False, path_type=Path), help="Rule file (default: packaged taxonomy.yaml).")
 @click.option("--class", "classes", multiple=True, metavar="CATEGORY=CLASS", help="Flip a category's class, e.g. triton=library.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Also write breakdown.json, categories.csv and kernels.csv here.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+              help="Also write breakdown.json, categories.csv and kernels.csv here (several traces: rank<k>/ "
+                   "per rank, the job's total and ranks.csv).")
 @click.option("--top", default=5, show_default=True, help="Kernels to list per section.")
 @click.option("--basis", type=click.Choice(["summed", "exposed"]), default="summed", show_default=True,
               help="exposed: also print overlap-aware times (busy time, split among overlapping kernels).")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), help="Traces classified at once (default: the number of cores).")
+@click.option("--engine", type=click.Choice(["process", "serial", "dask"]),
+              help="Several traces: a process pool (default), one at a time, or Dask.")
+@click.option("--scheduler", metavar="tcp://HOST:PORT", help="Run on this Dask scheduler (implies --engine dask).")
 @_user_errors
-def classify(trace: Path, taxonomy: Path | None, classes: tuple[str, ...], as_json: bool, out: Path | None, top: int,
-             basis: str) -> None:
-    """Classify every kernel of a profiler TRACE and print the addressable fraction."""
+def classify(paths: tuple[str, ...], taxonomy: Path | None, classes: tuple[str, ...], as_json: bool,
+             out: Path | None, top: int, basis: str, jobs: int | None, engine: str | None,
+             scheduler: str | None) -> None:
+    """Classify every kernel of profiler traces and print the addressable fraction.
+
+    PATHS: one trace file, or several files, folders and globs holding one trace per rank of a job
+    (per-rank table, aggregate, straggler signal).
+    """
+    if len(paths) == 1 and Path(paths[0]).is_file() and not (engine or scheduler or jobs):
+        _classify_one(Path(paths[0]), taxonomy, classes, as_json, out, top, basis)
+        return
+    from addressable.ranks import classify_job, format_job, job_json, write_job
+
+    job = classify_job(paths, taxonomy, _parse_classes(classes), jobs=jobs, engine=engine, scheduler=scheduler)
+    for e in job.errors:
+        click.echo(f"error: {e.error if Path(e.file).name in e.error else f'{e.file}: {e.error}'}", err=True)
+    for w in job.warnings:
+        click.echo(f"warning: {w}", err=True)
+    if out and job.ranks:
+        write_job(job, out)
+    click.echo(job_json(job) if as_json else format_job(job, top))
+    if out and job.ranks and not as_json:
+        click.echo(f"\nWrote {out}/breakdown.json (the job), ranks.csv and rank<k>/ per rank")
+    if job.errors:
+        sys.exit(2)
+
+
+def _classify_one(trace: Path, taxonomy: Path | None, classes: tuple[str, ...], as_json: bool, out: Path | None,
+                  top: int, basis: str) -> None:
+    """`classify TRACE`: one trace's breakdown."""
     from addressable.breakdown import classify_trace
     from addressable.report import format_breakdown
     from addressable.runs import write_breakdown
@@ -202,14 +252,16 @@ def _command_argv(ctx: click.Context, skip: tuple[str, ...] = ()) -> list[str]:
 @click.option("--speedups", type=click.Path(path_type=Path), help="amdahl: overlay the projection of this wins.csv.")
 @click.option("--x", "x", metavar="KEY", help="sweep: the swept key (batch, seq_len or workload). Default: each that varies.")
 @click.option("--top", type=int, help="top-kernels: kernels per run (default 10).")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Figure file, .pdf/.svg/.png. Default: outputs/figures/KIND.pdf.")
+@click.option("--figure", type=click.Path(dir_okay=False, path_type=Path),
+              help="Figure file, .pdf/.svg/.png. Default: outputs/figures/KIND.pdf.")
+@_renamed("--out", "--figure", "figure", click.Path(dir_okay=False, path_type=Path))
 @_user_errors
 def plot(kind: str, run_dirs: tuple[Path, ...], speedups: Path | None, x: str | None, top: int | None,
-         out: Path | None) -> None:
+         figure: Path | None) -> None:
     """Draw a figure from run folders: KIND is breakdown, amdahl, sweep or top-kernels."""
     from addressable.plot import plot_runs
 
-    path = plot_runs(kind, run_dirs or (Path("outputs"),), out, speedups=speedups, x=x, n=top)
+    path = plot_runs(kind, run_dirs or (Path("outputs"),), figure, speedups=speedups, x=x, n=top)
     click.echo(f"Wrote {path}")
 
 
@@ -274,7 +326,8 @@ def bench_list(small: bool, as_json: bool) -> None:
 @bench.command("shares")
 @click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON records instead of a table.")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the table as CSV.")
+@click.option("--csv", "out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the table to this CSV file.")
+@_renamed("--out", "--csv", "out", click.Path(dir_okay=False, path_type=Path))
 @_user_errors
 def bench_shares(run_dir: Path, as_json: bool, out: Path | None) -> None:
     """Each problem's share of a DLRM run folder's kernel time and step time (from DLRM_KERNEL)."""
@@ -296,9 +349,11 @@ def bench_shares(run_dir: Path, as_json: bool, out: Path | None) -> None:
 @click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True)
 @click.option("--small", is_flag=True, help="Use the reduced (SMALL) sizes.")
 @click.option("--warmup", default=5, show_default=True, help="Untimed calls first.")
-@click.option("--repeats", default=50, show_default=True, help="Timed calls at most; the median is reported.")
+@click.option("--calls", "repeats", default=50, show_default=True, help="Timed calls at most; the median is reported.")
 @click.option("--budget", default=10.0, show_default=True, help="Seconds of timing per problem at most.")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the table as CSV.")
+@click.option("--csv", "out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the table to this CSV file.")
+@_renamed("--repeats", "--calls", "repeats", int)
+@_renamed("--out", "--csv", "out", click.Path(dir_okay=False, path_type=Path))
 @_user_errors
 def bench_time(problems: tuple[str, ...], device: str, small: bool, warmup: int, repeats: int, budget: float,
                out: Path | None) -> None:
@@ -316,14 +371,13 @@ def bench_time(problems: tuple[str, ...], device: str, small: bool, warmup: int,
 
 def _verify_options(fn: Callable) -> Callable:
     """Options shared by verify and verify-batch (harness settings, containment and check thresholds)."""
+    fn = _renamed("--runs", "--calls", "calls", int)(fn)
     for opt in reversed([
         click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True),
         click.option("--trials", default=4, show_default=True, help="Trials with fresh inputs (at least 2)."),
         click.option("--seed", default=42, show_default=True, help="Seed of trial 0 (trial t uses seed + t)."),
         click.option("--timeout", default=300.0, show_default=True, help="Seconds before a verification is killed."),
-        click.option("--repeats", default=50, show_default=True, help="Timed calls of each model at most (0: no timing)."),
-        click.option("--runs", "runs_deprecated", type=int, default=None, hidden=True,
-                     help="Deprecated alias of --repeats."),
+        click.option("--calls", default=50, show_default=True, help="Timed calls of each model at most (0: no timing)."),
         click.option("--warmup", default=5, show_default=True, help="Untimed calls of each model first."),
         click.option("--sandbox", type=click.Choice(["auto", "required", "off"]), default="auto", show_default=True,
                      help="Run candidates in bubblewrap: when available (auto), or refuse without it (required)."),
@@ -342,10 +396,6 @@ def _verify_kwargs(kw: dict[str, Any]) -> dict[str, Any]:
     from addressable.sandbox import choose, unsandboxed_warning
     from addressable.verify import Thresholds, parse_overrides
 
-    runs = kw.pop("runs_deprecated")
-    if runs is not None:
-        click.echo("warning: --runs is deprecated for verify; use --repeats", err=True)
-        kw["repeats"] = runs
     box = choose(kw["sandbox"])  # say once, before anything runs, when candidates run unsandboxed
     if not box.sandboxed:
         click.echo(unsandboxed_warning(box), err=True)
@@ -402,7 +452,8 @@ def verify_batch(pairs: Path, wins_out: Path, reviews_out: Path | None, json_dir
 @click.argument("problems_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--atol", default=1e-2, show_default=True)
 @click.option("--rtol", default=1e-2, show_default=True)
-@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True)
+@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
+              help="auto: the GPU when there is one, else the CPU.")
 @click.option("--set", "overrides", multiple=True, metavar="[PROBLEM:]NAME=VALUE",
               help="Override a size constant where a problem defines it, or only in PROBLEM (a file stem or "
                    "its number, e.g. 23:dim=4096); repeatable.")

@@ -41,7 +41,7 @@ import torch.distributed as dist
 from addressable.atomic import atomic_dir, write_text
 from addressable.errors import AddressableError
 from addressable.jsonutil import records
-from addressable.timeline import aggregate_ranks
+from addressable.ranks import summarize_ranks
 
 if TYPE_CHECKING:
     from addressable.breakdown import Breakdown
@@ -275,39 +275,35 @@ def profile_ranks(spec: WorkloadSpec, config: WorkloadConfig, m: Measurement, fo
 def aggregate_breakdowns(breakdowns: list[Breakdown], keys: list[dict[str, Any]]) -> dict[str, Any]:
     """The `distributed` key of a multi-rank breakdown.json, from each rank's Breakdown and run keys.
 
-    ranks: one row per rank (rank_table's columns plus step time, communication overlapped time,
-    and communication / exposed / overlapped time per step); categories: aggregate_ranks' rows
-    (median / min / max share on the summed and exposed bases); addressable_fraction(_exposed,
-    _wall): median / min / max across ranks; straggler: aggregate_ranks' straggler signal.
+    ranks: one row per rank (`ranks.summarize_ranks`' table plus step time, wall fraction, and
+    kernel / busy / communication time per step); categories: the median / min / max share on the
+    summed and exposed bases; addressable_fraction(_exposed, _compute, _wall): median / min / max
+    across ranks (and the job's, pooled over ranks); straggler: the straggler signal.
     """
     if not breakdowns or len(breakdowns) != len(keys):
         raise AddressableError("aggregating ranks needs one breakdown and one set of run keys per rank")
-    cats = aggregate_ranks(breakdowns)
-    ranks = cats.attrs["ranks"].copy()
-    steps = np.array([b.n_steps or 1 for b in breakdowns], dtype=float)
-    ranks["n_steps"] = steps.astype(int)
+    summary = summarize_ranks(breakdowns)
+    ranks = summary.ranks.copy()
+    steps = ranks["n_steps"].to_numpy(float)
     ranks["step_time_ms"] = [float(k.get("step_time_ms", np.nan)) for k in keys]
     ranks["addressable_fraction_wall"] = [float(k.get("addressable_fraction_wall", np.nan)) for k in keys]
-    ranks["communication_overlapped_us"] = [b.timeline.communication_overlapped_us if b.timeline else np.nan
-                                            for b in breakdowns]
-    for col in ("total_time_us", "busy_time_us", "communication_us", "communication_exposed_us",
-                "communication_overlapped_us"):
+    for col in ("total_kernel_time_us", "compute_time_us", "busy_time_us", "communication_us",
+                "communication_exposed_us", "communication_overlapped_us"):
         ranks[col.removesuffix("_us") + "_per_step_us"] = ranks[col] / steps
-
-    def spread(col: str) -> dict[str, float | None]:
-        v = ranks[col].to_numpy(float)
-        if np.isnan(v).any():  # no timeline (CPU-op basis): no exposed numbers
-            return {"median": None, "min": None, "max": None}
-        return {"median": float(np.median(v)), "min": float(np.min(v)), "max": float(np.max(v))}
-
+    wall = ranks["addressable_fraction_wall"].to_numpy(float)
+    no_wall = np.isnan(wall).any()
+    doc = summary.to_dict()
     return {
         "world_size": len(breakdowns),
         "ranks": records(ranks, double_precision=10),
-        "categories": records(cats, double_precision=10),
-        "addressable_fraction": spread("addressable_fraction"),
-        "addressable_fraction_exposed": spread("addressable_fraction_exposed"),
-        "addressable_fraction_wall": spread("addressable_fraction_wall"),
-        "straggler": cats.attrs["straggler"],
+        "categories": doc["categories"],
+        "addressable_fraction": doc["addressable_fraction"],
+        "addressable_fraction_exposed": doc["addressable_fraction_exposed"],
+        "addressable_fraction_compute": doc["addressable_fraction_compute"],
+        "addressable_fraction_wall": {"median": None if no_wall else float(np.median(wall)),
+                                      "min": None if no_wall else float(wall.min()),
+                                      "max": None if no_wall else float(wall.max())},
+        "straggler": doc["straggler"],
     }
 
 
@@ -323,16 +319,18 @@ def format_ranks(dist_doc: dict[str, Any], top: int = 8) -> str:
     lines = [f"Ranks: {d['world_size']} ({d.get('strategy', '?')}, {d.get('backend', '?')}); the run keys above "
              f"are {d.get('top_level', TOP_LEVEL)}'s. Per profiled step:",
              f"{'rank':>4}{'step ms':>10}{'work ms':>10}{'busy ms':>10}{'comm ms':>10}{'exposed':>10}"
-             f"{'overlap':>10}{'addr sum':>10}{'addr exp':>10}"]
+             f"{'overlap':>10}{'addr sum':>10}{'addr exp':>10}{'addr cmp':>10}"]
     for r in d["ranks"]:
-        lines.append(f"{r['rank']:>4}{r['step_time_ms']:>10,.2f}{ms(r['total_time_per_step_us']):>10}"
+        lines.append(f"{r['rank']:>4}{r['step_time_ms']:>10,.2f}{ms(r['total_kernel_time_per_step_us']):>10}"
                      f"{ms(r['busy_time_per_step_us']):>10}{ms(r['communication_per_step_us']):>10}"
                      f"{ms(r['communication_exposed_per_step_us']):>10}"
                      f"{ms(r['communication_overlapped_per_step_us']):>10}"
-                     f"{pct(r['addressable_fraction']):>10}{pct(r['addressable_fraction_exposed']):>10}")
+                     f"{pct(r['addressable_fraction']):>10}{pct(r['addressable_fraction_exposed']):>10}"
+                     f"{pct(r['addressable_fraction_compute']):>10}")
     lines.append("  (comm = communication (NCCL) time; exposed = running alone, overlap = hidden behind other kernels;"
-                 " addr = addressable fraction, summed / exposed basis)")
+                 " addr = addressable fraction, summed / exposed / compute basis)")
     for key, words in (("addressable_fraction", "summed basis"), ("addressable_fraction_exposed", "exposed basis"),
+                       ("addressable_fraction_compute", "compute basis, communication left out"),
                        ("addressable_fraction_wall", "wall time")):
         s = d[key]
         lines.append(f"Addressable fraction ({words}) across ranks: median {pct(s['median'])}, "

@@ -11,8 +11,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import os
-import tempfile
 import zlib
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
@@ -27,6 +25,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator, PercentFormatter
 
+from addressable.atomic import atomic_file
 from addressable.errors import AddressableError
 from addressable.report import short_kernel_name
 from addressable.runs import Run, load_runs
@@ -186,7 +185,10 @@ def plot_breakdown(runs: list[Run]) -> Figure:
                     edgecolor="white", linewidth=0.3, label=c)
             left += shares[c].to_numpy()
         for yi, r in zip(y, runs, strict=True):
-            ax.text(1.015, yi, f"{r.addressable_fraction:.0%}", va="center", ha="left", fontsize=FONT_PT,
+            text = f"{r.addressable_fraction:.0%}"
+            if r.world_size > 1:  # several GPUs: the compute basis beside it (NCCL waiting left out)
+                text += f" ({r.addressable_fraction_compute:.0%} cmp.)"
+            ax.text(1.015, yi, text, va="center", ha="left", fontsize=FONT_PT,
                     transform=ax.get_yaxis_transform(), clip_on=False)
         ax.text(1.015, 1.0, "addr.", va="bottom", ha="left", fontsize=FONT_PT, transform=ax.transAxes,
                 clip_on=False)
@@ -560,26 +562,9 @@ def save_figure(fig: Figure, path: str | Path) -> Path:
     path = Path(path)
     if path.suffix.lower() not in FORMATS:
         raise AddressableError(f"figure file must end in {', '.join(FORMATS)}, not '{path.name}'")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise AddressableError(f"cannot create output folder {path.parent}: {e.strerror or e}") from None
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with _style(), os.fdopen(fd, "wb") as f:
-            fig.savefig(f, format=path.suffix.lower()[1:], metadata=_metadata(path))
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a figure is an ordinary file
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_file(path, "wb") as f, _style():
+        fig.savefig(f, format=path.suffix.lower()[1:], metadata=_metadata(path))
     return path
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def _metadata(path: Path) -> dict[str, Any]:

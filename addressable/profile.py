@@ -17,7 +17,6 @@ import shutil
 import subprocess
 import sys
 import time
-import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
@@ -33,6 +32,7 @@ from addressable import distributed
 from addressable.atomic import atomic_dir, write_text
 from addressable.breakdown import BASIS_GPU, Breakdown, breakdown_of_trace
 from addressable.errors import AddressableError
+from addressable.quiet import quiet_profiler
 from addressable.taxonomy import Taxonomy, load_taxonomy
 from addressable.timeline import TimelineResult
 from addressable.trace import load_trace
@@ -127,6 +127,7 @@ def resolve_config(workload: str, mode: str | None = None, batch: int | None = N
         raise AddressableError("fp16 is not supported on the CPU; use --dtype bf16 or fp32")
     if seq_len is not None and spec.default_seq_len is None:
         raise AddressableError(f"{spec.name} takes no --seq-len")
+    spec.check_options(options or {})
     batch = spec.default_batch if batch is None else batch
     if batch < 1 or (seq_len is not None and seq_len < 1):
         raise AddressableError("--batch and --seq-len must be positive")
@@ -207,12 +208,10 @@ def _profiled(step: Step, n: int, cuda: bool, path: Path) -> list[float]:
     """Run n steps under torch.profiler, one ProfilerStep#N each; export the trace to path."""
     acts = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if cuda else [])
     warm = 1 if cuda else 0  # a CUPTI warm-up step on the GPU; the CPU profiler needs none
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Profiler won't be using warmup")
-        sched = torch.profiler.schedule(wait=0, warmup=warm, active=n, repeat=1)
     distributed.barrier()  # outside the profiler, so no barrier collective lands in the trace
-    with torch.profiler.profile(activities=acts, schedule=sched,
-                                on_trace_ready=lambda p: p.export_chrome_trace(str(path))) as prof:
+    with quiet_profiler(), torch.profiler.profile(
+            activities=acts, schedule=torch.profiler.schedule(wait=0, warmup=warm, active=n, repeat=1),
+            on_trace_ready=lambda p: p.export_chrome_trace(str(path))) as prof:
         for _ in range(warm):
             step()
             torch.cuda.synchronize()  # the warm-up step's kernels must not spill into the recorded steps

@@ -65,6 +65,18 @@ class Run:
         return float(self.info.get("addressable_fraction", 0.0))
 
     @property
+    def addressable_fraction_compute(self) -> float:
+        """Replaceable share of work time less communication (the compute basis); from the categories
+        when breakdown.json predates the key."""
+        v = self.info.get("addressable_fraction_compute")
+        if v is not None:
+            return float(v)
+        t = pd.to_numeric(self.categories["time_us"], errors="coerce")
+        compute = float(t[self.categories["category"] != "communication"].sum())
+        repl = float(t[self.categories["class"] == "replaceable"].sum())
+        return repl / compute if compute > 0 else 0.0
+
+    @property
     def addressable_fraction_wall(self) -> float | None:
         """Replaceable time per step over the wall-clock step time; None when absent."""
         v = self.info.get("addressable_fraction_wall")
@@ -202,7 +214,8 @@ def load_runs(paths: str | Path | Iterable[str | Path]) -> list[Run]:
 
 
 def runs_table(runs: list[Run]) -> pd.DataFrame:
-    """One row per run: workload, mode, addressable fraction (kernel and wall) with ranges, GEMM+attention."""
+    """One row per run: workload, mode, addressable fraction (kernel and wall with ranges; compute basis),
+    GEMM+attention."""
     rows = []
     for r in runs:
         lo, hi = r.fraction_range()
@@ -213,6 +226,7 @@ def runs_table(runs: list[Run]) -> pd.DataFrame:
                      "dtype": r.dtype, "gpus": r.world_size,
                      "addressable_kernel": r.addressable_fraction, "kernel_min": lo, "kernel_max": hi,
                      "addressable_wall": wall, "wall_min": wlo, "wall_max": whi,
+                     "addressable_compute": r.addressable_fraction_compute,
                      "gemm_attention_share": r.share_of("gemm", "attention"),
                      "step_time_ms": r.info.get("step_time_ms")})
     return pd.DataFrame(rows)
@@ -238,6 +252,7 @@ def runs_summary(runs: list[Run]) -> pd.DataFrame:
         "addressable (kernel)": [pct(*r) for r in zip(t["addressable_kernel"], t["kernel_min"], t["kernel_max"],
                                                       strict=True)],
         "addressable (wall)": [pct(*r) for r in zip(t["addressable_wall"], t["wall_min"], t["wall_max"], strict=True)],
+        "addressable (compute)": t["addressable_compute"].map(pct),
         "GEMM+attention": t["gemm_attention_share"].map(lambda v: f"{v:.1%}"),
         "run": t["run"],
     })

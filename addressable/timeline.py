@@ -251,44 +251,12 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return np.divide(num, den, out=np.zeros_like(num), where=den > 0)
 
 
-def rank_table(breakdowns: list[Breakdown]) -> pd.DataFrame:
-    """One row per rank: total and communication time, fractions, and communication excess.
-
-    NCCL kernels run until every rank has joined the collective, so a rank's communication
-    time includes waiting for the slowest rank. The rank with the least communication time
-    is the one the others wait for (`likely_straggler`); `communication_excess_us` is how much
-    longer each rank spent in communication kernels than that rank.
-    """
-    out = []
-    for rank, b in enumerate(breakdowns):
-        t = b.timeline
-        out.append({
-            "rank": rank,
-            "source": b.source,
-            "total_time_us": b.total_time_us,
-            "busy_time_us": t.busy_us if t is not None else np.nan,
-            "communication_us": float(b.categories.loc[b.categories["category"] == COMMUNICATION, "time_us"].sum()),
-            "communication_exposed_us": t.communication_exposed_us if t is not None else np.nan,
-            "addressable_fraction": b.addressable_fraction,
-            "addressable_fraction_exposed": t.addressable_fraction_exposed if t is not None else np.nan,
-        })
-    df = pd.DataFrame(out)
-    if df.empty:
-        return df
-    df["communication_share"] = _ratio(df["communication_us"].to_numpy(), df["total_time_us"].to_numpy())
-    df["communication_excess_us"] = df["communication_us"] - df["communication_us"].min()
-    df["likely_straggler"] = df.index == df["communication_us"].idxmin()
-    return df
-
-
 def aggregate_ranks(breakdowns: list[Breakdown]) -> pd.DataFrame:
     """Each category's share across ranks: median, min, max and spread (summed and exposed basis).
 
     One row per category; a category absent from a rank counts as zero there. The exposed
-    columns are NaN unless every breakdown has a timeline. `attrs["ranks"]` holds
-    rank_table(breakdowns); `attrs["straggler"]` the straggler signal: communication time per
-    rank, its spread (max - min, in µs and as a share of the median total time) and the rank
-    the others appear to wait for.
+    columns are NaN unless every breakdown has a timeline. The per-rank table and the straggler
+    signal are in `addressable.ranks.summarize_ranks`.
     """
     frames = []
     for rank, b in enumerate(breakdowns):
@@ -310,17 +278,6 @@ def aggregate_ranks(breakdowns: list[Breakdown]) -> pd.DataFrame:
     out["share_spread"] = out["share_max"] - out["share_min"]
     out = out[["category", "class", *_STATS]].sort_values(["class", "share_median"], ascending=[True, False])
     out = out.reset_index(drop=True)
-    ranks = rank_table(breakdowns)
-    comm = ranks["communication_us"].to_numpy()
-    spread = float(comm.max() - comm.min())
-    median_total = float(np.median(ranks["total_time_us"]))
-    out.attrs["ranks"] = ranks
-    out.attrs["straggler"] = {
-        "communication_us": [float(x) for x in comm],
-        "communication_spread_us": spread,
-        "communication_spread_share": spread / median_total if median_total else 0.0,
-        "likely_straggler_rank": int(ranks["communication_us"].idxmin()),
-    }
     return out
 
 

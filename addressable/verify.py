@@ -353,10 +353,10 @@ def run_verification(spec: dict[str, Any], progress: Callable[[str], None] = lam
 
     result = {**base, "verdict": "pass", "reason": "", "checks": checks, "trials": trials}
     timing: dict[str, Any] = {}
-    if spec["repeats"] > 0:
+    if spec["calls"] > 0:
         progress("timing")
         try:
-            times = time_calls({"ref": ref_model, "cand": cand_model}, first_inputs, device, spec["repeats"],
+            times = time_calls({"ref": ref_model, "cand": cand_model}, first_inputs, device, spec["calls"],
                                spec["warmup"], spec["timing_budget_s"])
         except Exception as e:
             return raised("candidate raised while timed", e, checks=checks, trials=trials)
@@ -444,7 +444,7 @@ def _run_isolated(spec: dict[str, Any], timeout: float, box: Sandbox) -> dict[st
 
 
 def verify(reference_path: str | Path, candidate_path: str | Path, *, device: str = "auto", trials: int = 4,
-           seed: int = 42, timeout: float = 300.0, repeats: int = 50, warmup: int = 5, timing_budget_s: float = 10.0,
+           seed: int = 42, timeout: float = 300.0, calls: int = 50, warmup: int = 5, timing_budget_s: float = 10.0,
            thresholds: Thresholds | None = None, overrides: dict[str, Any] | None = None,
            isolate: bool = True, sandbox: str = "auto", limits: Limits | None = None) -> VerifyResult:
     """Verify CANDIDATE's ModelNew against REFERENCE's Model; see the module docstring for the checks.
@@ -459,13 +459,13 @@ def verify(reference_path: str | Path, candidate_path: str | Path, *, device: st
         raise AddressableError("--trials must be at least 2 (the fresh-output check compares two trials)")
     if timeout <= 0:
         raise AddressableError("--timeout must be positive")
-    if repeats < 0 or warmup < 0:
-        raise AddressableError("--repeats and --warmup must not be negative")
+    if calls < 0 or warmup < 0:
+        raise AddressableError("--calls and --warmup must not be negative")
     dev = resolve_device(device)
     box = choose(sandbox) if isolate else Sandbox("none", "in-process (isolate=False)")
     th = thresholds or Thresholds()
     spec = {"problem": str(problem.resolve()), "candidate": str(Path(candidate_path).resolve()),
-            "target": problem.stem, "device": dev, "trials": trials, "seed": seed, "repeats": repeats,
+            "target": problem.stem, "device": dev, "trials": trials, "seed": seed, "calls": calls,
             "warmup": warmup, "timing_budget_s": timing_budget_s, "thresholds": asdict(th),
             "overrides": overrides, "limits": resolved_limits(limits or Limits(), dev, timeout)}
     t0 = time.perf_counter()

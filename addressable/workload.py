@@ -12,7 +12,7 @@ import importlib
 import importlib.util
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,6 +59,26 @@ class WorkloadSpec:
     default_dtype: str = "bf16"
     dtypes: tuple[str, ...] = DTYPES
     full_layers: int | None = None  # set when the model can be profiled on a subset of layers
+    options: tuple[str, ...] = ()  # the --option keys build() reads; any other key is refused up front
+
+    @property
+    def known_options(self) -> tuple[str, ...]:
+        """The declared options, plus `layers` where the model can be cut to a subset of layers."""
+        return self.options + (("layers",) if self.full_layers and "layers" not in self.options else ())
+
+    def check_options(self, options: Mapping[str, Any]) -> None:
+        """Refuse (AddressableError) any option key this workload does not declare."""
+        check_options(self.name, options, self.known_options)
+
+
+def check_options(name: str, options: Mapping[str, Any], known: Iterable[str]) -> None:
+    """Refuse option keys outside `known`, naming the known ones (or saying there are none)."""
+    known = tuple(known)
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        keys = ", ".join(repr(k) for k in unknown)
+        which = f"known: {', '.join(known)}" if known else "it takes no options"
+        raise AddressableError(f"{name}: unknown option {keys} ({which})")
 
 
 _REGISTRY: dict[str, WorkloadSpec] = {}

@@ -13,5 +13,5 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 
 python3 -c 'import torch; print("torch", torch.__version__, "on", torch.cuda.get_device_name())' | tee "$OUT/bench_env.txt"
 python3 -m addressable bench list --json > "$OUT/bench_problems.json"
-python3 -m addressable bench time --device cuda --warmup 5 --repeats 50 --budget 8 \
-  --out "$OUT/bench_baselines.csv" | tee "$OUT/bench_baselines.txt"
+python3 -m addressable bench time --device cuda --warmup 5 --calls 50 --budget 8 \
+  --csv "$OUT/bench_baselines.csv" | tee "$OUT/bench_baselines.txt"

@@ -16,7 +16,7 @@ OUT=${OUT:-outputs/verify_triton}
 PY=${PYTHON:-python3}
 DEVICE=${DEVICE:-cuda}
 # EXTRA: more verify-batch options, e.g. for a CPU dry run with TRITON_INTERPRET=1 and DEVICE=cpu:
-#   EXTRA="--set batch_size=1 --set tokens=4 --set dim=5000 --set hidden=1000 --set features=2 --repeats 2"
+#   EXTRA="--set batch_size=1 --set tokens=4 --set dim=5000 --set hidden=1000 --set features=2 --calls 2"
 # AUDIT_EXTRA: more audit options (e.g. the same --set ones).
 read -r -a EXTRA_ARGS <<< "${EXTRA:-}"
 read -r -a AUDIT_ARGS <<< "${AUDIT_EXTRA:-}"
@@ -33,11 +33,11 @@ run() { echo "+ $*" | tee -a "$log"; "$@" 2>&1 | tee -a "$log"; }
 
 # 1. Triton candidates vs. their eager references, default (realistic) problem sizes.
 run "$PY" -m addressable verify-batch examples/candidates/pairs.csv --device "$DEVICE" \
-    --repeats 100 --warmup 10 --timeout 75 --wins-out "$OUT/wins.csv" --json-dir "$OUT" ${EXTRA_ARGS[@]+"${EXTRA_ARGS[@]}"}
+    --calls 100 --warmup 10 --timeout 75 --wins-out "$OUT/wins.csv" --json-dir "$OUT" ${EXTRA_ARGS[@]+"${EXTRA_ARGS[@]}"}
 
 # 2. The cheat zoo on the GPU: each must fail by its named check, the bf16 one must pass.
 run "$PY" -m addressable verify-batch tests/verify_zoo/pairs_gpu.csv --device "$DEVICE" \
-    --repeats 20 --warmup 3 --timeout 60 --wins-out "$OUT/zoo_wins.csv" --json-dir "$OUT/zoo" ${EXTRA_ARGS[@]+"${EXTRA_ARGS[@]}"}
+    --calls 20 --warmup 3 --timeout 60 --wins-out "$OUT/zoo_wins.csv" --json-dir "$OUT/zoo" ${EXTRA_ARGS[@]+"${EXTRA_ARGS[@]}"}
 
 # 3. Which example problems would an all-zeros output pass under allclose(atol=rtol=1e-2)?
 "$PY" -m addressable audit examples/problems --device "$DEVICE" --json ${AUDIT_ARGS[@]+"${AUDIT_ARGS[@]}"} > "$OUT/audit.json"

@@ -81,7 +81,6 @@ def test_twelve_problems() -> None:
 DLRM_RUNS = {mode: ROOT / "results" / "h200" / f"dlrm-{mode}-b8192-bf16-cuda" for mode in ("train", "infer")}
 
 
-@pytest.mark.skipif(not all(p.is_dir() for p in DLRM_RUNS.values()), reason="no committed DLRM runs")
 def test_docstring_shares_match_the_committed_dlrm_profile() -> None:
     """The share each docstring states is what its DLRM_KERNEL matches in the committed H200 runs."""
     shares = {mode: bench.problem_shares(run).set_index("problem") for mode, run in DLRM_RUNS.items()}
@@ -126,7 +125,7 @@ def test_small_model_is_deterministic_and_keeps_its_invariants(stem: str) -> Non
 @pytest.mark.parametrize("stem", PROBLEMS)
 def test_verify_passes_the_reference_against_itself(stem: str, tmp_path: Path) -> None:
     small = bench.load_problem(stem).SMALL
-    r = verify(bench.problem_path(stem), _self_candidate(tmp_path, stem), device="cpu", repeats=0, isolate=False,
+    r = verify(bench.problem_path(stem), _self_candidate(tmp_path, stem), device="cpu", calls=0, isolate=False,
                overrides=small)
     assert r.verdict == "pass", r.reason
 
@@ -148,7 +147,7 @@ def test_triton_candidate_matches_under_the_interpreter(stem: str, monkeypatch: 
     assert a.shape == b.shape and a.dtype == b.dtype
     err = float((a.double() - b.double()).norm() / a.double().norm().clamp_min(1e-30))
     assert err < 1e-5, err
-    r = verify(bench.problem_path(stem), bench.candidate_path(stem), device="cpu", repeats=0, isolate=False,
+    r = verify(bench.problem_path(stem), bench.candidate_path(stem), device="cpu", calls=0, isolate=False,
                overrides=m.SMALL, trials=2)
     assert r.verdict == "pass", r.reason
 
@@ -250,7 +249,7 @@ def test_cli_bench_list() -> None:
 
 def test_cli_bench_shares(tmp_path: Path) -> None:
     run = _fake_run(tmp_path / "run")
-    res = CliRunner().invoke(main, ["bench", "shares", str(run), "--out", str(tmp_path / "shares.csv")])
+    res = CliRunner().invoke(main, ["bench", "shares", str(run), "--csv", str(tmp_path / "shares.csv")])
     assert res.exit_code == 0, res.output
     assert "01_embedding_bag_sum_uniform" in res.output
     assert len(pd.read_csv(tmp_path / "shares.csv")) == 12
@@ -259,8 +258,8 @@ def test_cli_bench_shares(tmp_path: Path) -> None:
 
 
 def test_cli_bench_time_cpu(tmp_path: Path) -> None:
-    res = CliRunner().invoke(main, ["bench", "time", "10", "--device", "cpu", "--small", "--repeats", "2",
-                                    "--warmup", "1", "--out", str(tmp_path / "t.csv")])
+    res = CliRunner().invoke(main, ["bench", "time", "10", "--device", "cpu", "--small", "--calls", "2",
+                                    "--warmup", "1", "--csv", str(tmp_path / "t.csv")])
     assert res.exit_code == 0, res.output
     assert pd.read_csv(tmp_path / "t.csv")["problem"].tolist() == ["10_sigmoid_bce_loss"]
     res = CliRunner().invoke(main, ["bench", "time", "nope", "--device", "cpu"])

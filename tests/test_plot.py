@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 
 from addressable import plot
+from addressable.atomic import umask
 from addressable.cli import main
 from addressable.errors import AddressableError
 from addressable.report import short_kernel_name
@@ -45,8 +46,7 @@ def runs() -> list:
 @pytest.fixture(scope="module")
 def figures(runs: list) -> dict[str, Figure]:
     figs = {kind: plot.make_figure(kind, [runs[-1]] if kind == "top-kernels" else runs) for kind in plot.PLOTS}
-    if WINS.is_file():
-        figs["amdahl+wins"] = plot.plot_amdahl(runs, WINS)
+    figs["amdahl+wins"] = plot.plot_amdahl(runs, WINS)
     return figs
 
 
@@ -97,7 +97,7 @@ def test_each_kind_renders_to_png_and_pdf(tmp_path: Path, figures: dict, kind: s
     assert b"/Type /Font" in pdf.read_bytes() and b"/Subtype /Image" not in pdf.read_bytes()  # vector
     assert "<text" in svg.read_text()  # text kept as text, not paths
     assert not list(tmp_path.glob(".*.tmp"))
-    assert png.stat().st_mode & 0o777 == 0o666 & ~plot._umask()  # not mkstemp's 0600
+    assert png.stat().st_mode & 0o777 == 0o666 & ~umask()  # not mkstemp's 0600
 
 
 def test_save_figure_rejects_other_formats(tmp_path: Path, figures: dict) -> None:
@@ -107,8 +107,6 @@ def test_save_figure_rejects_other_formats(tmp_path: Path, figures: dict) -> Non
 
 @pytest.mark.parametrize("kind", ["breakdown", "amdahl", "sweep", "top-kernels", "amdahl+wins"])
 def test_no_text_overlaps_and_all_text_inside_figure(figures: dict, kind: str) -> None:
-    if kind not in figures:
-        pytest.skip("no examples/wins.csv")
     fig = figures[kind]
     boxes = _boxes(fig)
     assert len(boxes) > 10
@@ -212,8 +210,6 @@ def test_amdahl_curves_ceilings_and_projection(runs: list) -> None:
 
 
 def test_amdahl_projection_points_sit_on_their_curves(runs: list) -> None:
-    if not WINS.is_file():
-        pytest.skip("no examples/wins.csv")
     chosen = runs[-3:]
     projected = plot.projected_speedups(chosen, WINS)
     fig = plot.plot_amdahl(chosen, WINS)
@@ -530,7 +526,7 @@ def test_runs_table_and_summary(runs: list) -> None:
     assert resnet["gemm_attention_share"] == pytest.approx(runs[-1].share_of("gemm", "attention"))
     s = runs_summary(runs)
     assert list(s.columns) == ["workload", "mode", "batch", "seq_len", "dtype", "gpus", "addressable (kernel)",
-                               "addressable (wall)", "GEMM+attention", "run"]
+                               "addressable (wall)", "addressable (compute)", "GEMM+attention", "run"]
     assert set(s["gpus"]) == {1} and list(s["run"]) == [r.name for r in runs]
     assert s["addressable (kernel)"].str.match(r"\d+\.\d% \[\d+\.\d%-\d+\.\d%\]").all()
 
@@ -543,7 +539,7 @@ def test_cli_plot_each_kind(tmp_path: Path) -> None:
     for kind in plot.PLOTS:
         out = tmp_path / f"{kind}.svg"
         where = PLOT_RUNS / "resnet50-train-b64" if kind == "top-kernels" else PLOT_RUNS
-        res = runner.invoke(main, ["plot", kind, "--runs", str(where), "--out", str(out)])
+        res = runner.invoke(main, ["plot", kind, "--runs", str(where), "--figure", str(out)])
         assert res.exit_code == 0, res.output
         assert out.is_file() and f"Wrote {out}" in res.output
 
@@ -557,13 +553,12 @@ def test_cli_plot_defaults_to_outputs(tmp_path: Path, monkeypatch: pytest.Monkey
 
 
 def test_cli_plot_amdahl_with_speedups(tmp_path: Path) -> None:
-    if not WINS.is_file():
-        pytest.skip("no examples/wins.csv")
     out = tmp_path / "a.pdf"
     res = CliRunner().invoke(main, ["plot", "amdahl", "--runs", str(PLOT_RUNS / "resnet50-train-b64"),
-                                    "--speedups", str(WINS), "--out", str(out)])
+                                    "--speedups", str(WINS), "--out", str(out)])  # the old spelling of --figure
     assert res.exit_code == 0, res.output
     assert out.is_file()
+    assert "warning: --out is deprecated here and goes in the next release; use --figure" in res.stderr
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -571,7 +566,7 @@ def test_cli_plot_amdahl_with_speedups(tmp_path: Path) -> None:
     (["plot", "breakdown", "--runs", "EMPTY"], "error: no runs (folders with breakdown.json) found in"),
     (["plot", "breakdown", "--runs", "EMPTY/missing"], "error: no such run folder"),
     (["plot", "sweep", "--runs", str(PLOT_RUNS / "dlrm-train-b2048")], "error: no sweep"),
-    (["plot", "breakdown", "--runs", str(PLOT_RUNS), "--out", "fig.jpg"], "error: figure file must end in"),
+    (["plot", "breakdown", "--runs", str(PLOT_RUNS), "--figure", "fig.jpg"], "error: figure file must end in"),
     (["plot", "breakdown", "--runs", str(PLOT_RUNS), "--top", "3"], "error: --top does not apply"),
     (["plot", "top-kernels", "--runs", str(PLOT_RUNS)], "error: top-kernels shows the kernels of one run, got 10"),
 ])

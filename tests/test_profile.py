@@ -58,7 +58,7 @@ def build_oom(cfg):
 
 WORKLOADS = [
     WorkloadSpec("tiny-mlp", "test", "tiny MLP", build, modes=("train",), default_batch=8,
-                 default_dtype="fp32", dtypes=("fp32",), full_layers=8),
+                 default_dtype="fp32", dtypes=("fp32",), full_layers=8, options=("width", "fail_at")),
     WorkloadSpec("tiny-oom", "test", "runs out of memory", build_oom, default_batch=8, default_dtype="fp32"),
 ]
 '''
@@ -188,6 +188,11 @@ def _one_line_error(r: object, *fragments: str) -> None:
     (["resnet50", "--seq-len", "128"], ["takes no --seq-len"]),
     (["tiny-oom", "--batch", "8"], ["out of memory", "batch 8", "--batch 4"]),
     (["tiny-mlp", "--option", "width"], ["KEY=VALUE"]),
+    (["tiny-mlp", "--option", "widht=3"], ["tiny-mlp: unknown option 'widht'", "known: width, fail_at, layers"]),
+    (["tiny-oom", "--option", "x=1"], ["tiny-oom: unknown option 'x'", "takes no options"]),  # before build's OOM
+    (["resnet50", "--option", "bogus=1"], ["resnet50: unknown option 'bogus'", "image_size"]),
+    (["gpt2", "--option", "layer=2"], ["gpt2: unknown option 'layer'", "layers", "decode_tokens"]),
+    (["dlrm", "--option", "row=2"], ["dlrm: unknown option 'row'", "rows"]),
     (["tiny-mlp", "--layers-subset", "4,2"], ["0 < L1 < L2"]),
     (["tiny-mlp", "--layers-subset", "2,16"], ["<= 8"]),
     (["tiny-oom", "--layers-subset", "1,2"], ["cannot be profiled on a subset of layers"]),

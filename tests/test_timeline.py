@@ -14,11 +14,11 @@ from hypothesis import strategies as st
 
 from addressable.breakdown import breakdown_of_trace, classify_trace
 from addressable.cli import main
+from addressable.ranks import summarize_ranks
 from addressable.timeline import (
     TimelineResult,
     aggregate_ranks,
     format_overlap_note,
-    rank_table,
     timeline_accounting,
 )
 from addressable.trace import load_trace
@@ -250,15 +250,14 @@ def test_aggregate_ranks(tmp_path):
     assert agg.loc["elementwise", ["share_median", "share_min", "share_max"]].tolist() == pytest.approx([0, 0, 2 / 14])
     assert agg.loc["elementwise", "exposed_share_max"] == pytest.approx(2 / 14)
     assert agg.loc["elementwise", "class"] == "replaceable"
-    s = agg.attrs["straggler"]
-    assert s["communication_us"] == [2, 6, 4]
-    assert s["communication_spread_us"] == 4
-    assert s["communication_spread_share"] == pytest.approx(4 / 12)
-    assert s["likely_straggler_rank"] == 0
-    table = agg.attrs["ranks"]
-    assert table["communication_excess_us"].tolist() == [0, 4, 2]
-    assert table["likely_straggler"].tolist() == [True, False, False]
-    assert rank_table([]).empty and aggregate_ranks([]).empty
+    s = summarize_ranks(bs)
+    assert s.straggler.communication_us == [2, 6, 4]
+    assert s.straggler.communication_spread_us == 4
+    assert s.straggler.communication_spread_share == pytest.approx(4 / 12)
+    assert s.straggler.likely_straggler_rank == 0
+    assert s.ranks["communication_excess_us"].tolist() == [0, 4, 2]
+    assert s.ranks["addressable_fraction_compute"].tolist() == pytest.approx([0, 0, 2 / 10])
+    assert aggregate_ranks([]).empty
 
 
 def test_aggregate_ranks_without_timelines(tmp_path):

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 ZOO = Path(__file__).resolve().parent / "verify_zoo"
 SOFTMAX = ZOO / "softmax_long.py"
 EXAMPLES = ROOT / "examples"
-FAST = {"repeats": 0, "isolate": False}  # in-process, no timing: the checks alone
+FAST = {"calls": 0, "isolate": False}  # in-process, no timing: the checks alone
 
 
 def _check(path: Path, candidate: str, **kw) -> VerifyResult:
@@ -177,7 +177,7 @@ def test_invariant_broken_by_the_reference_is_skipped(tmp_path: Path) -> None:
 
 
 def test_timing_speedup_and_review_flag() -> None:
-    r = verify(SOFTMAX, ZOO / "honest_torch.py", repeats=5, warmup=1, isolate=False,
+    r = verify(SOFTMAX, ZOO / "honest_torch.py", calls=5, warmup=1, isolate=False,
                thresholds=Thresholds(review_speedup=0.0))
     assert r.verdict == "review" and r.exit_code == 3 and r.timing_runs >= 5
     assert r.speedup == pytest.approx(r.ref_ms / r.candidate_ms)
@@ -191,7 +191,7 @@ def test_timing_speedup_and_review_flag() -> None:
 
 
 def test_subprocess_pass_reports_timing() -> None:
-    r = verify(SOFTMAX, ZOO / "honest_torch.py", repeats=3, warmup=1, timeout=120)
+    r = verify(SOFTMAX, ZOO / "honest_torch.py", calls=3, warmup=1, timeout=120)
     assert r.verdict == "pass", r.reason
     assert r.ref_ms > 0 and r.candidate_ms > 0 and r.speedup > 0 and r.env["device"] == "cpu"
 
@@ -266,7 +266,7 @@ def _pairs(tmp_path: Path) -> Path:
 
 
 def test_verify_batch_writes_wins_that_project_reads(tmp_path: Path) -> None:
-    df = verify_batch(_pairs(tmp_path), json_dir=tmp_path / "json", repeats=3, warmup=1, isolate=False)
+    df = verify_batch(_pairs(tmp_path), json_dir=tmp_path / "json", calls=3, warmup=1, isolate=False)
     assert list(df.columns) == [*WINS_COLUMNS, "problem", "candidate", "verdict"]
     assert WINS_COLUMNS == ["target", "speedup", "verified", "source", "notes", "speedup_lo", "speedup_hi"]
     assert df["target"].tolist() == ["softmax_long", "softmax_long"]
@@ -277,7 +277,7 @@ def test_verify_batch_writes_wins_that_project_reads(tmp_path: Path) -> None:
     files = sorted(p.name for p in (tmp_path / "json").iterdir())
     assert files == ["verify_softmax_long__cheat_zeros.json", "verify_softmax_long__honest_torch.json"]
     assert json.loads((tmp_path / "json" / files[1]).read_text())["checks"]["shape"]["value"] == [4, 1000]
-    project = pytest.importorskip("addressable.project")
+    from addressable import project
     wins_csv = tmp_path / "wins.csv"
     df[WINS_COLUMNS].to_csv(wins_csv, index=False)
     wins = project.load_wins(wins_csv)
@@ -286,7 +286,7 @@ def test_verify_batch_writes_wins_that_project_reads(tmp_path: Path) -> None:
 
 def test_cli_verify_json_and_exit_codes() -> None:
     runner = CliRunner()
-    res = runner.invoke(main, ["verify", str(SOFTMAX), str(ZOO / "honest_torch.py"), "--json", "--repeats", "3",
+    res = runner.invoke(main, ["verify", str(SOFTMAX), str(ZOO / "honest_torch.py"), "--json", "--calls", "3",
                                "--warmup", "1", "--set", "dim=2000"])
     assert res.exit_code == 0, res.output
     d = json.loads(res.output)
@@ -318,7 +318,7 @@ def test_cli_bad_input_is_one_line_exit_2(args: list[str]) -> None:
 def test_cli_verify_batch(tmp_path: Path) -> None:
     wins = tmp_path / "out" / "wins.csv"
     res = CliRunner().invoke(main, ["verify-batch", str(_pairs(tmp_path)), "--wins-out", str(wins),
-                                    "--json-dir", str(tmp_path / "j"), "--repeats", "3", "--warmup", "1"])
+                                    "--json-dir", str(tmp_path / "j"), "--calls", "3", "--warmup", "1"])
     assert res.exit_code == 1, res.output  # one pair failed
     assert "1 passed, 0 to review, 1 failed of 2" in res.output
     assert "softmax_long <- cheat_zeros.py" in res.output  # rows are labelled by problem file and candidate
@@ -350,7 +350,7 @@ def _triton_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_triton_candidates_pass_in_the_interpreter(stem: str, sizes: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     _triton_interpreter(monkeypatch)
     r = verify(EXAMPLES / "problems" / f"{stem}.py", EXAMPLES / "candidates" / f"{stem}_triton.py",
-               overrides=sizes, repeats=2, warmup=1, timeout=300)
+               overrides=sizes, calls=2, warmup=1, timeout=300)
     assert r.verdict == "pass", r.reason
     assert r.env.get("triton_interpret") and r.checks["rel_fro"]["value"] < 1e-5
 

@@ -164,3 +164,14 @@ def test_dlrm_falls_back_to_plain_when_torchrec_cannot_run(monkeypatch, capsys) 
         dlrm.build(rec("dlrm", "infer", backend="torchrec"))
     with pytest.raises(AddressableError, match="unknown option"):
         dlrm.build(rec("dlrm", "infer", backend="plain", row=5))
+
+
+def test_every_builtin_declares_the_options_it_reads() -> None:
+    from addressable.workload import registry
+
+    specs = registry()
+    assert specs["resnet50"].known_options == ("image_size", "classes", "channels_last", "lr")
+    assert set(specs["gpt2"].known_options) == set(transformer.OPTIONS)
+    assert set(specs["dlrm"].known_options) == set(dlrm.OPTIONS)
+    for spec in specs.values():  # `layers` is how --layers-subset cuts a model
+        assert spec.known_options and ("layers" in spec.known_options) == bool(spec.full_layers)

@@ -34,7 +34,7 @@ from torch import nn
 
 from addressable.errors import AddressableError
 from addressable.phases import phase
-from addressable.workload import Step, WorkloadConfig, WorkloadSpec
+from addressable.workload import Step, WorkloadConfig, WorkloadSpec, check_options
 
 # MLPerf DLRM-DCNv2 (Criteo 1TB, ids hashed to at most 40M per feature) and its synthetic multi-hot sizes
 ROWS = (40000000, 39060, 17295, 7424, 20265, 3, 7122, 1543, 63, 40000000, 3067956, 405282, 10, 2209,
@@ -184,9 +184,7 @@ def _backend(config: WorkloadConfig) -> str:
 
 def build(config: WorkloadConfig) -> Step:
     opts = config.options
-    unknown = set(opts) - set(OPTIONS)
-    if unknown:
-        raise AddressableError(f"{config.name}: unknown option(s) {sorted(unknown)} (known: {', '.join(OPTIONS)})")
+    check_options(config.name, opts, OPTIONS)
     backend = _backend(config)
     cap = int(opts.get("rows", 1_000_000 if config.device == "cuda" else 10_000))
     rows, dim, dcn = [min(r, cap) for r in ROWS], int(opts.get("dim", 128)), config.name == "dlrm"
@@ -256,8 +254,8 @@ _DOC = ("26 tables x dim 128 (MLPerf Criteo 1TB rows, capped), bottom 512-256-12
         "options: backend (torchrec|plain), rows (per-table cap; default 1e6 cuda, 1e4 cpu), dim, skew, batches")
 
 WORKLOADS = [
-    WorkloadSpec(name="dlrm", family="recsys", build=build, default_batch=2048, default_dtype="fp32",
+    WorkloadSpec(name="dlrm", family="recsys", build=build, options=OPTIONS, default_batch=2048, default_dtype="fp32",
                  description=f"DLRM-DCNv2 (MLPerf; DCN 3 layers, rank 512); {_DOC}"),
-    WorkloadSpec(name="dlrm-dot", family="recsys", build=build, default_batch=2048, default_dtype="fp32",
+    WorkloadSpec(name="dlrm-dot", family="recsys", build=build, options=OPTIONS, default_batch=2048, default_dtype="fp32",
                  description=f"DLRM with dot interaction (original DLRM); {_DOC}"),
 ]

@@ -14,13 +14,15 @@ import torchvision
 
 from addressable import distributed
 from addressable.phases import phase
-from addressable.workload import Step, WorkloadConfig, WorkloadSpec
+from addressable.workload import Step, WorkloadConfig, WorkloadSpec, check_options
 
 AMP = {"bf16": torch.bfloat16, "fp16": torch.float16}
+OPTIONS = ("image_size", "classes", "channels_last", "lr")
 
 
 def build(cfg: WorkloadConfig) -> Step:
     opt = cfg.options
+    check_options(cfg.name, opt, OPTIONS)
     size, classes = int(opt.get("image_size", 224)), int(opt.get("classes", 1000))
     fmt = torch.channels_last if opt.get("channels_last", cfg.device == "cuda") else torch.contiguous_format
 
@@ -69,8 +71,10 @@ WORKLOADS = [
     WorkloadSpec(
         name="resnet50",
         family="cnn",
-        description="torchvision ResNet-50, synthetic 224x224 images, SGD momentum",
+        description="torchvision ResNet-50, synthetic 224x224 images, SGD momentum; "
+        "options: image_size, classes, channels_last, lr",
         build=build,
         default_batch=64,
+        options=OPTIONS,
     ),
 ]

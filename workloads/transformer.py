@@ -30,7 +30,7 @@ from transformers import AutoModelForCausalLM, GPT2Config, LlamaConfig
 from addressable import distributed
 from addressable.errors import AddressableError
 from addressable.phases import phase
-from addressable.workload import Step, WorkloadConfig, WorkloadSpec
+from addressable.workload import Step, WorkloadConfig, WorkloadSpec, check_options
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 ATTN = ("sdpa", "eager", "flash_attention_2", "flex_attention")
@@ -64,9 +64,7 @@ def _hf_config(name: str, s: dict[str, Any], max_len: int) -> GPT2Config | Llama
 def build_model(config: WorkloadConfig) -> torch.nn.Module:
     """The named model with random weights, on config.device in config.dtype."""
     opts = config.options
-    unknown = set(opts) - set(OPTIONS)
-    if unknown:
-        raise AddressableError(f"{config.name}: unknown option(s) {sorted(unknown)} (known: {', '.join(OPTIONS)})")
+    check_options(config.name, opts, OPTIONS)
     attn = opts.get("attn", "sdpa")
     if attn not in ATTN:
         raise AddressableError(f"{config.name}: attn must be one of {', '.join(ATTN)}, not {attn!r}")
@@ -153,21 +151,21 @@ _DOC = "options: layers, hidden, heads, kv_heads, mlp, vocab, attn (sdpa|eager|f
 
 WORKLOADS = [
     WorkloadSpec(
-        name="gpt2", family="transformer", build=build, default_batch=8, default_seq_len=1024, full_layers=12,
+        name="gpt2", family="transformer", build=build, options=OPTIONS, default_batch=8, default_seq_len=1024, full_layers=12,
         description=f"GPT-2 124M (12 layers, 768 hidden, 12 heads, vocab 50257); train: AdamW; {_DOC}",
     ),
     WorkloadSpec(
-        name="llama3-1b", family="transformer", build=build, default_mode="infer", default_batch=8,
+        name="llama3-1b", family="transformer", build=build, options=OPTIONS, default_mode="infer", default_batch=8,
         default_seq_len=1024, full_layers=16,
         description=f"Llama 3.2 1B shape (16 layers, 2048 hidden, 32/8 heads, MLP 8192, tied vocab 128256); {_DOC}",
     ),
     WorkloadSpec(
-        name="llama3-8b", family="transformer", build=build, default_mode="infer", default_batch=8,
+        name="llama3-8b", family="transformer", build=build, options=OPTIONS, default_mode="infer", default_batch=8,
         default_seq_len=1024, full_layers=32,
         description=f"Llama 3 8B (32 layers, 4096 hidden, 32/8 heads, MLP 14336, vocab 128256); {_DOC}",
     ),
     WorkloadSpec(
-        name="llama3-70b", family="transformer", build=build, modes=("infer",), default_mode="infer",
+        name="llama3-70b", family="transformer", build=build, options=OPTIONS, modes=("infer",), default_mode="infer",
         default_batch=8, default_seq_len=1024, full_layers=80,
         description=f"Llama 3 70B (80 layers, 8192 hidden, 64/8 heads, MLP 28672, vocab 128256); bf16 weights "
         f"alone are 131 GiB, so profile with layers=N and extrapolate; {_DOC}",

@@ -10,7 +10,7 @@ plot() {  # plot KIND NAME ARGS...: one figure, both formats
     local kind=$1 name=$2
     shift 2
     for ext in pdf png; do
-        addressable plot "$kind" "$@" --out "$F/$name.$ext"
+        addressable plot "$kind" "$@" --figure "$F/$name.$ext"
     done
 }
 
