@@ -125,9 +125,6 @@ from addressable.sandbox import (
     signal_reason,
 )
 
-__all__ = ["EXIT_CODES", "WINS_COLUMNS", "Thresholds", "VerifyResult", "format_result", "parse_overrides",
-           "run_verification", "verify", "verify_batch"]
-
 EXIT_CODES = {"pass": 0, "fail": 1, "review": 3}
 WINS_COLUMNS = ["target", "speedup", "verified", "source", "notes", "speedup_lo", "speedup_hi"]
 _POISON = (0xFF, 0x42)  # byte patterns: 0xFF is NaN in every float dtype, 0x42 a finite value
@@ -219,7 +216,7 @@ def _stream_checks(ref_model: Any, cand_model: Any, inputs: list) -> dict[str, d
     return stream_checks(ref, cand)
 
 
-def _review_flags(checks: dict[str, dict[str, Any]], timing: dict[str, Any], th: Thresholds) -> list[str]:
+def review_flags(checks: dict[str, dict[str, Any]], timing: dict[str, Any], th: Thresholds) -> list[str]:
     """Why a result whose checks all passed still needs a person's look (empty: it doesn't)."""
     flags = [f"{k} undecided ({_fmt(v['value'])})" for k, v in checks.items() if v["passed"] is None]
     if not timing:
@@ -366,7 +363,7 @@ def run_verification(spec: dict[str, Any], progress: Callable[[str], None] = lam
                   "speedup_lo": r25 / c75 if c75 > 0 else None, "speedup_hi": r75 / c25 if c25 > 0 else None,
                   "timing_runs": len(times["cand"])}
         result.update(timing)
-    flags = _review_flags(checks, timing, th)
+    flags = review_flags(checks, timing, th)
     if flags:
         result.update(verdict="review", reason="; ".join(flags))
     return result
