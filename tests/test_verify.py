@@ -559,7 +559,7 @@ def test_bubblewrap_contains_what_the_guard_cannot_see() -> None:
     """A write through libc passes the Python-level guard; bubblewrap's read-only filesystem stops it."""
     box = sandbox_available()
     if not box.sandboxed:
-        pytest.skip(f"real-sandbox assertions need bubblewrap here: {box.note}")
+        pytest.skip(f"real-sandbox assertions: bubblewrap is not installed or cannot run here ({box.note})")
     before = _git_status()
     r = verify(SOFTMAX, ZOO / "escape_ctypes.py", trials=2, calls=0, timeout=120, sandbox="required",
                overrides={"dim": 1000})
