@@ -67,13 +67,56 @@ def cpu_self_time(events: pd.DataFrame) -> pd.DataFrame:
 
 
 def classify_events(rows: pd.DataFrame, taxonomy: Taxonomy, basis: str) -> pd.DataFrame:
-    """Add `category` and `class` columns to work rows (each unique name classified once)."""
-    kind = "kernel" if basis == BASIS_GPU else "cpu_op"
+    """Add `category` and `class` columns to work rows (each unique name classified once).
+
+    GPU rows also get `signal` (name, launch_op or none) and `op_category`: a kernel that no
+    kernel rule claims takes the category of the CPU op that launched it (launch_op_rules).
+    """
     out = rows.copy()
-    out["category"] = taxonomy.classify(out["name"].astype("string"), kind).astype("category").values
+    if basis == BASIS_GPU:
+        signals = taxonomy.classify_kernels(out["name"], out.get("op"))
+        for col in ("category", "op_category"):
+            out[col] = signals[col].cat.remove_unused_categories().array
+        out["signal"] = signals["signal"].array
+    else:
+        out["category"] = taxonomy.classify(out["name"].astype("string"), "cpu_op").astype("category").values
     classes = {c: taxonomy.class_of(c) for c in out["category"].cat.categories}
     out["class"] = out["category"].map(classes).astype("category")
     return out
+
+
+def signal_summary(rows: pd.DataFrame, taxonomy: Taxonomy) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Time each signal classified, and the kernels whose name and launching op disagree on the class.
+
+    Returns (signals: signal, time_us, count, share; disagreements: name, op, category, class,
+    op_category, op_class, time_us, count), from rows that `classify_events` gave a `signal`.
+    """
+    total = float(rows["dur"].sum())
+    signals = (rows.groupby("signal", observed=False)["dur"].agg(time_us="sum", count="size")
+               .reset_index())
+    signals["signal"] = signals["signal"].astype(str)
+    signals["share"] = signals["time_us"] / total if total else 0.0
+    named = rows[(rows["signal"] == "name") & (rows["op_category"] != UNCLASSIFIED)]
+    op_class = named["op_category"].astype(str).map(taxonomy.class_of)
+    differ = named[op_class.to_numpy() != named["class"].astype(str).to_numpy()]
+    dis = (differ.groupby(["name", "op", "category", "op_category"], observed=True, sort=False)["dur"]
+           .agg(time_us="sum", count="size").reset_index())
+    for col in ("name", "op", "category", "op_category"):
+        dis[col] = dis[col].astype(str)
+    dis["class"] = dis["category"].map(taxonomy.class_of)
+    dis["op_class"] = dis["op_category"].map(taxonomy.class_of)
+    dis = dis.sort_values("time_us", ascending=False).reset_index(drop=True)
+    return signals, dis[["name", "op", "category", "class", "op_category", "op_class", "time_us", "count"]]
+
+
+def unclassified_kernels(rows: pd.DataFrame) -> pd.DataFrame:
+    """Unclassified work by name and launching op: name, op, time_us, count (most time first)."""
+    un = rows[rows["category"] == UNCLASSIFIED]
+    op = un["op"].astype(object).fillna("") if "op" in un else pd.Series("", index=un.index)
+    out = (un.assign(op=op.astype(str)).groupby(["name", "op"], observed=True, sort=False)["dur"]
+           .agg(time_us="sum", count="size").reset_index())
+    out["name"] = out["name"].astype(str)
+    return out.sort_values("time_us", ascending=False).reset_index(drop=True)
 
 
 @dataclass
@@ -89,6 +132,9 @@ class Breakdown:
     source: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
     timeline: TimelineResult | None = None  # overlap-aware accounting (docs/accounting.md)
+    signals: pd.DataFrame | None = None  # signal, time_us, count, share (GPU traces)
+    disagreements: pd.DataFrame | None = None  # kernels whose name and launching op disagree on the class
+    unclassified: pd.DataFrame | None = None  # name, op, time_us, count of unclassified work
 
     def time_of(self, cls: str) -> float:
         """Total work time (µs) of the categories of one class."""
@@ -140,7 +186,9 @@ class Breakdown:
         return k.nlargest(n, "time_us").reset_index(drop=True)
 
     def top_unclassified(self, n: int = 10) -> pd.DataFrame:
-        """The n unclassified kernels with the most time."""
+        """The n unclassified kernels with the most time (with their launching op, when known)."""
+        if self.unclassified is not None:
+            return self.unclassified.head(n).reset_index(drop=True)
         return self.top_kernels(UNCLASSIFIED, n)
 
     def to_dict(self, top: int = 10) -> dict[str, Any]:
@@ -157,7 +205,8 @@ class Breakdown:
             "communication_time_us": self.communication_time_us,
             "n_steps": self.n_steps,
             "categories": records(cats),
-            "top_unclassified": records(self.top_unclassified(top)[["name", "time_us", "count"]]),
+            "top_unclassified": records(self.top_unclassified(top).drop(columns=["category", "class", "share"],
+                                                                        errors="ignore")),
             "top_kernels": {
                 c: records(self.top_kernels(c, 3)[["name", "time_us", "count"]])
                 for c in self.categories["category"]
@@ -165,6 +214,12 @@ class Breakdown:
         }
         if self.phases is not None and not self.phases.empty:
             out["phases"] = phase_summary(self.phases)
+        if self.signals is not None:
+            out["signals"] = {r["signal"]: {"time_us": r["time_us"], "share": r["share"], "count": r["count"]}
+                              for r in records(self.signals)}
+        if self.disagreements is not None:
+            out["n_disagreements"] = len(self.disagreements)
+            out["disagreements"] = records(self.disagreements.head(top))
         if self.timeline is not None:
             out.update(self.timeline.to_dict())
         out.update(self.extra)
@@ -243,8 +298,10 @@ def breakdown_of_trace(trace: Trace, taxonomy: Taxonomy | None = None) -> Breakd
     when = launch_times(ev, classified) if basis == BASIS_GPU else None
     b = breakdown_from_classified(classified, basis, taxonomy, trace.n_steps or None,
                                   trace.path, ev[ev["kind"] == "cpu_annotation"], when)
+    b.unclassified = unclassified_kernels(classified)
     if basis == BASIS_GPU:  # self times of nested CPU ops are not intervals on a timeline
         b.timeline = timeline_accounting(classified)
+        b.signals, b.disagreements = signal_summary(classified, taxonomy)
     return b
 
 

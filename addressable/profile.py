@@ -29,7 +29,7 @@ import torch
 import yaml
 
 from addressable import distributed
-from addressable.atomic import atomic_dir, write_text
+from addressable.atomic import atomic_dir, free_path, write_text
 from addressable.breakdown import BASIS_GPU, Breakdown, breakdown_of_trace
 from addressable.errors import AddressableError
 from addressable.quiet import quiet_profiler
@@ -148,6 +148,21 @@ def run_name(config: WorkloadConfig, layers_subset: tuple[int, int] | None = Non
     if layers_subset:
         parts.append(f"extrap{layers_subset[0]}-{layers_subset[1]}")
     return "-".join(str(p).replace(os.sep, "_").replace(" ", "") for p in parts)
+
+
+def run_folder(config: WorkloadConfig, out: str | Path = "outputs", name: str | None = None,
+               layers_subset: tuple[int, int] | None = None, world: int = 1, force: bool = False,
+               progress: Callable[[str], None] | None = None) -> Path:
+    """The run folder `out/NAME`: an existing one is replaced only with `force`, else NAME-2, NAME-3, ... is used."""
+    if name is None:
+        name = f"{run_name(config)}-np{world}" if world > 1 else run_name(config, layers_subset)
+    folder = Path(out) / name
+    if force:
+        return folder
+    free = free_path(folder)
+    if free != folder and progress:
+        progress(f"{folder} exists: writing {free} (--force replaces it)")
+    return free
 
 
 # --------------------------------------------------------------------------- measuring
@@ -484,10 +499,11 @@ def profile_workload(config: WorkloadConfig, warmup: int | None = None, steps: i
                      profile_steps: int | None = None, name: str | None = None,
                      layers_subset: tuple[int, int] | None = None, adapters: tuple[str, ...] = (),
                      taxonomy: Taxonomy | str | Path | None = None, argv: list[str] | None = None,
-                     progress: Callable[[str], None] | None = None) -> ProfileResult:
+                     progress: Callable[[str], None] | None = None, force: bool = False) -> ProfileResult:
     """Measure one workload and write its run folder `out/<name>` atomically.
 
-    Step counts left None take the device's defaults (GPU_DEFAULTS / CPU_DEFAULTS). With
+    Step counts left None take the device's defaults (GPU_DEFAULTS / CPU_DEFAULTS). An existing
+    run folder of the same name is kept (the run goes to NAME-2, ...) unless `force`. With
     `layers_subset=(L1, L2)` the model is measured at both depths (options["layers"]) and
     every category's time per step is extrapolated linearly to the workload's full_layers;
     the two measured depths are kept as sub-runs layers<L>/ of the run folder. Under torchrun
@@ -517,9 +533,9 @@ def profile_workload(config: WorkloadConfig, warmup: int | None = None, steps: i
     if world > 1:  # one of several torchrun processes: see addressable.distributed
         if layers_subset:
             raise AddressableError("--layers-subset cannot be combined with several processes (--nproc)")
-        folder = Path(out) / (name or f"{run_name(config)}-np{world}")
+        folder = run_folder(config, out, name, world=world, force=True)  # the launcher chose a free name
         return distributed.profile_ranks(spec, config, m, folder, tax, argv, progress)
-    folder = Path(out) / (name or run_name(config, layers_subset))
+    folder = run_folder(config, out, name, layers_subset, force=force, progress=progress)
     man = manifest(config, m, argv)
 
     with atomic_dir(folder) as tmp, _memory_errors(config), _cudnn_benchmark(config.device == "cuda"):

@@ -1,10 +1,15 @@
 """Stage 1: a Kineto trace file -> an events table (one row per GPU kernel, annotation, CPU op).
 
 The file is streamed: a second thread reads (and un-gzips: zlib drops the GIL) blocks of
-text while this one cuts each block at the last event boundary, parses it with orjson and
-keeps only the rows and fields that trace_format.yaml names, as numpy columns. So a
-multi-GB trace is never held as Python objects all at once, and peak memory is the events
-table plus a few blocks.
+text while this one cuts each block at the last event boundary, parses it and keeps only the
+rows and fields that trace_format.yaml names, as numpy columns. So a multi-GB trace is never
+held as Python objects all at once, and peak memory is the events table plus a few blocks.
+
+Blocks are decoded against a schema built from trace_format.yaml (msgspec, when installed): the
+JSON is still checked in full, but only the named fields of each event become Python objects;
+every other field (kernel launch sizes, shapes, stacks ...) is skipped in C. A block that does
+not fit the schema (an event that is not an object, say) is parsed with orjson instead, which
+also gives the error messages.
 """
 
 from __future__ import annotations
@@ -25,6 +30,11 @@ import numpy as np
 import orjson
 import pandas as pd
 import yaml
+
+try:
+    import msgspec
+except ImportError:  # the schema decoder is an optional speed-up; orjson parses every block then
+    msgspec = None
 
 from addressable.errors import AddressableError
 
@@ -203,15 +213,21 @@ _ASCII = bytes(range(128))
 _CONTINUATION = [bytes([b]) for b in range(0x80, 0xC0)]
 
 
-def _cut(buf: bytes, path: Path, offset: int, limit: int) -> tuple[list | None, bytes]:
+def _cut(buf: bytes, path: Path, offset: int, limit: int, typed: Any = None) -> tuple[list | None, bytes]:
     """Parse the complete events at the front of buf; return them and the unparsed rest.
 
     A split at a false boundary (inside a string or a nested object) fails only at the very
-    end of what is parsed; an error before that is bad JSON whatever the split.
+    end of what is parsed; an error before that is bad JSON whatever the split. With `typed`
+    (a msgspec decoder of the event schema), a block that decodes is returned as schema objects.
     """
     doc, error = b"", None
     for end, nxt in _boundaries(buf):
         doc = b"[" + buf[:end] + b"]"
+        if typed is not None:
+            try:
+                return typed.decode(doc), buf[nxt:]
+            except msgspec.DecodeError:  # bad JSON, a false boundary, or not the schema: orjson decides
+                pass
         try:
             return orjson.loads(doc), buf[nxt:]
         except orjson.JSONDecodeError as e:
@@ -227,8 +243,9 @@ _START = re.compile(rb'"(?:%s)"\s*:\s*\[')
 _SPACE = re.compile(rb"\s*")
 
 
-def _iter_parsed(path: str | Path, chunk_bytes: int) -> Iterator[list | dict]:
-    """Yield lists of parsed events (anything JSON), then one dict of top-level metadata."""
+def _iter_parsed(path: str | Path, chunk_bytes: int, typed: Any = None) -> Iterator[list | dict]:
+    """Yield lists of parsed events (anything JSON; schema objects where `typed` decodes a block),
+    then one dict of top-level metadata."""
     path = Path(path)
     if not path.is_file():
         raise AddressableError(f"no such trace file: {path}")
@@ -269,7 +286,7 @@ def _iter_parsed(path: str | Path, chunk_bytes: int) -> Iterator[list | dict]:
         limit = max(4 * chunk_bytes, 64 << 20)
         for data in blocks:
             buf += data
-            events, rest = _cut(buf, path, offset, limit)
+            events, rest = _cut(buf, path, offset, limit, typed)
             if events is not None:
                 offset += len(buf) - len(rest)
                 buf = rest
@@ -312,6 +329,9 @@ class _Format:
     columns: list[str]
     parents: tuple[str, ...]
     extract: Callable[[list, frozenset, str, dict], list[tuple]]
+    decoder: Any = None  # msgspec decoder of a list of events with just the named fields (None without msgspec)
+    event_type: type | None = None
+    extract_typed: Callable[[list, frozenset, str], list[tuple]] | None = None
 
 
 @cache
@@ -339,8 +359,39 @@ def _compiled_format() -> _Format:
            f" if e.get('cat') in keep and e.get('ph') == X{loops}]\n")
     scope: dict[str, Any] = {}
     exec(compile(src, "<trace_format extractor>", "exec"), scope)
-    return _Format(frozenset(kind_of_cat) | step_cats, kind_of_cat, step_cats, re.compile(fmt["step_pattern"]),
-                   fmt["complete_phase"], list(fmt["columns"]), tuple(parents), scope["extract"])
+    out = _Format(frozenset(kind_of_cat) | step_cats, kind_of_cat, step_cats, re.compile(fmt["step_pattern"]),
+                  fmt["complete_phase"], list(fmt["columns"]), tuple(parents), scope["extract"])
+    if msgspec is not None:
+        _add_schema(out, list(fmt["columns"].values()))
+    return out
+
+
+def _add_schema(fmt: _Format, keys: list[str]) -> None:
+    """The msgspec schema of one event (the named fields only, any JSON value each; a parent object
+    such as args as a nested schema, or any non-object value) and an extractor over it."""
+    top = list(dict.fromkeys(["ph", "cat", *(k for k in keys if "." not in k)]))
+    children: dict[str, list[str]] = {p: [] for p in fmt.parents}
+    for k in keys:
+        parent, dot, child = k.partition(".")
+        if dot:
+            children[parent].append(child)
+    scalar = str | int | float | bool | list | None
+    fields = [(f"f{i}", Any, msgspec.field(default=None, name=k)) for i, k in enumerate(top)]
+    getters = {k: f"e.f{i}" for i, k in enumerate(top)}
+    loops, scope = [], {}
+    for i, parent in enumerate(fmt.parents):
+        sub = msgspec.defstruct(f"Parent{i}", [(f"c{j}", Any, msgspec.field(default=None, name=c))
+                                              for j, c in enumerate(children[parent])])
+        fields.append((f"p{i}", sub | scalar, msgspec.field(default=None, name=parent)))
+        scope[f"P{i}"], scope[f"E{i}"] = sub, sub()
+        loops.append(f" for a{i} in (e.p{i} if type(e.p{i}) is P{i} else E{i},)")
+        getters.update({f"{parent}.{c}": f"a{i}.c{j}" for j, c in enumerate(children[parent])})
+    event = msgspec.defstruct("Event", fields)
+    src = (f"def extract(events, keep, X):\n"
+           f"    return [({', '.join(getters[k] for k in keys)},) for e in events"
+           f" if e.f1 in keep and e.f0 == X{''.join(loops)}]\n")
+    exec(compile(src, "<trace_format schema extractor>", "exec"), scope)
+    fmt.decoder, fmt.event_type, fmt.extract_typed = msgspec.json.Decoder(list[event]), event, scope["extract"]
 
 
 _EMPTY: dict = {}
@@ -440,10 +491,16 @@ class _Columns:
     def add(self, events: list) -> None:
         self.n_events += len(events)
         fmt = self.fmt
-        try:
-            rows = fmt.extract(events, fmt.keep, fmt.phase, _EMPTY)
-        except (AttributeError, TypeError):  # a non-dict event, a list as "cat", a string as "args" ...
-            rows = fmt.extract(_sanitize(events, fmt.parents), fmt.keep, fmt.phase, _EMPTY)
+        if events and type(events[0]) is fmt.event_type:
+            try:
+                rows = fmt.extract_typed(events, fmt.keep, fmt.phase)
+            except TypeError:  # an unhashable category (a list)
+                rows = fmt.extract_typed([e for e in events if type(e.f1) is str], fmt.keep, fmt.phase)
+        else:
+            try:
+                rows = fmt.extract(events, fmt.keep, fmt.phase, _EMPTY)
+            except (AttributeError, TypeError):  # a non-dict event, a list as "cat", a string as "args" ...
+                rows = fmt.extract(_sanitize(events, fmt.parents), fmt.keep, fmt.phase, _EMPTY)
         if not rows:
             return
         for col, values in zip(fmt.columns, zip(*rows, strict=True), strict=True):
@@ -506,13 +563,16 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def load_trace(path: str | Path, chunk_bytes: int = CHUNK_BYTES) -> Trace:
-    """Load a trace file (.json or .json.gz) into a Trace with a typed events table."""
+def load_trace(path: str | Path, chunk_bytes: int = CHUNK_BYTES, schema: bool = True) -> Trace:
+    """Load a trace file (.json or .json.gz) into a Trace with a typed events table.
+
+    schema=False parses every block with orjson (whole events) instead of the trace_format schema.
+    """
     fmt = _compiled_format()
     columns = _Columns(fmt)
     metadata: dict[str, Any] = {}
     with _gc_paused():
-        for chunk in _iter_parsed(path, chunk_bytes):
+        for chunk in _iter_parsed(path, chunk_bytes, fmt.decoder if schema else None):
             if isinstance(chunk, dict):
                 metadata = chunk
             else:

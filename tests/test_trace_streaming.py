@@ -55,8 +55,8 @@ def whole(traces: dict[str, Path]) -> dict[str, tuple[pd.DataFrame, Breakdown]]:
     return {k: _load(p, WHOLE, tax) for k, p in traces.items()}
 
 
-def _load(path: Path, chunk_bytes: int, tax=None) -> tuple[pd.DataFrame, Breakdown]:
-    t = load_trace(path, chunk_bytes=chunk_bytes)
+def _load(path: Path, chunk_bytes: int, tax=None, schema: bool = True) -> tuple[pd.DataFrame, Breakdown]:
+    t = load_trace(path, chunk_bytes=chunk_bytes, schema=schema)
     return t.events, breakdown_of_trace(t, tax or load_taxonomy())
 
 
@@ -95,3 +95,31 @@ def test_iter_event_chunks_in_pieces(traces, chunk_bytes: int) -> None:
     assert len(pieces) > 10
     assert [e for p in pieces for e in p] == doc["traceEvents"]
     assert meta == {k: v for k, v in doc.items() if k != "traceEvents"}
+
+
+@pytest.mark.parametrize("name", ["kineto_gz", "tricky"])
+def test_schema_decoding_equals_orjson(traces, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocks decoded against the trace_format schema (msgspec) give the table that orjson's give."""
+    calls = []
+    loads = orjson.loads
+    monkeypatch.setattr(orjson, "loads", lambda doc: calls.append(len(doc)) or loads(doc))
+    typed = _load(traces[name], 4 << 10)
+    n_typed = len(calls)
+    _assert_same(typed, _load(traces[name], 4 << 10, schema=False))
+    if name == "kineto_gz":  # newline boundaries: every block but the head and tail skips orjson
+        assert n_typed <= 3 < len(calls) - n_typed
+
+
+def test_schema_decoding_odd_values(tmp_path: Path) -> None:
+    """Odd but valid values (a list as category or name, a string as args, a non-object event) in
+    Kineto's layout: the schema path and the orjson path agree."""
+    synth = _synth()
+    doc = orjson.loads(synth.write_trace(tmp_path / "s.json", 1500, kernels_per_step=100).path.read_bytes())
+    ev = doc["traceEvents"]
+    ev[3] = {**ev[3], "args": "not an object"}
+    ev[5] = {**ev[5], "cat": ["kernel"]}
+    ev[7] = {**ev[7], "name": ["a", "list"], "dur": "12"}
+    ev[600] = 42  # a block that does not fit the schema: orjson parses it
+    path = tmp_path / "odd.json"
+    path.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+    _assert_same(_load(path, 4 << 10), _load(path, 4 << 10, schema=False))
