@@ -148,7 +148,7 @@ def taxonomy(file: Path | None) -> None:
 @main.command()
 @click.option("--speedups", required=True, type=click.Path(path_type=Path),
               help="wins.csv (target, speedup[, verified, source, notes, speedup_lo, speedup_hi]) "
-                   "or a KernelBench-style results JSON.")
+                   "or a JSON of speedups ({problem: {speedup, correct}} or a list of such records).")
 @click.option("--runs", "run_dirs", multiple=True, type=click.Path(path_type=Path),
               help="Run folder (or a folder of runs); repeatable. Default: every run under outputs/.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
