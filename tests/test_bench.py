@@ -266,7 +266,7 @@ def test_cli_bench_time_cpu(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "unknown bench problem" in res.output
 
 
-@pytest.mark.parametrize("script", ["bench_baselines.sh", "bench_candidates.sh"])
+@pytest.mark.parametrize("script", ["bench_baselines.sh", "bench_candidates.sh", "verify_adversarial.sh"])
 def test_gpu_scripts_parse(script: str) -> None:
     path = ROOT / "gpu" / script
     assert subprocess.run(["bash", "-n", str(path)], capture_output=True).returncode == 0

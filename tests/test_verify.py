@@ -600,3 +600,55 @@ def test_sandbox_required_refuses_without_bubblewrap_and_auto_says_so(monkeypatc
     assert "--sandbox required refuses" in res.stderr
     with pytest.raises(AddressableError, match="--sandbox must be one of"):
         sandbox.choose("maybe")
+
+
+# ---------------------------------------------------------------- KernelBench-style adversarial kernels
+
+MATMUL = ZOO / "matmul.py"
+
+
+@pytest.mark.parametrize(("candidate", "named"), [
+    ("cheat_zero_out", {"rel_fro", "written"}),  # KernelBench's zero_out idea
+    ("cheat_result_reuse", {"sentinel"}),         # KernelBench's result_reuse idea
+])
+def test_kernelbench_adversarial_ideas_fail_by_name(candidate: str, named: set[str]) -> None:
+    r = verify(MATMUL, ZOO / f"{candidate}.py", overrides={"N": 64}, **FAST)
+    assert r.verdict == "fail" and r.exit_code == 1 and named <= _failed(r), r.reason
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("candidate", "named"), [
+    ("cheat_side_stream", "stream_escape"),   # torch.cuda.Stream() without wait_stream
+    ("cheat_stream_ext", "stream_escape"),    # C++: cudaStreamCreateWithFlags(..., cudaStreamNonBlocking)
+    ("cheat_zero_out", "rel_fro"),
+    ("cheat_result_reuse", "sentinel"),
+])
+def test_adversarial_kernels_fail_by_name_on_the_gpu(candidate: str, named: str) -> None:
+    r = verify(MATMUL, ZOO / f"{candidate}.py", device="cuda", overrides={"N": 2048}, calls=10, timeout=300)
+    assert r.verdict == "fail" and r.exit_code == 1 and named in _failed(r), r.reason
+    assert r.speedup is None
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("candidate", ["honest_matmul", "honest_side_stream"])
+def test_honest_candidates_pass_the_stream_checks_on_the_gpu(candidate: str) -> None:
+    r = verify(MATMUL, ZOO / f"{candidate}.py", device="cuda", overrides={"N": 2048}, calls=20, timeout=300)
+    assert r.checks["stream_escape"]["passed"] is True and r.checks["gpu_work"]["passed"] is True
+    assert r.verdict == "pass" and 0.5 < r.speedup < 2.0, r.reason
+
+
+@pytest.mark.gpu
+def test_device_sync_timing_counts_side_stream_work() -> None:
+    """The old timing (end event on the current stream) times the side-stream cheat's launch; the new one its product."""
+    from addressable.harness import time_calls
+
+    a, b = torch.randn(4096, 4096, device="cuda"), torch.randn(4096, 4096, device="cuda")
+    cheat = load_module(ZOO / "cheat_side_stream.py").ModelNew()
+    honest = load_module(ZOO / "honest_matmul.py").ModelNew()
+    med = {}
+    for sync in (False, True):
+        t = time_calls({"honest": honest, "cheat": cheat}, [a, b], "cuda", 20, 3, 5.0, device_sync=sync)
+        med[sync] = {k: sorted(v)[len(v) // 2] for k, v in t.items()}
+    assert med[False]["honest"] / med[False]["cheat"] > 3  # the old timing is fooled
+    assert 0.7 < med[True]["honest"] / med[True]["cheat"] < 1.4  # the new one is not
+    assert 0.8 < med[True]["honest"] / med[False]["honest"] < 1.25  # and honest timings do not move
