@@ -29,6 +29,17 @@ def write_breakdown(b: Breakdown, out: str | Path, extra: dict | None = None) ->
     return out
 
 
+def write_run(folder: str | Path, b: Breakdown, keys: dict[str, Any], steps: pd.DataFrame,
+              manifest: dict[str, Any]) -> Path:
+    """Write a profiled run folder's files: breakdown.json (with the run keys), categories.csv,
+    kernels.csv, steps.csv and manifest.json (each atomically)."""
+    folder = Path(folder)
+    write_breakdown(b, folder, extra=keys)
+    write_text(folder / "steps.csv", steps.to_csv(index=False))
+    write_text(folder / "manifest.json", json.dumps(manifest, indent=2, default=str) + "\n")
+    return folder
+
+
 @dataclass
 class Run:
     """One run folder read back: breakdown.json's keys, its category and kernel tables, its manifest."""
