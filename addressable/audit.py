@@ -25,6 +25,7 @@ from typing import Any
 
 import pandas as pd
 
+from addressable.device import resolve_device
 from addressable.errors import AddressableError
 from addressable.harness import (
     as_outputs,
@@ -34,7 +35,6 @@ from addressable.harness import (
     one_line,
     overrides_for,
     problem_names,
-    resolve_device,
     seed_all,
 )
 from addressable.jsonutil import to_jsonable

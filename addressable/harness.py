@@ -1,6 +1,7 @@
 """The verification harness: loading problem files, seeding, inputs, device and timing.
 
-Public building blocks shared by `verify` (the runner), `audit` and DLRM-Bench (`bench time`).
+Public building blocks shared by `verify` (the runner), `audit` and DLRM-Bench (`bench time`);
+the device comes from `addressable.device.resolve_device`.
 Problem files are KernelBench format (see `addressable.invariants` for the full format): module-level
 `Model`, `get_inputs()` and `get_init_inputs()`, and size constants that `--set NAME=VALUE` overrides.
 
@@ -159,19 +160,6 @@ def load_module(path: str | Path, overrides: dict[str, Any] | None = None) -> Mo
     for k, v in (overrides or {}).items():
         setattr(mod, k, v)
     return mod
-
-
-def resolve_device(device: str) -> str:
-    """"cuda" or "cpu" from "auto", "cuda" or "cpu"; refuses cuda without a CUDA GPU."""
-    import torch
-
-    if device not in ("auto", "cuda", "cpu"):
-        raise AddressableError(f"--device must be auto, cuda or cpu, got '{device}'")
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda" and not torch.cuda.is_available():
-        raise AddressableError("--device cuda was asked for but no CUDA GPU is available (use --device auto or cpu)")
-    return device
 
 
 # ---------------------------------------------------------------- inputs and outputs

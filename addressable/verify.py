@@ -84,6 +84,7 @@ from addressable.checks import (
     stream_checks,
     worse,
 )
+from addressable.device import resolve_device
 from addressable.errors import AddressableError
 from addressable.harness import (
     DISTRIBUTIONS,
@@ -101,7 +102,6 @@ from addressable.harness import (
     parse_overrides,
     quartiles,
     readable,
-    resolve_device,
     seed_all,
     tensors,
     time_calls,

@@ -176,7 +176,8 @@ def baseline_times(names: list[str] | None = None, device: str = "cuda", small: 
     L2 flushed before each call on a GPU, work on every stream included)."""
     import torch
 
-    from addressable.harness import quartiles, resolve_device, time_calls
+    from addressable.device import resolve_device
+    from addressable.harness import quartiles, time_calls
 
     device = resolve_device(device)
     rows = []

@@ -10,7 +10,6 @@ only on the current stream times the launch, not the product. Built with load_in
 import glob
 import os
 import sys
-from pathlib import Path
 
 import torch
 from torch import nn
