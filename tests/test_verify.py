@@ -204,7 +204,8 @@ def test_timing_speedup_and_review_flag() -> None:
 
 
 def test_subprocess_pass_reports_timing() -> None:
-    r = verify(SOFTMAX, ZOO / "honest_torch.py", calls=3, warmup=1, timeout=120)
+    r = verify(SOFTMAX, ZOO / "honest_torch.py", calls=3, warmup=1, timeout=120,
+               thresholds=Thresholds(review_speedup=1e9))  # a loaded CPU can make any ratio
     assert _passed_or_noisy(r.verdict, r.reason), r.reason
     assert r.ref_ms > 0 and r.candidate_ms > 0 and r.speedup > 0 and r.env["device"] == "cpu"
 
@@ -300,7 +301,7 @@ def test_verify_batch_writes_wins_that_project_reads(tmp_path: Path) -> None:
 def test_cli_verify_json_and_exit_codes() -> None:
     runner = CliRunner()
     res = runner.invoke(main, ["verify", str(SOFTMAX), str(ZOO / "honest_torch.py"), "--json", "--calls", "3",
-                               "--warmup", "1", "--set", "dim=2000"])
+                               "--warmup", "1", "--set", "dim=2000", "--review-speedup", "1e9"])
     d = json.loads(res.output)
     assert res.exit_code == {"pass": 0, "review": 3}[d["verdict"]], res.output
     assert {"verdict", "checks", "speedup", "ref_ms", "candidate_ms", "reason"} <= set(d)
