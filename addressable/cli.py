@@ -132,6 +132,47 @@ def _classify_one(trace: Path, taxonomy: Path | None, classes: tuple[str, ...], 
 
 
 @main.command()
+@click.argument("source", type=click.Path(path_type=Path))
+@click.option("--gpu", help="Use this GPU's peaks from the table (H200, H100, A100, B200, MI300X). "
+              "Default: the run's calibrated peaks, else the GPU named in the trace.")
+@click.option("--peaks", "peaks_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="A peaks JSON written by `addressable calibrate --out`.")
+@click.option("--datasheet", is_flag=True, help="Datasheet peaks even where calibrated ones exist.")
+@click.option("--taxonomy", type=click.Path(dir_okay=False, path_type=Path), help="Rule file (default: packaged taxonomy.yaml).")
+@click.option("--json", "as_json", is_flag=True, help="Print the roofline JSON (breakdown.json's roofline key).")
+@click.option("--top", default=15, show_default=True, help="Kernels to list.")
+@_user_errors
+def roofline(source: Path, gpu: str | None, peaks_file: Path | None, datasheet: bool, taxonomy: Path | None,
+             as_json: bool, top: int) -> None:
+    """Headroom of every kernel of a TRACE or run folder against the roofline, and the roofline ceiling."""
+    from addressable.roofline import format_roofline, roofline_of_path
+
+    r = roofline_of_path(source, taxonomy, gpu=gpu, peaks=peaks_file, datasheet_only=datasheet)
+    click.echo(_json(r.to_dict(top)) if as_json else format_roofline(r, top))
+
+
+@main.command()
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the peaks JSON here.")
+@click.option("--json", "as_json", is_flag=True, help="Print the peaks as JSON.")
+@_user_errors
+def calibrate(out: Path | None, as_json: bool) -> None:
+    """Measure this GPU's copy and read-only bandwidth and dense matmul TFLOP/s (needs a CUDA GPU).
+
+    `addressable profile` stores the same measurement in each GPU run's manifest.json.
+    """
+    from addressable.atomic import write_text
+    from addressable.calibrate import measure_peaks
+    from addressable.roofline import format_peaks
+
+    p = measure_peaks()
+    if out:
+        write_text(out, _json(p.to_dict()) + "\n")
+    click.echo(_json(p.to_dict()) if as_json else format_peaks(p))
+    if out and not as_json:
+        click.echo(f"Wrote {out}")
+
+
+@main.command()
 @click.argument("file", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @_user_errors
 def taxonomy(file: Path | None) -> None:
@@ -150,20 +191,27 @@ def taxonomy(file: Path | None) -> None:
               help="wins.csv (target, speedup[, verified, source, notes, speedup_lo, speedup_hi]) "
                    "or a JSON of speedups ({problem: {speedup, correct}} or a list of such records).")
 @click.option("--runs", "run_dirs", multiple=True, type=click.Path(path_type=Path),
-              help="Run folder (or a folder of runs); repeatable. Default: every run under outputs/.")
+              help="Run folder (or a folder of runs), or a Kineto trace file; repeatable. "
+                   "Default: every run under outputs/.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 @click.option("--include-unverified", is_flag=True, help="Also use wins with verified=false.")
 @click.option("--combine", type=click.Choice(["best", "median"]), default="best", show_default=True,
               help="Several wins on one kernel group: the best speedup, or the median.")
 @click.option("--top", default=5, show_default=True, help="Wins to list per run (table only).")
+@click.option("--model", type=click.Choice(["replay", "amdahl"]), default="replay", show_default=True,
+              help="replay: replay the trace's timeline with the wins (Amdahl where there is no replayable "
+                   "trace); amdahl: Amdahl's law over the breakdown.")
+@click.option("--step-ms", type=float, help="Measured step time (ms) for the wall basis of a trace file "
+                                            "(default: its profiled ProfilerStep spans).")
 @_user_errors
 def project(speedups: Path, run_dirs: tuple[Path, ...], as_json: bool, include_unverified: bool,
-            combine: str, top: int) -> None:
+            combine: str, top: int, model: str, step_ms: float | None) -> None:
     """Project the end-to-end speedup that measured kernel speedups buy on each profiled run."""
     from addressable.project import format_projection, load_runs
     from addressable.project import project as project_runs
 
-    p = project_runs(load_runs(run_dirs), speedups, combine=combine, include_unverified=include_unverified)
+    p = project_runs(load_runs(run_dirs, step_ms), speedups, combine=combine, include_unverified=include_unverified,
+                     model=model)
     for w in p.warnings:
         click.echo(f"warning: {w}", err=True)
     click.echo(_json(p.to_dict()) if as_json else format_projection(p, top))
@@ -199,11 +247,14 @@ def workloads(adapters: tuple[str, ...]) -> None:
 @click.option("--nproc", type=int, help="Run in N processes under torchrun (DDP / FSDP2, one GPU each); "
               "writes rank<k>/ per rank and the aggregate.")
 @click.option("--force", is_flag=True, help="Replace a run folder of the same name (default: write NAME-2, NAME-3, ...).")
+@click.option("--budget", type=float, metavar="SECONDS",
+              help="About how long the repeats may take (default 60; inf: no limit): step counts not given "
+                   "are lowered to fit, from the warm-up step's time.")
 @_user_errors
 def profile(workload: str, mode: str | None, batch: int | None, seq_len: int | None, dtype: str | None,
             device: str, warmup: int | None, steps: int | None, profile_steps: int | None, repeats: int | None,
             out: Path, name: str | None, compile_: bool, adapters: tuple[str, ...], options: tuple[str, ...],
-            layers_subset: str | None, nproc: int | None, force: bool) -> None:
+            layers_subset: str | None, nproc: int | None, force: bool, budget: float | None) -> None:
     """Run WORKLOAD, profile it, and write a run folder with its addressable fraction."""
     from addressable import distributed
     from addressable import profile as prof
@@ -219,7 +270,7 @@ def profile(workload: str, mode: str | None, batch: int | None, seq_len: int | N
         sys.exit(distributed.launch(nproc, [*argv, "--name", folder.name]))
     res = prof.profile_workload(cfg, warmup, steps, repeats, out, profile_steps=profile_steps, name=name,
                                 layers_subset=subset, adapters=adapters, argv=sys.argv, progress=_progress,
-                                force=force)
+                                force=force, budget_s=budget)
     if distributed.rank() == 0:
         click.echo(prof.format_profile(res, device))
         if "distributed" in res.run:
@@ -254,8 +305,10 @@ def _command_argv(ctx: click.Context, skip: tuple[str, ...] = ()) -> list[str]:
 
 @main.command()
 @click.argument("kind")
+@click.argument("run_args", nargs=-1, type=click.Path(path_type=Path), metavar="[RUN]...")
 @click.option("--runs", "run_dirs", multiple=True, type=click.Path(path_type=Path),
-              help="Run folder (or a folder of runs); repeatable. Default: every run under outputs/.")
+              help="Run folder (or a folder of runs), or a Kineto trace file; repeatable. "
+                   "Default: every run under outputs/.")
 @click.option("--speedups", type=click.Path(path_type=Path), help="amdahl: overlay the projection of this wins.csv.")
 @click.option("--x", "x", metavar="KEY", help="sweep: the swept key (batch, seq_len or workload). Default: each that varies.")
 @click.option("--top", type=int, help="top-kernels: kernels per run (default 10).")
@@ -263,12 +316,13 @@ def _command_argv(ctx: click.Context, skip: tuple[str, ...] = ()) -> list[str]:
               help="Figure file, .pdf/.svg/.png. Default: outputs/figures/KIND.pdf.")
 @_renamed("--out", "--figure", "figure", click.Path(dir_okay=False, path_type=Path))
 @_user_errors
-def plot(kind: str, run_dirs: tuple[Path, ...], speedups: Path | None, x: str | None, top: int | None,
-         figure: Path | None) -> None:
-    """Draw a figure from run folders: KIND is breakdown, amdahl, sweep or top-kernels."""
+def plot(kind: str, run_args: tuple[Path, ...], run_dirs: tuple[Path, ...], speedups: Path | None, x: str | None,
+         top: int | None, figure: Path | None) -> None:
+    """Draw a figure from run folders (RUN arguments or --runs): KIND is breakdown, amdahl, sweep, top-kernels
+    or roofline."""
     from addressable.plot import plot_runs
 
-    path = plot_runs(kind, run_dirs or (Path("outputs"),), figure, speedups=speedups, x=x, n=top)
+    path = plot_runs(kind, (*run_args, *run_dirs) or (Path("outputs"),), figure, speedups=speedups, x=x, n=top)
     click.echo(f"Wrote {path}")
 
 
@@ -291,11 +345,13 @@ def plot(kind: str, run_dirs: tuple[Path, ...], speedups: Path | None, x: str | 
 @click.option("--layers-subset", metavar="L1,L2", help="Profile each value at L1 and L2 layers and extrapolate.")
 @click.option("--plot", "plot_out", type=click.Path(dir_okay=False, path_type=Path), help="Also draw the sweep figure to this .pdf/.svg/.png.")
 @click.option("--force", is_flag=True, help="Replace run folders of the same names (default: write NAME-2, ...).")
+@click.option("--budget", type=float, metavar="SECONDS",
+              help="About how long each value's repeats may take (default 60; see profile).")
 @_user_errors
 def sweep(workload: str | None, batch: str | None, seq_len: str | None, workloads: str | None, mode: str | None,
           dtype: str | None, device: str, warmup: int | None, steps: int | None, profile_steps: int | None,
           repeats: int | None, out: Path, compile_: bool, adapters: tuple[str, ...], options: tuple[str, ...],
-          layers_subset: str | None, plot_out: Path | None, force: bool) -> None:
+          layers_subset: str | None, plot_out: Path | None, force: bool, budget: float | None) -> None:
     """Profile WORKLOAD at each --batch or --seq-len value (or each of --workloads): one run folder per value."""
     from addressable import profile as prof
     from addressable import sweep as sw
@@ -305,7 +361,7 @@ def sweep(workload: str | None, batch: str | None, seq_len: str | None, workload
                   out=out, warmup=warmup, steps=steps, repeats=repeats, profile_steps=profile_steps,
                   options=prof.parse_options(options), compile=compile_, adapters=adapters,
                   layers_subset=prof.parse_layers_subset(layers_subset) if layers_subset else None,
-                  argv=sys.argv, progress=_progress, force=force)
+                  argv=sys.argv, progress=_progress, force=force, budget_s=budget)
     click.echo(sw.format_sweep(df))
     done = df.loc[df["error"].isna(), "run"].tolist()
     if plot_out and len(done) > 1:
@@ -478,8 +534,9 @@ def audit(problems_dir: Path, atol: float, rtol: float, device: str, overrides: 
 
     def show(done: int, total: int, stem: str) -> None:
         nonlocal bar
-        bar = bar or Progress(total, "audit")
-        bar.update(done, stem)
+        bar = bar or Progress(total, "audit", unit="problems")
+        if done:
+            bar.advance()
 
     try:
         df = run_audit(problems_dir, atol, rtol, device, parse_scoped_overrides(overrides), on_problem=show)

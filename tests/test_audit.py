@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import subprocess
 import sys
@@ -16,7 +15,6 @@ from addressable.audit import audit, audit_to_dict, format_audit
 from addressable.cli import main
 from addressable.errors import AddressableError
 from addressable.harness import parse_scoped_overrides
-from addressable.progress import Progress
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBLEMS = ROOT / "examples" / "problems"
@@ -207,22 +205,3 @@ def test_peak_memory_is_at_most_three_outputs(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code, str(folder)], capture_output=True, text=True, check=True)
     grew = int(out.stdout.split()[-1]) * 1024
     assert grew <= 3 * 4 * n, (grew / (4 * n), out.stderr)
-
-
-def test_progress_reports_done_total_and_eta() -> None:
-    buf = io.StringIO()
-    bar = Progress(4, "audit", stream=buf, enabled=True)
-    bar.update(0, "1_a")
-    bar.update(2, "3_c")
-    bar.close()
-    text = buf.getvalue()
-    assert "audit: 0/4 1_a" in text and "audit: 2/4 3_c" in text and "s left" in text
-    quiet = io.StringIO()
-    Progress(4, "audit", stream=quiet).update(1)  # not a terminal: silent
-    assert quiet.getvalue() == ""
-
-
-@pytest.mark.parametrize("args", [["audit", "/nonexistent/folder"], ["audit", str(ZOO), "--set", "oops"]])
-def test_cli_audit_bad_input(args: list[str]) -> None:
-    res = CliRunner().invoke(main, args)
-    assert res.exit_code == 2 and res.output.startswith("error: ") and res.output.count("\n") == 1

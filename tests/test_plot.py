@@ -45,7 +45,8 @@ def runs() -> list:
 
 @pytest.fixture(scope="module")
 def figures(runs: list) -> dict[str, Figure]:
-    figs = {kind: plot.make_figure(kind, [runs[-1]] if kind == "top-kernels" else runs) for kind in plot.PLOTS}
+    figs = {kind: plot.make_figure(kind, [runs[-1]] if kind in ("top-kernels", "roofline") else runs)
+            for kind in plot.PLOTS}
     figs["amdahl+wins"] = plot.plot_amdahl(runs, WINS)
     return figs
 
@@ -105,7 +106,7 @@ def test_save_figure_rejects_other_formats(tmp_path: Path, figures: dict) -> Non
         plot.save_figure(figures["breakdown"], tmp_path / "fig.jpg")
 
 
-@pytest.mark.parametrize("kind", ["breakdown", "amdahl", "sweep", "top-kernels", "amdahl+wins"])
+@pytest.mark.parametrize("kind", ["breakdown", "amdahl", "sweep", "top-kernels", "amdahl+wins", "roofline"])
 def test_no_text_overlaps_and_all_text_inside_figure(figures: dict, kind: str) -> None:
     fig = figures[kind]
     boxes = _boxes(fig)
@@ -481,7 +482,7 @@ def test_empty_set_of_runs_is_a_clear_error(kind: str) -> None:
 
 
 def test_unknown_kind_and_misplaced_options_are_errors(runs: list) -> None:
-    with pytest.raises(AddressableError, match=r"unknown plot kind 'pie' \(known: breakdown, amdahl, sweep, top-kernels\)"):
+    with pytest.raises(AddressableError, match=r"unknown plot kind 'pie' \(known: breakdown, amdahl, sweep, top-kernels, roofline\)"):
         plot.make_figure("pie", runs)
     with pytest.raises(AddressableError, match="--speedups does not apply to the breakdown plot"):
         plot.make_figure("breakdown", runs, speedups=WINS)
@@ -551,7 +552,7 @@ def test_cli_plot_each_kind(tmp_path: Path) -> None:
     runner = CliRunner()
     for kind in plot.PLOTS:
         out = tmp_path / f"{kind}.svg"
-        where = PLOT_RUNS / "resnet50-train-b64" if kind == "top-kernels" else PLOT_RUNS
+        where = PLOT_RUNS / "resnet50-train-b64" if kind in ("top-kernels", "roofline") else PLOT_RUNS
         res = runner.invoke(main, ["plot", kind, "--runs", str(where), "--figure", str(out)])
         assert res.exit_code == 0, res.output
         assert out.is_file() and f"Wrote {out}" in res.output
