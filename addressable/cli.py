@@ -132,6 +132,26 @@ def _classify_one(trace: Path, taxonomy: Path | None, classes: tuple[str, ...], 
 
 
 @main.command()
+@click.argument("source", type=click.Path(exists=False, path_type=Path))
+@click.option("--by", type=click.Choice(["name", "class"]), default="name", show_default=True,
+              help="One row per module (qualified name) or per module class.")
+@click.option("--top", default=15, show_default=True, help="Rows to list.")
+@click.option("--json", "as_json", is_flag=True, help="Print the `modules` object of breakdown.json instead.")
+@_user_errors
+def modules(source: Path, by: str, top: int, as_json: bool) -> None:
+    """Which nn.Module owns the time of a run folder or trace SOURCE, and the top fusion candidates."""
+    from addressable.modules import format_modules
+    from addressable.runs import load_modules
+
+    if not source.exists():
+        raise AddressableError(f"no such run folder or trace: {source}")
+    mb = load_modules(source)
+    if not mb.has_scopes:
+        raise AddressableError(f"{source}: {mb.note}")
+    click.echo(_json(mb.to_dict(top)) if as_json else format_modules(mb, by, top))
+
+
+@main.command()
 @click.argument("source", type=click.Path(path_type=Path))
 @click.option("--gpu", help="Use this GPU's peaks from the table (H200, H100, A100, B200, MI300X). "
               "Default: the run's calibrated peaks, else the GPU named in the trace.")
@@ -311,15 +331,15 @@ def _command_argv(ctx: click.Context, skip: tuple[str, ...] = ()) -> list[str]:
                    "Default: every run under outputs/.")
 @click.option("--speedups", type=click.Path(path_type=Path), help="amdahl: overlay the projection of this wins.csv.")
 @click.option("--x", "x", metavar="KEY", help="sweep: the swept key (batch, seq_len or workload). Default: each that varies.")
-@click.option("--top", type=int, help="top-kernels: kernels per run (default 10).")
+@click.option("--top", type=int, help="top-kernels, modules: kernels or module classes shown (default 10).")
 @click.option("--figure", type=click.Path(dir_okay=False, path_type=Path),
               help="Figure file, .pdf/.svg/.png. Default: outputs/figures/KIND.pdf.")
 @_renamed("--out", "--figure", "figure", click.Path(dir_okay=False, path_type=Path))
 @_user_errors
 def plot(kind: str, run_args: tuple[Path, ...], run_dirs: tuple[Path, ...], speedups: Path | None, x: str | None,
          top: int | None, figure: Path | None) -> None:
-    """Draw a figure from run folders (RUN arguments or --runs): KIND is breakdown, amdahl, sweep, top-kernels
-    or roofline."""
+    """Draw a figure from run folders (RUN arguments or --runs): KIND is breakdown, amdahl, sweep, top-kernels,
+    roofline or modules."""
     from addressable.plot import plot_runs
 
     path = plot_runs(kind, (*run_args, *run_dirs) or (Path("outputs"),), figure, speedups=speedups, x=x, n=top)
