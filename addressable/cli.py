@@ -150,20 +150,27 @@ def taxonomy(file: Path | None) -> None:
               help="wins.csv (target, speedup[, verified, source, notes, speedup_lo, speedup_hi]) "
                    "or a KernelBench-style results JSON.")
 @click.option("--runs", "run_dirs", multiple=True, type=click.Path(path_type=Path),
-              help="Run folder (or a folder of runs); repeatable. Default: every run under outputs/.")
+              help="Run folder (or a folder of runs), or a Kineto trace file; repeatable. "
+                   "Default: every run under outputs/.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 @click.option("--include-unverified", is_flag=True, help="Also use wins with verified=false.")
 @click.option("--combine", type=click.Choice(["best", "median"]), default="best", show_default=True,
               help="Several wins on one kernel group: the best speedup, or the median.")
 @click.option("--top", default=5, show_default=True, help="Wins to list per run (table only).")
+@click.option("--model", type=click.Choice(["replay", "amdahl"]), default="replay", show_default=True,
+              help="replay: replay the trace's timeline with the wins (Amdahl where there is no replayable "
+                   "trace); amdahl: Amdahl's law over the breakdown.")
+@click.option("--step-ms", type=float, help="Measured step time (ms) for the wall basis of a trace file "
+                                            "(default: its profiled ProfilerStep spans).")
 @_user_errors
 def project(speedups: Path, run_dirs: tuple[Path, ...], as_json: bool, include_unverified: bool,
-            combine: str, top: int) -> None:
+            combine: str, top: int, model: str, step_ms: float | None) -> None:
     """Project the end-to-end speedup that measured kernel speedups buy on each profiled run."""
     from addressable.project import format_projection, load_runs
     from addressable.project import project as project_runs
 
-    p = project_runs(load_runs(run_dirs), speedups, combine=combine, include_unverified=include_unverified)
+    p = project_runs(load_runs(run_dirs, step_ms), speedups, combine=combine, include_unverified=include_unverified,
+                     model=model)
     for w in p.warnings:
         click.echo(f"warning: {w}", err=True)
     click.echo(_json(p.to_dict()) if as_json else format_projection(p, top))
@@ -258,7 +265,8 @@ def _command_argv(ctx: click.Context, skip: tuple[str, ...] = ()) -> list[str]:
 @main.command()
 @click.argument("kind")
 @click.option("--runs", "run_dirs", multiple=True, type=click.Path(path_type=Path),
-              help="Run folder (or a folder of runs); repeatable. Default: every run under outputs/.")
+              help="Run folder (or a folder of runs), or a Kineto trace file; repeatable. "
+                   "Default: every run under outputs/.")
 @click.option("--speedups", type=click.Path(path_type=Path), help="amdahl: overlay the projection of this wins.csv.")
 @click.option("--x", "x", metavar="KEY", help="sweep: the swept key (batch, seq_len or workload). Default: each that varies.")
 @click.option("--top", type=int, help="top-kernels: kernels per run (default 10).")

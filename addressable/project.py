@@ -32,6 +32,19 @@ Uncertainty: each projection is an interval [lo, hi]: lo is the smallest project
 repeats (and the all-steps breakdown) with every k at its speedup_lo, hi the largest with every k at
 its speedup_hi (speedup_lo/hi default to speedup). The interval always holds the point estimate.
 
+Replay (model "replay", the default when the run has its trace: trace.json.gz in the run folder, or
+rank*/trace.json.gz for a multi-GPU run, or a trace file given as the run): each group becomes a
+what-if on the dependency graph replay.py recovers from the trace (CPU runtime calls, GPU streams,
+launches, synchronizations, cross-stream waits), and the projected step is the replayed span, so
+launch-bound steps, removed launches (`kernels_after`) and overlapping streams are seen. The speedup is
+the ratio of replayed spans of the profiled steps; it is applied to the unprofiled step time
+(step_time_ms). Where that time was measured (a run folder, or --step-ms), the graph's CPU time is
+first scaled (`cpu_scale`) until the unmodified replay takes the unprofiled step time, which takes the
+profiler's own CPU overhead out; a trace without it is replayed as profiled (wall basis "profiled step"). A trace that cannot be replayed (no CPU runtime events; CUDA-graph launches) falls
+back to Amdahl and says why. `replay_residual` is (replayed span of the unmodified graph − profiled
+span) / profiled span. A group's `kernels_after` (wins.csv) replaces each of its calls (a run of
+consecutive group kernels on one stream) by that many kernels.
+
 Overlap: when breakdown.json has `exposed_category_time_us` and `streams_overlap: true`, shares use
 the exposed (non-overlapped) category times and the run's basis is "exposed"; otherwise "summed".
 Repeats use `exposed_category_time_per_step_us` when present, else their summed category times
@@ -56,10 +69,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from addressable import replay as replay_model
 from addressable import runs as run_files
+from addressable.breakdown import breakdown_of_trace
 from addressable.errors import AddressableError
 from addressable.jsonutil import to_jsonable
 from addressable.taxonomy import UNCLASSIFIED, Taxonomy, load_taxonomy, read_yaml
+from addressable.trace import Trace, load_trace
 
 KERNELBENCH_MAP = Path(__file__).with_name("kernelbench_map.yaml")
 PROBLEM_DIRS = (Path(__file__).parent / "bench" / "problems",)
@@ -67,7 +83,9 @@ DEFAULT_RUNS_ROOT = Path("outputs")
 COMBINE = ("best", "median")
 REGEX_PREFIX = "re:"
 REQUIRED_COLUMNS = ("target", "speedup")
-OPTIONAL_COLUMNS = ("verified", "source", "notes", "speedup_lo", "speedup_hi")
+OPTIONAL_COLUMNS = ("verified", "source", "notes", "speedup_lo", "speedup_hi", "kernels_after")
+MODELS = ("replay", "amdahl")
+NO_TRACE = "no trace kept with the run (trace.json.gz) to replay"
 _TRUE = {"true", "t", "yes", "y", "1"}
 _FALSE = {"false", "f", "no", "n", "0"}
 
@@ -107,6 +125,8 @@ class Run:
     repeats: list[tuple[pd.Series, float | None]] = field(default_factory=list)  # per-step times, step ms
     path: Path | None = None
     source: run_files.Run | None = None  # the run folder as read, for labels
+    traces: list[Path | Trace] = field(default_factory=list)  # one per rank, for the replay model
+    wall_basis: str = "unprofiled step"  # or "--step-ms", or "profiled step" (a trace without step time)
 
     def class_of(self, category: str) -> str:
         return self.classes.get(category) or _taxonomy().class_of(category)
@@ -122,6 +142,9 @@ def find_runs(paths: Sequence[str | Path] | None = None) -> list[Path]:
     roots = [Path(p) for p in paths] if paths else [DEFAULT_RUNS_ROOT]
     out: list[Path] = []
     for p in roots:
+        if p.is_file() and p.name != "breakdown.json":  # a trace file
+            out += [p] if p not in out else []
+            continue
         found = run_files.find_runs(p.parent if p.name == "breakdown.json" else p) if p.exists() else []
         if not found and not paths:
             raise AddressableError(f"no runs found under {p}/ (no breakdown.json); "
@@ -134,10 +157,10 @@ def find_runs(paths: Sequence[str | Path] | None = None) -> list[Path]:
     return out
 
 
-def load_runs(paths: Sequence[str | Path] | None = None) -> list[Run]:
-    """Load every run find_runs() finds; runs with the same folder name are named by their path."""
+def load_runs(paths: Sequence[str | Path] | None = None, step_ms: float | None = None) -> list[Run]:
+    """Load every run find_runs() finds (trace files too); runs with the same name are named by their path."""
     folders = find_runs(paths)
-    runs = [load_run(p) for p in folders]
+    runs = [run_from_trace(p, step_ms) if p.is_file() else load_run(p) for p in folders]
     names = [r.name for r in runs]
     for r, p in zip(runs, folders, strict=True):
         if names.count(r.name) > 1:
@@ -177,7 +200,36 @@ def load_run(path: str | Path) -> Run:
     workload = doc.get("workload") or ((mw.get("workload") or mw.get("name")) if isinstance(mw, dict) else mw)
     workload = workload if isinstance(workload, str) and workload else r.name
     return Run(r.name, workload, times, classes, basis, kernels, n_steps,
-               _positive_or_none(doc.get("step_time_ms")), repeats, r.path, r)
+               _positive_or_none(doc.get("step_time_ms")), repeats, r.path, r, run_traces(r.path))
+
+
+def run_traces(folder: Path) -> list[Path]:
+    """A run folder's trace, or its ranks' traces (rank0/trace.json.gz, ...); [] when not kept."""
+    if (folder / "trace.json.gz").is_file():
+        return [folder / "trace.json.gz"]
+    ranks = sorted(folder.glob("rank*/trace.json.gz"), key=lambda p: int(re.sub(r"\D", "", p.parent.name) or 0))
+    return ranks
+
+
+def run_from_trace(path: str | Path, step_ms: float | None = None) -> Run:
+    """A Kineto trace file as a run: its breakdown, and for the wall basis `step_ms` when given, else
+    the mean span of its ProfilerStep#N rows (profiled-step time)."""
+    path = Path(path)
+    if step_ms is not None and not (math.isfinite(step_ms) and step_ms > 0):
+        raise AddressableError(f"--step-ms must be a positive number of milliseconds, got {step_ms}")
+    trace = load_trace(path, runtime=True)
+    b = breakdown_of_trace(trace, _taxonomy())
+    times = b.categories.set_index("category")["time_us"].astype(float)
+    classes = dict(zip(b.categories["category"], b.categories["class"].astype(str), strict=True))
+    kernels = b.kernels.assign(name=b.kernels["name"].astype(str))[["name", "category", "time_us"]]
+    steps = trace.events[(trace.events["kind"] == "step").to_numpy()]
+    basis = "--step-ms" if step_ms else "profiled step"
+    if not step_ms:  # the mean ProfilerStep span; without steps, the whole trace is one step
+        ev = trace.events
+        step_ms = float(steps["dur"].mean() if not steps.empty else (ev["ts"] + ev["dur"]).max() - ev["ts"].min()) / 1e3
+    n_steps = float(len(steps)) if not steps.empty else 1.0
+    name = path.name.removesuffix(".gz").removesuffix(".json")
+    return Run(name, name, times, classes, "summed", kernels, n_steps, step_ms, [], path, None, [trace], basis)
 
 
 def _exposed_times(doc: dict, where: str, times: pd.Series, repeats: list[tuple[pd.Series, float | None]]
@@ -333,6 +385,7 @@ def parse_wins(raw: pd.DataFrame, source: str = "wins") -> pd.DataFrame:
         if not lo <= k <= hi:
             raise AddressableError(f"{where}: need speedup_lo <= speedup <= speedup_hi, got {lo:g}, {k:g}, {hi:g}")
         rows.append({"row": i, "target": target, "speedup": k, "speedup_lo": lo, "speedup_hi": hi,
+                     "kernels_after": _kernels_after(r.get("kernels_after"), where),
                      "verified": _verified(r.get("verified"), where),
                      "source": "" if _empty(r.get("source")) else str(r["source"]).strip(),
                      "notes": "" if _empty(r.get("notes")) else str(r["notes"]).strip()})
@@ -362,6 +415,19 @@ def _speedup(v: Any, where: str, column: str) -> float:
     if math.isnan(k) or k <= 0:
         raise AddressableError(f"{where}: {column} must be a positive number, got '{v}'")
     return k
+
+
+def _kernels_after(v: Any, where: str) -> float:
+    """Kernels a replacement launches per call (NaN: unchanged)."""
+    if _empty(v):
+        return math.nan
+    try:
+        n = float(v)
+    except (TypeError, ValueError):
+        raise AddressableError(f"{where}: kernels_after '{v}' is not a number") from None
+    if not (math.isfinite(n) and n >= 0 and n == int(n)):
+        raise AddressableError(f"{where}: kernels_after must be a whole number >= 0, got '{v}'")
+    return n
 
 
 def _verified(v: Any, where: str) -> bool:
@@ -482,6 +548,7 @@ class Group:
     k: float
     k_lo: float
     k_hi: float
+    kernels_after: float = math.nan  # kernels per call after the replacement (NaN: unchanged)
 
 
 @dataclass
@@ -502,9 +569,15 @@ class Projection:
         for r in self.runs.to_dict(orient="records"):
             item: dict[str, Any] = {k: r[k] for k in ("run", "label", "workload", "basis", "addressable_fraction",
                                                       "addressable_fraction_wall", "n_repeats")}
-            for m in ("speedup_kernel", "speedup_wall", "ceiling_kernel", "ceiling_wall"):
-                item[m] = r[m]
-                item[f"{m}_interval"] = None if _nan(r[m]) else [r[f"{m}_lo"], r[f"{m}_hi"]]
+            item.update({k: r[k] for k in ("model", "model_reason", "replay_residual", "wall_basis",
+                                           "step_time_ms", "profiled_step_ms", "replay_steps", "cpu_scale")})
+            for prefix in ("", "amdahl_", "replay_"):
+                for m in ("speedup_kernel", "speedup_wall", "ceiling_kernel", "ceiling_wall"):
+                    v = r[prefix + m]
+                    item[prefix + m] = v
+                    item[f"{prefix}{m}_interval"] = None if _nan(v) else [r[f"{prefix}{m}_lo"], r[f"{prefix}{m}_hi"]]
+            if r["replay_ranks"]:
+                item["replay_ranks"] = r["replay_ranks"]
             c = self.contributions[self.contributions["run"] == r["run"]].drop(columns="run")
             item["contributions"] = c.to_dict(orient="records")
             runs.append(item)
@@ -524,11 +597,19 @@ def _nan(v: Any) -> bool:
 
 
 def project(runs: Sequence[Run | str | Path], wins: pd.DataFrame | str | Path, *, combine: str = "best",
-            include_unverified: bool = False, problem_map: dict[str, str] | None = None) -> Projection:
-    """Project end-to-end speedups of `runs` (Run objects or run folders) from measured `wins`."""
+            include_unverified: bool = False, problem_map: dict[str, str] | None = None,
+            model: str = "replay") -> Projection:
+    """Project end-to-end speedups of `runs` (Run objects, run folders or trace files) from measured `wins`.
+
+    model "replay" replays each run's trace where it has one (else Amdahl, with the reason);
+    "amdahl" uses Amdahl's law over the breakdown only.
+    """
     if combine not in COMBINE:
         raise AddressableError(f"combine must be one of {', '.join(COMBINE)}, not '{combine}'")
-    runs = [r if isinstance(r, Run) else load_run(r) for r in runs]
+    if model not in MODELS:
+        raise AddressableError(f"model must be one of {', '.join(MODELS)}, not '{model}'")
+    runs = [r if isinstance(r, Run) else run_from_trace(r) if Path(r).is_file() and Path(r).name != "breakdown.json"
+            else load_run(r) for r in runs]
     if not runs:
         raise AddressableError("no runs to project")
     table = load_wins(wins) if isinstance(wins, str | Path) else parse_wins(wins)
@@ -555,7 +636,14 @@ def project(runs: Sequence[Run | str | Path], wins: pd.DataFrame | str | Path, *
         for g, m in matched.items():
             hit[g] = hit[g] or m
         row, c = _project_run(run, groups, weights)
-        run_rows.append({**row, "label": label})
+        row.update(_replay_run(run, groups, model), step_time_ms=run.step_time_ms or math.nan, label=label)
+        for m in ("speedup", "ceiling"):  # the headline numbers follow the model used
+            for b in ("kernel", "wall"):
+                for sfx in ("", "_lo", "_hi"):
+                    row[f"amdahl_{m}_{b}{sfx}"] = row[f"{m}_{b}{sfx}"]
+                    if row["model"] == "replay":
+                        row[f"{m}_{b}{sfx}"] = row[f"replay_{m}_{b}{sfx}"]
+        run_rows.append(row)
         contrib += c
     for g, m in hit.items():
         if not m:
@@ -568,6 +656,8 @@ def project(runs: Sequence[Run | str | Path], wins: pd.DataFrame | str | Path, *
     messages += [f"run {r['run']}: kernel time per step exceeds step_time_ms (streams overlap?); "
                  "wall-clock projection undefined" for r in run_rows
                  if math.isnan(r["ceiling_wall"]) and not math.isnan(r["addressable_fraction_wall"])]
+    messages += [f"run {r['run']}: projected with Amdahl's law: {r['model_reason']}" for r in run_rows
+                 if model == "replay" and r["model"] == "amdahl" and r["model_reason"] != NO_TRACE]
     return Projection(pd.DataFrame(run_rows), pd.DataFrame(contrib, columns=_CONTRIB_COLUMNS), table, unmatched,
                       combine, include_unverified, messages)
 
@@ -581,13 +671,18 @@ def _combine(table: pd.DataFrame, targets: list[Target | None], combine: str) ->
     groups = []
     for idx in by_key.values():
         rows = table.iloc[idx]
+        after = rows["kernels_after"] if "kernels_after" in rows else pd.Series(math.nan, index=rows.index)
         if combine == "best":
-            best = rows.iloc[int(np.argmax(rows["speedup"].to_numpy()))]
+            i = int(np.argmax(rows["speedup"].to_numpy()))
+            best = rows.iloc[i]
             k, lo, hi, names = best["speedup"], best["speedup_lo"], best["speedup_hi"], [best["target"]]
+            n_after = after.iloc[i]
         else:
             k, lo, hi = (float(statistics.median(rows[c])) for c in ("speedup", "speedup_lo", "speedup_hi"))
             names = list(dict.fromkeys(rows["target"]))
-        groups.append(Group(targets[idx[0]], rows["row"].tolist(), names, float(k), float(lo), float(hi)))
+            n_after = float(round(after.median())) if after.notna().any() else math.nan
+        groups.append(Group(targets[idx[0]], rows["row"].tolist(), names, float(k), float(lo), float(hi),
+                            float(n_after)))
     return groups
 
 
@@ -622,6 +717,70 @@ def _group_weights(run: Run, groups: list[Group]) -> tuple[pd.DataFrame, dict[st
         if present:
             weights.loc[g.target.group, c] = max(0.0, 1.0 - claimed[c]) if claimed[c] else 1.0
     return weights, matched
+
+
+_REPLAY_KEYS = [f"replay_{m}_{b}{s}" for m in ("speedup", "ceiling") for b in ("kernel", "wall")
+                for s in ("", "_lo", "_hi")]
+
+
+def _replay_run(run: Run, groups: list[Group], model: str) -> dict[str, Any]:
+    """The replay model's projection of one run (model, replay_* speedups, residual), or why not."""
+    out: dict[str, Any] = dict.fromkeys(_REPLAY_KEYS, math.nan)
+    out.update({"model": "amdahl", "model_reason": "", "replay_residual": math.nan, "replay_steps": 0,
+                "cpu_scale": math.nan,
+                "profiled_step_ms": math.nan, "wall_basis": run.wall_basis, "replay_ranks": []})
+    if model == "amdahl":
+        out["model_reason"] = "--model amdahl"
+        return out
+    if not run.traces:
+        out["model_reason"] = NO_TRACE
+        return out
+    tax = _taxonomy()
+    cache: dict[int, tuple[np.ndarray, pd.Series]] = {}
+
+    def groups_of(trace: Trace, g: replay_model.Graph) -> tuple[np.ndarray, pd.Series]:
+        """Each GPU op's group (index into groups, -1: none), and each op's category."""
+        if id(g) not in cache:
+            names = pd.Series(g.gpu_name, dtype="string")
+            category = tax.classify(names).astype(str).reset_index(drop=True)
+            owner = np.full(g.n_gpu, -1)
+            uniq, inverse = np.unique(g.gpu_name.astype(str), return_inverse=True)
+            for i, grp in enumerate(groups):  # regex groups claim their kernels first, in row order
+                if grp.target.regex is not None:
+                    hit = np.fromiter((grp.target.regex.search(n) is not None for n in uniq), bool, len(uniq))
+                    owner[(owner < 0) & hit[inverse]] = i
+            for i, grp in enumerate(groups):
+                if grp.target.category is not None:
+                    owner[(owner < 0) & (category.to_numpy() == grp.target.category)] = i
+            cache[id(g)] = owner, category
+        return cache[id(g)]
+
+    whatifs = [replay_model.WhatIf(lambda t, g, i=i: groups_of(t, g)[0] == i, grp.k, grp.k_lo, grp.k_hi,
+                                   None if math.isnan(grp.kernels_after) else grp.kernels_after)
+               for i, grp in enumerate(groups)]
+
+    def ceiling(t: Trace, g: replay_model.Graph) -> np.ndarray:
+        cats = groups_of(t, g)[1]
+        return cats.map(run.class_of).to_numpy() == "replaceable"
+
+    unprofiled = run.step_time_ms if run.wall_basis != "profiled step" else None
+    res = replay_model.project_traces(run.traces, whatifs, ceiling, unprofiled * 1e3 if unprofiled else None)
+    if isinstance(res, str):
+        out["model_reason"] = res
+        return out
+    out.update({"model": "replay", "replay_residual": res.residual, "replay_steps": res.n_steps,
+                "cpu_scale": res.cpu_scale,
+                "profiled_step_ms": res.profiled_step_ms,
+                "replay_ranks": res.ranks.to_dict(orient="records") if len(res.ranks) > 1 else []})
+    for b, v in (("wall", res.speedup_wall), ("kernel", res.speedup_kernel)):
+        out[f"replay_speedup_{b}"] = v
+        out[f"replay_speedup_{b}_lo"] = getattr(res, f"speedup_{b}_lo")
+        out[f"replay_speedup_{b}_hi"] = getattr(res, f"speedup_{b}_hi")
+        top = getattr(res, f"ceiling_{b}")
+        out[f"replay_ceiling_{b}"] = out[f"replay_ceiling_{b}_lo"] = out[f"replay_ceiling_{b}_hi"] = top
+    if not run.step_time_ms:  # no wall basis: the profiled step is the wall clock here
+        out["wall_basis"] = "profiled step"
+    return out
 
 
 _CONTRIB_COLUMNS = ["run", "target", "group", "class", "share", "share_wall", "k", "k_interval", "rows",
@@ -727,6 +886,18 @@ def format_projection(p: Projection, top: int = 5) -> str:
                      f"{_x(r.ceiling_kernel):<16}{_x(r.ceiling_wall):<14}")
     if p.runs["basis"].eq("exposed").any():
         lines.append("(basis exposed: shares use exposed, non-overlapped kernel time)")
+    lines += ["", "Models: replay = the trace's timeline replayed with the wins (CPU, launches, streams); its"
+              " speedup is the ratio of replayed step spans (CPU time scaled to match the unprofiled step where it"
+              " was measured), applied to the unprofiled step time.",
+              f"  {'run':<{w}}{'model':<8}{'residual':>9}  {'replay kernel':<15}{'replay wall':<15}"
+              f"{'amdahl kernel':<15}{'amdahl wall':<15}{'wall basis':<16}"]
+    for r in p.runs.itertuples():
+        res = "-" if math.isnan(r.replay_residual) else f"{r.replay_residual:+.2%}"
+        lines.append(f"  {r.label:<{w}}{r.model:<8}{res:>9}  {_x(r.replay_speedup_kernel):<15}"
+                     f"{_x(r.replay_speedup_wall):<15}{_x(r.amdahl_speedup_kernel):<15}{_x(r.amdahl_speedup_wall):<15}"
+                     f"{r.wall_basis:<16}")
+        if r.model_reason and r.model_reason != "--model amdahl":
+            lines.append(f"    (Amdahl: {r.model_reason})")
     for run, label in zip(p.runs["run"], p.runs["label"], strict=True):
         c = p.contributions[p.contributions["run"] == run].head(top)
         if c.empty:

@@ -39,7 +39,7 @@ except ImportError:  # the schema decoder is an optional speed-up; orjson parses
 from addressable.errors import AddressableError
 
 CHUNK_BYTES = 1 << 20
-_KINDS = ("gpu", "annotation", "cpu_op", "cpu_annotation", "step")
+_KINDS = ("gpu", "annotation", "cpu_op", "cpu_annotation", "step", "runtime")
 _INTS = ("pid", "tid", "stream", "device", "correlation", "external_id")
 _GZIP_MAGIC = b"\x1f\x8b"
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
@@ -322,6 +322,7 @@ class _Format:
     """trace_format.yaml, compiled: the categories kept and a row extractor for them."""
 
     keep: frozenset[str]
+    runtime: frozenset[str]  # categories of runtime calls, kept on request
     kind_of_cat: dict[str, str]
     step_cats: frozenset[str]
     step_re: re.Pattern
@@ -338,7 +339,8 @@ class _Format:
 def _compiled_format() -> _Format:
     fmt = trace_format()
     kind_of_cat: dict[str, str] = {}
-    for kind, key in (("cpu_annotation", "cpu_annotation_categories"), ("cpu_op", "cpu_op_categories"),
+    for kind, key in (("runtime", "runtime_categories"),
+                      ("cpu_annotation", "cpu_annotation_categories"), ("cpu_op", "cpu_op_categories"),
                       ("annotation", "annotation_categories"), ("gpu", "gpu_work_categories")):
         kind_of_cat.update(dict.fromkeys(fmt[key], kind))  # a category listed twice: the later kind wins
     step_cats = frozenset(fmt["step_categories"])
@@ -359,8 +361,9 @@ def _compiled_format() -> _Format:
            f" if e.get('cat') in keep and e.get('ph') == X{loops}]\n")
     scope: dict[str, Any] = {}
     exec(compile(src, "<trace_format extractor>", "exec"), scope)
-    out = _Format(frozenset(kind_of_cat) | step_cats, kind_of_cat, step_cats, re.compile(fmt["step_pattern"]),
-                  fmt["complete_phase"], list(fmt["columns"]), tuple(parents), scope["extract"])
+    runtime = frozenset(fmt["runtime_categories"])
+    out = _Format((frozenset(kind_of_cat) - runtime) | step_cats, runtime, kind_of_cat, step_cats,
+                  re.compile(fmt["step_pattern"]), fmt["complete_phase"], list(fmt["columns"]), tuple(parents), scope["extract"])
     if msgspec is not None:
         _add_schema(out, list(fmt["columns"].values()))
     return out
@@ -482,8 +485,9 @@ def _ints(values: tuple) -> tuple[np.ndarray, np.ndarray]:
 class _Columns:
     """The kept rows of every chunk, as numpy columns."""
 
-    def __init__(self, fmt: _Format) -> None:
+    def __init__(self, fmt: _Format, runtime: bool = False) -> None:
         self.fmt = fmt
+        self.keep = fmt.keep | fmt.runtime if runtime else fmt.keep
         self.strings = {"name": _Interner(), "cat": _Interner()}
         self.parts: dict[str, list[np.ndarray]] = {c: [] for c in [*fmt.columns, *(f"{c}_na" for c in _INTS)]}
         self.n_events = 0
@@ -493,14 +497,14 @@ class _Columns:
         fmt = self.fmt
         if events and type(events[0]) is fmt.event_type:
             try:
-                rows = fmt.extract_typed(events, fmt.keep, fmt.phase)
+                rows = fmt.extract_typed(events, self.keep, fmt.phase)
             except TypeError:  # an unhashable category (a list)
-                rows = fmt.extract_typed([e for e in events if type(e.f1) is str], fmt.keep, fmt.phase)
+                rows = fmt.extract_typed([e for e in events if type(e.f1) is str], self.keep, fmt.phase)
         else:
             try:
-                rows = fmt.extract(events, fmt.keep, fmt.phase, _EMPTY)
+                rows = fmt.extract(events, self.keep, fmt.phase, _EMPTY)
             except (AttributeError, TypeError):  # a non-dict event, a list as "cat", a string as "args" ...
-                rows = fmt.extract(_sanitize(events, fmt.parents), fmt.keep, fmt.phase, _EMPTY)
+                rows = fmt.extract(_sanitize(events, fmt.parents), self.keep, fmt.phase, _EMPTY)
         if not rows:
             return
         for col, values in zip(fmt.columns, zip(*rows, strict=True), strict=True):
@@ -563,13 +567,15 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def load_trace(path: str | Path, chunk_bytes: int = CHUNK_BYTES, schema: bool = True) -> Trace:
+def load_trace(path: str | Path, chunk_bytes: int = CHUNK_BYTES, schema: bool = True, *,
+               runtime: bool = False) -> Trace:
     """Load a trace file (.json or .json.gz) into a Trace with a typed events table.
 
     schema=False parses every block with orjson (whole events) instead of the trace_format schema.
+    runtime=True also keeps the CUDA/HIP runtime calls (kind "runtime"), which the replay needs.
     """
     fmt = _compiled_format()
-    columns = _Columns(fmt)
+    columns = _Columns(fmt, runtime)
     metadata: dict[str, Any] = {}
     with _gc_paused():
         for chunk in _iter_parsed(path, chunk_bytes, fmt.decoder if schema else None):
