@@ -132,6 +132,67 @@ def _classify_one(trace: Path, taxonomy: Path | None, classes: tuple[str, ...], 
 
 
 @main.command()
+@click.argument("source", type=click.Path(exists=False, path_type=Path))
+@click.option("--by", type=click.Choice(["name", "class"]), default="name", show_default=True,
+              help="One row per module (qualified name) or per module class.")
+@click.option("--top", default=15, show_default=True, help="Rows to list.")
+@click.option("--json", "as_json", is_flag=True, help="Print the `modules` object of breakdown.json instead.")
+@_user_errors
+def modules(source: Path, by: str, top: int, as_json: bool) -> None:
+    """Which nn.Module owns the time of a run folder or trace SOURCE, and the top fusion candidates."""
+    from addressable.modules import format_modules
+    from addressable.runs import load_modules
+
+    if not source.exists():
+        raise AddressableError(f"no such run folder or trace: {source}")
+    mb = load_modules(source)
+    if not mb.has_scopes:
+        raise AddressableError(f"{source}: {mb.note}")
+    click.echo(_json(mb.to_dict(top)) if as_json else format_modules(mb, by, top))
+
+
+@main.command()
+@click.argument("source", type=click.Path(path_type=Path))
+@click.option("--gpu", help="Use this GPU's peaks from the table (H200, H100, A100, B200, MI300X). "
+              "Default: the run's calibrated peaks, else the GPU named in the trace.")
+@click.option("--peaks", "peaks_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="A peaks JSON written by `addressable calibrate --out`.")
+@click.option("--datasheet", is_flag=True, help="Datasheet peaks even where calibrated ones exist.")
+@click.option("--taxonomy", type=click.Path(dir_okay=False, path_type=Path), help="Rule file (default: packaged taxonomy.yaml).")
+@click.option("--json", "as_json", is_flag=True, help="Print the roofline JSON (breakdown.json's roofline key).")
+@click.option("--top", default=15, show_default=True, help="Kernels to list.")
+@_user_errors
+def roofline(source: Path, gpu: str | None, peaks_file: Path | None, datasheet: bool, taxonomy: Path | None,
+             as_json: bool, top: int) -> None:
+    """Headroom of every kernel of a TRACE or run folder against the roofline, and the roofline ceiling."""
+    from addressable.roofline import format_roofline, roofline_of_path
+
+    r = roofline_of_path(source, taxonomy, gpu=gpu, peaks=peaks_file, datasheet_only=datasheet)
+    click.echo(_json(r.to_dict(top)) if as_json else format_roofline(r, top))
+
+
+@main.command()
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the peaks JSON here.")
+@click.option("--json", "as_json", is_flag=True, help="Print the peaks as JSON.")
+@_user_errors
+def calibrate(out: Path | None, as_json: bool) -> None:
+    """Measure this GPU's copy and read-only bandwidth and dense matmul TFLOP/s (needs a CUDA GPU).
+
+    `addressable profile` stores the same measurement in each GPU run's manifest.json.
+    """
+    from addressable.atomic import write_text
+    from addressable.calibrate import measure_peaks
+    from addressable.roofline import format_peaks
+
+    p = measure_peaks()
+    if out:
+        write_text(out, _json(p.to_dict()) + "\n")
+    click.echo(_json(p.to_dict()) if as_json else format_peaks(p))
+    if out and not as_json:
+        click.echo(f"Wrote {out}")
+
+
+@main.command()
 @click.argument("file", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @_user_errors
 def taxonomy(file: Path | None) -> None:
@@ -264,22 +325,24 @@ def _command_argv(ctx: click.Context, skip: tuple[str, ...] = ()) -> list[str]:
 
 @main.command()
 @click.argument("kind")
+@click.argument("run_args", nargs=-1, type=click.Path(path_type=Path), metavar="[RUN]...")
 @click.option("--runs", "run_dirs", multiple=True, type=click.Path(path_type=Path),
               help="Run folder (or a folder of runs), or a Kineto trace file; repeatable. "
                    "Default: every run under outputs/.")
 @click.option("--speedups", type=click.Path(path_type=Path), help="amdahl: overlay the projection of this wins.csv.")
 @click.option("--x", "x", metavar="KEY", help="sweep: the swept key (batch, seq_len or workload). Default: each that varies.")
-@click.option("--top", type=int, help="top-kernels: kernels per run (default 10).")
+@click.option("--top", type=int, help="top-kernels, modules: kernels or module classes shown (default 10).")
 @click.option("--figure", type=click.Path(dir_okay=False, path_type=Path),
               help="Figure file, .pdf/.svg/.png. Default: outputs/figures/KIND.pdf.")
 @_renamed("--out", "--figure", "figure", click.Path(dir_okay=False, path_type=Path))
 @_user_errors
-def plot(kind: str, run_dirs: tuple[Path, ...], speedups: Path | None, x: str | None, top: int | None,
-         figure: Path | None) -> None:
-    """Draw a figure from run folders: KIND is breakdown, amdahl, sweep or top-kernels."""
+def plot(kind: str, run_args: tuple[Path, ...], run_dirs: tuple[Path, ...], speedups: Path | None, x: str | None,
+         top: int | None, figure: Path | None) -> None:
+    """Draw a figure from run folders (RUN arguments or --runs): KIND is breakdown, amdahl, sweep, top-kernels,
+    roofline or modules."""
     from addressable.plot import plot_runs
 
-    path = plot_runs(kind, run_dirs or (Path("outputs"),), figure, speedups=speedups, x=x, n=top)
+    path = plot_runs(kind, (*run_args, *run_dirs) or (Path("outputs"),), figure, speedups=speedups, x=x, n=top)
     click.echo(f"Wrote {path}")
 
 

@@ -27,6 +27,7 @@ import yaml
 from addressable import distributed
 from addressable.atomic import atomic_dir, free_path, write_text
 from addressable.breakdown import BASIS_GPU, Breakdown, breakdown_from_tables
+from addressable.calibrate import session_peaks
 from addressable.device import resolve_device
 from addressable.errors import AddressableError
 from addressable.measure import (
@@ -41,6 +42,8 @@ from addressable.measure import (
     memory_errors,
     run_keys,
 )
+from addressable.modules import format_candidates
+from addressable.roofline import roofline_of_trace
 from addressable.runs import load_run, write_run
 from addressable.taxonomy import Taxonomy, load_taxonomy
 from addressable.workload import DTYPES, MODES, WorkloadConfig, WorkloadSpec, get_workload
@@ -212,6 +215,8 @@ def profile_workload(config: WorkloadConfig, warmup: int | None = None, steps: i
         return profile_ranks(spec, config, m, folder, tax, argv, progress)
     folder = run_folder(config, out, name, layers_subset, force=force, progress=progress)
     man = manifest(config, m, argv)
+    if config.device == "cuda":  # the roofline's peaks (addressable.calibrate), measured once per process
+        man["peaks"] = session_peaks().to_dict()
 
     with atomic_dir(folder) as tmp, memory_errors(config), cudnn_benchmark(config.device == "cuda"):
         measured = []
@@ -245,6 +250,9 @@ def profile_workload(config: WorkloadConfig, warmup: int | None = None, steps: i
         if layers_subset:
             keys["layers"] = spec.full_layers
             keys["extrapolated"] = {"from_layers": list(layers_subset), "to_layers": spec.full_layers}
+        elif config.device == "cuda":  # the last repeat's trace against the calibrated peaks
+            keys["roofline"] = roofline_of_trace(tmp / "trace.json.gz", tax, manifest=man,
+                                                 step_time_ms=step_ms).to_dict()
         write_run(tmp, b, keys, steps_table, man)
     return ProfileResult(b, keys, folder, man)
 
@@ -380,5 +388,10 @@ def format_profile(res: ProfileResult, requested_device: str = "auto") -> str:
         total = sum(p["time_us"] for p in phases.values()) or 1.0
         lines.append("Phases: " + ", ".join(f"{k} {v['time_us'] / total:.0%} of time ({v['addressable_fraction']:.1%} "
                                             "addressable)" for k, v in phases.items()))
+    mods = res.breakdown.modules
+    if mods is not None and mods.has_scopes:
+        lines += ["", f"Modules: {mods.coverage:.1%} of {basis} attributed to an nn.Module "
+                  f"(`addressable modules {res.path}` for the table)",
+                  *format_candidates(mods.fusion_candidates(5), "kernels" if r["device"] == "cuda" else "CPU ops"), ""]
     lines.append(f"Run folder: {res.path}")
     return "\n".join(lines)

@@ -328,6 +328,7 @@ class _Format:
     step_re: re.Pattern
     phase: str
     columns: list[str]
+    text: tuple[str, ...]  # columns kept as (interned) text; name and cat are always text
     parents: tuple[str, ...]
     extract: Callable[[list, frozenset, str, dict], list[tuple]]
     decoder: Any = None  # msgspec decoder of a list of events with just the named fields (None without msgspec)
@@ -355,15 +356,19 @@ def _compiled_format() -> _Format:
         else:
             getters.append(f"e.get({key!r})")
     loops = "".join(f" for a{i} in (e.get({p!r}) or EMPTY,)" for i, p in enumerate(parents))
+    filters = {cat: re.compile(p).match for cat, p in (fmt.get("name_filters") or {}).items()}
+    named = " and (e.get('cat') not in FILTERS or FILTERS[e.get('cat')](str(e.get('name'))))" if filters else ""
     # One pass over the events, one tuple per kept row: far cheaper than a pass per column.
     src = (f"def extract(events, keep, X, EMPTY):\n"
            f"    return [({', '.join(getters)},) for e in events"
-           f" if e.get('cat') in keep and e.get('ph') == X{loops}]\n")
-    scope: dict[str, Any] = {}
+           f" if e.get('cat') in keep and e.get('ph') == X{named}{loops}]\n")
+    scope: dict[str, Any] = {"FILTERS": filters}
     exec(compile(src, "<trace_format extractor>", "exec"), scope)
+    text = tuple(dict.fromkeys(["name", "cat", *fmt.get("text_columns", [])]))
     runtime = frozenset(fmt["runtime_categories"])
     out = _Format((frozenset(kind_of_cat) - runtime) | step_cats, runtime, kind_of_cat, step_cats,
-                  re.compile(fmt["step_pattern"]), fmt["complete_phase"], list(fmt["columns"]), tuple(parents), scope["extract"])
+                  re.compile(fmt["step_pattern"]), fmt["complete_phase"], list(fmt["columns"]), text, tuple(parents),
+                  scope["extract"])
     if msgspec is not None:
         _add_schema(out, list(fmt["columns"].values()))
     return out
@@ -488,7 +493,7 @@ class _Columns:
     def __init__(self, fmt: _Format, runtime: bool = False) -> None:
         self.fmt = fmt
         self.keep = fmt.keep | fmt.runtime if runtime else fmt.keep
-        self.strings = {"name": _Interner(), "cat": _Interner()}
+        self.strings = {c: _Interner() for c in fmt.text}
         self.parts: dict[str, list[np.ndarray]] = {c: [] for c in [*fmt.columns, *(f"{c}_na" for c in _INTS)]}
         self.n_events = 0
 
@@ -531,9 +536,12 @@ class _Columns:
         order = order[np.argsort(ts[order], kind="stable")]
         out: dict[str, Any] = {}
         for col in self.fmt.columns:  # one column at a time: at most one extra copy alive
-            if col in self.strings:
+            if col in ("name", "cat"):
                 codes = (name if col == "name" else cat)[order]
                 out[col] = pd.Categorical.from_codes(codes, dtype=pd.CategoricalDtype(names if col == "name" else cats))
+            elif col in self.strings:  # e.g. the shapes of CPU ops, as JSON text
+                strings, remap = self.strings[col].sorted()
+                out[col] = pd.Categorical.from_codes(remap[column(col)][order], dtype=pd.CategoricalDtype(strings))
             elif col in _INTS:
                 out[col] = pd.arrays.IntegerArray(column(col)[order], column(f"{col}_na")[order])
             else:
