@@ -337,6 +337,10 @@ def validate_extrapolation(extrapolated: ProfileResult | str | Path, full: Profi
 # --------------------------------------------------------------------------- printing
 
 
+def _spread(n: int, lo: float, hi: float) -> str:
+    return f"median of {n} repeats, range {lo:.1%}–{hi:.1%}" if n > 1 else "1 repeat: no spread"
+
+
 def _wall_basis_words(run: dict[str, Any], basis: str) -> str:
     """How the wall-time fraction was taken (see measure.wall_fraction), for a breakdown basis."""
     words = basis_words(basis)
@@ -379,8 +383,8 @@ def format_profile(res: ProfileResult, requested_device: str = "auto") -> str:
         f"{basis[0].upper() + basis[1:]} per profiled step: {r['kernel_time_per_step_us'] / 1e3:,.2f} ms "
         f"({r['kernel_time_per_step_us'] / 1e3 / max(r['step_time_ms'], 1e-9):.0%} of the step time"
         + ("; summed over overlapping threads or streams" if r.get("wall_basis") == "work" else "") + ")",
-        f"Addressable fraction of {basis}: {kern:.1%}  (median of {len(reps)} repeats, range {klo:.1%}–{khi:.1%})",
-        f"Addressable fraction of wall time: {wall:.1%}  (median of {len(reps)} repeats, range {wlo:.1%}–{whi:.1%}); "
+        f"Addressable fraction of {basis}: {kern:.1%}  ({_spread(len(reps), klo, khi)})",
+        f"Addressable fraction of wall time: {wall:.1%}  ({_spread(len(reps), wlo, whi)}); "
         + _wall_basis_words(r, res.breakdown.basis),
     ]
     phases = res.breakdown.to_dict().get("phases")
