@@ -305,7 +305,7 @@ def _positive_or_none(v: Any) -> float | None:
 # Wins
 
 def load_wins(path: str | Path) -> pd.DataFrame:
-    """Read a wins.csv (or a KernelBench-style results JSON) and validate every row; see parse_wins."""
+    """Read a wins.csv (or a results JSON of speedups, see _kernelbench_json) and validate every row; see parse_wins."""
     path = Path(path)
     try:
         text = path.read_text()
@@ -352,6 +352,9 @@ def _kernelbench_json(text: str, path: Path) -> tuple[pd.DataFrame, list[str]]:
         raise AddressableError(f"speedups file {path}: expected a JSON object or list")
     if not entries:
         raise AddressableError(f"speedups file {path} is empty")
+    if not any("speedup" in e for e, _ in entries) and any("runtime" in e for e, _ in entries):
+        raise AddressableError(f"speedups file {path} holds runtimes but no speedups (KernelBench's eval_results.json "
+                               "does): run `addressable verify-batch` on its problem/candidate pairs for a wins.csv")
     rows, notes = [], []
     for e, name in entries:
         ok = e.get("verified", e.get("correct"))
@@ -518,7 +521,8 @@ def problem_categories(dirs: Sequence[str | Path]) -> dict[str, str]:
 
 
 def _norm(name: str) -> str:
-    return name.strip().lower().removesuffix(".py").strip("_")
+    """A problem name as matched: the last path component, lower case, no .py, no outer underscores."""
+    return name.strip().replace("\\", "/").rsplit("/", 1)[-1].lower().removesuffix(".py").strip("_")
 
 
 @dataclass(frozen=True)
