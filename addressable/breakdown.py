@@ -12,6 +12,7 @@ import pandas as pd
 
 from addressable.errors import AddressableError
 from addressable.jsonutil import records
+from addressable.modules import ModuleBreakdown, attribute, module_breakdown
 from addressable.taxonomy import UNCLASSIFIED, Taxonomy, load_taxonomy
 from addressable.timeline import COMMUNICATION, TimelineResult, timeline_accounting
 from addressable.trace import Trace, count_matches, load_trace, trace_format
@@ -144,6 +145,7 @@ class Breakdown:
     disagreements: pd.DataFrame | None = None  # kernels whose name and launching op disagree on the class
     unclassified: pd.DataFrame | None = None  # name, op, time_us, count of unclassified work
     suggested_rule: str = ""  # a taxonomy.yaml line that would claim the unclassified kernels
+    modules: ModuleBreakdown | None = None  # work time by nn.Module (addressable/modules.py)
 
     def time_of(self, cls: str) -> float:
         """Total work time (µs) of the categories of one class."""
@@ -233,6 +235,8 @@ class Breakdown:
             out["disagreements"] = records(self.disagreements.head(top))
         if self.timeline is not None:
             out.update(self.timeline.to_dict())
+        if self.modules is not None:
+            out["modules"] = self.modules.to_dict(top)
         out.update(self.extra)
         return out
 
@@ -377,6 +381,7 @@ def breakdown_of_trace(trace: Trace, taxonomy: Taxonomy | None = None, basis: st
     if basis == BASIS_GPU:  # self times of nested CPU ops are not intervals on a timeline
         b.timeline = timeline_accounting(classified)
         b.signals, b.disagreements = signal_summary(classified, taxonomy)
+    b.modules = module_breakdown(attribute(ev, classified, basis == BASIS_GPU), b.total_time_us, b.n_steps, basis)
     return b
 
 
