@@ -194,6 +194,7 @@ def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Pa
     cuda = cfg.device == "cuda"
     torch.manual_seed(0)
     step = spec.build(cfg)
+    model = getattr(step, "model", None)  # names the module scopes; read before the step is wrapped
     label = f"{cfg.name}" + (f" ({cfg.options['layers']} layers)" if "layers" in cfg.options else "")
     progress(f"{label}: warm-up, {m.warmup} step{'s' * (m.warmup != 1)}")
     meter = Progress(m.warmup, f"{label}: warm-up")
@@ -214,7 +215,7 @@ def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Pa
     for r in range(m.repeats):
         times = timed(step, m.steps, cuda)
         path = workdir / f".trace.r{r}.json.gz"
-        with _scopes(cfg, step):
+        with _scopes(cfg, model):
             prof = profiled(step, m.profile_steps, cuda, path)
         b = breakdown_of_trace(load_trace(path), tax)
         b.n_steps = m.profile_steps
@@ -243,12 +244,11 @@ COMPILE_NOTE = "no module scopes: a --compile run is not scoped (its fused kerne
 
 
 @contextmanager
-def _scopes(cfg: WorkloadConfig, step: Step) -> Iterator[None]:
+def _scopes(cfg: WorkloadConfig, model: Any) -> Iterator[None]:
     """Module scopes (addressable.scopes) around the profiled steps only; none for compiled models."""
     if cfg.compile:
         yield
         return
-    model = getattr(step, "model", None)
     with module_scopes(model if isinstance(model, torch.nn.Module) else None):
         yield
 
