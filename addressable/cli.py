@@ -156,7 +156,7 @@ def modules(source: Path, by: str, top: int, as_json: bool) -> None:
 @click.option("--gpu", help="Use this GPU's peaks from the table (H200, H100, A100, B200, MI300X). "
               "Default: the run's calibrated peaks, else the GPU named in the trace.")
 @click.option("--peaks", "peaks_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="A peaks JSON written by `addressable calibrate --out`.")
+              help="A peaks JSON written by `addressable calibrate --peaks`.")
 @click.option("--datasheet", is_flag=True, help="Datasheet peaks even where calibrated ones exist.")
 @click.option("--taxonomy", type=click.Path(dir_okay=False, path_type=Path), help="Rule file (default: packaged taxonomy.yaml).")
 @click.option("--json", "as_json", is_flag=True, help="Print the roofline JSON (breakdown.json's roofline key).")
@@ -172,8 +172,10 @@ def roofline(source: Path, gpu: str | None, peaks_file: Path | None, datasheet: 
 
 
 @main.command()
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the peaks JSON here.")
+@click.option("--peaks", "out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the peaks JSON to this file (read by `roofline --peaks`).")
 @click.option("--json", "as_json", is_flag=True, help="Print the peaks as JSON.")
+@_renamed("--out", "--peaks", "out", click.Path(dir_okay=False, path_type=Path))
 @_user_errors
 def calibrate(out: Path | None, as_json: bool) -> None:
     """Measure this GPU's copy and read-only bandwidth and dense matmul TFLOP/s (needs a CUDA GPU).
