@@ -121,6 +121,19 @@ class Taxonomy:
                 return replace(parsed, qualified=f"{parsed.qualified}<{kernel.qualified}>", template=inner)
         return parsed
 
+    def describe(self, rule: Rule | None, text: str) -> str:
+        """Where a rule is written and which of its patterns matched `text`: 'taxonomy.yaml kernel_rules #3: 'x''."""
+        if rule is None:
+            return "no rule"
+        where = f"{Path(self.source).name} {rule.key} #{rule.index} ({rule.category}): '{rule.matching_pattern(text)}'"
+        return where + (f" and template '{rule.template.pattern}'" if rule.template is not None else "")
+
+    def rule_for(self, names: list[str], category: str = "CATEGORY") -> str:
+        """A kernel_rules entry (one YAML line) that would claim these kernel names."""
+        stems = dict.fromkeys(re.escape(self.parse(n).qualified.split("::")[-1]) for n in names)
+        patterns = ", ".join(f"'{s}'" for s in stems if s)
+        return f"- {{category: {category}, patterns: [{patterns}]}}"
+
     def match_rules(self, names: list[str], kind: str = "kernel") -> list[Rule | None]:
         """The first rule that claims each (unique) name, or None."""
         rules = self.rules(kind)

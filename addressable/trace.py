@@ -168,6 +168,17 @@ class _ReadAhead:
         self._thread.join()
 
 
+def count_matches(path: str | Path, pattern: bytes, overlap: int = 256) -> int:
+    """Matches of a bytes regex (each shorter than `overlap`) in a trace file's raw, un-gzipped text."""
+    regex, n, tail = re.compile(pattern), 0, b""
+    for block in _file_blocks(Path(path), CHUNK_BYTES):
+        buf = tail + block
+        cut = max(len(buf) - overlap, 0)
+        n += sum(1 for m in regex.finditer(buf) if m.start() < cut)
+        tail = buf[cut:]
+    return n + sum(1 for _ in regex.finditer(tail))
+
+
 # ---------------------------------------------------------------- cutting blocks into parsed events
 
 
