@@ -13,6 +13,7 @@ import pandas as pd
 from addressable.errors import AddressableError
 from addressable.jsonutil import records
 from addressable.modules import ModuleBreakdown, attribute, module_breakdown
+from addressable.schema import KEY, VERSIONS
 from addressable.taxonomy import UNCLASSIFIED, Taxonomy, load_taxonomy
 from addressable.timeline import COMMUNICATION, TimelineResult, timeline_accounting
 from addressable.trace import Trace, count_matches, load_trace, trace_format
@@ -206,6 +207,7 @@ class Breakdown:
         """The JSON form printed by `classify --json` and stored as breakdown.json."""
         cats = self.categories[["category", "class", "time_us", "share", "count"]]
         out: dict[str, Any] = {
+            KEY: VERSIONS["breakdown"],
             "source": self.source,
             "basis": self.basis,
             "addressable_fraction": self.addressable_fraction,

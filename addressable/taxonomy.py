@@ -18,6 +18,7 @@ import yaml
 
 from addressable.errors import AddressableError
 from addressable.kernel_names import KernelName, parse_kernel_name, template_args
+from addressable.schema import check_version
 
 DEFAULT_TAXONOMY = Path(__file__).with_name("taxonomy.yaml")
 CLASSES = ("library", "replaceable")
@@ -183,6 +184,7 @@ def parse_taxonomy(doc: Any, source: str = "<taxonomy>") -> Taxonomy:
     """Build a Taxonomy from its YAML document, naming the first problem found."""
     if not isinstance(doc, dict) or not isinstance(doc.get("categories"), dict):
         raise AddressableError(f"taxonomy {source} needs a 'categories' mapping")
+    check_version(doc, "taxonomy", f"taxonomy {source}")
     classes, descriptions = {}, {}
     for name, spec in doc["categories"].items():
         cls = spec.get("class") if isinstance(spec, dict) else spec
