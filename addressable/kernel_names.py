@@ -35,11 +35,6 @@ class KernelName:
     template: str
     params: str
 
-    @property
-    def with_template(self) -> str:
-        """The qualified name followed by its template arguments, as rules with `template:` see them."""
-        return f"{self.qualified}<{self.template}>" if self.template else self.qualified
-
 
 @lru_cache(maxsize=65536)
 def parse_kernel_name(name: str) -> KernelName:

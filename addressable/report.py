@@ -129,14 +129,15 @@ def format_table(df: pd.DataFrame, floatfmt: str = "{:.4g}") -> str:
 def format_explain(table: pd.DataFrame) -> str:
     """`classify --explain`: for each matching kernel, how it was parsed and which rule decided."""
     blocks = []
-    for r in table.itertuples():
-        lines = [f"{r.name}",
-                 f"  parsed:      {r.qualified}" + (f"  <{r.template}>" if r.template else "")
-                 + (f"  ({r.params})" if r.params else ""),
-                 f"  launched by: {r.op or 'unknown (no launching op in the trace)'}",
-                 f"  name rule:   {r.name_rule}",
-                 f"  op rule:     {r.op_rule}",
-                 f"  result:      {r.category} ({r[10]}), by {r.signal.replace('none', 'no rule')}; "
-                 f"{r.time_us / 1e3:.3f} ms in {r.count} calls"]
-        blocks.append("\n".join(lines))
+    for r in table.to_dict("records"):
+        by = "no rule" if r["signal"] == "none" else r["signal"]
+        blocks.append("\n".join([
+            r["name"],
+            f"  parsed:      {r['qualified']}" + (f"  <{r['template']}>" if r["template"] else "")
+            + (f"  ({r['params']})" if r["params"] else ""),
+            f"  launched by: {r['op'] or 'unknown (no launching op in the trace)'}",
+            f"  name rule:   {r['name_rule']}",
+            f"  op rule:     {r['op_rule']}",
+            f"  result:      {r['category']} ({r['class']}), by {by}; {r['time_us'] / 1e3:.3f} ms in {r['count']} calls",
+        ]))
     return "\n\n".join(blocks)
