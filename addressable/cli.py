@@ -247,23 +247,38 @@ def workloads(adapters: tuple[str, ...]) -> None:
     click.echo(format_workloads(workload_table(adapters)))
 
 
+def _workload_options(fn: Callable) -> Callable:
+    """Options shared by profile and sweep: how to run the workload and how many steps to measure."""
+    for opt in reversed([
+        click.option("--mode", type=click.Choice(["train", "infer"]), help="Default: the workload's."),
+        click.option("--dtype", type=click.Choice(["bf16", "fp16", "fp32"]),
+                     help="Default: the workload's on the GPU, fp32 on the CPU."),
+        click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
+                     help="auto: the GPU when there is one, else the CPU."),
+        click.option("--warmup", type=int, help="Warm-up steps (autotune, compile). Default: 10 on the GPU, 1 on the CPU."),
+        click.option("--steps", type=int, help="Timed (unprofiled) steps per repeat. Default: 20 on the GPU, 1 on the CPU."),
+        click.option("--profile-steps", type=int, help="Profiled steps per repeat. Default: 5 on the GPU, 1 on the CPU."),
+        click.option("--repeats", type=int,
+                     help="Repeats (each: timed steps, then profiled steps). Default: 3 on the GPU, 2 on the CPU."),
+        click.option("--compile", "compile_", is_flag=True, help="torch.compile the model (compiled during warm-up)."),
+        click.option("--adapter", "adapters", multiple=True, metavar="FILE_OR_MODULE",
+                     help="Also load this adapter (a .py file or a module); repeatable."),
+        click.option("--option", "options", multiple=True, metavar="KEY=VALUE",
+                     help="Adapter option, e.g. image_size=128; repeatable."),
+        click.option("--layers-subset", metavar="L1,L2",
+                     help="Profile at L1 and L2 layers and extrapolate linearly to the full depth."),
+    ]):
+        fn = opt(fn)
+    return fn
+
+
 @main.command()
 @click.argument("workload")
-@click.option("--mode", type=click.Choice(["train", "infer"]), help="Default: the workload's.")
 @click.option("--batch", type=int, help="Batch size. Default: the workload's.")
 @click.option("--seq-len", type=int, help="Sequence length (sequence models). Default: the workload's.")
-@click.option("--dtype", type=click.Choice(["bf16", "fp16", "fp32"]), help="Default: the workload's on the GPU, fp32 on the CPU.")
-@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True, help="auto: the GPU when there is one, else the CPU.")
-@click.option("--warmup", type=int, help="Warm-up steps (autotune, compile). Default: 10 on the GPU, 1 on the CPU.")
-@click.option("--steps", type=int, help="Timed (unprofiled) steps per repeat. Default: 20 on the GPU, 1 on the CPU.")
-@click.option("--profile-steps", type=int, help="Profiled steps per repeat. Default: 5 on the GPU, 1 on the CPU.")
-@click.option("--repeats", type=int, help="Repeats (each: timed steps, then profiled steps). Default: 3 on the GPU, 2 on the CPU.")
+@_workload_options
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("outputs"), show_default=True, help="Folder the run folder goes in.")
 @click.option("--name", help="Run folder name. Default: e.g. resnet50-train-b64-bf16-cuda.")
-@click.option("--compile", "compile_", is_flag=True, help="torch.compile the model (compiled during warm-up).")
-@click.option("--adapter", "adapters", multiple=True, metavar="FILE_OR_MODULE", help="Also load this adapter (a .py file or a module); repeatable.")
-@click.option("--option", "options", multiple=True, metavar="KEY=VALUE", help="Adapter option, e.g. image_size=128; repeatable.")
-@click.option("--layers-subset", metavar="L1,L2", help="Profile at L1 and L2 layers and extrapolate linearly to the full depth.")
 @click.option("--nproc", type=int, help="Run in N processes under torchrun (DDP / FSDP2, one GPU each); "
               "writes rank<k>/ per rank and the aggregate.")
 @click.option("--force", is_flag=True, help="Replace a run folder of the same name (default: write NAME-2, NAME-3, ...).")
@@ -351,18 +366,8 @@ def plot(kind: str, run_args: tuple[Path, ...], run_dirs: tuple[Path, ...], spee
 @click.option("--batch", help="Batch sizes to sweep, e.g. 16,32,64,128 (or one fixed value).")
 @click.option("--seq-len", help="Sequence lengths to sweep, e.g. 512,1024,2048 (or one fixed value).")
 @click.option("--workloads", help="Model-size sweep over workloads, e.g. gpt2,llama3-1b,llama3-8b.")
-@click.option("--mode", type=click.Choice(["train", "infer"]), help="Default: the workload's.")
-@click.option("--dtype", type=click.Choice(["bf16", "fp16", "fp32"]), help="Default: the workload's on the GPU, fp32 on the CPU.")
-@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True)
-@click.option("--warmup", type=int, help="Warm-up steps per value. Default: the device's (see profile).")
-@click.option("--steps", type=int, help="Timed steps per repeat.")
-@click.option("--profile-steps", type=int, help="Profiled steps per repeat.")
-@click.option("--repeats", type=int, help="Repeats per value.")
+@_workload_options
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("outputs"), show_default=True, help="Folder the run folders go in.")
-@click.option("--compile", "compile_", is_flag=True, help="torch.compile the model.")
-@click.option("--adapter", "adapters", multiple=True, metavar="FILE_OR_MODULE", help="Also load this adapter; repeatable.")
-@click.option("--option", "options", multiple=True, metavar="KEY=VALUE", help="Adapter option; repeatable.")
-@click.option("--layers-subset", metavar="L1,L2", help="Profile each value at L1 and L2 layers and extrapolate.")
 @click.option("--plot", "plot_out", type=click.Path(dir_okay=False, path_type=Path), help="Also draw the sweep figure to this .pdf/.svg/.png.")
 @click.option("--force", is_flag=True, help="Replace run folders of the same names (default: write NAME-2, ...).")
 @click.option("--budget", type=float, metavar="SECONDS",
