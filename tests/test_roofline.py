@@ -240,3 +240,30 @@ def test_project_prints_the_roofline_ceiling_beside_amdahl() -> None:
     assert d["runs"][0]["ceiling_kernel_roofline"] == pytest.approx(expected)
     assert d["runs"][1]["ceiling_kernel_roofline"] is None
     assert f"{expected:.3f}x" in format_projection(p)
+
+
+# ---------------------------------------------------------------- real H200 traces with shapes (pinned figures)
+
+
+def test_real_resnet50_training_roofline(h200_traces: dict[str, Path]) -> None:
+    """ResNet-50 train b64 bf16 channels_last on the H200, against the shipped H200 calibration."""
+    r = roofline_of_trace(h200_traces["resnet50_train_b64_shapes"])
+    assert r.peaks.gpu == "H200" and r.peaks.memory_gbps == pytest.approx(4303.3)
+    assert r.ceiling_kernel == pytest.approx(3.160, abs=0.005)
+    assert r.ceiling_kernel_roofline == pytest.approx(1.479, abs=0.005)
+    assert r.unmodelled_time_share == pytest.approx(0.0269, abs=0.001)  # the optimizer's long tensor lists
+    assert set(r.unmodelled_ops()["op"]) == {"aten::_foreach_add_", "aten::_foreach_mul_"}
+    assert r.over_peak().empty  # no kernel beats the calibrated roofs by more than 5%
+    k = r.kernels()
+    stats = k[k["name"].str.contains("batch_norm_collect_statistics")].iloc[0]
+    assert stats["bound"] == "memory" and 0.2 < stats["headroom"] < 0.4
+
+
+def test_real_llama_prefill_roofline(h200_traces: dict[str, Path]) -> None:
+    """Llama-3-8B shapes, 4 layers, prefill b4 x 1024 on the H200: GEMMs near their roof, elementwise chains not."""
+    r = roofline_of_trace(h200_traces["llama8b_prefill_b4_shapes"])
+    assert r.ceiling_kernel == pytest.approx(1.290, abs=0.005)
+    assert r.ceiling_kernel_roofline == pytest.approx(1.114, abs=0.005)
+    assert r.unmodelled_time_share < 0.001 and r.over_peak().empty
+    cats = r.categories().set_index("category")
+    assert cats.loc["gemm", "headroom"] > 0.9
