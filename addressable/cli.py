@@ -152,7 +152,8 @@ def roofline(source: Path, gpu: str | None, peaks_file: Path | None, datasheet: 
 
 
 @main.command()
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the peaks JSON here.")
+@click.option("--peaks", "out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the peaks JSON to this file (read by `roofline --peaks FILE`).")
 @click.option("--json", "as_json", is_flag=True, help="Print the peaks as JSON.")
 @_user_errors
 def calibrate(out: Path | None, as_json: bool) -> None:
@@ -166,7 +167,7 @@ def calibrate(out: Path | None, as_json: bool) -> None:
 
     p = measure_peaks()
     if out:
-        write_text(out, _json(p.to_dict()) + "\n")
+        write_text(out, _json(p.to_dict()) + "\n")  # atomically
     click.echo(_json(p.to_dict()) if as_json else format_peaks(p))
     if out and not as_json:
         click.echo(f"Wrote {out}")

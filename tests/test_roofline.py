@@ -174,7 +174,7 @@ def test_cli_calibrate_needs_a_gpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     from addressable.cli import main
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    res = CliRunner().invoke(main, ["calibrate", "--out", str(tmp_path / "p.json")])
+    res = CliRunner().invoke(main, ["calibrate", "--peaks", str(tmp_path / "p.json")])
     assert res.exit_code == 2 and "calibrate needs a CUDA GPU" in res.output
     assert not (tmp_path / "p.json").exists()
 
@@ -185,7 +185,7 @@ def test_calibrate_on_the_gpu(tmp_path: Path) -> None:
 
     from addressable.cli import main
 
-    res = CliRunner().invoke(main, ["calibrate", "--out", str(tmp_path / "p.json")])
+    res = CliRunner().invoke(main, ["calibrate", "--peaks", str(tmp_path / "p.json")])
     assert res.exit_code == 0, res.output
     p = json.loads((tmp_path / "p.json").read_text())
     assert p["memory_gbps"] > 100 and p["tflops"]["bf16"] > p["tflops"]["fp32"] > 0
