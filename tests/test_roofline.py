@@ -267,3 +267,18 @@ def test_real_llama_prefill_roofline(h200_traces: dict[str, Path]) -> None:
     assert r.unmodelled_time_share < 0.001 and r.over_peak().empty
     cats = r.categories().set_index("category")
     assert cats.loc["gemm", "headroom"] > 0.9
+
+
+@pytest.mark.gpu
+def test_profile_on_the_gpu_stores_calibrated_peaks_and_the_roofline(tmp_path: Path) -> None:
+    from addressable.profile import profile_workload, resolve_config
+
+    cfg = resolve_config("resnet50", "train", 8, None, None, "cuda")
+    res = profile_workload(cfg, 1, 1, 1, tmp_path, profile_steps=1)
+    doc = json.loads((res.path / "breakdown.json").read_text())
+    man = json.loads((res.path / "manifest.json").read_text())
+    assert man["peaks"]["memory_gbps"] > 100 and man["peaks"]["source"].startswith("calibrated")
+    roof = doc["roofline"]
+    assert roof["peaks"] == man["peaks"] and roof["has_shapes"]
+    assert 1.0 < roof["ceiling_kernel_roofline"] <= roof["ceiling_kernel"]
+    assert roof["unmodelled_time_share"] < 0.1
