@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from addressable.jsonutil import records
+from addressable.modules import ModuleBreakdown, attribute, module_breakdown
 from addressable.taxonomy import UNCLASSIFIED, Taxonomy, load_taxonomy
 from addressable.timeline import COMMUNICATION, TimelineResult, timeline_accounting
 from addressable.trace import Trace, load_trace
@@ -135,6 +136,7 @@ class Breakdown:
     signals: pd.DataFrame | None = None  # signal, time_us, count, share (GPU traces)
     disagreements: pd.DataFrame | None = None  # kernels whose name and launching op disagree on the class
     unclassified: pd.DataFrame | None = None  # name, op, time_us, count of unclassified work
+    modules: ModuleBreakdown | None = None  # work time by nn.Module (addressable/modules.py)
 
     def time_of(self, cls: str) -> float:
         """Total work time (µs) of the categories of one class."""
@@ -222,6 +224,8 @@ class Breakdown:
             out["disagreements"] = records(self.disagreements.head(top))
         if self.timeline is not None:
             out.update(self.timeline.to_dict())
+        if self.modules is not None:
+            out["modules"] = self.modules.to_dict(top)
         out.update(self.extra)
         return out
 
@@ -317,6 +321,7 @@ def breakdown_of_trace(trace: Trace, taxonomy: Taxonomy | None = None) -> Breakd
     if basis == BASIS_GPU:  # self times of nested CPU ops are not intervals on a timeline
         b.timeline = timeline_accounting(classified)
         b.signals, b.disagreements = signal_summary(classified, taxonomy)
+    b.modules = module_breakdown(attribute(ev, classified, basis == BASIS_GPU), b.total_time_us, b.n_steps, basis)
     return b
 
 

@@ -132,6 +132,26 @@ def _classify_one(trace: Path, taxonomy: Path | None, classes: tuple[str, ...], 
 
 
 @main.command()
+@click.argument("source", type=click.Path(exists=False, path_type=Path))
+@click.option("--by", type=click.Choice(["name", "class"]), default="name", show_default=True,
+              help="One row per module (qualified name) or per module class.")
+@click.option("--top", default=15, show_default=True, help="Rows to list.")
+@click.option("--json", "as_json", is_flag=True, help="Print the `modules` object of breakdown.json instead.")
+@_user_errors
+def modules(source: Path, by: str, top: int, as_json: bool) -> None:
+    """Which nn.Module owns the time of a run folder or trace SOURCE, and the top fusion candidates."""
+    from addressable.modules import format_modules
+    from addressable.runs import load_modules
+
+    if not source.exists():
+        raise AddressableError(f"no such run folder or trace: {source}")
+    mb = load_modules(source)
+    if not mb.has_scopes:
+        raise AddressableError(f"{source}: {mb.note}")
+    click.echo(_json(mb.to_dict(top)) if as_json else format_modules(mb, by, top))
+
+
+@main.command()
 @click.argument("source", type=click.Path(path_type=Path))
 @click.option("--gpu", help="Use this GPU's peaks from the table (H200, H100, A100, B200, MI300X). "
               "Default: the run's calibrated peaks, else the GPU named in the trace.")
@@ -190,7 +210,7 @@ def taxonomy(file: Path | None) -> None:
 @main.command()
 @click.option("--speedups", required=True, type=click.Path(path_type=Path),
               help="wins.csv (target, speedup[, verified, source, notes, speedup_lo, speedup_hi]) "
-                   "or a KernelBench-style results JSON.")
+                   "or a JSON of speedups ({problem: {speedup, correct}} or a list of such records).")
 @click.option("--runs", "run_dirs", multiple=True, type=click.Path(path_type=Path),
               help="Run folder (or a folder of runs), or a Kineto trace file; repeatable. "
                    "Default: every run under outputs/.")
@@ -312,15 +332,15 @@ def _command_argv(ctx: click.Context, skip: tuple[str, ...] = ()) -> list[str]:
                    "Default: every run under outputs/.")
 @click.option("--speedups", type=click.Path(path_type=Path), help="amdahl: overlay the projection of this wins.csv.")
 @click.option("--x", "x", metavar="KEY", help="sweep: the swept key (batch, seq_len or workload). Default: each that varies.")
-@click.option("--top", type=int, help="top-kernels: kernels per run (default 10).")
+@click.option("--top", type=int, help="top-kernels, modules: kernels or module classes shown (default 10).")
 @click.option("--figure", type=click.Path(dir_okay=False, path_type=Path),
               help="Figure file, .pdf/.svg/.png. Default: outputs/figures/KIND.pdf.")
 @_renamed("--out", "--figure", "figure", click.Path(dir_okay=False, path_type=Path))
 @_user_errors
 def plot(kind: str, run_args: tuple[Path, ...], run_dirs: tuple[Path, ...], speedups: Path | None, x: str | None,
          top: int | None, figure: Path | None) -> None:
-    """Draw a figure from run folders (RUN arguments or --runs): KIND is breakdown, amdahl, sweep, top-kernels
-    or roofline."""
+    """Draw a figure from run folders (RUN arguments or --runs): KIND is breakdown, amdahl, sweep, top-kernels,
+    roofline or modules."""
     from addressable.plot import plot_runs
 
     path = plot_runs(kind, (*run_args, *run_dirs) or (Path("outputs"),), figure, speedups=speedups, x=x, n=top)
@@ -435,29 +455,35 @@ def bench_time(problems: tuple[str, ...], device: str, small: bool, warmup: int,
 
 
 def _verify_options(fn: Callable) -> Callable:
-    """Options shared by verify and verify-batch (harness settings and check thresholds)."""
-    fn = _renamed("--runs", "--calls", "runs", int)(fn)
+    """Options shared by verify and verify-batch (harness settings, containment and check thresholds)."""
+    fn = _renamed("--runs", "--calls", "calls", int)(fn)
     for opt in reversed([
         click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True),
         click.option("--trials", default=4, show_default=True, help="Trials with fresh inputs (at least 2)."),
         click.option("--seed", default=42, show_default=True, help="Seed of trial 0 (trial t uses seed + t)."),
         click.option("--timeout", default=300.0, show_default=True, help="Seconds before a verification is killed."),
-        click.option("--calls", "runs", default=50, show_default=True, help="Timed calls of each model (0: no timing)."),
+        click.option("--calls", default=50, show_default=True, help="Timed calls of each model at most (0: no timing)."),
         click.option("--warmup", default=5, show_default=True, help="Untimed calls of each model first."),
+        click.option("--sandbox", type=click.Choice(["auto", "required", "off"]), default="auto", show_default=True,
+                     help="Run candidates in bubblewrap: when available (auto), or refuse without it (required)."),
         click.option("--set", "overrides", multiple=True, metavar="NAME=VALUE", help="Override a size constant of the problem; repeatable."),
         click.option("--rel-fro", default=2e-2, show_default=True, help="Max ‖out-ref‖/‖ref‖."),
         click.option("--max-err", default=5e-2, show_default=True, help="Max max|out-ref|/max|ref|."),
         click.option("--written-tol", default=1e-2, show_default=True, help="Max gap in nonzero-finite fraction."),
         click.option("--invariant-tol", default=1e-3, show_default=True, help="Max violation of a custom float invariant."),
-        click.option("--review-speedup", default=10.0, show_default=True, help="Flag speedups above this for review."),
+        click.option("--review-speedup", default=10.0, show_default=True, help="Speedups above this get the verdict review."),
     ]):
         fn = opt(fn)
     return fn
 
 
 def _verify_kwargs(kw: dict[str, Any]) -> dict[str, Any]:
+    from addressable.sandbox import choose, unsandboxed_warning
     from addressable.verify import Thresholds, parse_overrides
 
+    box = choose(kw["sandbox"])  # say once, before anything runs, when candidates run unsandboxed
+    if not box.sandboxed:
+        click.echo(unsandboxed_warning(box), err=True)
     th = Thresholds(rel_fro=kw.pop("rel_fro"), max_err=kw.pop("max_err"), written_tol=kw.pop("written_tol"),
                     invariant_tol=kw.pop("invariant_tol"), review_speedup=kw.pop("review_speedup"))
     return {**kw, "thresholds": th, "overrides": parse_overrides(kw.pop("overrides"))}
@@ -470,32 +496,41 @@ def _verify_kwargs(kw: dict[str, Any]) -> dict[str, Any]:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 @_user_errors
 def verify(reference: Path, candidate: Path, as_json: bool, **kw: Any) -> None:
-    """Check CANDIDATE's ModelNew against REFERENCE's Model, then time both (exit 1 on fail)."""
+    """Check CANDIDATE's ModelNew against REFERENCE's Model, then time both (exit 0 pass, 1 fail, 3 review)."""
     from addressable.verify import format_result
     from addressable.verify import verify as run_verify
 
     r = run_verify(reference, candidate, **_verify_kwargs(kw))
     click.echo(_json(r.to_dict()) if as_json else format_result(r))
-    sys.exit(0 if r.passed else 1)
+    sys.exit(r.exit_code)
 
 
 @main.command("verify-batch")
 @click.argument("pairs", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--wins-out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="wins.csv to write (read by `project`).")
+@click.option("--wins-out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="wins.csv to write (read by `project`): passes only.")
+@click.option("--reviews-out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the review rows here (verified=false; `project --include-unverified` uses them).")
 @click.option("--json-dir", type=click.Path(file_okay=False, path_type=Path), help="Also write verify_<problem>.json here.")
 @_verify_options
 @_user_errors
-def verify_batch(pairs: Path, wins_out: Path, json_dir: Path | None, **kw: Any) -> None:
-    """Verify every problem,candidate row of PAIRS (CSV) and write wins.csv."""
+def verify_batch(pairs: Path, wins_out: Path, reviews_out: Path | None, json_dir: Path | None, **kw: Any) -> None:
+    """Verify every problem,candidate row of PAIRS (CSV); write the passes to wins.csv.
+
+    Exit 0 when every pair passed, 1 when any failed, 3 when the rest passed but some need review."""
     from addressable.atomic import write_text
+    from addressable.verify import WINS_COLUMNS, batch_exit_code, format_batch_row
     from addressable.verify import verify_batch as run_batch
 
-    def show(r: Any) -> None:
-        click.echo(f"{r.target:<32}{r.verdict:<6}" + (f"{r.speedup:.2f}x  " if r.speedup else "") + r.reason)
-
-    df = run_batch(pairs, json_dir=json_dir, on_result=show, **_verify_kwargs(kw))
-    write_text(wins_out, df.to_csv(index=False))
-    click.echo(f"{int(df['verified'].sum())} of {len(df)} verified; wrote {wins_out}")
+    df = run_batch(pairs, json_dir=json_dir, on_result=lambda r: click.echo(format_batch_row(r)), **_verify_kwargs(kw))
+    write_text(wins_out, df.loc[df["verdict"] == "pass", WINS_COLUMNS].to_csv(index=False))
+    reviews = df[df["verdict"] == "review"]
+    if reviews_out:
+        write_text(reviews_out, reviews[WINS_COLUMNS].to_csv(index=False))
+    counts = df["verdict"].value_counts()
+    click.echo(f"{counts.get('pass', 0)} passed, {counts.get('review', 0)} to review, {counts.get('fail', 0)} failed "
+               f"of {len(df)}; wrote the passes to {wins_out}" + (f", the reviews to {reviews_out}" if reviews_out else ""))
+    for r in reviews.itertuples():
+        click.echo(f"review: {r.problem} <- {r.candidate}: {r.notes}")
+    sys.exit(batch_exit_code(df["verdict"].tolist()))
 
 
 @main.command()
@@ -504,16 +539,31 @@ def verify_batch(pairs: Path, wins_out: Path, json_dir: Path | None, **kw: Any) 
 @click.option("--rtol", default=1e-2, show_default=True)
 @click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
               help="auto: the GPU when there is one, else the CPU.")
-@click.option("--set", "overrides", multiple=True, metavar="NAME=VALUE", help="Override a size constant where a problem defines it; repeatable.")
+@click.option("--set", "overrides", multiple=True, metavar="[PROBLEM:]NAME=VALUE",
+              help="Override a size constant where a problem defines it, or only in PROBLEM (a file stem or "
+                   "its number, e.g. 23:dim=4096); repeatable.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 @_user_errors
 def audit(problems_dir: Path, atol: float, rtol: float, device: str, overrides: tuple[str, ...], as_json: bool) -> None:
     """Would an all-zeros or constant output pass allclose(atol, rtol) for each problem in PROBLEMS_DIR?"""
     from addressable.audit import audit as run_audit
     from addressable.audit import audit_to_dict, format_audit
-    from addressable.verify import parse_overrides
+    from addressable.harness import parse_scoped_overrides
+    from addressable.progress import Progress
 
-    df = run_audit(problems_dir, atol, rtol, device, parse_overrides(overrides))
+    bar: Progress | None = None
+
+    def show(done: int, total: int, stem: str) -> None:
+        nonlocal bar
+        bar = bar or Progress(total, "audit", unit="problems")
+        if done:
+            bar.advance()
+
+    try:
+        df = run_audit(problems_dir, atol, rtol, device, parse_scoped_overrides(overrides), on_problem=show)
+    finally:
+        if bar:
+            bar.close()
     click.echo(_json(audit_to_dict(df, atol, rtol)) if as_json else format_audit(df, atol, rtol))
 
 

@@ -29,8 +29,10 @@ import torch
 from addressable import distributed
 from addressable.breakdown import BASIS_GPU, Breakdown, breakdown_from_tables, breakdown_of_trace
 from addressable.errors import AddressableError
+from addressable.modules import combine_modules
 from addressable.progress import Progress, duration
 from addressable.quiet import quiet_profiler
+from addressable.scopes import module_scopes
 from addressable.taxonomy import Taxonomy
 from addressable.timeline import TimelineResult
 from addressable.trace import load_trace
@@ -212,9 +214,14 @@ def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Pa
     for r in range(m.repeats):
         times = timed(step, m.steps, cuda)
         path = workdir / f".trace.r{r}.json.gz"
-        prof = profiled(step, m.profile_steps, cuda, path)
+        with _scopes(cfg, step):
+            prof = profiled(step, m.profile_steps, cuda, path)
         b = breakdown_of_trace(load_trace(path), tax)
         b.n_steps = m.profile_steps
+        if b.modules is not None:
+            b.modules.n_steps = m.profile_steps
+            if cfg.compile:
+                b.modules.note = COMPILE_NOTE
         if r == m.repeats - 1:
             os.replace(path, trace)
         else:
@@ -230,6 +237,20 @@ def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Pa
     meter.close()
     steps = pd.DataFrame(rows, columns=["repeat", "step", "time_ms", "profiled"])
     return Measured(cfg, repeats, medians, steps, trace, m)
+
+
+COMPILE_NOTE = "no module scopes: a --compile run is not scoped (its fused kernels span modules)"
+
+
+@contextmanager
+def _scopes(cfg: WorkloadConfig, step: Step) -> Iterator[None]:
+    """Module scopes (addressable.scopes) around the profiled steps only; none for compiled models."""
+    if cfg.compile:
+        yield
+        return
+    model = getattr(step, "model", None)
+    with module_scopes(model if isinstance(model, torch.nn.Module) else None):
+        yield
 
 
 def basis_words(basis: str) -> str:
@@ -251,6 +272,8 @@ def combine(repeats: list[Breakdown]) -> Breakdown:
                               repeats[-1].source, phases=ph)
     if all(r.timeline is not None for r in repeats):
         b.timeline = combine_timelines([r.timeline for r in repeats])
+    if all(r.modules is not None for r in repeats):
+        b.modules = combine_modules([r.modules for r in repeats], b.n_steps or 1)
     return b
 
 

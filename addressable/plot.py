@@ -1,4 +1,4 @@
-"""Publication figures from run folders: breakdown, amdahl, sweep, top-kernels and roofline.
+"""Publication figures from run folders: breakdown, amdahl, sweep, top-kernels, roofline and modules.
 
 Every figure is a matplotlib Figure sized for one paper column (3.5 in wide, 7 pt text, vector
 output), laid out with constrained layout and legends outside the data. A category has the same
@@ -27,8 +27,9 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLoca
 
 from addressable.atomic import atomic_file
 from addressable.errors import AddressableError
+from addressable.modules import ROOT
 from addressable.report import short_kernel_name
-from addressable.runs import Run, load_runs
+from addressable.runs import Run, load_modules, load_runs
 from addressable.runs import run_labels as labels_of
 from addressable.taxonomy import UNCLASSIFIED, load_taxonomy
 
@@ -507,6 +508,61 @@ def _nice_ticks(top: float) -> list[float]:
     return list(np.arange(0, top + 1e-12, step))
 
 
+MODULE_CHARS = 34  # module names
+
+
+def plot_modules(runs: list[Run], n: int = 10, by: str = "class") -> Figure:
+    """The modules (classes by default) of one run with the most time, each bar split into library,
+    replaceable and unclassified work; the share of the run's work time is written right of the bar.
+
+    Pseudo-scopes (<optimizer>, <loss>, <other>) are shown like modules. A run without module
+    scopes is an error that names the fix.
+    """
+    runs = _check_runs(runs)
+    if len(runs) > 1:
+        raise AddressableError(f"modules shows the modules of one run, got {len(runs)}: pick one with --runs RUN_DIR")
+    run = runs[0]
+    mb = load_modules(run.path)
+    if not mb.has_scopes:
+        raise AddressableError(f"{run.name}: {mb.note}")
+    t = mb.by(by)
+    t = t[t["time_us"] > 0].head(n)
+    total = mb.total_time_us or 1.0
+    parts = [("library", t["library_time_us"] / total, LIBRARY_COLORS[0]),
+             ("replaceable", t["replaceable_time_us"] / total, REPLACEABLE_COLORS[0]),
+             (UNCLASSIFIED, (t["time_us"] - t["library_time_us"] - t["replaceable_time_us"]).clip(lower=0) / total,
+              UNCLASSIFIED_COLOR)]
+    base, qual = run.label_parts(dtype=True)
+    with _style():
+        fig = _figure(0.85 + 0.16 * len(t))
+        ax = fig.add_subplot()
+        y = np.arange(len(t))
+        left = np.zeros(len(t))
+        handles = []
+        for label, share, color in parts:
+            share = share.to_numpy(dtype=float)
+            if label == UNCLASSIFIED and not (share > 1e-6).any():
+                continue
+            ax.barh(y, share, left=left, height=0.7, color=color, edgecolor="black", linewidth=0.3)
+            handles.append(Patch(facecolor=color, edgecolor="black", linewidth=0.3, label=label))
+            left += share
+        top = float(left.max()) if len(left) else 1.0
+        for yi, s in zip(y, t["share"], strict=True):
+            ax.text(s + top * 0.02, yi, f"{s:.1%}", va="center", ha="left", fontsize=FONT_PT)
+        names = [_truncate(m or ROOT, MODULE_CHARS) for m in t["module"]]
+        ax.set_yticks(y, names)
+        ax.set_ylim(len(t) - 0.5, -0.5)
+        ax.set_xlim(0, top * 1.28)
+        ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0 if top >= 0.05 else 1))
+        ax.xaxis.set_major_locator(FixedLocator(_nice_ticks(top * 1.28)))
+        ax.tick_params(axis="y", length=0)
+        ax.set_title(" ".join(p for p in (base, qual) if p), loc="left", fontsize=FONT_PT)
+        ax.set_xlabel(f"share of {_basis_name(runs)}, by module {'class' if by == 'class' else 'name'}")
+        fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), handlelength=1.0,
+                   handleheight=0.8, columnspacing=0.8, handletextpad=0.4)
+    return fig
+
+
 def roofline_points(run: Run) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The kernels of a run's roofline (breakdown.json's roofline key) with bytes per launch, and its peaks."""
     roof = run.info.get("roofline")
@@ -599,11 +655,13 @@ PLOTS: dict[str, Callable[..., Figure]] = {
     "sweep": plot_sweep,
     "top-kernels": plot_top_kernels,
     "roofline": plot_roofline,
+    "modules": plot_modules,
 }
 
 
 # The options each kind takes (the CLI's --speedups, --x, --top).
-KIND_OPTIONS = {"breakdown": (), "amdahl": ("speedups",), "sweep": ("x",), "top-kernels": ("n",), "roofline": ()}
+KIND_OPTIONS = {"breakdown": (), "amdahl": ("speedups",), "sweep": ("x",), "top-kernels": ("n",), "roofline": (),
+                "modules": ("n",)}
 OPTION_FLAGS = {"speedups": "--speedups", "x": "--x", "n": "--top"}
 
 
@@ -613,7 +671,7 @@ def check_kind(kind: str) -> None:
 
 
 def make_figure(kind: str, runs: list[Run], **options: Any) -> Figure:
-    """Build the figure of one kind (breakdown, amdahl, sweep, top-kernels); None options are left out."""
+    """Build the figure of one kind (breakdown, amdahl, sweep, top-kernels, modules); None options are left out."""
     check_kind(kind)
     options = {k: v for k, v in options.items() if v is not None}
     extra = [k for k in options if k not in KIND_OPTIONS[kind]]

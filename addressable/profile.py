@@ -42,6 +42,7 @@ from addressable.measure import (
     memory_errors,
     run_keys,
 )
+from addressable.modules import format_candidates
 from addressable.roofline import roofline_of_trace
 from addressable.runs import load_run, write_run
 from addressable.taxonomy import Taxonomy, load_taxonomy
@@ -375,5 +376,10 @@ def format_profile(res: ProfileResult, requested_device: str = "auto") -> str:
         total = sum(p["time_us"] for p in phases.values()) or 1.0
         lines.append("Phases: " + ", ".join(f"{k} {v['time_us'] / total:.0%} of time ({v['addressable_fraction']:.1%} "
                                             "addressable)" for k, v in phases.items()))
+    mods = res.breakdown.modules
+    if mods is not None and mods.has_scopes:
+        lines += ["", f"Modules: {mods.coverage:.1%} of {basis} attributed to an nn.Module "
+                  f"(`addressable modules {res.path}` for the table)",
+                  *format_candidates(mods.fusion_candidates(5), "kernels" if r["device"] == "cuda" else "CPU ops"), ""]
     lines.append(f"Run folder: {res.path}")
     return "\n".join(lines)

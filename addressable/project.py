@@ -10,18 +10,26 @@ time (s_i = group time per step / step_time_ms). The ceiling makes every replace
 infinitely fast: 1 / (1 − addressable_fraction) (kernel) and 1 / (1 − addressable_fraction_wall).
 
 Targets in wins.csv, resolved in this order:
+  `module:M[@forward|@backward]`  the kernels launched inside module class M, or inside the modules
+                   whose qualified name matches the glob M (`module:LlamaRMSNorm`, `module:*.mlp.act_fn`),
+                   submodules included, from the run's modules.csv (addressable/modules.py); the
+                   suffix keeps one direction. Optional column `kernels_after`: kernels the
+                   replacement launches per call (reported as kernels per step after; default unchanged).
   `re:REGEX`       kernels of the run whose kernels.csv name matches REGEX (re.search, case-sensitive;
                    write (?i) for case-insensitive).
   a category       a taxonomy category (case-insensitive), e.g. `softmax`.
   a problem name   a KernelBench problem (kernelbench_map.yaml) or a DLRM-Bench problem (the
                    `CATEGORY` constant of its module in addressable/bench/problems), e.g.
                    `23_Softmax`; case, a `.py` suffix, surrounding `_` and the numeric prefix are
-                   ignored (`softmax`, `Softmax.py`). It stands for its category.
-Grouping rule: regex targets take their kernels out of the category groups first. They are applied
-in wins.csv row order and a kernel goes to the first regex row that matches it; rows with the same
-regex are one group. A category group is its category's time minus the kernels regex groups took.
-Times come from categories.csv; a regex group's time in a category is the category time scaled by
-the fraction of that category's kernels.csv time its kernels take (so it also applies to the
+                   ignored (`softmax`, `Softmax.py`). It stands for its category. A KernelBench
+                   level-2 problem listed in kernelbench_level2.yaml stands for its module target.
+Grouping rule: module targets take their kernels first (in wins.csv row order, each kernel row once),
+then regex targets take what is left of each kernel, then categories what is left of their category.
+Regex rows are applied in wins.csv row order and a kernel goes to the first regex row that matches
+it; rows with the same regex are one group. A category group is its category's time minus the
+kernels module and regex groups took.
+Times come from categories.csv; a module or regex group's time in a category is the category time
+scaled by the fraction of that category's kernel time its kernels take (so it also applies to the
 per-repeat and exposed category times, which have no per-kernel detail).
 
 Several wins on one group: `best` (default) uses the largest speedup (with that row's spread),
@@ -74,10 +82,12 @@ from addressable import runs as run_files
 from addressable.breakdown import breakdown_of_trace
 from addressable.errors import AddressableError
 from addressable.jsonutil import to_jsonable
+from addressable.modules import MODULE_PREFIX, NO_SCOPES_HINT, ModuleBreakdown, ModuleTarget
 from addressable.taxonomy import UNCLASSIFIED, Taxonomy, load_taxonomy, read_yaml
 from addressable.trace import Trace, load_trace
 
 KERNELBENCH_MAP = Path(__file__).with_name("kernelbench_map.yaml")
+KERNELBENCH_LEVEL2 = Path(__file__).with_name("kernelbench_level2.yaml")
 PROBLEM_DIRS = (Path(__file__).parent / "bench" / "problems",)
 DEFAULT_RUNS_ROOT = Path("outputs")
 COMBINE = ("best", "median")
@@ -86,6 +96,7 @@ REQUIRED_COLUMNS = ("target", "speedup")
 OPTIONAL_COLUMNS = ("verified", "source", "notes", "speedup_lo", "speedup_hi", "kernels_after")
 MODELS = ("replay", "amdahl")
 NO_TRACE = "no trace kept with the run (trace.json.gz) to replay"
+MODULE_REPLAY = "the replay model does not place module: targets yet"
 _TRUE = {"true", "t", "yes", "y", "1"}
 _FALSE = {"false", "f", "no", "n", "0"}
 
@@ -128,6 +139,7 @@ class Run:
     traces: list[Path | Trace] = field(default_factory=list)  # one per rank, for the replay model
     wall_basis: str = "unprofiled step"  # or "--step-ms", or "profiled step" (a trace without step time)
     ceiling_kernel_roofline: float = math.nan  # breakdown.json's roofline key (addressable.roofline), when present
+    modules: ModuleBreakdown | None = None  # time per module and kernel (modules.csv), for module: targets
 
     def class_of(self, category: str) -> str:
         return self.classes.get(category) or _taxonomy().class_of(category)
@@ -203,7 +215,8 @@ def load_run(path: str | Path) -> Run:
     roof = doc.get("roofline") if isinstance(doc.get("roofline"), dict) else {}
     return Run(r.name, workload, times, classes, basis, kernels, n_steps,
                _positive_or_none(doc.get("step_time_ms")), repeats, r.path, r, run_traces(r.path),
-               ceiling_kernel_roofline=_positive_or_none(roof.get("ceiling_kernel_roofline")) or math.nan)
+               ceiling_kernel_roofline=_positive_or_none(roof.get("ceiling_kernel_roofline")) or math.nan,
+               modules=run_files.load_modules(r.path) if isinstance(doc.get("modules"), dict) else None)
 
 
 def run_traces(folder: Path) -> list[Path]:
@@ -292,7 +305,7 @@ def _positive_or_none(v: Any) -> float | None:
 # Wins
 
 def load_wins(path: str | Path) -> pd.DataFrame:
-    """Read a wins.csv (or a KernelBench-style results JSON) and validate every row; see parse_wins."""
+    """Read a wins.csv (or a results JSON of speedups, see _kernelbench_json) and validate every row; see parse_wins."""
     path = Path(path)
     try:
         text = path.read_text()
@@ -339,6 +352,9 @@ def _kernelbench_json(text: str, path: Path) -> tuple[pd.DataFrame, list[str]]:
         raise AddressableError(f"speedups file {path}: expected a JSON object or list")
     if not entries:
         raise AddressableError(f"speedups file {path} is empty")
+    if not any("speedup" in e for e, _ in entries) and any("runtime" in e for e, _ in entries):
+        raise AddressableError(f"speedups file {path} holds runtimes but no speedups (KernelBench's eval_results.json "
+                               "does): run `addressable verify-batch` on its problem/candidate pairs for a wins.csv")
     rows, notes = [], []
     for e, name in entries:
         ok = e.get("verified", e.get("correct"))
@@ -467,6 +483,20 @@ def load_problem_map(path: str | Path | None = None,
     return out
 
 
+def load_module_problems(path: str | Path | None = None) -> tuple[dict[str, str], dict[str, str]]:
+    """KernelBench level-2 problems (kernelbench_level2.yaml): name -> the `module:` target it stands for,
+    and name -> why it has none."""
+    path = Path(path) if path else KERNELBENCH_LEVEL2
+    doc = read_yaml(path, "level-2 problem map")
+    modules = doc.get("modules") if isinstance(doc, dict) else None
+    unmapped = doc.get("unmapped") if isinstance(doc, dict) else None
+    if not isinstance(modules, dict) or not all(str(t).startswith(MODULE_PREFIX) for t in modules.values()) \
+            or not isinstance(unmapped, dict):
+        raise AddressableError(f"level-2 problem map {path}: needs 'modules' (problem: module:TARGET) "
+                               "and 'unmapped' (problem: reason)")
+    return {str(k): str(v) for k, v in modules.items()}, {str(k): str(v) for k, v in unmapped.items()}
+
+
 def problem_categories(dirs: Sequence[str | Path]) -> dict[str, str]:
     """Category of each benchmark problem module: its `CATEGORY = "..."` constant, else a
     `Category: ...` line in its docstring. Read with ast, never imported."""
@@ -491,23 +521,32 @@ def problem_categories(dirs: Sequence[str | Path]) -> dict[str, str]:
 
 
 def _norm(name: str) -> str:
-    return name.strip().lower().removesuffix(".py").strip("_")
+    """A problem name as matched: the last path component, lower case, no .py, no outer underscores."""
+    return name.strip().replace("\\", "/").rsplit("/", 1)[-1].lower().removesuffix(".py").strip("_")
 
 
 @dataclass(frozen=True)
 class Target:
     """What one wins.csv target resolved to: a category group or a regex group."""
 
-    group: str  # the group key: the category name, or "re:REGEX"
+    group: str  # the group key: the category name, "re:REGEX" or "module:NAME[@direction]"
     category: str | None = None
     regex: re.Pattern | None = None
+    module: ModuleTarget | None = None
 
 
 class Resolver:
     """Turns wins.csv targets into groups (regex, category, problem name: in that order)."""
 
-    def __init__(self, categories: set[str], problems: dict[str, str]) -> None:
+    def __init__(self, categories: set[str], problems: dict[str, str],
+                 level2: tuple[dict[str, str], dict[str, str]] | None = None) -> None:
         self.categories = {c.lower(): c for c in categories}
+        self.module_problems: dict[str, str] = {}
+        self.unmapped: dict[str, str] = {}
+        for table, entries in zip((self.module_problems, self.unmapped), level2 or ({}, {}), strict=True):
+            for name, value in entries.items():
+                table[_norm(name)] = value
+                table.setdefault(_norm(re.sub(r"^\d+_", "", name.strip())), value)
         self.problems: dict[str, str | None] = {}
         short: dict[str, set[str]] = {}
         for name, category in problems.items():
@@ -518,6 +557,12 @@ class Resolver:
 
     def resolve(self, target: str, where: str) -> tuple[Target | None, str]:
         """The target, or None and why not."""
+        if target.startswith(MODULE_PREFIX):
+            try:
+                m = ModuleTarget.parse(target)
+            except ValueError as e:
+                raise AddressableError(f"{where}: bad module target '{target}': {e}") from None
+            return Target(MODULE_PREFIX + m.pattern + (f"@{m.direction}" if m.direction else ""), module=m), ""
         if target.startswith(REGEX_PREFIX):
             pattern = target[len(REGEX_PREFIX):]
             if not pattern:
@@ -530,6 +575,10 @@ class Resolver:
             c = self.categories[target.lower()]
             return Target(c, category=c), ""
         key = _norm(target)
+        if key in self.module_problems:  # a KernelBench level-2 problem that one module runs
+            return self.resolve(self.module_problems[key], where)
+        if key in self.unmapped and key not in self.problems:
+            return None, f"KernelBench level-2 problem with no module target ({self.unmapped[key]})"
         if key in self.problems:
             c = self.problems[key]
             if c is None:
@@ -619,7 +668,8 @@ def project(runs: Sequence[Run | str | Path], wins: pd.DataFrame | str | Path, *
     table = load_wins(wins) if isinstance(wins, str | Path) else parse_wins(wins)
     messages = list(table.attrs.get("warnings", []))
     categories = set(load_taxonomy().classes) | {UNCLASSIFIED} | {c for r in runs for c in r.times.index}
-    resolver = Resolver(categories, load_problem_map() if problem_map is None else problem_map)
+    resolver = Resolver(categories, load_problem_map() if problem_map is None else problem_map,
+                        load_module_problems())
 
     table = table.copy()
     targets: list[Target | None] = []
@@ -636,10 +686,10 @@ def project(runs: Sequence[Run | str | Path], wins: pd.DataFrame | str | Path, *
 
     run_rows, contrib, hit = [], [], dict.fromkeys((g.target.group for g in groups), False)
     for run, label in zip(runs, _labels(runs), strict=True):
-        weights, matched = _group_weights(run, groups)
+        weights, matched, counts = _group_weights(run, groups)
         for g, m in matched.items():
             hit[g] = hit[g] or m
-        row, c = _project_run(run, groups, weights)
+        row, c = _project_run(run, groups, weights, counts)
         row.update(_replay_run(run, groups, model), step_time_ms=run.step_time_ms or math.nan, label=label)
         for m in ("speedup", "ceiling"):  # the headline numbers follow the model used
             for b in ("kernel", "wall"):
@@ -649,10 +699,12 @@ def project(runs: Sequence[Run | str | Path], wins: pd.DataFrame | str | Path, *
                         row[f"{m}_{b}{sfx}"] = row[f"replay_{m}_{b}{sfx}"]
         run_rows.append(row)
         contrib += c
+    scoped = any(r.modules is not None and r.modules.has_scopes for r in runs)
     for g, m in hit.items():
         if not m:
             sel = table["used"] & (table["group"] == g)
-            table.loc[sel, "reason"] = "matched no kernel time in any run"
+            table.loc[sel, "reason"] = ("matched no kernel time in any run" if scoped or not g.startswith(MODULE_PREFIX)
+                                        else NO_SCOPES_HINT.replace("this trace", "any run"))
     bad = (table["reason"] != "") & (table["reason"] != "unverified")
     unmatched = table.loc[bad, ["row", "target", "speedup", "reason"]].reset_index(drop=True)
     messages += [f"wins row {r.row}: target '{r.target}' {r.reason}; listed as unmatched"
@@ -690,28 +742,42 @@ def _combine(table: pd.DataFrame, targets: list[Target | None], combine: str) ->
     return groups
 
 
-def _group_weights(run: Run, groups: list[Group]) -> tuple[pd.DataFrame, dict[str, bool]]:
-    """groups × categories: the fraction of each category's time that belongs to each group."""
+def _group_weights(run: Run, groups: list[Group]
+                   ) -> tuple[pd.DataFrame, dict[str, bool], dict[str, tuple[float, float]]]:
+    """groups × categories: the fraction of each category's time that belongs to each group.
+
+    Module groups claim their kernels first (modules.csv), then regex groups claim what is left of
+    each kernel (kernels.csv), then category groups take what is left of their category. Also
+    returns, per module group, (kernels per step, calls per step of the matched modules).
+    """
     cats = run.times.index
     weights = pd.DataFrame(0.0, index=[g.target.group for g in groups], columns=cats)
-    matched = {}
-    regex = [g for g in groups if g.target.regex is not None]
+    matched: dict[str, bool] = {}
     claimed = pd.Series(0.0, index=cats)
+    taken = pd.Series(dtype=float)  # (name, category) -> kernel time module groups took
+    counts: dict[str, tuple[float, float]] = {}
+    mods = [g for g in groups if g.target.module is not None]
+    if mods:
+        taken = _module_weights(run, mods, weights, claimed, matched, counts)
+    regex = [g for g in groups if g.target.regex is not None]
     if regex:
         if run.kernels is None:
             raise AddressableError(f"run {run.name} has no kernels.csv, which re: targets need")
         k = run.kernels
         kernel_time = k["time_us"].groupby(k["category"]).sum()
+        left = k["time_us"].to_numpy() - taken.reindex(pd.MultiIndex.from_arrays(
+            [k["name"], k["category"]]), fill_value=0.0).to_numpy() if len(taken) else k["time_us"].to_numpy()
+        left = np.clip(left, 0.0, None)
         free = np.ones(len(k), dtype=bool)
         for g in regex:
             hit = free & np.fromiter((g.target.regex.search(n) is not None for n in k["name"]), bool, len(k))
             free &= ~hit
-            by_cat = k.loc[hit, "time_us"].groupby(k.loc[hit, "category"]).sum()
+            by_cat = pd.Series(left[hit]).groupby(k.loc[hit, "category"].to_numpy()).sum()
             by_cat = by_cat[by_cat.index.isin(cats)]
             share = (by_cat / kernel_time.reindex(by_cat.index)).fillna(0.0)
             weights.loc[g.target.group, share.index] = share.to_numpy()
             claimed = claimed.add(share, fill_value=0.0)
-            matched[g.target.group] = bool(hit.any())
+            matched[g.target.group] = bool((left[hit] > 0).any())
     for g in groups:
         c = g.target.category
         if c is None:
@@ -720,7 +786,32 @@ def _group_weights(run: Run, groups: list[Group]) -> tuple[pd.DataFrame, dict[st
         matched[g.target.group] = bool(present)
         if present:
             weights.loc[g.target.group, c] = max(0.0, 1.0 - claimed[c]) if claimed[c] else 1.0
-    return weights, matched
+    return weights, matched, counts
+
+
+def _module_weights(run: Run, groups: list[Group], weights: pd.DataFrame, claimed: pd.Series,
+                    matched: dict[str, bool], counts: dict[str, tuple[float, float]]) -> pd.Series:
+    """Fill the module groups' weights (in wins order, each kernel row claimed once); updates `claimed`,
+    `matched` and `counts` in place. Returns the kernel time taken per (name, category)."""
+    mb = run.modules
+    if mb is None or not mb.has_scopes:
+        matched.update(dict.fromkeys((g.target.group for g in groups), False))
+        return pd.Series(dtype=float)
+    d = mb.detail
+    cat_time = d["time_us"].groupby(d["category"]).sum()
+    free = np.ones(len(d), dtype=bool)
+    for g in groups:
+        hit = free & g.target.module.matches(d, mb.modules)
+        free &= ~hit
+        share = (d.loc[hit, "time_us"].groupby(d.loc[hit, "category"]).sum() / cat_time).dropna()
+        share = share[share.index.isin(weights.columns)]
+        weights.loc[g.target.group, share.index] = share.to_numpy()
+        claimed.loc[share.index] += share.to_numpy()
+        matched[g.target.group] = bool(d.loc[hit, "time_us"].sum() > 0)
+        calls = mb.modules.loc[mb.modules["module"].isin(g.target.module.heads(mb.modules)), "calls"].sum()
+        counts[g.target.group] = (float(d.loc[hit, "count"].sum()) / mb.n_steps, float(calls) / mb.n_steps)
+    taken = d.loc[~free]
+    return taken["time_us"].groupby([taken["name"], taken["category"]]).sum()
 
 
 _REPLAY_KEYS = [f"replay_{m}_{b}{s}" for m in ("speedup", "ceiling") for b in ("kernel", "wall")
@@ -738,6 +829,9 @@ def _replay_run(run: Run, groups: list[Group], model: str) -> dict[str, Any]:
         return out
     if not run.traces:
         out["model_reason"] = NO_TRACE
+        return out
+    if any(g.target.module is not None for g in groups):
+        out["model_reason"] = MODULE_REPLAY
         return out
     tax = _taxonomy()
     cache: dict[int, tuple[np.ndarray, pd.Series]] = {}
@@ -788,10 +882,11 @@ def _replay_run(run: Run, groups: list[Group], model: str) -> dict[str, Any]:
 
 
 _CONTRIB_COLUMNS = ["run", "target", "group", "class", "share", "share_wall", "k", "k_interval", "rows",
-                    "gain_kernel", "gain_wall"]
+                    "gain_kernel", "gain_wall", "group_time_us", "kernels_per_step", "kernels_per_step_after"]
 
 
-def _project_run(run: Run, groups: list[Group], weights: pd.DataFrame) -> tuple[dict[str, Any], list[dict]]:
+def _project_run(run: Run, groups: list[Group], weights: pd.DataFrame,
+                 counts: dict[str, tuple[float, float]]) -> tuple[dict[str, Any], list[dict]]:
     """Speedups and ceilings of one run (point and interval), and one contribution per group."""
     replaceable = [c for c in run.times.index if run.class_of(c) == "replaceable"]
     ks = [[g.k for g in groups], [g.k_lo for g in groups], [g.k_hi for g in groups]]
@@ -839,6 +934,10 @@ def _project_run(run: Run, groups: list[Group], weights: pd.DataFrame) -> tuple[
                 c[f"gain_{b}"] = amdahl([gt[i]], [g.k], total)
             else:
                 c[key], c[f"gain_{b}"] = math.nan, math.nan
+        c["group_time_us"] = float(point["kernel"][0][i])
+        kernels, calls = counts.get(g.target.group, (math.nan, math.nan))
+        c["kernels_per_step"] = kernels
+        c["kernels_per_step_after"] = g.kernels_after * calls if not math.isnan(g.kernels_after) else kernels
         contrib.append(c)
     contrib.sort(key=lambda c: (-c["gain_kernel"], -_or0(c["gain_wall"])))
     return row, contrib

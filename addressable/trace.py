@@ -356,11 +356,13 @@ def _compiled_format() -> _Format:
         else:
             getters.append(f"e.get({key!r})")
     loops = "".join(f" for a{i} in (e.get({p!r}) or EMPTY,)" for i, p in enumerate(parents))
+    filters = {cat: re.compile(p).match for cat, p in (fmt.get("name_filters") or {}).items()}
+    named = " and (e.get('cat') not in FILTERS or FILTERS[e.get('cat')](str(e.get('name'))))" if filters else ""
     # One pass over the events, one tuple per kept row: far cheaper than a pass per column.
     src = (f"def extract(events, keep, X, EMPTY):\n"
            f"    return [({', '.join(getters)},) for e in events"
-           f" if e.get('cat') in keep and e.get('ph') == X{loops}]\n")
-    scope: dict[str, Any] = {}
+           f" if e.get('cat') in keep and e.get('ph') == X{named}{loops}]\n")
+    scope: dict[str, Any] = {"FILTERS": filters}
     exec(compile(src, "<trace_format extractor>", "exec"), scope)
     text = tuple(dict.fromkeys(["name", "cat", *fmt.get("text_columns", [])]))
     runtime = frozenset(fmt["runtime_categories"])

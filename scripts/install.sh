@@ -35,4 +35,10 @@ step 3 "installing addressable and its test and dlrm extras (torch $tv, torchvis
 "$PY" -m pip install -c "$pins" -e ".[test,dlrm]"
 step 4 "installing torchrec (no dependencies)"
 "$PY" -m pip install -c "$pins" --no-deps torchrec==1.9.2
+# bubblewrap sandboxes `addressable verify`'s candidates; installed only where apt-get is there and we are root
+if ! command -v bwrap > /dev/null && command -v apt-get > /dev/null && [ "$(id -u)" = 0 ]; then
+    echo "installing bubblewrap (the sandbox of addressable verify)" >&2
+    (apt-get install -y -q bubblewrap > /dev/null 2>&1 || { apt-get update -q > /dev/null 2>&1 && apt-get install -y -q bubblewrap > /dev/null 2>&1; }) \
+        || echo "could not install bubblewrap: verify will run candidates unsandboxed" >&2
+fi
 echo "done: try 'addressable profile resnet50 --batch 64'" >&2
