@@ -78,21 +78,28 @@ def main() -> None:
               help="Also write breakdown.json, categories.csv and kernels.csv here (several traces: rank<k>/ "
                    "per rank, the job's total and ranks.csv).")
 @click.option("--top", default=5, show_default=True, help="Kernels to list per section.")
-@click.option("--basis", type=click.Choice(["summed", "exposed"]), default="summed", show_default=True,
-              help="exposed: also print overlap-aware times (busy time, split among overlapping kernels).")
+@click.option("--basis", type=click.Choice(["summed", "exposed", "cpu"]), default="summed", show_default=True,
+              help="exposed: also print overlap-aware times (busy time, split among overlapping kernels); "
+                   "cpu: the CPU-op self-time breakdown (e.g. a GPU trace without kernel events).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Traces classified at once (default: the number of cores).")
 @click.option("--engine", type=click.Choice(["process", "serial", "dask"]),
               help="Several traces: a process pool (default), one at a time, or Dask.")
 @click.option("--scheduler", metavar="tcp://HOST:PORT", help="Run on this Dask scheduler (implies --engine dask).")
+@click.option("--explain", metavar="PATTERN",
+              help="For each kernel whose name matches this regex: its parsed name, launching op, the rule that "
+                   "matched (file, index, pattern), category and class.")
 @_user_errors
 def classify(paths: tuple[str, ...], taxonomy: Path | None, classes: tuple[str, ...], as_json: bool,
              out: Path | None, top: int, basis: str, jobs: int | None, engine: str | None,
-             scheduler: str | None) -> None:
+             scheduler: str | None, explain: str | None) -> None:
     """Classify every kernel of profiler traces and print the addressable fraction.
 
     PATHS: one trace file, or several files, folders and globs holding one trace per rank of a job
     (per-rank table, aggregate, straggler signal).
     """
+    if explain is not None:
+        _explain_one(paths, taxonomy, classes, as_json, explain)
+        return
     if len(paths) == 1 and Path(paths[0]).is_file() and not (engine or scheduler or jobs):
         _classify_one(Path(paths[0]), taxonomy, classes, as_json, out, top, basis)
         return
@@ -112,15 +119,31 @@ def classify(paths: tuple[str, ...], taxonomy: Path | None, classes: tuple[str, 
         sys.exit(2)
 
 
+def _explain_one(paths: tuple[str, ...], taxonomy: Path | None, classes: tuple[str, ...], as_json: bool,
+                 pattern: str) -> None:
+    """`classify TRACE --explain PATTERN`."""
+    from addressable.breakdown import explain
+    from addressable.jsonutil import records
+    from addressable.report import format_explain
+    from addressable.taxonomy import load_taxonomy
+    from addressable.trace import load_trace
+
+    if len(paths) != 1 or not Path(paths[0]).is_file():
+        raise AddressableError("--explain takes one trace file")
+    tax = load_taxonomy(taxonomy).with_classes(_parse_classes(classes))
+    table = explain(load_trace(paths[0]), tax, pattern)
+    click.echo(_json(records(table)) if as_json else format_explain(table))
+
+
 def _classify_one(trace: Path, taxonomy: Path | None, classes: tuple[str, ...], as_json: bool, out: Path | None,
                   top: int, basis: str) -> None:
     """`classify TRACE`: one trace's breakdown."""
-    from addressable.breakdown import classify_trace
+    from addressable.breakdown import BASIS_CPU, classify_trace
     from addressable.report import format_breakdown
     from addressable.runs import write_breakdown
     from addressable.timeline import format_overlap_note, format_timeline
 
-    b = classify_trace(trace, taxonomy, _parse_classes(classes))
+    b = classify_trace(trace, taxonomy, _parse_classes(classes), basis=BASIS_CPU if basis == "cpu" else None)
     if out:
         write_breakdown(b, out)
     click.echo(_json(b.to_dict(top)) if as_json else format_breakdown(b, top))
@@ -156,7 +179,7 @@ def modules(source: Path, by: str, top: int, as_json: bool) -> None:
 @click.option("--gpu", help="Use this GPU's peaks from the table (H200, H100, A100, B200, MI300X). "
               "Default: the run's calibrated peaks, else the GPU named in the trace.")
 @click.option("--peaks", "peaks_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="A peaks JSON written by `addressable calibrate --out`.")
+              help="A peaks JSON written by `addressable calibrate --peaks`.")
 @click.option("--datasheet", is_flag=True, help="Datasheet peaks even where calibrated ones exist.")
 @click.option("--taxonomy", type=click.Path(dir_okay=False, path_type=Path), help="Rule file (default: packaged taxonomy.yaml).")
 @click.option("--json", "as_json", is_flag=True, help="Print the roofline JSON (breakdown.json's roofline key).")
@@ -173,8 +196,9 @@ def roofline(source: Path, gpu: str | None, peaks_file: Path | None, datasheet: 
 
 @main.command()
 @click.option("--peaks", "out", type=click.Path(dir_okay=False, path_type=Path),
-              help="Also write the peaks JSON to this file (read by `roofline --peaks FILE`).")
+              help="Also write the peaks JSON to this file (read by `roofline --peaks`).")
 @click.option("--json", "as_json", is_flag=True, help="Print the peaks as JSON.")
+@_renamed("--out", "--peaks", "out", click.Path(dir_okay=False, path_type=Path))
 @_user_errors
 def calibrate(out: Path | None, as_json: bool) -> None:
     """Measure this GPU's copy and read-only bandwidth and dense matmul TFLOP/s (needs a CUDA GPU).
@@ -202,7 +226,7 @@ def taxonomy(file: Path | None) -> None:
 
     t = load_taxonomy(file)
     click.echo(f"{t.source}: {len(t.classes)} categories, {len(t.kernel_rules)} kernel rules, "
-               f"{len(t.cpu_op_rules)} CPU-op rules")
+               f"{len(t.launch_op_rules)} launch-op rules, {len(t.cpu_op_rules)} CPU-op rules")
     for cat, cls in t.classes.items():
         click.echo(f"  {cat:<15}{cls:<13}{t.descriptions.get(cat, '')}")
 
@@ -248,23 +272,38 @@ def workloads(adapters: tuple[str, ...]) -> None:
     click.echo(format_workloads(workload_table(adapters)))
 
 
+def _workload_options(fn: Callable) -> Callable:
+    """Options shared by profile and sweep: how to run the workload and how many steps to measure."""
+    for opt in reversed([
+        click.option("--mode", type=click.Choice(["train", "infer"]), help="Default: the workload's."),
+        click.option("--dtype", type=click.Choice(["bf16", "fp16", "fp32"]),
+                     help="Default: the workload's on the GPU, fp32 on the CPU."),
+        click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
+                     help="auto: the GPU when there is one, else the CPU."),
+        click.option("--warmup", type=int, help="Warm-up steps (autotune, compile). Default: 10 on the GPU, 1 on the CPU."),
+        click.option("--steps", type=int, help="Timed (unprofiled) steps per repeat. Default: 20 on the GPU, 1 on the CPU."),
+        click.option("--profile-steps", type=int, help="Profiled steps per repeat. Default: 5 on the GPU, 1 on the CPU."),
+        click.option("--repeats", type=int,
+                     help="Repeats (each: timed steps, then profiled steps). Default: 3 on the GPU, 2 on the CPU."),
+        click.option("--compile", "compile_", is_flag=True, help="torch.compile the model (compiled during warm-up)."),
+        click.option("--adapter", "adapters", multiple=True, metavar="FILE_OR_MODULE",
+                     help="Also load this adapter (a .py file or a module); repeatable."),
+        click.option("--option", "options", multiple=True, metavar="KEY=VALUE",
+                     help="Adapter option, e.g. image_size=128; repeatable."),
+        click.option("--layers-subset", metavar="L1,L2",
+                     help="Profile at L1 and L2 layers and extrapolate linearly to the full depth."),
+    ]):
+        fn = opt(fn)
+    return fn
+
+
 @main.command()
 @click.argument("workload")
-@click.option("--mode", type=click.Choice(["train", "infer"]), help="Default: the workload's.")
 @click.option("--batch", type=int, help="Batch size. Default: the workload's.")
 @click.option("--seq-len", type=int, help="Sequence length (sequence models). Default: the workload's.")
-@click.option("--dtype", type=click.Choice(["bf16", "fp16", "fp32"]), help="Default: the workload's on the GPU, fp32 on the CPU.")
-@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True, help="auto: the GPU when there is one, else the CPU.")
-@click.option("--warmup", type=int, help="Warm-up steps (autotune, compile). Default: 10 on the GPU, 1 on the CPU.")
-@click.option("--steps", type=int, help="Timed (unprofiled) steps per repeat. Default: 20 on the GPU, 1 on the CPU.")
-@click.option("--profile-steps", type=int, help="Profiled steps per repeat. Default: 5 on the GPU, 1 on the CPU.")
-@click.option("--repeats", type=int, help="Repeats (each: timed steps, then profiled steps). Default: 3 on the GPU, 2 on the CPU.")
+@_workload_options
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("outputs"), show_default=True, help="Folder the run folder goes in.")
 @click.option("--name", help="Run folder name. Default: e.g. resnet50-train-b64-bf16-cuda.")
-@click.option("--compile", "compile_", is_flag=True, help="torch.compile the model (compiled during warm-up).")
-@click.option("--adapter", "adapters", multiple=True, metavar="FILE_OR_MODULE", help="Also load this adapter (a .py file or a module); repeatable.")
-@click.option("--option", "options", multiple=True, metavar="KEY=VALUE", help="Adapter option, e.g. image_size=128; repeatable.")
-@click.option("--layers-subset", metavar="L1,L2", help="Profile at L1 and L2 layers and extrapolate linearly to the full depth.")
 @click.option("--nproc", type=int, help="Run in N processes under torchrun (DDP / FSDP2, one GPU each); "
               "writes rank<k>/ per rank and the aggregate.")
 @click.option("--force", is_flag=True, help="Replace a run folder of the same name (default: write NAME-2, NAME-3, ...).")
@@ -352,18 +391,8 @@ def plot(kind: str, run_args: tuple[Path, ...], run_dirs: tuple[Path, ...], spee
 @click.option("--batch", help="Batch sizes to sweep, e.g. 16,32,64,128 (or one fixed value).")
 @click.option("--seq-len", help="Sequence lengths to sweep, e.g. 512,1024,2048 (or one fixed value).")
 @click.option("--workloads", help="Model-size sweep over workloads, e.g. gpt2,llama3-1b,llama3-8b.")
-@click.option("--mode", type=click.Choice(["train", "infer"]), help="Default: the workload's.")
-@click.option("--dtype", type=click.Choice(["bf16", "fp16", "fp32"]), help="Default: the workload's on the GPU, fp32 on the CPU.")
-@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True)
-@click.option("--warmup", type=int, help="Warm-up steps per value. Default: the device's (see profile).")
-@click.option("--steps", type=int, help="Timed steps per repeat.")
-@click.option("--profile-steps", type=int, help="Profiled steps per repeat.")
-@click.option("--repeats", type=int, help="Repeats per value.")
+@_workload_options
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("outputs"), show_default=True, help="Folder the run folders go in.")
-@click.option("--compile", "compile_", is_flag=True, help="torch.compile the model.")
-@click.option("--adapter", "adapters", multiple=True, metavar="FILE_OR_MODULE", help="Also load this adapter; repeatable.")
-@click.option("--option", "options", multiple=True, metavar="KEY=VALUE", help="Adapter option; repeatable.")
-@click.option("--layers-subset", metavar="L1,L2", help="Profile each value at L1 and L2 layers and extrapolate.")
 @click.option("--plot", "plot_out", type=click.Path(dir_okay=False, path_type=Path), help="Also draw the sweep figure to this .pdf/.svg/.png.")
 @click.option("--force", is_flag=True, help="Replace run folders of the same names (default: write NAME-2, ...).")
 @click.option("--budget", type=float, metavar="SECONDS",

@@ -179,7 +179,8 @@ def families() -> dict[str, tuple[str, ...]]:
 
 
 @cache
-def _json(text: str) -> list:
+def json_list(text: str) -> list:
+    """A Kineto JSON-list field (Input Dims, Input type, ...) as a list; [] when empty or unreadable."""
     try:
         v = orjson.loads(text) if text else []
     except orjson.JSONDecodeError:
@@ -190,7 +191,7 @@ def _json(text: str) -> list:
 def parse_call(name: str, dims: str, types: str, strides: str = "", concrete: str = "",
                list_itemsize: int = 4) -> OpCall:
     """An OpCall from the JSON texts of a trace's Input Dims / Input type / Input Strides / Concrete Inputs."""
-    d, t, s, c = _json(dims), _json(types), _json(strides), _json(concrete)
+    d, t, s, c = json_list(dims), json_list(types), json_list(strides), json_list(concrete)
     inputs: list[Tensor | tuple[Tensor, ...] | None] = []
     for i, shape in enumerate(d):
         dtype = t[i] if i < len(t) and isinstance(t[i], str) else ""

@@ -26,7 +26,7 @@ import yaml
 
 from addressable import distributed
 from addressable.atomic import atomic_dir, free_path, write_text
-from addressable.breakdown import Breakdown, breakdown_from_tables
+from addressable.breakdown import BASIS_GPU, Breakdown, breakdown_from_tables
 from addressable.calibrate import session_peaks
 from addressable.device import resolve_device
 from addressable.errors import AddressableError
@@ -337,6 +337,20 @@ def validate_extrapolation(extrapolated: ProfileResult | str | Path, full: Profi
 # --------------------------------------------------------------------------- printing
 
 
+def _spread(n: int, lo: float, hi: float) -> str:
+    return f"median of {n} repeats, range {lo:.1%}–{hi:.1%}" if n > 1 else "1 repeat: no spread"
+
+
+def _wall_basis_words(run: dict[str, Any], basis: str) -> str:
+    """How the wall-time fraction was taken (see measure.wall_fraction), for a breakdown basis."""
+    words = basis_words(basis)
+    if any(x.get("wall_basis") == "work" for x in run["repeats"]) or run.get("wall_basis") == "work":
+        what = "kernels on several streams" if basis == BASIS_GPU else "CPU ops on several threads"
+        return (f"{what} overlap in time, so their summed time exceeds the step's wall time; the fraction is "
+                f"then over the summed {words} instead, and never above 100%")
+    return f"replaceable {words} per step over the step's wall time"
+
+
 def format_profile(res: ProfileResult, requested_device: str = "auto") -> str:
     """What the `profile` command prints: device, step counts, breakdown, fractions, run folder."""
     from addressable.report import format_breakdown
@@ -367,9 +381,11 @@ def format_profile(res: ProfileResult, requested_device: str = "auto") -> str:
     lines += [
         f"{what}, {r['dtype']} on {r['device']}: step time {r['step_time_ms']:,.2f} ms (median unprofiled step)",
         f"{basis[0].upper() + basis[1:]} per profiled step: {r['kernel_time_per_step_us'] / 1e3:,.2f} ms "
-        f"({r['kernel_time_per_step_us'] / 1e3 / max(r['step_time_ms'], 1e-9):.0%} of the step time)",
-        f"Addressable fraction of {basis}: {kern:.1%}  (median of {len(reps)} repeats, range {klo:.1%}–{khi:.1%})",
-        f"Addressable fraction of wall time: {wall:.1%}  (median of {len(reps)} repeats, range {wlo:.1%}–{whi:.1%})",
+        f"({r['kernel_time_per_step_us'] / 1e3 / max(r['step_time_ms'], 1e-9):.0%} of the step time"
+        + ("; summed over overlapping threads or streams" if r.get("wall_basis") == "work" else "") + ")",
+        f"Addressable fraction of {basis}: {kern:.1%}  ({_spread(len(reps), klo, khi)})",
+        f"Addressable fraction of wall time: {wall:.1%}  ({_spread(len(reps), wlo, whi)}); "
+        + _wall_basis_words(r, res.breakdown.basis),
     ]
     phases = res.breakdown.to_dict().get("phases")
     if phases:

@@ -171,24 +171,32 @@ def build_graph(trace: Trace) -> Graph:
     order = np.lexsort((-cpu_dur, cpu_ts))
     t0 = float(min(cpu_ts.min(initial=np.inf), gpu["ts"].min()))  # times relative to the trace: full precision
     cpu_ts, cpu_dur = cpu_ts[order] - t0, cpu_dur[order]
-    cpu_name = rt["name"].astype(str).to_numpy(object)[order]
+    names = rt["name"].cat.categories.astype(str).to_numpy(object)
+    name_code = rt["name"].cat.codes.to_numpy()[order]
+    cpu_name = names[name_code]
     cpu_corr = rt["correlation"].to_numpy(dtype=np.int64, na_value=-1)[order]
     cpu_row = np.flatnonzero((ev["kind"] == "runtime").to_numpy())[order]
     cpu_end = cpu_ts + cpu_dur
     cpu_gap = np.diff(cpu_ts, prepend=cpu_ts[:1]) - np.concatenate(([0.0], cpu_dur[:-1]))
     n_cpu = len(cpu_ts)
-    kind_of_name = _call_kinds(pd.unique(cpu_name), calls)
+    used = np.unique(name_code)
+    kind_of_name = _call_kinds(names[used], calls)
+    kind_of_code = np.full(len(names), "other", dtype=object)
+    kind_of_code[used] = [kind_of_name[n] for n in names[used]]
+    cpu_kind = kind_of_code[name_code]
 
     # GPU ops in stream order
     stream_key = pd.DataFrame({"pid": gpu["pid"].to_numpy(dtype=np.int64, na_value=-1),
                                "device": gpu["device"].to_numpy(dtype=np.int64, na_value=-1),
                                "stream": gpu["stream"].to_numpy(dtype=np.int64, na_value=-1)})
-    codes, _ = pd.factorize(pd.MultiIndex.from_frame(stream_key))
+    key = stream_key.to_numpy()
+    key = (key[:, 0] << 42) ^ ((key[:, 1] & 0x1FFFFF) << 21) ^ (key[:, 2] & 0x1FFFFF)  # ids fit in 21 bits
+    codes, _ = pd.factorize(key)
     g_ts, g_dur = gpu["ts"].to_numpy(float) - t0, gpu["dur"].to_numpy(float)
     order = np.lexsort((g_ts, codes))
     g_ts, g_dur, codes = g_ts[order], g_dur[order], codes[order].astype(np.int64)
     g_dev = stream_key["device"].to_numpy()[order]
-    g_name = gpu["name"].astype(str).to_numpy(object)[order]
+    g_name = gpu["name"].cat.categories.astype(str).to_numpy(object)[gpu["name"].cat.codes.to_numpy()[order]]
     g_row = np.flatnonzero((ev["kind"] == "gpu").to_numpy())[order]
     g_corr = gpu["correlation"].to_numpy(dtype=np.int64, na_value=-1)[order]
     g_end = g_ts + g_dur
@@ -210,8 +218,7 @@ def build_graph(trace: Trace) -> Graph:
     anchor = launch.copy()
     none = anchor < 0  # no launch call: anchor to the last call that started before the op
     anchor[none] = np.clip(np.searchsorted(cpu_ts, g_ts[none], side="right") - 1, 0, max(n_cpu - 1, 0))
-    launched = (launch >= 0) & np.isin(cpu_name[np.clip(launch, 0, None)],
-                                        [c for c, k in kind_of_name.items() if k == "launch"])
+    launched = (launch >= 0) & (cpu_kind[np.clip(launch, 0, None)] == "launch") if n_cpu else launch >= 0
 
     # typical offsets, from ops that the GPU was idle for / that ran back to back
     anchor_ts = cpu_ts[anchor] if n_cpu else np.zeros(n)
@@ -250,7 +257,7 @@ def build_graph(trace: Trace) -> Graph:
         dep[bad_dep] = -1
         dep_gap[bad_dep] = 0.0
 
-    waits, base, wake = _waits(cpu_ts, cpu_dur, cpu_name, kind_of_name, launch, position, codes,
+    waits, base, wake = _waits(cpu_ts, cpu_dur, cpu_name, cpu_kind, launch, position, codes,
                                g_end, n_cpu)
     steps = _steps(trace, cpu_ts, cpu_end, t0)
     return Graph(cpu_ts, cpu_dur, cpu_gap, base, wake, cpu_name, cpu_row, waits,
@@ -316,12 +323,11 @@ def _cross_stream_deps(ts: np.ndarray, end: np.ndarray, stream: np.ndarray, devi
     return dep
 
 
-def _waits(cpu_ts: np.ndarray, cpu_dur: np.ndarray, cpu_name: np.ndarray, kinds: dict[str, str],
+def _waits(cpu_ts: np.ndarray, cpu_dur: np.ndarray, cpu_name: np.ndarray, kind: np.ndarray,
            launch: np.ndarray, position: np.ndarray, stream: np.ndarray, g_end: np.ndarray, n_cpu: int
            ) -> tuple[dict[int, np.ndarray], np.ndarray, np.ndarray]:
     """Which GPU ops each synchronizing call waits for; each call's own cost and wake-up time."""
     cpu_end = cpu_ts + cpu_dur
-    kind = np.array([kinds[c] for c in cpu_name], dtype=object) if n_cpu else np.zeros(0, object)
     n_streams = int(stream.max()) + 1 if len(stream) else 0
     # the last op of each stream replayed before each call: ops by position, per stream
     waits: dict[int, np.ndarray] = {}

@@ -170,7 +170,7 @@ def _working_itemsize(table: pd.DataFrame) -> int:
     """Bytes per element of the trace's most common floating dtype (for tensor lists, whose dtype is not recorded)."""
     counts: dict[int, int] = {}
     for text in table["input_type"]:
-        for t in op_models._json(text):
+        for t in op_models.json_list(text):
             if t in op_models.FLOAT_DTYPES:
                 counts[op_models.DTYPE_BYTES[t]] = counts.get(op_models.DTYPE_BYTES[t], 0) + 1
     return max(counts, key=counts.__getitem__) if counts else 4

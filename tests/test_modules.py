@@ -277,13 +277,31 @@ def test_plot_modules_bars_split_library_and_replaceable(tmp_path) -> None:
     assert (tmp_path / "m.png").is_file()
 
 
-def test_module_targets_fall_back_to_amdahl_under_replay(toy_trace, tmp_path) -> None:
+def test_module_targets_on_a_cpu_only_trace_fall_back_to_amdahl(toy_trace, tmp_path) -> None:
     import gzip
 
-    from addressable.project import MODULE_REPLAY, project
+    from addressable.project import project
 
     write_breakdown(classify_trace(toy_trace), tmp_path / "run")
     (tmp_path / "run" / "trace.json.gz").write_bytes(gzip.compress(toy_trace.read_bytes()))
     p = project([tmp_path / "run"], pd.DataFrame({"target": ["module:ReLU"], "speedup": ["2"]}))
-    assert p.runs["model"].iloc[0] == "amdahl" and p.runs["model_reason"].iloc[0] == MODULE_REPLAY
-    assert any(MODULE_REPLAY in w for w in p.warnings)
+    assert p.runs["model"].iloc[0] == "amdahl" and p.runs["model_reason"].iloc[0] == "no GPU work in the trace"
+    assert any("no GPU work in the trace" in w for w in p.warnings)
+
+
+def test_profile_records_module_scopes_on_a_cpu_run(tmp_path) -> None:
+    from addressable.profile import profile_workload, resolve_config
+
+    cfg = resolve_config("gpt2", "train", 1, 8, None, "cpu", False,
+                         {"layers": 1, "hidden": 32, "heads": 2, "mlp": 64, "vocab": 128})
+    res = profile_workload(cfg, 0, 1, 1, tmp_path, profile_steps=1)
+    mb = res.breakdown.modules
+    by = mb.by("name").set_index("module")
+    assert mb.has_scopes and mb.coverage > 0.3
+    assert by.loc["transformer.h.0.mlp.act", "class"] == "NewGELUActivation"  # the model's own qualified names
+    assert by.loc["transformer.h.0.mlp.act", "backward_time_us"] > 0
+    assert by.loc["transformer.h.0.ln_1", "calls"] == 1.0
+    assert by.loc["<optimizer>", "time_us"] > 0  # AdamW
+    r = CliRunner().invoke(main, ["modules", str(res.path), "--top", "5"])
+    assert r.exit_code == 0, r.output
+    assert "Top fusion candidates" in r.output and "CPU ops/step" in r.output

@@ -8,7 +8,9 @@ import re
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
+import click
 import pandas as pd
 import pytest
 import torch
@@ -346,3 +348,18 @@ def test_layers_subset_extrapolates_and_validates_against_full_depth(adapter: st
     assert m.loc["addressable_fraction", "extrapolated"] == pytest.approx(b["addressable_fraction"])
     with pytest.raises(AddressableError, match="not an extrapolated run"):
         validate_extrapolation(full, run)
+
+
+def test_profile_and_sweep_share_the_workload_options() -> None:
+    from addressable.cli import profile as profile_cmd
+    from addressable.cli import sweep as sweep_cmd
+
+    def opts(cmd: Any) -> dict[str, tuple]:
+        return {p.name: (tuple(p.opts), p.help, p.default) for p in cmd.params if isinstance(p, click.Option)}
+
+    shared = {"mode", "dtype", "device", "warmup", "steps", "profile_steps", "repeats", "compile_", "adapters",
+              "options", "layers_subset", "out", "force"}
+    p, s = opts(profile_cmd), opts(sweep_cmd)
+    assert shared <= set(p) & set(s)
+    same = shared - {"out", "force"}  # their help says run folder(s)
+    assert {k: p[k] for k in same} == {k: s[k] for k in same}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pytest
 
@@ -84,3 +85,37 @@ def test_budget_lowers_only_the_counts_not_given() -> None:
 def test_bad_budget(budget: float) -> None:
     with pytest.raises(AddressableError, match="--budget"):
         measurement("cpu", budget_s=budget)
+
+
+def test_wall_fraction_never_exceeds_one_and_says_its_basis() -> None:
+    from addressable.measure import wall_fraction
+
+    assert wall_fraction(250.0, 500.0, 1.0) == (0.25, "step")  # 250 us of a 1 ms step
+    # CPU ops on two threads: 4,440 us of op time in a 1 ms step -> over the summed op time, not 444%
+    frac, basis = wall_fraction(3_000.0, 4_440.0, 1.0)
+    assert basis == "work" and frac == pytest.approx(3_000 / 4_440) and frac <= 1.0
+    assert wall_fraction(0.0, 0.0, 0.0) == (0.0, "step")
+
+
+def test_overlapping_cpu_threads_print_a_sound_wall_fraction() -> None:
+    """A CPU run whose op time per step (4.4 ms) exceeds its step (1 ms): the wall fraction is over the
+    summed op time and the output says so; nothing prints a share above 100% of wall time."""
+    import pandas as pd
+
+    from addressable.breakdown import breakdown_from_tables
+    from addressable.measure import Measurement, run_keys
+    from addressable.profile import ProfileResult, format_profile
+    from addressable.workload import WorkloadConfig, get_workload
+
+    kernels = pd.DataFrame({"name": ["aten::mm", "aten::add"], "category": ["gemm", "elementwise"],
+                            "class": ["library", "replaceable"], "time_us": [1_440.0, 3_000.0], "count": [1, 1]})
+    b = breakdown_from_tables(kernels, "cpu_op_self_time", n_steps=1)
+    cfg = WorkloadConfig("resnet50", "train", 2, "fp32", "cpu")
+    keys = run_keys(get_workload("resnet50"), cfg, b, [b, b], [1.0, 1.0], 1.0)
+    assert keys["addressable_fraction_wall"] == pytest.approx(3_000 / 4_440) and keys["wall_basis"] == "work"
+    assert all(r["addressable_fraction_wall"] <= 1.0 for r in keys["repeats"])
+    res = ProfileResult(b, keys, Path("outputs/x"), {"measurement": vars(Measurement(1, 1, 1, 2)), "gpu": None})
+    text = format_profile(res, "cpu")
+    assert "Addressable fraction of wall time: 67.6%" in text
+    assert "CPU ops on several threads overlap in time" in text and "never above 100%" in text
+    assert "(444% of the step time; summed over overlapping threads or streams)" in text

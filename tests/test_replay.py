@@ -32,10 +32,21 @@ class TraceBuilder:
         return self.corr
 
     def launch(self, ts: float, dur: float, k_start: float, k_dur: float, name: str = ELEM, stream: int = 7,
-               tid: int = 1) -> None:
+               tid: int = 1, op: str | None = None) -> None:
+        """A launch call and its kernel; with `op`, the CPU op that launched it (joined by External id)."""
         corr = self.call("cudaLaunchKernel", ts, dur, tid)
+        args = {"stream": stream, "device": 0, "correlation": corr}
+        if op:
+            args["External id"] = corr
+            self.events.append({"ph": "X", "cat": "cpu_op", "name": op, "pid": 10, "tid": tid, "ts": BASE + ts - 1,
+                                "dur": dur + 2, "args": {"External id": corr}})
         self.events.append({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": stream, "ts": BASE + k_start,
-                            "dur": k_dur, "args": {"stream": stream, "device": 0, "correlation": corr}})
+                            "dur": k_dur, "args": args})
+
+    def scope(self, name: str, ts: float, dur: float, tid: int = 1) -> None:
+        """A record_function range on the CPU (e.g. a module scope)."""
+        self.events.append({"ph": "X", "cat": "user_annotation", "name": name, "pid": 10, "tid": tid,
+                            "ts": BASE + ts, "dur": dur})
 
     def step(self, n: int, ts: float, dur: float) -> None:
         self.events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{n}", "pid": 10, "tid": 1,
@@ -233,3 +244,70 @@ def test_bad_kernels_after(tmp_path: Path) -> None:
     wins.write_text("target,speedup,kernels_after\nelementwise,2,1.5\n")
     res = CliRunner().invoke(main, ["project", "--speedups", str(wins), "--runs", str(launch_bound_trace(tmp_path))])
     assert res.exit_code == 2 and "kernels_after" in res.stderr
+
+
+def test_validation_on_real_pairs(tmp_path: Path) -> None:
+    """gpu/replay_validation.py on two real H200 pairs: replay within 10% of the measured speedups."""
+    import subprocess
+    import sys
+
+    import pandas as pd
+
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "v.csv"
+    res = subprocess.run([sys.executable, str(root / "gpu" / "replay_validation.py"), str(root / "tests/data/pairs"),
+                          "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    t = pd.read_csv(out).set_index("pair")
+    assert list(t.index) == ["llama8b-prefill-b4-rmsnorm", "two-stream-gelu"]
+    assert (t["replay_residual"].abs() < 0.02).all()
+    assert (t["replay_error_wall"].abs() < 0.10).all() and (t["replay_error_kernel"].abs() < 0.06).all()
+    # the fused RMSNorm: 8 eager kernels per call -> 1, and Amdahl on the kernel basis is right (GPU-bound)
+    p = t.loc["llama8b-prefill-b4-rmsnorm"]
+    assert (p["kernels_forward_a"], p["kernels_after_forward"]) == (8, 1)
+    assert abs(p["amdahl_error_kernel"]) < 0.03
+    # two streams: Amdahl over summed kernel time overshoots, the replay of the real waits does not
+    s = t.loc["two-stream-gelu"]
+    assert abs(s["replay_error_wall"]) < abs(s["amdahl_error_wall"])
+
+
+def test_project_replays_every_rank_of_a_run(tmp_path: Path) -> None:
+    """A run folder with rank0/ and rank1/ traces: each rank is replayed, the slowest rank's span is the step."""
+    import gzip
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(Path(__file__).resolve().parent / "fixtures" / "runs" / "toy-train", run)
+    for rank, cpu in ((0, 100), (1, 50)):  # rank 0: launch-bound, 100 us of CPU per launch; rank 1: 50 us
+        tb = TraceBuilder()
+        for i in range(10):
+            tb.launch(cpu * i + cpu - 10, 10, cpu * i + cpu - 2, 5)
+        tb.step(1, 0, 10 * cpu)
+        (run / f"rank{rank}").mkdir()
+        (run / f"rank{rank}" / "trace.json.gz").write_bytes(gzip.compress(json.dumps({"traceEvents": tb.events}).encode()))
+    wins = tmp_path / "wins.csv"
+    wins.write_text("target,speedup,kernels_after\nelementwise,1,1\n")
+    code, d, _ = project_json("--speedups", str(wins), "--runs", str(run), "--json")
+    r = d["runs"][0]
+    assert code == 0 and r["model"] == "replay" and len(r["replay_ranks"]) == 2
+    spans = {x["rank"]: x["span"] for x in r["replay_ranks"]}
+    assert spans == {0: pytest.approx(1003), 1: pytest.approx(503)}
+    assert 0 < r["cpu_scale"] <= 4.0  # calibrated to the run's step_time_ms
+
+
+def test_project_replays_module_targets(tmp_path: Path) -> None:
+    """module: targets are placed on the graph through each kernel's launching op and its module scope."""
+    tb = TraceBuilder()
+    for i in range(10):
+        tb.launch(100 * i + 90, 10, 100 * i + 98, 5, op="aten::mul")
+    tb.scope("nn.Module: h.0.mlp.act (NewGELUActivation)", 280, 720)  # kernels 2..9
+    tb.step(1, 0, 1000)
+    trace = tb.write(tmp_path / "scoped.json")
+    wins = tmp_path / "wins.csv"
+    wins.write_text("target,speedup,kernels_after\nmodule:NewGELUActivation,1,1\n")
+    code, d, err = project_json("--speedups", str(wins), "--runs", str(trace), "--json")
+    r = d["runs"][0]
+    assert code == 0 and r["model"] == "replay", err
+    # as in the launch-bound test: kernels 2..9 fused into one, launches 3..9 and their gaps gone
+    assert r["replay_speedup_wall"] == pytest.approx(1003 / 338)
+    assert d["unmatched"] == [] and r["amdahl_speedup_kernel"] == pytest.approx(1.0)  # Amdahl places it too
