@@ -107,8 +107,9 @@ def compare(name: str, out: Path, peaks: Peaks) -> list[str]:
         rows.loc[i:i + n - 1, "dram_bytes"] = ncu["dram_bytes"].iloc[j:j + n].to_numpy()
         rows.loc[i:i + n - 1, "ncu_time_ns"] = ncu["time_ns"].iloc[j:j + n].to_numpy()
     matched = rows["dram_bytes"].notna()
-    lines = [f"== {name}: {len(rows)} kernels in the trace step, {len(ncu)} under ncu, {int(matched.sum())} matched"]
+    lines = [f"== {name} (memory roof {peaks.memory_gbps:,.0f} GB/s, {peaks.source}): {len(rows)} kernels in the trace step, {len(ncu)} under ncu, {int(matched.sum())} matched"]
     repl = rows[(rows["class"] == "replaceable") & matched]
+    repl = repl.assign(name=repl["name"].astype(str), category=repl["category"].astype(str))
     g = repl.groupby("name").agg(category=("category", "first"), launch_op=("launch_op", "first"),
                                  launches=("dur", "size"), time_us=("dur", "sum"), est_bytes=("bytes", "sum"),
                                  dram_bytes=("dram_bytes", "sum"), modelled=("modelled", "all"))

@@ -23,9 +23,9 @@ NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/
   timeout 60 python3 -m addressable calibrate --peaks "$OUT/peaks.json" || echo "calibrate failed"
   for w in resnet50-train gpt2-train llama3-8b-infer; do
     echo "== $w"
-    timeout 90 python3 gpu/roofline_ncu.py trace $w $W || { echo "trace failed: $w"; continue; }
+    timeout 60 python3 gpu/roofline_ncu.py trace $w $W || { echo "trace failed: $w"; continue; }
     [ -n "$NCU" ] || continue
-    timeout 150 "$NCU" --clock-control none --print-units base --csv --target-processes all \
+    timeout 100 "$NCU" --clock-control none --print-units base --csv --target-processes all \
       --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum \
       --nvtx --nvtx-include roofline_step/ --log-file $W/$w.ncu.csv \
       python3 gpu/roofline_ncu.py step $w || echo "ncu exited $?: $w"
