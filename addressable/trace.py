@@ -37,6 +37,7 @@ except ImportError:  # the schema decoder is an optional speed-up; orjson parses
     msgspec = None
 
 from addressable.errors import AddressableError
+from addressable.schema import check_version
 
 CHUNK_BYTES = 1 << 20
 _KINDS = ("gpu", "annotation", "cpu_op", "cpu_annotation", "step", "runtime")
@@ -50,8 +51,11 @@ _MAX_TRIES = 4  # event boundaries tried per block (a "}, {" can sit inside a st
 @cache
 def trace_format() -> dict[str, Any]:
     """The trace format description shipped with the package."""
-    with open(Path(__file__).with_name("trace_format.yaml")) as f:
-        return yaml.safe_load(f)
+    path = Path(__file__).with_name("trace_format.yaml")
+    with open(path) as f:
+        fmt = yaml.safe_load(f)
+    check_version(fmt, "trace_format", str(path))
+    return fmt
 
 
 @dataclass
@@ -162,6 +166,17 @@ class _ReadAhead:
     def close(self) -> None:
         self._stop.set()
         self._thread.join()
+
+
+def count_matches(path: str | Path, pattern: bytes, overlap: int = 256) -> int:
+    """Matches of a bytes regex (each shorter than `overlap`) in a trace file's raw, un-gzipped text."""
+    regex, n, tail = re.compile(pattern), 0, b""
+    for block in _file_blocks(Path(path), CHUNK_BYTES):
+        buf = tail + block
+        cut = max(len(buf) - overlap, 0)
+        n += sum(1 for m in regex.finditer(buf) if m.start() < cut)
+        tail = buf[cut:]
+    return n + sum(1 for _ in regex.finditer(tail))
 
 
 # ---------------------------------------------------------------- cutting blocks into parsed events
