@@ -236,26 +236,41 @@ def phase_summary(phases: pd.DataFrame) -> dict[str, dict[str, float]]:
     return out
 
 
+def breakdown_from_tables(kernels: pd.DataFrame, basis: str, n_steps: int | None = None, source: str = "",
+                          phases: pd.DataFrame | None = None, categories: pd.DataFrame | None = None,
+                          total_time_us: float | None = None) -> Breakdown:
+    """The one way to build a Breakdown from tables: per-kernel totals (name, category, class, time_us,
+    count), optionally per-category totals (else summed from the kernels) and the total work time
+    (else the categories' sum). Shares and sorting are done here."""
+    if categories is None:
+        categories = kernels.groupby(["category", "class"], sort=False)[["time_us", "count"]].sum().reset_index()
+    total = float(categories["time_us"].sum()) if total_time_us is None else float(total_time_us)
+    cats = categories.assign(share=categories["time_us"] / total if total else 0.0,
+                             count=categories["count"].round().astype("int64"))
+    cats = cats.sort_values(["class", "time_us"], ascending=[True, False], kind="stable").reset_index(drop=True)
+    kern = kernels.assign(share=kernels["time_us"] / total if total else 0.0,
+                          count=kernels["count"].round().astype("int64"))
+    kern = kern.sort_values("time_us", ascending=False, kind="stable").reset_index(drop=True)
+    return Breakdown(cats[["category", "class", "time_us", "share", "count"]],
+                     kern[["name", "category", "class", "time_us", "count", "share"]],
+                     total, basis, n_steps, phases, source)
+
+
 def breakdown_from_classified(rows: pd.DataFrame, basis: str, taxonomy: Taxonomy,
                               n_steps: int | None = None, source: str = "",
                               annotations: pd.DataFrame | None = None,
                               when: np.ndarray | None = None) -> Breakdown:
     """Aggregate classified work rows into a Breakdown."""
-    total = float(rows["dur"].sum())
     per_kernel = (rows.groupby(["name", "category"], observed=True, sort=False)["dur"]
                   .agg(time_us="sum", count="size").reset_index())
     per_kernel["name"] = per_kernel["name"].astype(str)
     per_kernel["category"] = per_kernel["category"].astype(str)
     per_kernel["class"] = per_kernel["category"].map(taxonomy.class_of)
-    per_kernel["share"] = per_kernel["time_us"] / total if total else 0.0
+    # sorted first, so the category sums add up in the same order as before
     per_kernel = per_kernel.sort_values("time_us", ascending=False).reset_index(drop=True)
-    cats = (per_kernel.groupby(["category", "class"], sort=False)
-            .agg(time_us=("time_us", "sum"), count=("count", "sum")).reset_index())
-    cats["share"] = cats["time_us"] / total if total else 0.0
-    cats = cats.sort_values(["class", "time_us"], ascending=[True, False]).reset_index(drop=True)
     phases = phase_times(rows, annotations, when) if annotations is not None else None
-    return Breakdown(cats, per_kernel[["name", "category", "class", "time_us", "count", "share"]],
-                     total, basis, n_steps, phases, source)
+    return breakdown_from_tables(per_kernel, basis, n_steps, source, phases=phases,
+                                 total_time_us=float(rows["dur"].sum()))
 
 
 def phase_times(rows: pd.DataFrame, annotations: pd.DataFrame, when: np.ndarray | None = None) -> pd.DataFrame:
@@ -322,14 +337,6 @@ def sum_breakdowns(breakdowns: list[Breakdown], source: str = "") -> Breakdown:
     """
     kernels = (pd.concat([b.kernels for b in breakdowns], ignore_index=True)
                .groupby(["name", "category", "class"], sort=False)[["time_us", "count"]].sum().reset_index())
-    total = float(kernels["time_us"].sum())
-    kernels["share"] = kernels["time_us"] / total if total else 0.0
-    kernels = kernels.sort_values("time_us", ascending=False).reset_index(drop=True)
-    cats = (kernels.groupby(["category", "class"], sort=False).agg(time_us=("time_us", "sum"), count=("count", "sum"))
-            .reset_index())
-    cats["share"] = cats["time_us"] / total if total else 0.0
-    cats = cats.sort_values(["class", "time_us"], ascending=[True, False]).reset_index(drop=True)
     steps = [b.n_steps for b in breakdowns if b.n_steps]
-    return Breakdown(cats[["category", "class", "time_us", "share", "count"]],
-                     kernels[["name", "category", "class", "time_us", "count", "share"]],
-                     total, breakdowns[0].basis, max(steps) if steps else None, source=source)
+    return breakdown_from_tables(kernels.sort_values("time_us", ascending=False), breakdowns[0].basis,
+                                 max(steps) if steps else None, source)

@@ -198,11 +198,12 @@ def workloads(adapters: tuple[str, ...]) -> None:
 @click.option("--layers-subset", metavar="L1,L2", help="Profile at L1 and L2 layers and extrapolate linearly to the full depth.")
 @click.option("--nproc", type=int, help="Run in N processes under torchrun (DDP / FSDP2, one GPU each); "
               "writes rank<k>/ per rank and the aggregate.")
+@click.option("--force", is_flag=True, help="Replace a run folder of the same name (default: write NAME-2, NAME-3, ...).")
 @_user_errors
 def profile(workload: str, mode: str | None, batch: int | None, seq_len: int | None, dtype: str | None,
             device: str, warmup: int | None, steps: int | None, profile_steps: int | None, repeats: int | None,
             out: Path, name: str | None, compile_: bool, adapters: tuple[str, ...], options: tuple[str, ...],
-            layers_subset: str | None, nproc: int | None) -> None:
+            layers_subset: str | None, nproc: int | None, force: bool) -> None:
     """Run WORKLOAD, profile it, and write a run folder with its addressable fraction."""
     from addressable import distributed
     from addressable import profile as prof
@@ -212,11 +213,13 @@ def profile(workload: str, mode: str | None, batch: int | None, seq_len: int | N
                               prof.parse_options(options), adapters)
     subset = prof.parse_layers_subset(layers_subset) if layers_subset else None
     if nproc is not None and distributed.check_nproc(get_workload(workload, adapters), nproc, subset):
-        # re-launch this command under torchrun; the children see WORLD_SIZE
-        sys.exit(distributed.launch(nproc, _command_argv(click.get_current_context(), skip=("nproc",))))
+        # re-launch this command under torchrun, into a folder chosen here; the children see WORLD_SIZE
+        folder = prof.run_folder(cfg, out, name, world=nproc, force=force, progress=_progress)
+        argv = _command_argv(click.get_current_context(), skip=("nproc", "name", "force"))
+        sys.exit(distributed.launch(nproc, [*argv, "--name", folder.name]))
     res = prof.profile_workload(cfg, warmup, steps, repeats, out, profile_steps=profile_steps, name=name,
-                                layers_subset=subset, adapters=adapters, argv=sys.argv,
-                                progress=lambda line: click.echo(line, err=True))
+                                layers_subset=subset, adapters=adapters, argv=sys.argv, progress=_progress,
+                                force=force)
     if distributed.rank() == 0:
         click.echo(prof.format_profile(res, device))
         if "distributed" in res.run:
@@ -225,6 +228,10 @@ def profile(workload: str, mode: str | None, batch: int | None, seq_len: int | N
         sys.stdout.flush()            # where gloo's threads can abort the process after the fact
         sys.stderr.flush()
         os._exit(0)
+
+
+def _progress(line: str) -> None:
+    click.echo(line, err=True)
 
 
 def _command_argv(ctx: click.Context, skip: tuple[str, ...] = ()) -> list[str]:
@@ -283,11 +290,12 @@ def plot(kind: str, run_dirs: tuple[Path, ...], speedups: Path | None, x: str | 
 @click.option("--option", "options", multiple=True, metavar="KEY=VALUE", help="Adapter option; repeatable.")
 @click.option("--layers-subset", metavar="L1,L2", help="Profile each value at L1 and L2 layers and extrapolate.")
 @click.option("--plot", "plot_out", type=click.Path(dir_okay=False, path_type=Path), help="Also draw the sweep figure to this .pdf/.svg/.png.")
+@click.option("--force", is_flag=True, help="Replace run folders of the same names (default: write NAME-2, ...).")
 @_user_errors
 def sweep(workload: str | None, batch: str | None, seq_len: str | None, workloads: str | None, mode: str | None,
           dtype: str | None, device: str, warmup: int | None, steps: int | None, profile_steps: int | None,
           repeats: int | None, out: Path, compile_: bool, adapters: tuple[str, ...], options: tuple[str, ...],
-          layers_subset: str | None, plot_out: Path | None) -> None:
+          layers_subset: str | None, plot_out: Path | None, force: bool) -> None:
     """Profile WORKLOAD at each --batch or --seq-len value (or each of --workloads): one run folder per value."""
     from addressable import profile as prof
     from addressable import sweep as sw
@@ -297,7 +305,7 @@ def sweep(workload: str | None, batch: str | None, seq_len: str | None, workload
                   out=out, warmup=warmup, steps=steps, repeats=repeats, profile_steps=profile_steps,
                   options=prof.parse_options(options), compile=compile_, adapters=adapters,
                   layers_subset=prof.parse_layers_subset(layers_subset) if layers_subset else None,
-                  argv=sys.argv, progress=lambda line: click.echo(line, err=True))
+                  argv=sys.argv, progress=_progress, force=force)
     click.echo(sw.format_sweep(df))
     done = df.loc[df["error"].isna(), "run"].tolist()
     if plot_out and len(done) > 1:

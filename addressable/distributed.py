@@ -9,6 +9,7 @@ is up: DDP for gpt2 and resnet50 training, FSDP2 (``fully_shard`` per decoder la
 for Llama training; inference runs one replica per rank. DLRM needs TorchRec's sharded GPU kernels
 and is refused.
 
+`addressable.profile.profile_ranks` does the per-rank profiling with this module's helpers.
 Timed steps are bracketed by synchronize + barrier, and each step's time is the maximum across
 ranks (all_reduce MAX), so every rank records the same step times. After a barrier rank 0 gathers
 every rank's Breakdown and writes the top-level run folder: the standard run keys, categories.csv
@@ -28,26 +29,21 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
-from pathlib import Path
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import torch
 import torch.distributed as dist
 
-from addressable.atomic import atomic_dir, write_text
 from addressable.errors import AddressableError
 from addressable.jsonutil import records
 from addressable.ranks import summarize_ranks
 
 if TYPE_CHECKING:
     from addressable.breakdown import Breakdown
-    from addressable.profile import Measurement, ProfileResult
-    from addressable.taxonomy import Taxonomy
-    from addressable.workload import WorkloadConfig, WorkloadSpec
+    from addressable.workload import WorkloadSpec
 
 NVLS_OFF_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 TOP_LEVEL = "rank 0"  # whose breakdown the top-level run keys and tables are
@@ -215,61 +211,7 @@ def strategy() -> str:
     return _strategy or "replicated"
 
 
-# --------------------------------------------------------------------------- profiling the ranks
-
-
-def profile_ranks(spec: WorkloadSpec, config: WorkloadConfig, m: Measurement, folder: Path, tax: Taxonomy,
-                  argv: list[str] | None, progress: Callable[[str], None]) -> ProfileResult:
-    """Profile this rank into `<folder>/rank<k>/`; rank 0 then writes the aggregate into `folder`.
-
-    Every rank returns its own ProfileResult, except rank 0, which returns the top-level one.
-    """
-    from addressable.profile import (
-        ProfileResult,
-        _cudnn_benchmark,
-        _measure,
-        _memory_errors,
-        _write_run,
-        combine,
-        manifest,
-        run_keys,
-    )
-
-    with process_group(config.device):
-        r, n = dist.get_rank(), dist.get_world_size()
-        check_workload(spec, n)
-        backend = dist.get_backend()
-        man = manifest(config, m, argv)  # after process_group: the GPU named is this rank's
-        with atomic_dir(folder) if r == 0 else nullcontext() as tmp:
-            box = [str(tmp) if r == 0 else None]
-            dist.broadcast_object_list(box, src=0)
-            sub = Path(box[0]) / f"rank{r}"
-            sub.mkdir()
-            with _memory_errors(config), _cudnn_benchmark(config.device == "cuda"):
-                res = _measure(spec, config, m, sub, tax, lambda line: progress(f"[rank {r}] {line}"))
-            b = combine(res.repeats)
-            keys = run_keys(spec, config, b, res.repeats, res.step_time_ms,
-                            float(res.steps.loc[~res.steps["profiled"], "time_ms"].median()))
-            info = {"world_size": n, "rank": r, "local_rank": local_rank(), "backend": backend,
-                    "strategy": strategy()}
-            keys = {**keys, **info}
-            rank_man = {**man, "distributed": info,
-                        "device_index": torch.cuda.current_device() if config.device == "cuda" else None}
-            _write_run(sub, b, keys, res.steps, rank_man)
-            barrier()
-            gathered: list[Any] | None = [None] * n if r == 0 else None
-            dist.gather_object((b, keys), gathered, dst=0)
-            if r != 0:
-                return ProfileResult(b, keys, folder / f"rank{r}", rank_man)
-            breakdowns = [g[0] for g in gathered]
-            agg = aggregate_breakdowns(breakdowns, [g[1] for g in gathered])
-            top = {**{k: v for k, v in keys.items() if k not in ("rank", "local_rank")}, "distributed": {**agg, "backend": backend, "strategy": strategy(),
-                                                         "top_level": TOP_LEVEL}}
-            top_man = {**man, "distributed": {"world_size": n, "backend": backend, "strategy": strategy(),
-                                              "top_level": TOP_LEVEL}}
-            _write_run(tmp, b, top, res.steps, top_man)
-            write_text(tmp / "ranks.csv", pd.DataFrame(agg["ranks"]).to_csv(index=False))
-    return ProfileResult(b, top, folder, top_man)
+# --------------------------------------------------------------------------- aggregating the ranks
 
 
 def aggregate_breakdowns(breakdowns: list[Breakdown], keys: list[dict[str, Any]]) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from addressable.atomic import atomic_file
 from addressable.errors import AddressableError
 from addressable.report import short_kernel_name
 from addressable.runs import Run, load_runs
+from addressable.runs import run_labels as labels_of
 from addressable.taxonomy import UNCLASSIFIED, load_taxonomy
 
 WIDTH_IN = 3.5  # one column of a two-column paper
@@ -119,24 +120,12 @@ def _truncate(text: str, n: int) -> str:
 
 
 def run_labels(runs: list[Run], wrap: int | None = LABEL_CHARS) -> list[str]:
-    """Labels from the run keys: "gpt2 train b8 s1024 DDP×2", "llama3-70b infer b8 s1024 (extrap. 4,8→80 layers)".
-
-    The dtype is shown for every run of a workload whose runs here differ in dtype ("dlrm train
-    b8192 bf16"); runs that still tie get their device, then a number. A label longer than `wrap`
-    characters puts its qualifier (strategy, layers) on a second line.
+    """Labels from the run keys (addressable.runs.run_labels): "gpt2 train b8 s1024 DDP×2",
+    "llama3-70b infer b8 s1024 (extrap. 4,8→80 layers)". A label longer than `wrap` characters puts
+    its qualifier (compile, strategy, layers) on a second line.
     """
-    dtypes = pd.DataFrame({"workload": [r.workload for r in runs], "dtype": [r.dtype for r in runs]})
-    mixed = set(dtypes.groupby("workload")["dtype"].nunique().loc[lambda n: n > 1].index)
-    parts = [list(r.label_parts(dtype=r.workload in mixed)) for r in runs]
-    for extra in (lambda i: str(runs[i].info.get("device") or ""), None):
-        full = pd.Series([" ".join(p for p in pair if p) for pair in parts])
-        for _, same in full[full.duplicated(keep=False)].groupby(full):
-            tags = [extra(i) for i in same.index] if extra else [f"#{n}" for n in range(1, len(same) + 1)]
-            if len(set(tags)) > 1:  # only a key that tells them apart
-                for i, tag in zip(same.index, tags, strict=True):
-                    parts[i][0] = " ".join(p for p in (parts[i][0], tag) if p)
     return [f"{base}\n{qual}" if qual and wrap and len(base) + 1 + len(qual) > wrap else " ".join(p for p in (base, qual) if p)
-            for base, qual in parts]
+            for base, qual in labels_of(runs)]
 
 
 def _classes(runs: list[Run]) -> dict[str, str]:

@@ -106,6 +106,7 @@ class Run:
     step_time_ms: float | None = None
     repeats: list[tuple[pd.Series, float | None]] = field(default_factory=list)  # per-step times, step ms
     path: Path | None = None
+    source: run_files.Run | None = None  # the run folder as read, for labels
 
     def class_of(self, category: str) -> str:
         return self.classes.get(category) or _taxonomy().class_of(category)
@@ -144,6 +145,13 @@ def load_runs(paths: Sequence[str | Path] | None = None) -> list[Run]:
     return runs
 
 
+def _labels(runs: list[Run]) -> list[str]:
+    """Unique labels with workload, mode, batch, dtype, device (and compile, strategy, layers); else the run names."""
+    if not all(r.source for r in runs):
+        return [r.name for r in runs]
+    return [" ".join(p for p in pair if p) for pair in run_files.run_labels([r.source for r in runs], full=True)]
+
+
 def load_run(path: str | Path) -> Run:
     """One run folder (read by addressable.runs), checked and reduced to what projection needs."""
     r = run_files.load_run(path)
@@ -169,7 +177,7 @@ def load_run(path: str | Path) -> Run:
     workload = doc.get("workload") or ((mw.get("workload") or mw.get("name")) if isinstance(mw, dict) else mw)
     workload = workload if isinstance(workload, str) and workload else r.name
     return Run(r.name, workload, times, classes, basis, kernels, n_steps,
-               _positive_or_none(doc.get("step_time_ms")), repeats, r.path)
+               _positive_or_none(doc.get("step_time_ms")), repeats, r.path, r)
 
 
 def _exposed_times(doc: dict, where: str, times: pd.Series, repeats: list[tuple[pd.Series, float | None]]
@@ -492,7 +500,7 @@ class Projection:
         """The JSON form printed by `project --json` (infinity as the string "inf", undefined as null)."""
         runs = []
         for r in self.runs.to_dict(orient="records"):
-            item: dict[str, Any] = {k: r[k] for k in ("run", "workload", "basis", "addressable_fraction",
+            item: dict[str, Any] = {k: r[k] for k in ("run", "label", "workload", "basis", "addressable_fraction",
                                                       "addressable_fraction_wall", "n_repeats")}
             for m in ("speedup_kernel", "speedup_wall", "ceiling_kernel", "ceiling_wall"):
                 item[m] = r[m]
@@ -542,12 +550,12 @@ def project(runs: Sequence[Run | str | Path], wins: pd.DataFrame | str | Path, *
     groups = _combine(table, targets, combine)
 
     run_rows, contrib, hit = [], [], dict.fromkeys((g.target.group for g in groups), False)
-    for run in runs:
+    for run, label in zip(runs, _labels(runs), strict=True):
         weights, matched = _group_weights(run, groups)
         for g, m in matched.items():
             hit[g] = hit[g] or m
         row, c = _project_run(run, groups, weights)
-        run_rows.append(row)
+        run_rows.append({**row, "label": label})
         contrib += c
     for g, m in hit.items():
         if not m:
@@ -709,20 +717,21 @@ def format_projection(p: Projection, top: int = 5) -> str:
     lines = [f"Projected end-to-end speedup: {used} win(s) used, combine={p.combine}. "
              "Intervals: spread over profile repeats and speedup_lo/hi.",
              "Ceiling: every replaceable kernel infinitely fast.", ""]
-    head = f"{'run':<28}{'basis':<9}{'kernel time':<26}{'wall clock':<26}{'ceiling kernel':<16}{'ceiling wall':<14}"
+    w = max([3, *p.runs["label"].str.len()]) + 2  # labels are unique and never cut
+    head = f"{'run':<{w}}{'basis':<9}{'kernel time':<26}{'wall clock':<26}{'ceiling kernel':<16}{'ceiling wall':<14}"
     lines.append(head)
     for r in p.runs.itertuples():
-        lines.append(f"{r.run[:27]:<28}{r.basis:<9}"
+        lines.append(f"{r.label:<{w}}{r.basis:<9}"
                      f"{_with_interval(r.speedup_kernel, r.speedup_kernel_lo, r.speedup_kernel_hi):<26}"
                      f"{_with_interval(r.speedup_wall, r.speedup_wall_lo, r.speedup_wall_hi):<26}"
                      f"{_x(r.ceiling_kernel):<16}{_x(r.ceiling_wall):<14}")
     if p.runs["basis"].eq("exposed").any():
         lines.append("(basis exposed: shares use exposed, non-overlapped kernel time)")
-    for run in p.runs["run"]:
+    for run, label in zip(p.runs["run"], p.runs["label"], strict=True):
         c = p.contributions[p.contributions["run"] == run].head(top)
         if c.empty:
             continue
-        lines += ["", f"{run}: wins by end-to-end gain (that win alone)",
+        lines += ["", f"{label}: wins by end-to-end gain (that win alone)",
                   f"  {'target':<30}{'group':<20}{'k':>8}{'share':>8}{'gain':>9}{'wall share':>12}{'wall gain':>11}"]
         for r in c.itertuples():
             share_wall = "n/a" if math.isnan(r.share_wall) else f"{r.share_wall:.1%}"

@@ -29,6 +29,17 @@ def write_breakdown(b: Breakdown, out: str | Path, extra: dict | None = None) ->
     return out
 
 
+def write_run(folder: str | Path, b: Breakdown, keys: dict[str, Any], steps: pd.DataFrame,
+              manifest: dict[str, Any]) -> Path:
+    """Write a profiled run folder's files: breakdown.json (with the run keys), categories.csv,
+    kernels.csv, steps.csv and manifest.json (each atomically)."""
+    folder = Path(folder)
+    write_breakdown(b, folder, extra=keys)
+    write_text(folder / "steps.csv", steps.to_csv(index=False))
+    write_text(folder / "manifest.json", json.dumps(manifest, indent=2, default=str) + "\n")
+    return folder
+
+
 @dataclass
 class Run:
     """One run folder read back: breakdown.json's keys, its category and kernel tables, its manifest."""
@@ -131,9 +142,25 @@ class Run:
         ex = self.info.get("extrapolated")
         return ex if isinstance(ex, dict) else None
 
+    @property
+    def compiled(self) -> bool:
+        """Whether the model ran under torch.compile."""
+        config = self.manifest.get("config")
+        return bool(self.info.get("compile") or (isinstance(config, dict) and config.get("compile")))
+
+    @property
+    def device_name(self) -> str:
+        """Where the run ran: the GPU's name without its vendor (e.g. "H200"), "cpu", or ''."""
+        device = str(self.info.get("device") or "")
+        gpu = self.manifest.get("gpu")
+        if device == "cuda" and gpu:
+            return re.sub(r"^(NVIDIA|AMD)\s+", "", str(gpu))
+        return device
+
     def label_parts(self, dtype: bool = False) -> tuple[str, str]:
         """The label's two halves from the run keys: "workload mode bB sS [dtype]", and its qualifier
-        (multi-GPU strategy × world size, the layer subset or the extrapolation), e.g. "FSDP2×2 (8 layers)"."""
+        (compile, multi-GPU strategy × world size, the layer subset or the extrapolation), e.g.
+        "FSDP2×2 (8 layers)"."""
         parts = [self.workload, self.mode]
         if self.info.get("batch") is not None:
             parts.append(f"b{self.info['batch']}")
@@ -141,7 +168,7 @@ class Run:
             parts.append(f"s{self.info['seq_len']}")
         if dtype:
             parts.append(self.dtype)
-        qual = []
+        qual = ["compile"] if self.compiled else []
         if self.world_size > 1:
             qual.append(f"{self.strategy.upper()}×{self.world_size}" if self.strategy else f"{self.world_size} GPUs")
         ex = self.extrapolated
@@ -157,6 +184,38 @@ class Run:
     def label(self) -> str:
         """A short label from the run keys, e.g. "llama3-8b train b8 s1024 FSDP2×2 (8 layers)"."""
         return " ".join(p for p in self.label_parts() if p)
+
+
+def run_labels(runs: list[Run], full: bool = False) -> list[tuple[str, str]]:
+    """Unique, readable labels from the run keys, each as (base, qualifier): ("gpt2 train b8 s1024", "compile DDP×2").
+
+    `full` puts dtype and device in every label; otherwise the dtype shows where a workload's runs
+    here differ in it and the device where the runs here ran on more than one. Runs that still tie
+    get their differing options, then their folder's parent, then a number.
+    """
+    kinds = {str(r.info.get("device") or "") for r in runs} - {""}  # cuda, cpu
+    gpus = {r.device_name for r in runs if r.info.get("device") == "cuda"} - {"cuda"}  # GPU names, where known
+    show_device = full or len(kinds) > 1 or len(gpus) > 1
+    dtypes = pd.DataFrame({"workload": [r.workload for r in runs], "dtype": [r.dtype for r in runs]})
+    mixed = set(dtypes.groupby("workload")["dtype"].nunique().loc[lambda n: n > 1].index)
+    parts = []
+    for r in runs:
+        base, qual = r.label_parts(dtype=full or r.workload in mixed)
+        if show_device:
+            base = " ".join(p for p in (base, r.device_name) if p)
+        parts.append([base, qual])
+
+    def options(i: int) -> str:
+        return " ".join(f"{k}={v}" for k, v in sorted(runs[i].options.items()) if k != "layers")
+
+    for extra in (options, lambda i: f"({runs[i].path.parent.name})", None):
+        full_labels = pd.Series([" ".join(p for p in pair if p) for pair in parts])
+        for _, same in full_labels[full_labels.duplicated(keep=False)].groupby(full_labels):
+            tags = [extra(i) for i in same.index] if extra else [f"#{n}" for n in range(1, len(same) + 1)]
+            if len(set(tags)) > 1:  # only a key that tells them apart
+                for i, tag in zip(same.index, tags, strict=True):
+                    parts[i][0] = " ".join(p for p in (parts[i][0], tag) if p)
+    return [(base, qual) for base, qual in parts]
 
 
 def load_run(path: str | Path) -> Run:

@@ -14,13 +14,10 @@ exposed time equals summed time exactly.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
-
-if TYPE_CHECKING:
-    from addressable.breakdown import Breakdown
 
 COMMUNICATION = "communication"
 REPLACEABLE = "replaceable"
@@ -251,7 +248,15 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return np.divide(num, den, out=np.zeros_like(num), where=den > 0)
 
 
-def aggregate_ranks(breakdowns: list[Breakdown]) -> pd.DataFrame:
+class RankBreakdown(Protocol):
+    """What aggregate_ranks reads of one rank's breakdown (addressable.breakdown.Breakdown; this
+    module sits below it)."""
+
+    categories: pd.DataFrame
+    timeline: TimelineResult | None
+
+
+def aggregate_ranks(breakdowns: list[RankBreakdown]) -> pd.DataFrame:
     """Each category's share across ranks: median, min, max and spread (summed and exposed basis).
 
     One row per category; a category absent from a rank counts as zero there. The exposed

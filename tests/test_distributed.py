@@ -113,6 +113,7 @@ def test_nproc_relaunches_under_torchrun_with_multicast_off(monkeypatch: pytest.
     assert args[:3] == ["addressable", "profile", "gpt2"]
     assert "--nproc" not in args and "--compile" in args
     assert args[args.index("--option") + 1] == "layers=2" and args[args.index("--steps") + 1] == "3"
+    assert args[args.index("--name") + 1].startswith("gpt2-train-b8-s1024-fp32-cpu-compile-layers2-np2")
     for k, v in distributed.NVLS_OFF_ENV.items():
         assert seen["env"][k] == v
 

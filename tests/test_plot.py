@@ -353,6 +353,19 @@ def test_labels_come_from_the_run_keys(mixed_runs: list) -> None:
     assert wrapped["gpt2-train-b8-s1024-ddp-np2"] == "gpt2 train b8 s1024 DDP×2"
 
 
+def test_compile_twins_and_devices_are_told_apart(tmp_path: Path) -> None:
+    """An eager and a --compile run, and a CPU run of the same configuration: no "#1"/"#2", the device shown."""
+    for name, keys in (("eager", {}), ("compiled", {"compile": True}), ("cpu", {"device": "cpu"})):
+        shutil.copytree(PLOT_RUNS / "resnet50-train-b64", tmp_path / name)
+        doc = json.loads((tmp_path / name / "breakdown.json").read_text())
+        (tmp_path / name / "breakdown.json").write_text(json.dumps({**doc, "device": "cuda", **keys}))
+    got = dict(zip(["compiled", "cpu", "eager"], plot.run_labels(load_runs([tmp_path]), wrap=None), strict=True))
+    assert got == {"eager": "resnet50 train b64 H200", "compiled": "resnet50 train b64 H200 compile",
+                   "cpu": "resnet50 train b64 cpu"}
+    on_gpu = load_runs([tmp_path / "eager", tmp_path / "compiled"])
+    assert plot.run_labels(on_gpu) == ["resnet50 train b64", "resnet50 train b64 compile"]  # one device: not shown
+
+
 def test_labels_that_tie_on_every_key_get_numbers(runs: list) -> None:
     twice = [runs[-1], runs[-1]]
     assert plot.run_labels(twice) == ["resnet50 train b64 #1", "resnet50 train b64 #2"]

@@ -170,6 +170,23 @@ def test_profile_infer_marks_only_forward(adapter: str, tmp_path: Path) -> None:
     assert res.run["mode"] == "infer" and res.path.name == "resnet50-infer-b1-fp32-cpu-image_size32"
 
 
+def test_rerun_writes_name_2_and_force_replaces(adapter: str, tmp_path: Path) -> None:
+    args = ("profile", "tiny-mlp", "--adapter", adapter, "--device", "cpu", "--warmup", 0, "--steps", 1,
+            "--repeats", 1, "--option", "width=8", "--out", tmp_path)
+    first = tmp_path / "tiny-mlp-train-b8-fp32-cpu-width8"
+    assert cli(*args).exit_code == 0 and first.is_dir()
+    (first / "mine.txt").write_text("kept")  # the first run is never touched without --force
+    r = cli(*args)
+    assert r.exit_code == 0, r.output
+    assert f"{first} exists: writing {first}-2 (--force replaces it)" in r.stderr
+    assert f"Run folder: {first}-2" in r.stdout and (first / "mine.txt").is_file()
+    r = cli(*args, "--force")
+    assert r.exit_code == 0, r.output
+    assert f"Run folder: {first}\n" in r.stdout and "exists" not in r.stderr
+    assert not (first / "mine.txt").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [first.name, f"{first.name}-2"]
+
+
 # ------------------------------------------------------------------ bad input
 
 

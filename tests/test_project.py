@@ -585,10 +585,32 @@ def test_cli_table(tmp_path: Path) -> None:
     wins = wins_file(tmp_path, "target,speedup,verified\nsoftmax,2,true\nelementwise,4,true\nsoftmax,9,false\n")
     res = CliRunner().invoke(main, ["project", "--speedups", str(wins), "--runs", str(TOY), "--runs", str(LIB)])
     assert res.exit_code == 0, res.output
-    assert "toy-train" in res.output and "all-library" in res.output
+    assert "toy train b8 s128 bf16 H200 " in res.output and "gemm-only train b8 s128 bf16 H200" in res.output
     assert "1.250x" in res.output  # 1 / (0.7 + 0.05 + 0.05)
     assert "1 unverified win(s) left out" in res.output
     assert "1.667x" in res.output  # ceiling 1 / 0.6
+
+
+def test_labels_are_unique_full_and_readable(tmp_path: Path) -> None:
+    """Runs whose folder names share 27 characters, an eager and a --compile twin, and a CPU run of the
+    same configuration each get their own label: workload, mode, batch, dtype, device, compile."""
+    names = ["gpt2-train-b8-s1024-bf16-cuda", "gpt2-train-b8-s1024-bf16-cuda-compile", "gpt2-train-b8-s1024-bf16-cpu"]
+    for name in names:
+        shutil.copytree(TOY, tmp_path / name)
+        doc = json.loads((tmp_path / name / "breakdown.json").read_text())
+        doc.update(workload="gpt2", batch=8, seq_len=1024, dtype="bf16", device=name.split("-")[5],
+                   compile=name.endswith("compile"))
+        (tmp_path / name / "breakdown.json").write_text(json.dumps(doc))
+    wins = wins_file(tmp_path, "target,speedup,verified\nsoftmax,2,true\n")
+    res = CliRunner().invoke(main, ["project", "--speedups", str(wins), "--runs", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    rows = [line.split("  ")[0] for line in res.output.splitlines() if line.startswith("gpt2 ") and ":" not in line]
+    assert sorted(rows) == ["gpt2 train b8 s1024 bf16 H200", "gpt2 train b8 s1024 bf16 H200 compile",
+                            "gpt2 train b8 s1024 bf16 cpu"]
+    d = json.loads(CliRunner().invoke(main, ["project", "--speedups", str(wins), "--runs", str(tmp_path),
+                                             "--json"]).output)
+    assert sorted(r["run"] for r in d["runs"]) == sorted(names)  # the folder names stay in the JSON
+    assert len({r["label"] for r in d["runs"]}) == 3
 
 
 def test_cli_json_and_options(tmp_path: Path) -> None:

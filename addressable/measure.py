@@ -1,0 +1,331 @@
+"""Measuring one workload instance: time its steps, profile some, and aggregate the repeats.
+
+Each repeat runs timed unprofiled steps (CUDA events, or perf_counter on the CPU), then
+profiled steps under torch.profiler (each one a ProfilerStep#N). A breakdown is computed
+per repeat for the spread; `combine` makes the run's breakdown over all profiled steps and
+`run_keys` the run keys of breakdown.json. Used by addressable.profile (one process, or each
+rank under torchrun); below it, above addressable.distributed's process-group helpers.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from addressable import distributed
+from addressable.breakdown import BASIS_GPU, Breakdown, breakdown_from_tables, breakdown_of_trace
+from addressable.errors import AddressableError
+from addressable.quiet import quiet_profiler
+from addressable.taxonomy import Taxonomy
+from addressable.timeline import TimelineResult
+from addressable.trace import load_trace
+from addressable.workload import Step, WorkloadConfig, WorkloadSpec
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """How many steps to run: warm-up once, then per repeat timed and profiled steps."""
+
+    warmup: int
+    steps: int  # timed, unprofiled steps per repeat
+    profile_steps: int  # profiled steps per repeat
+    repeats: int
+
+
+GPU_DEFAULTS = Measurement(warmup=10, steps=20, profile_steps=5, repeats=3)
+CPU_DEFAULTS = Measurement(warmup=1, steps=1, profile_steps=1, repeats=2)  # a CPU step can take seconds
+
+
+def default_measurement(device: str) -> Measurement:
+    """The default warm-up, steps, profiled steps and repeats for a device (GPU or CPU)."""
+    return GPU_DEFAULTS if device == "cuda" else CPU_DEFAULTS
+
+
+
+# --------------------------------------------------------------------------- measuring
+
+
+@dataclass
+class Measured:
+    """One workload instance measured: a breakdown per repeat, step times, the last trace."""
+
+    config: WorkloadConfig
+    repeats: list[Breakdown]
+    step_time_ms: list[float]  # median unprofiled step time per repeat
+    steps: pd.DataFrame  # repeat, step, time_ms, profiled
+    trace: Path
+
+
+def timed(step: Step, n: int, cuda: bool, after: Callable[[int], None] | None = None,
+           sync: bool = True) -> list[float]:
+    """Run n steps, return each one's time in ms (CUDA events on the GPU, perf_counter on the CPU).
+
+    Under several processes (and with `sync`) the steps are bracketed by synchronize + barrier and
+    each step's time is the maximum across ranks.
+    """
+    if sync:
+        distributed.barrier()
+    times = _timed_steps(step, n, cuda, after)
+    if sync:
+        distributed.barrier()
+        times = distributed.max_across_ranks(times)
+    return times
+
+
+def _timed_steps(step: Step, n: int, cuda: bool, after: Callable[[int], None] | None) -> list[float]:
+    if cuda:
+        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
+        torch.cuda.synchronize()
+        for i, (start, end) in enumerate(events):
+            start.record()
+            step()
+            end.record()
+            if after:
+                if i == n - 1:
+                    torch.cuda.synchronize()
+                after(i)
+        torch.cuda.synchronize()
+        return [start.elapsed_time(end) for start, end in events]
+    times = []
+    for i in range(n):
+        t0 = time.perf_counter()
+        step()
+        times.append((time.perf_counter() - t0) * 1e3)
+        if after:
+            after(i)
+    return times
+
+
+def profiled(step: Step, n: int, cuda: bool, path: Path) -> list[float]:
+    """Run n steps under torch.profiler, one ProfilerStep#N each; export the trace to path."""
+    acts = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if cuda else [])
+    warm = 1 if cuda else 0  # a CUPTI warm-up step on the GPU; the CPU profiler needs none
+    distributed.barrier()  # outside the profiler, so no barrier collective lands in the trace
+    with quiet_profiler(), torch.profiler.profile(
+            activities=acts, schedule=torch.profiler.schedule(wait=0, warmup=warm, active=n, repeat=1),
+            on_trace_ready=lambda p: p.export_chrome_trace(str(path))) as prof:
+        for _ in range(warm):
+            step()
+            torch.cuda.synchronize()  # the warm-up step's kernels must not spill into the recorded steps
+            prof.step()
+        times = timed(step, n, cuda, after=lambda _: prof.step(), sync=False)
+    distributed.barrier()
+    if not path.is_file():
+        raise AddressableError(f"the profiler wrote no trace for {path.parent.name}")
+    return distributed.max_across_ranks(times)
+
+
+def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Path, tax: Taxonomy,
+            progress: Callable[[str], None]) -> Measured:
+    """Build the workload, warm it up, then per repeat: timed steps, profiled steps, a breakdown."""
+    cuda = cfg.device == "cuda"
+    torch.manual_seed(0)
+    step = spec.build(cfg)
+    label = f"{cfg.name}" + (f" ({cfg.options['layers']} layers)" if "layers" in cfg.options else "")
+    progress(f"{label}: warm-up, {m.warmup} step{'s' * (m.warmup != 1)}")
+    timed(step, m.warmup, cuda)
+    repeats, medians, rows, trace = [], [], [], workdir / "trace.json.gz"
+    for r in range(m.repeats):
+        times = timed(step, m.steps, cuda)
+        path = workdir / f".trace.r{r}.json.gz"
+        prof = profiled(step, m.profile_steps, cuda, path)
+        b = breakdown_of_trace(load_trace(path), tax)
+        b.n_steps = m.profile_steps
+        if r == m.repeats - 1:
+            os.replace(path, trace)
+        else:
+            path.unlink()
+        repeats.append(b)
+        medians.append(float(np.median(times)))
+        rows += [(r, i, t, False) for i, t in enumerate(times)]
+        rows += [(r, m.steps + i, t, True) for i, t in enumerate(prof)]
+        rec = _repeat_record(b, medians[-1])
+        progress(f"{label}: repeat {r + 1}/{m.repeats}: step {medians[-1]:,.1f} ms, addressable "
+                 f"{rec['addressable_fraction']:.1%} of {basis_words(b.basis)}, "
+                 f"{rec['addressable_fraction_wall']:.1%} of wall time")
+    steps = pd.DataFrame(rows, columns=["repeat", "step", "time_ms", "profiled"])
+    return Measured(cfg, repeats, medians, steps, trace)
+
+
+def basis_words(basis: str) -> str:
+    """What a breakdown's times are, in words: GPU kernel time or CPU-op self time."""
+    return "GPU kernel time" if basis == BASIS_GPU else "CPU-op self time"
+
+
+# --------------------------------------------------------------------------- aggregating
+
+
+def combine(repeats: list[Breakdown]) -> Breakdown:
+    """One Breakdown over the profiled steps of all repeats."""
+    kernels = (pd.concat([b.kernels for b in repeats], ignore_index=True)
+               .groupby(["name", "category", "class"], sort=False)[["time_us", "count"]].sum().reset_index())
+    phases = [b.phases for b in repeats if b.phases is not None and not b.phases.empty]
+    ph = (pd.concat(phases, ignore_index=True).astype({"phase": str, "category": str, "class": str})
+          .groupby(["phase", "category", "class"], sort=False)["time_us"].sum().reset_index()) if phases else None
+    b = breakdown_from_tables(kernels[kernels["time_us"] > 0], repeats[0].basis, sum(b.n_steps or 0 for b in repeats),
+                              repeats[-1].source, phases=ph)
+    if all(r.timeline is not None for r in repeats):
+        b.timeline = combine_timelines([r.timeline for r in repeats])
+    return b
+
+
+def combine_timelines(ts: list[TimelineResult]) -> TimelineResult:
+    """Timeline accounting of several traces taken one after another (each device's times add up)."""
+    dev = pd.concat([t.devices for t in ts], ignore_index=True)
+    dev = dev.assign(repl_summed=dev["addressable_fraction_summed"] * dev["summed_us"],
+                     repl_exposed=dev["addressable_fraction_exposed"] * dev["busy_us"])
+    add = ["n_kernels", "span_us", "busy_us", "idle_us", "summed_us", "cross_stream_overlap_us",
+           "repl_summed", "repl_exposed"]
+    dev = dev.groupby("device").agg({**dict.fromkeys(add, "sum"), "n_streams": "max"}).reset_index()
+    dev["addressable_fraction_summed"] = (dev["repl_summed"] / dev["summed_us"]).where(dev["summed_us"] > 0, 0.0)
+    dev["addressable_fraction_exposed"] = (dev["repl_exposed"] / dev["busy_us"]).where(dev["busy_us"] > 0, 0.0)
+    cats = (pd.concat([t.categories for t in ts], ignore_index=True)
+            .groupby(["category", "class"], sort=False)[["summed_us", "active_us", "exclusive_us",
+                                                         "overlapped_us", "exposed_us"]].sum().reset_index())
+    busy, summed = sum(t.busy_us for t in ts), sum(t.summed_us for t in ts)
+    cats["exposed_share"] = cats["exposed_us"] / busy if busy else 0.0
+    cats = cats.sort_values(["class", "exposed_us"], ascending=[True, False]).reset_index(drop=True)
+    repl = cats["class"] == "replaceable"
+    cross = sum(t.cross_stream_overlap_us for t in ts)
+    return TimelineResult(
+        devices=dev[list(ts[0].devices.columns)], categories=cats, busy_us=busy,
+        idle_us=sum(t.idle_us for t in ts), span_us=sum(t.span_us for t in ts), summed_us=summed,
+        cross_stream_overlap_us=cross, streams_overlap=cross > 0,
+        addressable_fraction_exposed=float(cats.loc[repl, "exposed_us"].sum() / busy) if busy else 0.0,
+        addressable_fraction_summed=float(cats.loc[repl, "summed_us"].sum() / summed) if summed else 0.0,
+        communication_exposed_us=sum(t.communication_exposed_us for t in ts),
+        communication_overlapped_us=sum(t.communication_overlapped_us for t in ts))
+
+
+def _per_step(b: Breakdown) -> dict[str, float]:
+    n = b.n_steps or 1
+    return {str(c): float(t) / n for c, t in zip(b.categories["category"], b.categories["time_us"], strict=True)}
+
+
+def _repeat_record(b: Breakdown, step_time_ms: float) -> dict[str, Any]:
+    per_step_us = b.total_time_us / (b.n_steps or 1)
+    repl_us = b.time_of("replaceable") / (b.n_steps or 1)
+    return {"step_time_ms": step_time_ms, "kernel_time_per_step_us": per_step_us,
+            "addressable_fraction": b.addressable_fraction,
+            "addressable_fraction_wall": repl_us / (step_time_ms * 1e3) if step_time_ms > 0 else 0.0,
+            "category_time_per_step_us": _per_step(b)}
+
+
+def run_keys(spec: WorkloadSpec, cfg: WorkloadConfig, b: Breakdown, repeats: list[Breakdown],
+             repeat_step_ms: list[float], step_time_ms: float) -> dict[str, Any]:
+    """The run keys of breakdown.json (see docs/CONVENTIONS.md)."""
+    recs = [_repeat_record(r, s) for r, s in zip(repeats, repeat_step_ms, strict=True)]
+    frac = [r["addressable_fraction"] for r in recs]
+    wall = [r["addressable_fraction_wall"] for r in recs]
+    n = b.n_steps or 1
+    keys: dict[str, Any] = {
+        "workload": cfg.name, "family": spec.family, "mode": cfg.mode, "device": cfg.device,
+        "batch": cfg.batch, "seq_len": cfg.seq_len, "dtype": cfg.dtype, "compile": cfg.compile,
+        "options": cfg.options,
+        "step_time_ms": step_time_ms,
+        "kernel_time_per_step_us": b.total_time_us / n,
+        "addressable_fraction_wall": b.time_of("replaceable") / n / (step_time_ms * 1e3) if step_time_ms > 0 else 0.0,
+        "repeats": recs,
+        "addressable_fraction_range": [min(frac), max(frac)],
+        "addressable_fraction_wall_range": [min(wall), max(wall)],
+    }
+    if spec.full_layers:
+        keys["layers"] = cfg.options.get("layers", spec.full_layers)
+    return keys
+
+
+# --------------------------------------------------------------------------- the manifest
+
+
+def _git_revision() -> str | None:
+    root = Path(__file__).resolve().parents[1]
+    try:
+        rev = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return rev + ("-dirty" if dirty else "")
+
+
+def _driver_version() -> str | None:
+    if not shutil.which("nvidia-smi"):
+        return None
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.splitlines()[0].strip() if out.strip() else None
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            names = [line.split(":", 1)[1].strip() for line in f if line.startswith("model name")]
+    except OSError:
+        names = []
+    return names[0] if names else (platform.processor() or platform.machine())
+
+
+def manifest(cfg: WorkloadConfig, m: Measurement, argv: list[str] | None = None) -> dict[str, Any]:
+    """Versions, hardware, git revision, argv and date of a run."""
+    cuda = cfg.device == "cuda"
+    return {
+        "config": asdict(cfg),
+        "measurement": asdict(m),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
+        "driver": _driver_version() if cuda else None,
+        "gpu": torch.cuda.get_device_name() if cuda else None,
+        "cpu": _cpu_name(),
+        "cpu_threads": torch.get_num_threads(),
+        "python": platform.python_version(),
+        "host": platform.node(),
+        "git_revision": _git_revision(),
+        "argv": list(sys.argv if argv is None else argv),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+@contextmanager
+def memory_errors(cfg: WorkloadConfig) -> Iterator[None]:
+    """Out of memory -> one line naming the batch size that failed."""
+    hint = f"out of memory running {cfg.name} {cfg.mode} at batch {cfg.batch} on {cfg.device}; " \
+           f"try --batch {max(1, cfg.batch // 2)}"
+    try:
+        yield
+    except torch.cuda.OutOfMemoryError:
+        raise AddressableError(hint) from None
+    except MemoryError:
+        raise AddressableError(hint) from None
+    except RuntimeError as e:
+        if "can't allocate memory" in str(e) or "out of memory" in str(e).lower():
+            raise AddressableError(hint) from None
+        raise
+
+
+@contextmanager
+def cudnn_benchmark(on: bool) -> Iterator[None]:
+    old = torch.backends.cudnn.benchmark
+    torch.backends.cudnn.benchmark = on or old
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.benchmark = old
