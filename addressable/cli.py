@@ -78,21 +78,28 @@ def main() -> None:
               help="Also write breakdown.json, categories.csv and kernels.csv here (several traces: rank<k>/ "
                    "per rank, the job's total and ranks.csv).")
 @click.option("--top", default=5, show_default=True, help="Kernels to list per section.")
-@click.option("--basis", type=click.Choice(["summed", "exposed"]), default="summed", show_default=True,
-              help="exposed: also print overlap-aware times (busy time, split among overlapping kernels).")
+@click.option("--basis", type=click.Choice(["summed", "exposed", "cpu"]), default="summed", show_default=True,
+              help="exposed: also print overlap-aware times (busy time, split among overlapping kernels); "
+                   "cpu: the CPU-op self-time breakdown (e.g. a GPU trace without kernel events).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Traces classified at once (default: the number of cores).")
 @click.option("--engine", type=click.Choice(["process", "serial", "dask"]),
               help="Several traces: a process pool (default), one at a time, or Dask.")
 @click.option("--scheduler", metavar="tcp://HOST:PORT", help="Run on this Dask scheduler (implies --engine dask).")
+@click.option("--explain", metavar="PATTERN",
+              help="For each kernel whose name matches this regex: its parsed name, launching op, the rule that "
+                   "matched (file, index, pattern), category and class.")
 @_user_errors
 def classify(paths: tuple[str, ...], taxonomy: Path | None, classes: tuple[str, ...], as_json: bool,
              out: Path | None, top: int, basis: str, jobs: int | None, engine: str | None,
-             scheduler: str | None) -> None:
+             scheduler: str | None, explain: str | None) -> None:
     """Classify every kernel of profiler traces and print the addressable fraction.
 
     PATHS: one trace file, or several files, folders and globs holding one trace per rank of a job
     (per-rank table, aggregate, straggler signal).
     """
+    if explain is not None:
+        _explain_one(paths, taxonomy, classes, as_json, explain)
+        return
     if len(paths) == 1 and Path(paths[0]).is_file() and not (engine or scheduler or jobs):
         _classify_one(Path(paths[0]), taxonomy, classes, as_json, out, top, basis)
         return
@@ -112,15 +119,31 @@ def classify(paths: tuple[str, ...], taxonomy: Path | None, classes: tuple[str, 
         sys.exit(2)
 
 
+def _explain_one(paths: tuple[str, ...], taxonomy: Path | None, classes: tuple[str, ...], as_json: bool,
+                 pattern: str) -> None:
+    """`classify TRACE --explain PATTERN`."""
+    from addressable.breakdown import explain
+    from addressable.jsonutil import records
+    from addressable.report import format_explain
+    from addressable.taxonomy import load_taxonomy
+    from addressable.trace import load_trace
+
+    if len(paths) != 1 or not Path(paths[0]).is_file():
+        raise AddressableError("--explain takes one trace file")
+    tax = load_taxonomy(taxonomy).with_classes(_parse_classes(classes))
+    table = explain(load_trace(paths[0]), tax, pattern)
+    click.echo(_json(records(table)) if as_json else format_explain(table))
+
+
 def _classify_one(trace: Path, taxonomy: Path | None, classes: tuple[str, ...], as_json: bool, out: Path | None,
                   top: int, basis: str) -> None:
     """`classify TRACE`: one trace's breakdown."""
-    from addressable.breakdown import classify_trace
+    from addressable.breakdown import BASIS_CPU, classify_trace
     from addressable.report import format_breakdown
     from addressable.runs import write_breakdown
     from addressable.timeline import format_overlap_note, format_timeline
 
-    b = classify_trace(trace, taxonomy, _parse_classes(classes))
+    b = classify_trace(trace, taxonomy, _parse_classes(classes), basis=BASIS_CPU if basis == "cpu" else None)
     if out:
         write_breakdown(b, out)
     click.echo(_json(b.to_dict(top)) if as_json else format_breakdown(b, top))
@@ -132,6 +155,69 @@ def _classify_one(trace: Path, taxonomy: Path | None, classes: tuple[str, ...], 
 
 
 @main.command()
+@click.argument("source", type=click.Path(exists=False, path_type=Path))
+@click.option("--by", type=click.Choice(["name", "class"]), default="name", show_default=True,
+              help="One row per module (qualified name) or per module class.")
+@click.option("--top", default=15, show_default=True, help="Rows to list.")
+@click.option("--json", "as_json", is_flag=True, help="Print the `modules` object of breakdown.json instead.")
+@_user_errors
+def modules(source: Path, by: str, top: int, as_json: bool) -> None:
+    """Which nn.Module owns the time of a run folder or trace SOURCE, and the top fusion candidates."""
+    from addressable.modules import format_modules
+    from addressable.runs import load_modules
+
+    if not source.exists():
+        raise AddressableError(f"no such run folder or trace: {source}")
+    mb = load_modules(source)
+    if not mb.has_scopes:
+        raise AddressableError(f"{source}: {mb.note}")
+    click.echo(_json(mb.to_dict(top)) if as_json else format_modules(mb, by, top))
+
+
+@main.command()
+@click.argument("source", type=click.Path(path_type=Path))
+@click.option("--gpu", help="Use this GPU's peaks from the table (H200, H100, A100, B200, MI300X). "
+              "Default: the run's calibrated peaks, else the GPU named in the trace.")
+@click.option("--peaks", "peaks_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="A peaks JSON written by `addressable calibrate --peaks`.")
+@click.option("--datasheet", is_flag=True, help="Datasheet peaks even where calibrated ones exist.")
+@click.option("--taxonomy", type=click.Path(dir_okay=False, path_type=Path), help="Rule file (default: packaged taxonomy.yaml).")
+@click.option("--json", "as_json", is_flag=True, help="Print the roofline JSON (breakdown.json's roofline key).")
+@click.option("--top", default=15, show_default=True, help="Kernels to list.")
+@_user_errors
+def roofline(source: Path, gpu: str | None, peaks_file: Path | None, datasheet: bool, taxonomy: Path | None,
+             as_json: bool, top: int) -> None:
+    """Headroom of every kernel of a TRACE or run folder against the roofline, and the roofline ceiling."""
+    from addressable.roofline import format_roofline, roofline_of_path
+
+    r = roofline_of_path(source, taxonomy, gpu=gpu, peaks=peaks_file, datasheet_only=datasheet)
+    click.echo(_json(r.to_dict(top)) if as_json else format_roofline(r, top))
+
+
+@main.command()
+@click.option("--peaks", "out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the peaks JSON to this file (read by `roofline --peaks`).")
+@click.option("--json", "as_json", is_flag=True, help="Print the peaks as JSON.")
+@_renamed("--out", "--peaks", "out", click.Path(dir_okay=False, path_type=Path))
+@_user_errors
+def calibrate(out: Path | None, as_json: bool) -> None:
+    """Measure this GPU's copy and read-only bandwidth and dense matmul TFLOP/s (needs a CUDA GPU).
+
+    `addressable profile` stores the same measurement in each GPU run's manifest.json.
+    """
+    from addressable.atomic import write_text
+    from addressable.calibrate import measure_peaks
+    from addressable.roofline import format_peaks
+
+    p = measure_peaks()
+    if out:
+        write_text(out, _json(p.to_dict()) + "\n")
+    click.echo(_json(p.to_dict()) if as_json else format_peaks(p))
+    if out and not as_json:
+        click.echo(f"Wrote {out}")
+
+
+@main.command()
 @click.argument("file", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @_user_errors
 def taxonomy(file: Path | None) -> None:
@@ -140,7 +226,7 @@ def taxonomy(file: Path | None) -> None:
 
     t = load_taxonomy(file)
     click.echo(f"{t.source}: {len(t.classes)} categories, {len(t.kernel_rules)} kernel rules, "
-               f"{len(t.cpu_op_rules)} CPU-op rules")
+               f"{len(t.launch_op_rules)} launch-op rules, {len(t.cpu_op_rules)} CPU-op rules")
     for cat, cls in t.classes.items():
         click.echo(f"  {cat:<15}{cls:<13}{t.descriptions.get(cat, '')}")
 
@@ -148,22 +234,29 @@ def taxonomy(file: Path | None) -> None:
 @main.command()
 @click.option("--speedups", required=True, type=click.Path(path_type=Path),
               help="wins.csv (target, speedup[, verified, source, notes, speedup_lo, speedup_hi]) "
-                   "or a KernelBench-style results JSON.")
+                   "or a JSON of speedups ({problem: {speedup, correct}} or a list of such records).")
 @click.option("--runs", "run_dirs", multiple=True, type=click.Path(path_type=Path),
-              help="Run folder (or a folder of runs); repeatable. Default: every run under outputs/.")
+              help="Run folder (or a folder of runs), or a Kineto trace file; repeatable. "
+                   "Default: every run under outputs/.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 @click.option("--include-unverified", is_flag=True, help="Also use wins with verified=false.")
 @click.option("--combine", type=click.Choice(["best", "median"]), default="best", show_default=True,
               help="Several wins on one kernel group: the best speedup, or the median.")
 @click.option("--top", default=5, show_default=True, help="Wins to list per run (table only).")
+@click.option("--model", type=click.Choice(["replay", "amdahl"]), default="replay", show_default=True,
+              help="replay: replay the trace's timeline with the wins (Amdahl where there is no replayable "
+                   "trace); amdahl: Amdahl's law over the breakdown.")
+@click.option("--step-ms", type=float, help="Measured step time (ms) for the wall basis of a trace file "
+                                            "(default: its profiled ProfilerStep spans).")
 @_user_errors
 def project(speedups: Path, run_dirs: tuple[Path, ...], as_json: bool, include_unverified: bool,
-            combine: str, top: int) -> None:
+            combine: str, top: int, model: str, step_ms: float | None) -> None:
     """Project the end-to-end speedup that measured kernel speedups buy on each profiled run."""
     from addressable.project import format_projection, load_runs
     from addressable.project import project as project_runs
 
-    p = project_runs(load_runs(run_dirs), speedups, combine=combine, include_unverified=include_unverified)
+    p = project_runs(load_runs(run_dirs, step_ms), speedups, combine=combine, include_unverified=include_unverified,
+                     model=model)
     for w in p.warnings:
         click.echo(f"warning: {w}", err=True)
     click.echo(_json(p.to_dict()) if as_json else format_projection(p, top))
@@ -179,31 +272,49 @@ def workloads(adapters: tuple[str, ...]) -> None:
     click.echo(format_workloads(workload_table(adapters)))
 
 
+def _workload_options(fn: Callable) -> Callable:
+    """Options shared by profile and sweep: how to run the workload and how many steps to measure."""
+    for opt in reversed([
+        click.option("--mode", type=click.Choice(["train", "infer"]), help="Default: the workload's."),
+        click.option("--dtype", type=click.Choice(["bf16", "fp16", "fp32"]),
+                     help="Default: the workload's on the GPU, fp32 on the CPU."),
+        click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
+                     help="auto: the GPU when there is one, else the CPU."),
+        click.option("--warmup", type=int, help="Warm-up steps (autotune, compile). Default: 10 on the GPU, 1 on the CPU."),
+        click.option("--steps", type=int, help="Timed (unprofiled) steps per repeat. Default: 20 on the GPU, 1 on the CPU."),
+        click.option("--profile-steps", type=int, help="Profiled steps per repeat. Default: 5 on the GPU, 1 on the CPU."),
+        click.option("--repeats", type=int,
+                     help="Repeats (each: timed steps, then profiled steps). Default: 3 on the GPU, 2 on the CPU."),
+        click.option("--compile", "compile_", is_flag=True, help="torch.compile the model (compiled during warm-up)."),
+        click.option("--adapter", "adapters", multiple=True, metavar="FILE_OR_MODULE",
+                     help="Also load this adapter (a .py file or a module); repeatable."),
+        click.option("--option", "options", multiple=True, metavar="KEY=VALUE",
+                     help="Adapter option, e.g. image_size=128; repeatable."),
+        click.option("--layers-subset", metavar="L1,L2",
+                     help="Profile at L1 and L2 layers and extrapolate linearly to the full depth."),
+    ]):
+        fn = opt(fn)
+    return fn
+
+
 @main.command()
 @click.argument("workload")
-@click.option("--mode", type=click.Choice(["train", "infer"]), help="Default: the workload's.")
 @click.option("--batch", type=int, help="Batch size. Default: the workload's.")
 @click.option("--seq-len", type=int, help="Sequence length (sequence models). Default: the workload's.")
-@click.option("--dtype", type=click.Choice(["bf16", "fp16", "fp32"]), help="Default: the workload's on the GPU, fp32 on the CPU.")
-@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True, help="auto: the GPU when there is one, else the CPU.")
-@click.option("--warmup", type=int, help="Warm-up steps (autotune, compile). Default: 10 on the GPU, 1 on the CPU.")
-@click.option("--steps", type=int, help="Timed (unprofiled) steps per repeat. Default: 20 on the GPU, 1 on the CPU.")
-@click.option("--profile-steps", type=int, help="Profiled steps per repeat. Default: 5 on the GPU, 1 on the CPU.")
-@click.option("--repeats", type=int, help="Repeats (each: timed steps, then profiled steps). Default: 3 on the GPU, 2 on the CPU.")
+@_workload_options
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("outputs"), show_default=True, help="Folder the run folder goes in.")
 @click.option("--name", help="Run folder name. Default: e.g. resnet50-train-b64-bf16-cuda.")
-@click.option("--compile", "compile_", is_flag=True, help="torch.compile the model (compiled during warm-up).")
-@click.option("--adapter", "adapters", multiple=True, metavar="FILE_OR_MODULE", help="Also load this adapter (a .py file or a module); repeatable.")
-@click.option("--option", "options", multiple=True, metavar="KEY=VALUE", help="Adapter option, e.g. image_size=128; repeatable.")
-@click.option("--layers-subset", metavar="L1,L2", help="Profile at L1 and L2 layers and extrapolate linearly to the full depth.")
 @click.option("--nproc", type=int, help="Run in N processes under torchrun (DDP / FSDP2, one GPU each); "
               "writes rank<k>/ per rank and the aggregate.")
 @click.option("--force", is_flag=True, help="Replace a run folder of the same name (default: write NAME-2, NAME-3, ...).")
+@click.option("--budget", type=float, metavar="SECONDS",
+              help="About how long the repeats may take (default 60; inf: no limit): step counts not given "
+                   "are lowered to fit, from the warm-up step's time.")
 @_user_errors
 def profile(workload: str, mode: str | None, batch: int | None, seq_len: int | None, dtype: str | None,
             device: str, warmup: int | None, steps: int | None, profile_steps: int | None, repeats: int | None,
             out: Path, name: str | None, compile_: bool, adapters: tuple[str, ...], options: tuple[str, ...],
-            layers_subset: str | None, nproc: int | None, force: bool) -> None:
+            layers_subset: str | None, nproc: int | None, force: bool, budget: float | None) -> None:
     """Run WORKLOAD, profile it, and write a run folder with its addressable fraction."""
     from addressable import distributed
     from addressable import profile as prof
@@ -219,7 +330,7 @@ def profile(workload: str, mode: str | None, batch: int | None, seq_len: int | N
         sys.exit(distributed.launch(nproc, [*argv, "--name", folder.name]))
     res = prof.profile_workload(cfg, warmup, steps, repeats, out, profile_steps=profile_steps, name=name,
                                 layers_subset=subset, adapters=adapters, argv=sys.argv, progress=_progress,
-                                force=force)
+                                force=force, budget_s=budget)
     if distributed.rank() == 0:
         click.echo(prof.format_profile(res, device))
         if "distributed" in res.run:
@@ -254,21 +365,24 @@ def _command_argv(ctx: click.Context, skip: tuple[str, ...] = ()) -> list[str]:
 
 @main.command()
 @click.argument("kind")
+@click.argument("run_args", nargs=-1, type=click.Path(path_type=Path), metavar="[RUN]...")
 @click.option("--runs", "run_dirs", multiple=True, type=click.Path(path_type=Path),
-              help="Run folder (or a folder of runs); repeatable. Default: every run under outputs/.")
+              help="Run folder (or a folder of runs), or a Kineto trace file; repeatable. "
+                   "Default: every run under outputs/.")
 @click.option("--speedups", type=click.Path(path_type=Path), help="amdahl: overlay the projection of this wins.csv.")
 @click.option("--x", "x", metavar="KEY", help="sweep: the swept key (batch, seq_len or workload). Default: each that varies.")
-@click.option("--top", type=int, help="top-kernels: kernels per run (default 10).")
+@click.option("--top", type=int, help="top-kernels, modules: kernels or module classes shown (default 10).")
 @click.option("--figure", type=click.Path(dir_okay=False, path_type=Path),
               help="Figure file, .pdf/.svg/.png. Default: outputs/figures/KIND.pdf.")
 @_renamed("--out", "--figure", "figure", click.Path(dir_okay=False, path_type=Path))
 @_user_errors
-def plot(kind: str, run_dirs: tuple[Path, ...], speedups: Path | None, x: str | None, top: int | None,
-         figure: Path | None) -> None:
-    """Draw a figure from run folders: KIND is breakdown, amdahl, sweep or top-kernels."""
+def plot(kind: str, run_args: tuple[Path, ...], run_dirs: tuple[Path, ...], speedups: Path | None, x: str | None,
+         top: int | None, figure: Path | None) -> None:
+    """Draw a figure from run folders (RUN arguments or --runs): KIND is breakdown, amdahl, sweep, top-kernels,
+    roofline or modules."""
     from addressable.plot import plot_runs
 
-    path = plot_runs(kind, run_dirs or (Path("outputs"),), figure, speedups=speedups, x=x, n=top)
+    path = plot_runs(kind, (*run_args, *run_dirs) or (Path("outputs"),), figure, speedups=speedups, x=x, n=top)
     click.echo(f"Wrote {path}")
 
 
@@ -277,25 +391,17 @@ def plot(kind: str, run_dirs: tuple[Path, ...], speedups: Path | None, x: str | 
 @click.option("--batch", help="Batch sizes to sweep, e.g. 16,32,64,128 (or one fixed value).")
 @click.option("--seq-len", help="Sequence lengths to sweep, e.g. 512,1024,2048 (or one fixed value).")
 @click.option("--workloads", help="Model-size sweep over workloads, e.g. gpt2,llama3-1b,llama3-8b.")
-@click.option("--mode", type=click.Choice(["train", "infer"]), help="Default: the workload's.")
-@click.option("--dtype", type=click.Choice(["bf16", "fp16", "fp32"]), help="Default: the workload's on the GPU, fp32 on the CPU.")
-@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True)
-@click.option("--warmup", type=int, help="Warm-up steps per value. Default: the device's (see profile).")
-@click.option("--steps", type=int, help="Timed steps per repeat.")
-@click.option("--profile-steps", type=int, help="Profiled steps per repeat.")
-@click.option("--repeats", type=int, help="Repeats per value.")
+@_workload_options
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("outputs"), show_default=True, help="Folder the run folders go in.")
-@click.option("--compile", "compile_", is_flag=True, help="torch.compile the model.")
-@click.option("--adapter", "adapters", multiple=True, metavar="FILE_OR_MODULE", help="Also load this adapter; repeatable.")
-@click.option("--option", "options", multiple=True, metavar="KEY=VALUE", help="Adapter option; repeatable.")
-@click.option("--layers-subset", metavar="L1,L2", help="Profile each value at L1 and L2 layers and extrapolate.")
 @click.option("--plot", "plot_out", type=click.Path(dir_okay=False, path_type=Path), help="Also draw the sweep figure to this .pdf/.svg/.png.")
 @click.option("--force", is_flag=True, help="Replace run folders of the same names (default: write NAME-2, ...).")
+@click.option("--budget", type=float, metavar="SECONDS",
+              help="About how long each value's repeats may take (default 60; see profile).")
 @_user_errors
 def sweep(workload: str | None, batch: str | None, seq_len: str | None, workloads: str | None, mode: str | None,
           dtype: str | None, device: str, warmup: int | None, steps: int | None, profile_steps: int | None,
           repeats: int | None, out: Path, compile_: bool, adapters: tuple[str, ...], options: tuple[str, ...],
-          layers_subset: str | None, plot_out: Path | None, force: bool) -> None:
+          layers_subset: str | None, plot_out: Path | None, force: bool, budget: float | None) -> None:
     """Profile WORKLOAD at each --batch or --seq-len value (or each of --workloads): one run folder per value."""
     from addressable import profile as prof
     from addressable import sweep as sw
@@ -305,7 +411,7 @@ def sweep(workload: str | None, batch: str | None, seq_len: str | None, workload
                   out=out, warmup=warmup, steps=steps, repeats=repeats, profile_steps=profile_steps,
                   options=prof.parse_options(options), compile=compile_, adapters=adapters,
                   layers_subset=prof.parse_layers_subset(layers_subset) if layers_subset else None,
-                  argv=sys.argv, progress=_progress, force=force)
+                  argv=sys.argv, progress=_progress, force=force, budget_s=budget)
     click.echo(sw.format_sweep(df))
     done = df.loc[df["error"].isna(), "run"].tolist()
     if plot_out and len(done) > 1:
@@ -378,29 +484,35 @@ def bench_time(problems: tuple[str, ...], device: str, small: bool, warmup: int,
 
 
 def _verify_options(fn: Callable) -> Callable:
-    """Options shared by verify and verify-batch (harness settings and check thresholds)."""
-    fn = _renamed("--runs", "--calls", "runs", int)(fn)
+    """Options shared by verify and verify-batch (harness settings, containment and check thresholds)."""
+    fn = _renamed("--runs", "--calls", "calls", int)(fn)
     for opt in reversed([
         click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True),
         click.option("--trials", default=4, show_default=True, help="Trials with fresh inputs (at least 2)."),
         click.option("--seed", default=42, show_default=True, help="Seed of trial 0 (trial t uses seed + t)."),
         click.option("--timeout", default=300.0, show_default=True, help="Seconds before a verification is killed."),
-        click.option("--calls", "runs", default=50, show_default=True, help="Timed calls of each model (0: no timing)."),
+        click.option("--calls", default=50, show_default=True, help="Timed calls of each model at most (0: no timing)."),
         click.option("--warmup", default=5, show_default=True, help="Untimed calls of each model first."),
+        click.option("--sandbox", type=click.Choice(["auto", "required", "off"]), default="auto", show_default=True,
+                     help="Run candidates in bubblewrap: when available (auto), or refuse without it (required)."),
         click.option("--set", "overrides", multiple=True, metavar="NAME=VALUE", help="Override a size constant of the problem; repeatable."),
         click.option("--rel-fro", default=2e-2, show_default=True, help="Max ‖out-ref‖/‖ref‖."),
         click.option("--max-err", default=5e-2, show_default=True, help="Max max|out-ref|/max|ref|."),
         click.option("--written-tol", default=1e-2, show_default=True, help="Max gap in nonzero-finite fraction."),
         click.option("--invariant-tol", default=1e-3, show_default=True, help="Max violation of a custom float invariant."),
-        click.option("--review-speedup", default=10.0, show_default=True, help="Flag speedups above this for review."),
+        click.option("--review-speedup", default=10.0, show_default=True, help="Speedups above this get the verdict review."),
     ]):
         fn = opt(fn)
     return fn
 
 
 def _verify_kwargs(kw: dict[str, Any]) -> dict[str, Any]:
+    from addressable.sandbox import choose, unsandboxed_warning
     from addressable.verify import Thresholds, parse_overrides
 
+    box = choose(kw["sandbox"])  # say once, before anything runs, when candidates run unsandboxed
+    if not box.sandboxed:
+        click.echo(unsandboxed_warning(box), err=True)
     th = Thresholds(rel_fro=kw.pop("rel_fro"), max_err=kw.pop("max_err"), written_tol=kw.pop("written_tol"),
                     invariant_tol=kw.pop("invariant_tol"), review_speedup=kw.pop("review_speedup"))
     return {**kw, "thresholds": th, "overrides": parse_overrides(kw.pop("overrides"))}
@@ -413,32 +525,41 @@ def _verify_kwargs(kw: dict[str, Any]) -> dict[str, Any]:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 @_user_errors
 def verify(reference: Path, candidate: Path, as_json: bool, **kw: Any) -> None:
-    """Check CANDIDATE's ModelNew against REFERENCE's Model, then time both (exit 1 on fail)."""
+    """Check CANDIDATE's ModelNew against REFERENCE's Model, then time both (exit 0 pass, 1 fail, 3 review)."""
     from addressable.verify import format_result
     from addressable.verify import verify as run_verify
 
     r = run_verify(reference, candidate, **_verify_kwargs(kw))
     click.echo(_json(r.to_dict()) if as_json else format_result(r))
-    sys.exit(0 if r.passed else 1)
+    sys.exit(r.exit_code)
 
 
 @main.command("verify-batch")
 @click.argument("pairs", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--wins-out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="wins.csv to write (read by `project`).")
+@click.option("--wins-out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="wins.csv to write (read by `project`): passes only.")
+@click.option("--reviews-out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the review rows here (verified=false; `project --include-unverified` uses them).")
 @click.option("--json-dir", type=click.Path(file_okay=False, path_type=Path), help="Also write verify_<problem>.json here.")
 @_verify_options
 @_user_errors
-def verify_batch(pairs: Path, wins_out: Path, json_dir: Path | None, **kw: Any) -> None:
-    """Verify every problem,candidate row of PAIRS (CSV) and write wins.csv."""
+def verify_batch(pairs: Path, wins_out: Path, reviews_out: Path | None, json_dir: Path | None, **kw: Any) -> None:
+    """Verify every problem,candidate row of PAIRS (CSV); write the passes to wins.csv.
+
+    Exit 0 when every pair passed, 1 when any failed, 3 when the rest passed but some need review."""
     from addressable.atomic import write_text
+    from addressable.verify import WINS_COLUMNS, batch_exit_code, format_batch_row
     from addressable.verify import verify_batch as run_batch
 
-    def show(r: Any) -> None:
-        click.echo(f"{r.target:<32}{r.verdict:<6}" + (f"{r.speedup:.2f}x  " if r.speedup else "") + r.reason)
-
-    df = run_batch(pairs, json_dir=json_dir, on_result=show, **_verify_kwargs(kw))
-    write_text(wins_out, df.to_csv(index=False))
-    click.echo(f"{int(df['verified'].sum())} of {len(df)} verified; wrote {wins_out}")
+    df = run_batch(pairs, json_dir=json_dir, on_result=lambda r: click.echo(format_batch_row(r)), **_verify_kwargs(kw))
+    write_text(wins_out, df.loc[df["verdict"] == "pass", WINS_COLUMNS].to_csv(index=False))
+    reviews = df[df["verdict"] == "review"]
+    if reviews_out:
+        write_text(reviews_out, reviews[WINS_COLUMNS].to_csv(index=False))
+    counts = df["verdict"].value_counts()
+    click.echo(f"{counts.get('pass', 0)} passed, {counts.get('review', 0)} to review, {counts.get('fail', 0)} failed "
+               f"of {len(df)}; wrote the passes to {wins_out}" + (f", the reviews to {reviews_out}" if reviews_out else ""))
+    for r in reviews.itertuples():
+        click.echo(f"review: {r.problem} <- {r.candidate}: {r.notes}")
+    sys.exit(batch_exit_code(df["verdict"].tolist()))
 
 
 @main.command()
@@ -447,16 +568,31 @@ def verify_batch(pairs: Path, wins_out: Path, json_dir: Path | None, **kw: Any) 
 @click.option("--rtol", default=1e-2, show_default=True)
 @click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
               help="auto: the GPU when there is one, else the CPU.")
-@click.option("--set", "overrides", multiple=True, metavar="NAME=VALUE", help="Override a size constant where a problem defines it; repeatable.")
+@click.option("--set", "overrides", multiple=True, metavar="[PROBLEM:]NAME=VALUE",
+              help="Override a size constant where a problem defines it, or only in PROBLEM (a file stem or "
+                   "its number, e.g. 23:dim=4096); repeatable.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 @_user_errors
 def audit(problems_dir: Path, atol: float, rtol: float, device: str, overrides: tuple[str, ...], as_json: bool) -> None:
     """Would an all-zeros or constant output pass allclose(atol, rtol) for each problem in PROBLEMS_DIR?"""
     from addressable.audit import audit as run_audit
     from addressable.audit import audit_to_dict, format_audit
-    from addressable.verify import parse_overrides
+    from addressable.harness import parse_scoped_overrides
+    from addressable.progress import Progress
 
-    df = run_audit(problems_dir, atol, rtol, device, parse_overrides(overrides))
+    bar: Progress | None = None
+
+    def show(done: int, total: int, stem: str) -> None:
+        nonlocal bar
+        bar = bar or Progress(total, "audit", unit="problems")
+        if done:
+            bar.advance()
+
+    try:
+        df = run_audit(problems_dir, atol, rtol, device, parse_scoped_overrides(overrides), on_problem=show)
+    finally:
+        if bar:
+            bar.close()
     click.echo(_json(audit_to_dict(df, atol, rtol)) if as_json else format_audit(df, atol, rtol))
 
 

@@ -18,7 +18,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,11 @@ import torch
 from addressable import distributed
 from addressable.breakdown import BASIS_GPU, Breakdown, breakdown_from_tables, breakdown_of_trace
 from addressable.errors import AddressableError
+from addressable.modules import combine_modules
+from addressable.progress import Progress, duration
 from addressable.quiet import quiet_profiler
+from addressable.schema import KEY, VERSIONS
+from addressable.scopes import module_scopes
 from addressable.taxonomy import Taxonomy
 from addressable.timeline import TimelineResult
 from addressable.trace import load_trace
@@ -38,21 +42,75 @@ from addressable.workload import Step, WorkloadConfig, WorkloadSpec
 
 @dataclass(frozen=True)
 class Measurement:
-    """How many steps to run: warm-up once, then per repeat timed and profiled steps."""
+    """How many steps to run: warm-up once, then per repeat timed and profiled steps.
+
+    With `budget_s`, the counts not named in `fixed` are lowered after warm-up (see `fit_budget`)
+    so that the repeats take about that long; `estimate_s` is then what they were expected to take.
+    """
 
     warmup: int
     steps: int  # timed, unprofiled steps per repeat
     profile_steps: int  # profiled steps per repeat
     repeats: int
+    budget_s: float | None = None
+    fixed: tuple[str, ...] = ()  # counts the user set, which the budget leaves alone
+    estimate_s: float | None = None
+
+    def plan(self) -> str:
+        """The plan in words, e.g. "3 repeats × (20 timed + 5 profiled steps), about 40 s"."""
+        text = f"{self.repeats} repeat{'s' * (self.repeats != 1)} × ({self.steps} timed + {self.profile_steps} " \
+               f"profiled step{'s' * (self.profile_steps != 1)})"
+        return text + (f", about {duration(self.estimate_s)}" if self.estimate_s is not None else "")
 
 
 GPU_DEFAULTS = Measurement(warmup=10, steps=20, profile_steps=5, repeats=3)
 CPU_DEFAULTS = Measurement(warmup=1, steps=1, profile_steps=1, repeats=2)  # a CPU step can take seconds
+DEFAULT_BUDGET_S = 60.0  # seconds of repeats after warm-up, unless --budget says otherwise
+PROFILED_STEP_COST = 2.0  # a profiled step, with its trace written and read back, costs about two steps
+COUNTS = ("steps", "profile_steps", "repeats")
 
 
 def default_measurement(device: str) -> Measurement:
     """The default warm-up, steps, profiled steps and repeats for a device (GPU or CPU)."""
     return GPU_DEFAULTS if device == "cuda" else CPU_DEFAULTS
+
+
+def measurement(device: str, warmup: int | None = None, steps: int | None = None, profile_steps: int | None = None,
+                repeats: int | None = None, budget_s: float | None = None) -> Measurement:
+    """The device's defaults with the given counts; the budget (None: DEFAULT_BUDGET_S, inf: no limit)
+    may later lower those not given."""
+    d = default_measurement(device)
+    budget_s = DEFAULT_BUDGET_S if budget_s is None else budget_s
+    given = {"warmup": warmup, "steps": steps, "profile_steps": profile_steps, "repeats": repeats}
+    m = Measurement(**{k: getattr(d, k) if v is None else v for k, v in given.items()}, budget_s=budget_s,
+                    fixed=tuple(k for k in COUNTS if given[k] is not None))
+    if min(m.steps, m.profile_steps, m.repeats) < 1 or m.warmup < 0:
+        raise AddressableError("--steps, --profile-steps and --repeats must be at least 1, --warmup at least 0")
+    if not budget_s > 0:  # NaN too
+        raise AddressableError("--budget must be a positive number of seconds")
+    return m
+
+
+def cost_s(m: Measurement, step_s: float, cuda: bool) -> float:
+    """Expected seconds of m's repeats for a step of `step_s` (a profiled step costs PROFILED_STEP_COST steps)."""
+    per_repeat = m.steps + PROFILED_STEP_COST * (m.profile_steps + (1 if cuda else 0))  # + CUPTI's warm-up step
+    return m.repeats * per_repeat * step_s
+
+
+def fit_budget(m: Measurement, step_s: float, cuda: bool) -> Measurement:
+    """Lower the counts the user did not fix until the repeats fit m.budget_s, in this order:
+    timed steps down to the profiled steps, repeats down to 2, profiled steps to 1, timed steps
+    to 1, repeats to 1. The defaults are the most it runs; the estimate is recorded."""
+    if m.budget_s is None:
+        return replace(m, estimate_s=cost_s(m, step_s, cuda))
+    floors = [("steps", lambda m: max(1, m.profile_steps)), ("repeats", lambda m: 2),
+              ("profile_steps", lambda m: 1), ("steps", lambda m: 1), ("repeats", lambda m: 1)]
+    for key, floor in floors:
+        if key in m.fixed:
+            continue
+        while cost_s(m, step_s, cuda) > m.budget_s and getattr(m, key) > floor(m):
+            m = replace(m, **{key: max(floor(m), getattr(m, key) // 2 if key != "repeats" else getattr(m, key) - 1)})
+    return replace(m, estimate_s=cost_s(m, step_s, cuda))
 
 
 
@@ -68,6 +126,7 @@ class Measured:
     step_time_ms: list[float]  # median unprofiled step time per repeat
     steps: pd.DataFrame  # repeat, step, time_ms, profiled
     trace: Path
+    measurement: Measurement  # the counts run (after the budget)
 
 
 def timed(step: Step, n: int, cuda: bool, after: Callable[[int], None] | None = None,
@@ -117,6 +176,7 @@ def profiled(step: Step, n: int, cuda: bool, path: Path) -> list[float]:
     distributed.barrier()  # outside the profiler, so no barrier collective lands in the trace
     with quiet_profiler(), torch.profiler.profile(
             activities=acts, schedule=torch.profiler.schedule(wait=0, warmup=warm, active=n, repeat=1),
+            record_shapes=True,  # input shapes: the roofline's bytes and FLOPs (addressable.roofline)
             on_trace_ready=lambda p: p.export_chrome_trace(str(path))) as prof:
         for _ in range(warm):
             step()
@@ -135,16 +195,35 @@ def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Pa
     cuda = cfg.device == "cuda"
     torch.manual_seed(0)
     step = spec.build(cfg)
+    model = getattr(step, "model", None)  # names the module scopes; read before the step is wrapped
     label = f"{cfg.name}" + (f" ({cfg.options['layers']} layers)" if "layers" in cfg.options else "")
     progress(f"{label}: warm-up, {m.warmup} step{'s' * (m.warmup != 1)}")
-    timed(step, m.warmup, cuda)
+    meter = Progress(m.warmup, f"{label}: warm-up")
+    warm = timed(meter.counting(step), m.warmup, cuda)  # the maximum across ranks: every rank plans alike
+    meter.close()
+    if warm:
+        counts = [getattr(m, k) for k in COUNTS]
+        m = fit_budget(m, warm[-1] / 1e3, cuda)  # the last warm-up step: compiled, autotuned
+        cut = f", cut to fit --budget {m.budget_s:g} s" if counts != [getattr(m, k) for k in COUNTS] else ""
+        progress(f"{label}: warm-up step {warm[-1] / 1e3:,.2f} s; plan: {m.plan()}{cut}")
+    else:
+        progress(f"{label}: plan: {m.plan()} (no warm-up step to time, so no --budget)")
+    per_repeat = m.steps + m.profile_steps + (1 if cuda else 0)
+    meter = Progress(m.repeats * per_repeat, label)
+    say = meter.log(progress)
+    step = meter.counting(step)
     repeats, medians, rows, trace = [], [], [], workdir / "trace.json.gz"
     for r in range(m.repeats):
         times = timed(step, m.steps, cuda)
         path = workdir / f".trace.r{r}.json.gz"
-        prof = profiled(step, m.profile_steps, cuda, path)
+        with _scopes(cfg, model):
+            prof = profiled(step, m.profile_steps, cuda, path)
         b = breakdown_of_trace(load_trace(path), tax)
         b.n_steps = m.profile_steps
+        if b.modules is not None:
+            b.modules.n_steps = m.profile_steps
+            if cfg.compile:
+                b.modules.note = COMPILE_NOTE
         if r == m.repeats - 1:
             os.replace(path, trace)
         else:
@@ -154,11 +233,25 @@ def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Pa
         rows += [(r, i, t, False) for i, t in enumerate(times)]
         rows += [(r, m.steps + i, t, True) for i, t in enumerate(prof)]
         rec = _repeat_record(b, medians[-1])
-        progress(f"{label}: repeat {r + 1}/{m.repeats}: step {medians[-1]:,.1f} ms, addressable "
-                 f"{rec['addressable_fraction']:.1%} of {basis_words(b.basis)}, "
-                 f"{rec['addressable_fraction_wall']:.1%} of wall time")
+        say(f"{label}: repeat {r + 1}/{m.repeats}: step {medians[-1]:,.1f} ms, addressable "
+            f"{rec['addressable_fraction']:.1%} of {basis_words(b.basis)}, "
+            f"{rec['addressable_fraction_wall']:.1%} of wall time")
+    meter.close()
     steps = pd.DataFrame(rows, columns=["repeat", "step", "time_ms", "profiled"])
-    return Measured(cfg, repeats, medians, steps, trace)
+    return Measured(cfg, repeats, medians, steps, trace, m)
+
+
+COMPILE_NOTE = "no module scopes: a --compile run is not scoped (its fused kernels span modules)"
+
+
+@contextmanager
+def _scopes(cfg: WorkloadConfig, model: Any) -> Iterator[None]:
+    """Module scopes (addressable.scopes) around the profiled steps only; none for compiled models."""
+    if cfg.compile:
+        yield
+        return
+    with module_scopes(model if isinstance(model, torch.nn.Module) else None):
+        yield
 
 
 def basis_words(basis: str) -> str:
@@ -180,6 +273,8 @@ def combine(repeats: list[Breakdown]) -> Breakdown:
                               repeats[-1].source, phases=ph)
     if all(r.timeline is not None for r in repeats):
         b.timeline = combine_timelines([r.timeline for r in repeats])
+    if all(r.modules is not None for r in repeats):
+        b.modules = combine_modules([r.modules for r in repeats], b.n_steps or 1)
     return b
 
 
@@ -216,12 +311,26 @@ def _per_step(b: Breakdown) -> dict[str, float]:
     return {str(c): float(t) / n for c, t in zip(b.categories["category"], b.categories["time_us"], strict=True)}
 
 
+def wall_fraction(replaceable_us: float, work_us: float, step_time_ms: float) -> tuple[float, str]:
+    """Replaceable time per step as a fraction of the wall clock, and the basis used.
+
+    The basis is the step's wall time ("step"), unless the work per step exceeds it ("work"): CPU
+    ops on several threads, or kernels on several streams, overlap in time and their summed time
+    can be longer than the step; the fraction is then over the summed work, so it never exceeds 1.
+    """
+    wall_us = step_time_ms * 1e3
+    if work_us > wall_us:
+        return (replaceable_us / work_us if work_us > 0 else 0.0), "work"
+    return (replaceable_us / wall_us if wall_us > 0 else 0.0), "step"
+
+
 def _repeat_record(b: Breakdown, step_time_ms: float) -> dict[str, Any]:
     per_step_us = b.total_time_us / (b.n_steps or 1)
     repl_us = b.time_of("replaceable") / (b.n_steps or 1)
+    wall, basis = wall_fraction(repl_us, per_step_us, step_time_ms)
     return {"step_time_ms": step_time_ms, "kernel_time_per_step_us": per_step_us,
             "addressable_fraction": b.addressable_fraction,
-            "addressable_fraction_wall": repl_us / (step_time_ms * 1e3) if step_time_ms > 0 else 0.0,
+            "addressable_fraction_wall": wall, "wall_basis": basis,
             "category_time_per_step_us": _per_step(b)}
 
 
@@ -232,13 +341,14 @@ def run_keys(spec: WorkloadSpec, cfg: WorkloadConfig, b: Breakdown, repeats: lis
     frac = [r["addressable_fraction"] for r in recs]
     wall = [r["addressable_fraction_wall"] for r in recs]
     n = b.n_steps or 1
+    wall_now, wall_basis = wall_fraction(b.time_of("replaceable") / n, b.total_time_us / n, step_time_ms)
     keys: dict[str, Any] = {
         "workload": cfg.name, "family": spec.family, "mode": cfg.mode, "device": cfg.device,
         "batch": cfg.batch, "seq_len": cfg.seq_len, "dtype": cfg.dtype, "compile": cfg.compile,
         "options": cfg.options,
         "step_time_ms": step_time_ms,
         "kernel_time_per_step_us": b.total_time_us / n,
-        "addressable_fraction_wall": b.time_of("replaceable") / n / (step_time_ms * 1e3) if step_time_ms > 0 else 0.0,
+        "addressable_fraction_wall": wall_now, "wall_basis": wall_basis,
         "repeats": recs,
         "addressable_fraction_range": [min(frac), max(frac)],
         "addressable_fraction_wall_range": [min(wall), max(wall)],
@@ -287,6 +397,7 @@ def manifest(cfg: WorkloadConfig, m: Measurement, argv: list[str] | None = None)
     """Versions, hardware, git revision, argv and date of a run."""
     cuda = cfg.device == "cuda"
     return {
+        KEY: VERSIONS["manifest"],
         "config": asdict(cfg),
         "measurement": asdict(m),
         "torch": torch.__version__,

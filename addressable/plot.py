@@ -1,4 +1,4 @@
-"""Publication figures from run folders: breakdown, amdahl, sweep and top-kernels.
+"""Publication figures from run folders: breakdown, amdahl, sweep, top-kernels, roofline and modules.
 
 Every figure is a matplotlib Figure sized for one paper column (3.5 in wide, 7 pt text, vector
 output), laid out with constrained layout and legends outside the data. A category has the same
@@ -27,8 +27,9 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLoca
 
 from addressable.atomic import atomic_file
 from addressable.errors import AddressableError
+from addressable.modules import ROOT
 from addressable.report import short_kernel_name
-from addressable.runs import Run, load_runs
+from addressable.runs import Run, load_modules, load_runs
 from addressable.runs import run_labels as labels_of
 from addressable.taxonomy import UNCLASSIFIED, load_taxonomy
 
@@ -507,16 +508,160 @@ def _nice_ticks(top: float) -> list[float]:
     return list(np.arange(0, top + 1e-12, step))
 
 
+MODULE_CHARS = 34  # module names
+
+
+def plot_modules(runs: list[Run], n: int = 10, by: str = "class") -> Figure:
+    """The modules (classes by default) of one run with the most time, each bar split into library,
+    replaceable and unclassified work; the share of the run's work time is written right of the bar.
+
+    Pseudo-scopes (<optimizer>, <loss>, <other>) are shown like modules. A run without module
+    scopes is an error that names the fix.
+    """
+    runs = _check_runs(runs)
+    if len(runs) > 1:
+        raise AddressableError(f"modules shows the modules of one run, got {len(runs)}: pick one with --runs RUN_DIR")
+    run = runs[0]
+    mb = load_modules(run.path)
+    if not mb.has_scopes:
+        raise AddressableError(f"{run.name}: {mb.note}")
+    t = mb.by(by)
+    t = t[t["time_us"] > 0].head(n)
+    total = mb.total_time_us or 1.0
+    parts = [("library", t["library_time_us"] / total, LIBRARY_COLORS[0]),
+             ("replaceable", t["replaceable_time_us"] / total, REPLACEABLE_COLORS[0]),
+             (UNCLASSIFIED, (t["time_us"] - t["library_time_us"] - t["replaceable_time_us"]).clip(lower=0) / total,
+              UNCLASSIFIED_COLOR)]
+    base, qual = run.label_parts(dtype=True)
+    with _style():
+        fig = _figure(0.85 + 0.16 * len(t))
+        ax = fig.add_subplot()
+        y = np.arange(len(t))
+        left = np.zeros(len(t))
+        handles = []
+        for label, share, color in parts:
+            share = share.to_numpy(dtype=float)
+            if label == UNCLASSIFIED and not (share > 1e-6).any():
+                continue
+            ax.barh(y, share, left=left, height=0.7, color=color, edgecolor="black", linewidth=0.3)
+            handles.append(Patch(facecolor=color, edgecolor="black", linewidth=0.3, label=label))
+            left += share
+        top = float(left.max()) if len(left) else 1.0
+        for yi, s in zip(y, t["share"], strict=True):
+            ax.text(s + top * 0.02, yi, f"{s:.1%}", va="center", ha="left", fontsize=FONT_PT)
+        names = [_truncate(m or ROOT, MODULE_CHARS) for m in t["module"]]
+        ax.set_yticks(y, names)
+        ax.set_ylim(len(t) - 0.5, -0.5)
+        ax.set_xlim(0, top * 1.28)
+        ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0 if top >= 0.05 else 1))
+        ax.xaxis.set_major_locator(FixedLocator(_nice_ticks(top * 1.28)))
+        ax.tick_params(axis="y", length=0)
+        ax.set_title(" ".join(p for p in (base, qual) if p), loc="left", fontsize=FONT_PT)
+        ax.set_xlabel(f"share of {_basis_name(runs)}, by module {'class' if by == 'class' else 'name'}")
+        fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), handlelength=1.0,
+                   handleheight=0.8, columnspacing=0.8, handletextpad=0.4)
+    return fig
+
+
+def roofline_points(run: Run) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The kernels of a run's roofline (breakdown.json's roofline key) with bytes per launch, and its peaks."""
+    roof = run.info.get("roofline")
+    if not isinstance(roof, dict) or not roof.get("kernels"):
+        raise AddressableError(f"{run.name} has no roofline (breakdown.json's roofline key): profile it on a GPU "
+                               "with this version, or run `addressable roofline TRACE`")
+    k = pd.DataFrame(roof["kernels"])
+    for c in ("time_us", "bytes", "flops", "achieved_gbps", "achieved_tflops", "headroom"):
+        k[c] = pd.to_numeric(k[c], errors="coerce")
+    counts = run.kernels.assign(name=run.kernels["name"].astype(str)).groupby("name")["count"].sum() \
+        if "count" in run.kernels.columns else pd.Series(dtype=float)
+    k["count"] = k["name"].map(counts).fillna(1.0)
+    k["bytes_per_launch"] = k["bytes"] / k["count"]
+    k["class"] = k["category"].map(_classes([run])).fillna("replaceable")
+    return k[k["bytes"] > 0].reset_index(drop=True), roof.get("peaks") or {}
+
+
+def plot_roofline(runs: list[Run]) -> Figure:
+    """The roofline of one run: kernels as points sized by their time, coloured by category, under the peaks.
+
+    Top: the classic roofline, achieved TFLOP/s against arithmetic intensity (FLOP per DRAM byte),
+    for the kernels with FLOPs (GEMM, convolution, attention: library work, in grey), under the
+    memory slope and each dtype's matmul roof. Bottom: the replaceable kernels, which move bytes
+    but do no matrix math: achieved GB/s against bytes moved per launch, under the memory roof;
+    the gap to the roof is their headroom. Peaks are the run's calibrated ones (or the datasheet's).
+    """
+    runs = _check_runs(runs)
+    if len(runs) > 1:
+        raise AddressableError(f"roofline shows the kernels of one run, got {len(runs)}: pick one RUN")
+    run = runs[0]
+    k, peaks = roofline_points(run)
+    if k.empty:
+        raise AddressableError(f"{run.name}: no kernel of its roofline has a bytes estimate (no shapes recorded?)")
+    mem = float(peaks.get("memory_gbps") or np.nan)
+    tflops = {d: float(v) for d, v in (peaks.get("tflops") or {}).items() if d in ("bf16", "fp16", "tf32", "fp32", "fp8")}
+    classes = _classes(runs)
+    repl = k[k["class"] == "replaceable"]
+    cats = category_order(set(repl["category"]), classes)
+    total = float(k["time_us"].sum()) or 1.0
+    size = lambda t: 4 + 300 * np.sqrt(t / total)  # noqa: E731
+    base, qual = run.label_parts(dtype=True)
+    with _style():
+        fig = _figure(4.6 + 0.13 * math.ceil(len(cats) / 2))
+        top, bottom = fig.subplots(2, 1, height_ratios=[1, 1])
+        f = k[k["flops"] > 0]
+        ai = np.logspace(-1, 4, 200)
+        if not math.isnan(mem):
+            roofs: dict[float, list[str]] = {}
+            for d, v in tflops.items():
+                roofs.setdefault(v, []).append(d)
+            for v, names in sorted(roofs.items(), reverse=True)[:3]:  # the top three roofs keep the labels apart
+                top.plot(ai, np.minimum(v, mem * ai / 1e3), color="#555555", linewidth=0.6)
+                top.text(ai[-1], v * 1.1, f"{'/'.join(names)} {v:,.0f} TFLOP/s", va="bottom", ha="right",
+                         fontsize=FONT_PT, color="#555555")
+        if not f.empty:
+            colors = [color_of(c) if cl == "replaceable" else "#AAAAAA" for c, cl in zip(f["category"], f["class"], strict=True)]
+            top.scatter(f["flops"] / f["bytes"], f["achieved_tflops"], s=size(f["time_us"]), c=colors,
+                        edgecolors="black", linewidths=0.3, alpha=0.85, zorder=3)
+        top.set_xscale("log")
+        top.set_yscale("log")
+        low = float(f["achieved_tflops"].min()) / 3 if not f.empty else 0.3
+        top.set_ylim(min(0.3, low), max(tflops.values(), default=1.0) * 3)
+        top.set_xlim(ai[0], ai[-1])
+        top.set_xlabel("arithmetic intensity (FLOP per DRAM byte)")
+        top.set_ylabel("achieved TFLOP/s")
+        top.set_title(" ".join(p for p in (base, qual) if p) + f" on {peaks.get('gpu', '?')}", loc="left",
+                      fontsize=FONT_PT)
+        if not repl.empty:
+            bottom.scatter(repl["bytes_per_launch"], repl["achieved_gbps"], s=size(repl["time_us"]),
+                           c=[color_of(c) for c in repl["category"]], edgecolors="black", linewidths=0.3,
+                           alpha=0.85, zorder=3)
+        if not math.isnan(mem):
+            bottom.axhline(mem, color="#555555", linewidth=0.6)
+            bottom.text(0.02, mem * 1.08, f"memory roof {mem:,.0f} GB/s", va="bottom", ha="left", fontsize=FONT_PT,
+                        color="#555555", transform=bottom.get_yaxis_transform())
+        bottom.set_xscale("log")
+        bottom.set_yscale("log")
+        if not math.isnan(mem):
+            bottom.set_ylim(min(mem / 30, float(repl["achieved_gbps"].min()) / 2 if not repl.empty else mem), mem * 3)
+        bottom.set_xlabel("bytes moved per launch (estimated from the launching op)")
+        bottom.set_ylabel("achieved GB/s")
+        bottom.set_title("replaceable kernels (size: time)", loc="left", fontsize=FONT_PT)
+        _category_legend(fig, cats, classes)
+    return fig
+
+
 PLOTS: dict[str, Callable[..., Figure]] = {
     "breakdown": plot_breakdown,
     "amdahl": plot_amdahl,
     "sweep": plot_sweep,
     "top-kernels": plot_top_kernels,
+    "roofline": plot_roofline,
+    "modules": plot_modules,
 }
 
 
 # The options each kind takes (the CLI's --speedups, --x, --top).
-KIND_OPTIONS = {"breakdown": (), "amdahl": ("speedups",), "sweep": ("x",), "top-kernels": ("n",)}
+KIND_OPTIONS = {"breakdown": (), "amdahl": ("speedups",), "sweep": ("x",), "top-kernels": ("n",), "roofline": (),
+                "modules": ("n",)}
 OPTION_FLAGS = {"speedups": "--speedups", "x": "--x", "n": "--top"}
 
 
@@ -526,7 +671,7 @@ def check_kind(kind: str) -> None:
 
 
 def make_figure(kind: str, runs: list[Run], **options: Any) -> Figure:
-    """Build the figure of one kind (breakdown, amdahl, sweep, top-kernels); None options are left out."""
+    """Build the figure of one kind (breakdown, amdahl, sweep, top-kernels, modules); None options are left out."""
     check_kind(kind)
     options = {k: v for k, v in options.items() if v is not None}
     extra = [k for k in options if k not in KIND_OPTIONS[kind]]

@@ -10,6 +10,7 @@ aggregates. The measuring itself is addressable.measure.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -25,11 +26,11 @@ import yaml
 
 from addressable import distributed
 from addressable.atomic import atomic_dir, free_path, write_text
-from addressable.breakdown import Breakdown, breakdown_from_tables
+from addressable.breakdown import BASIS_GPU, Breakdown, breakdown_from_tables
+from addressable.calibrate import session_peaks
 from addressable.device import resolve_device
 from addressable.errors import AddressableError
 from addressable.measure import (
-    GPU_DEFAULTS,
     Measurement,
     basis_words,
     combine,
@@ -37,9 +38,12 @@ from addressable.measure import (
     default_measurement,
     manifest,
     measure,
+    measurement,
     memory_errors,
     run_keys,
 )
+from addressable.modules import format_candidates
+from addressable.roofline import roofline_of_trace
 from addressable.runs import load_run, write_run
 from addressable.taxonomy import Taxonomy, load_taxonomy
 from addressable.workload import DTYPES, MODES, WorkloadConfig, WorkloadSpec, get_workload
@@ -176,10 +180,13 @@ def profile_workload(config: WorkloadConfig, warmup: int | None = None, steps: i
                      profile_steps: int | None = None, name: str | None = None,
                      layers_subset: tuple[int, int] | None = None, adapters: tuple[str, ...] = (),
                      taxonomy: Taxonomy | str | Path | None = None, argv: list[str] | None = None,
-                     progress: Callable[[str], None] | None = None, force: bool = False) -> ProfileResult:
+                     progress: Callable[[str], None] | None = None, force: bool = False,
+                     budget_s: float | None = None) -> ProfileResult:
     """Measure one workload and write its run folder `out/<name>` atomically.
 
-    Step counts left None take the device's defaults (GPU_DEFAULTS / CPU_DEFAULTS). An existing
+    Step counts left None take the device's defaults (GPU_DEFAULTS / CPU_DEFAULTS), lowered after
+    warm-up where the repeats would take longer than `budget_s` seconds (None: DEFAULT_BUDGET_S,
+    inf: no limit). An existing
     run folder of the same name is kept (the run goes to NAME-2, ...) unless `force`. With
     `layers_subset=(L1, L2)` the model is measured at both depths (options["layers"]) and
     every category's time per step is extrapolated linearly to the workload's full_layers;
@@ -187,12 +194,7 @@ def profile_workload(config: WorkloadConfig, warmup: int | None = None, steps: i
     (WORLD_SIZE > 1) each rank writes `<run>/rank<k>/` and rank 0 the aggregate: see profile_ranks.
     """
     spec = get_workload(config.name, adapters)
-    d = default_measurement(config.device)
-    m = Measurement(d.warmup if warmup is None else warmup, d.steps if steps is None else steps,
-                    d.profile_steps if profile_steps is None else profile_steps,
-                    d.repeats if repeats is None else repeats)
-    if min(m.steps, m.profile_steps, m.repeats) < 1 or m.warmup < 0:
-        raise AddressableError("--steps, --profile-steps and --repeats must be at least 1, --warmup at least 0")
+    m = measurement(config.device, warmup, steps, profile_steps, repeats, budget_s)
     depths: list[int | None] = [None]
     if layers_subset:
         l1, l2 = layers_subset
@@ -213,6 +215,8 @@ def profile_workload(config: WorkloadConfig, warmup: int | None = None, steps: i
         return profile_ranks(spec, config, m, folder, tax, argv, progress)
     folder = run_folder(config, out, name, layers_subset, force=force, progress=progress)
     man = manifest(config, m, argv)
+    if config.device == "cuda":  # the roofline's peaks (addressable.calibrate), measured once per process
+        man["peaks"] = session_peaks().to_dict()
 
     with atomic_dir(folder) as tmp, memory_errors(config), cudnn_benchmark(config.device == "cuda"):
         measured = []
@@ -226,7 +230,7 @@ def profile_workload(config: WorkloadConfig, warmup: int | None = None, steps: i
                 b = combine(res.repeats)
                 write_run(sub, b, run_keys(spec, cfg, b, res.repeats, res.step_time_ms,
                                             float(res.steps.loc[~res.steps["profiled"], "time_ms"].median())),
-                           res.steps, {**man, "config": asdict(cfg)})
+                           res.steps, {**man, "config": asdict(cfg), "measurement": asdict(res.measurement)})
         if layers_subset is None:
             res = measured[0]
             b, reps, rep_ms = combine(res.repeats), res.repeats, res.step_time_ms
@@ -242,9 +246,13 @@ def profile_workload(config: WorkloadConfig, warmup: int | None = None, steps: i
             steps_table = pd.concat([r.steps.assign(layers=L) for r, L in zip(measured, depths, strict=True)],
                                     ignore_index=True)
         keys = run_keys(spec, config, b, reps, rep_ms, step_ms)
+        man["measurement"] = asdict(measured[-1].measurement)  # the counts run (the deeper model's, extrapolating)
         if layers_subset:
             keys["layers"] = spec.full_layers
             keys["extrapolated"] = {"from_layers": list(layers_subset), "to_layers": spec.full_layers}
+        elif config.device == "cuda":  # the last repeat's trace against the calibrated peaks
+            keys["roofline"] = roofline_of_trace(tmp / "trace.json.gz", tax, manifest=man,
+                                                 step_time_ms=step_ms).to_dict()
         write_run(tmp, b, keys, steps_table, man)
     return ProfileResult(b, keys, folder, man)
 
@@ -273,6 +281,7 @@ def profile_ranks(spec: WorkloadSpec, config: WorkloadConfig, m: Measurement, fo
             info = {"world_size": n, "rank": r, "local_rank": distributed.local_rank(), "backend": backend,
                     "strategy": distributed.strategy()}
             keys = {**keys, **info}
+            man["measurement"] = asdict(res.measurement)
             rank_man = {**man, "distributed": info,
                         "device_index": torch.cuda.current_device() if config.device == "cuda" else None}
             write_run(sub, b, keys, res.steps, rank_man)
@@ -328,6 +337,20 @@ def validate_extrapolation(extrapolated: ProfileResult | str | Path, full: Profi
 # --------------------------------------------------------------------------- printing
 
 
+def _spread(n: int, lo: float, hi: float) -> str:
+    return f"median of {n} repeats, range {lo:.1%}–{hi:.1%}" if n > 1 else "1 repeat: no spread"
+
+
+def _wall_basis_words(run: dict[str, Any], basis: str) -> str:
+    """How the wall-time fraction was taken (see measure.wall_fraction), for a breakdown basis."""
+    words = basis_words(basis)
+    if any(x.get("wall_basis") == "work" for x in run["repeats"]) or run.get("wall_basis") == "work":
+        what = "kernels on several streams" if basis == BASIS_GPU else "CPU ops on several threads"
+        return (f"{what} overlap in time, so their summed time exceeds the step's wall time; the fraction is "
+                f"then over the summed {words} instead, and never above 100%")
+    return f"replaceable {words} per step over the step's wall time"
+
+
 def format_profile(res: ProfileResult, requested_device: str = "auto") -> str:
     """What the `profile` command prints: device, step counts, breakdown, fractions, run folder."""
     from addressable.report import format_breakdown
@@ -338,13 +361,12 @@ def format_profile(res: ProfileResult, requested_device: str = "auto") -> str:
     else:
         why = "no CUDA GPU found, so --device auto ran it on the CPU" if requested_device == "auto" else "as asked"
         dev = f"Device: cpu ({why}); the breakdown is over CPU-op self time, not GPU kernels."
-    d = default_measurement(r["device"])
-    counts = f"warm-up {m.warmup}, then {m.repeats} repeats × ({m.steps} timed + {m.profile_steps} profiled steps)"
-    if m == d and r["device"] == "cpu":
-        g = GPU_DEFAULTS
-        counts += (f" — the CPU defaults, kept small because a CPU step can take a minute (GPU defaults: "
-                   f"warm-up {g.warmup}, {g.repeats} × ({g.steps} + {g.profile_steps})); change with "
-                   "--warmup/--steps/--profile-steps/--repeats")
+    counts = f"warm-up {m.warmup}, then {m.plan()}"
+    if m.budget_s is not None and math.isfinite(m.budget_s) and len(m.fixed) < 3:
+        d = default_measurement(r["device"])
+        counts += (f"; counts not given are the {r['device']} defaults ({d.repeats} × ({d.steps} + "
+                   f"{d.profile_steps})), lowered where needed to fit --budget {m.budget_s:g} s; set them "
+                   "with --steps/--profile-steps/--repeats")
     reps = r["repeats"]
     kern = float(np.median([x["addressable_fraction"] for x in reps]))
     wall = float(np.median([x["addressable_fraction_wall"] for x in reps]))
@@ -359,14 +381,21 @@ def format_profile(res: ProfileResult, requested_device: str = "auto") -> str:
     lines += [
         f"{what}, {r['dtype']} on {r['device']}: step time {r['step_time_ms']:,.2f} ms (median unprofiled step)",
         f"{basis[0].upper() + basis[1:]} per profiled step: {r['kernel_time_per_step_us'] / 1e3:,.2f} ms "
-        f"({r['kernel_time_per_step_us'] / 1e3 / max(r['step_time_ms'], 1e-9):.0%} of the step time)",
-        f"Addressable fraction of {basis}: {kern:.1%}  (median of {len(reps)} repeats, range {klo:.1%}–{khi:.1%})",
-        f"Addressable fraction of wall time: {wall:.1%}  (median of {len(reps)} repeats, range {wlo:.1%}–{whi:.1%})",
+        f"({r['kernel_time_per_step_us'] / 1e3 / max(r['step_time_ms'], 1e-9):.0%} of the step time"
+        + ("; summed over overlapping threads or streams" if r.get("wall_basis") == "work" else "") + ")",
+        f"Addressable fraction of {basis}: {kern:.1%}  ({_spread(len(reps), klo, khi)})",
+        f"Addressable fraction of wall time: {wall:.1%}  ({_spread(len(reps), wlo, whi)}); "
+        + _wall_basis_words(r, res.breakdown.basis),
     ]
     phases = res.breakdown.to_dict().get("phases")
     if phases:
         total = sum(p["time_us"] for p in phases.values()) or 1.0
         lines.append("Phases: " + ", ".join(f"{k} {v['time_us'] / total:.0%} of time ({v['addressable_fraction']:.1%} "
                                             "addressable)" for k, v in phases.items()))
+    mods = res.breakdown.modules
+    if mods is not None and mods.has_scopes:
+        lines += ["", f"Modules: {mods.coverage:.1%} of {basis} attributed to an nn.Module "
+                  f"(`addressable modules {res.path}` for the table)",
+                  *format_candidates(mods.fusion_candidates(5), "kernels" if r["device"] == "cuda" else "CPU ops"), ""]
     lines.append(f"Run folder: {res.path}")
     return "\n".join(lines)

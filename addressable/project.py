@@ -10,18 +10,26 @@ time (s_i = group time per step / step_time_ms). The ceiling makes every replace
 infinitely fast: 1 / (1 − addressable_fraction) (kernel) and 1 / (1 − addressable_fraction_wall).
 
 Targets in wins.csv, resolved in this order:
+  `module:M[@forward|@backward]`  the kernels launched inside module class M, or inside the modules
+                   whose qualified name matches the glob M (`module:LlamaRMSNorm`, `module:*.mlp.act_fn`),
+                   submodules included, from the run's modules.csv (addressable/modules.py); the
+                   suffix keeps one direction. Optional column `kernels_after`: kernels the
+                   replacement launches per call (reported as kernels per step after; default unchanged).
   `re:REGEX`       kernels of the run whose kernels.csv name matches REGEX (re.search, case-sensitive;
                    write (?i) for case-insensitive).
   a category       a taxonomy category (case-insensitive), e.g. `softmax`.
   a problem name   a KernelBench problem (kernelbench_map.yaml) or a DLRM-Bench problem (the
                    `CATEGORY` constant of its module in addressable/bench/problems), e.g.
                    `23_Softmax`; case, a `.py` suffix, surrounding `_` and the numeric prefix are
-                   ignored (`softmax`, `Softmax.py`). It stands for its category.
-Grouping rule: regex targets take their kernels out of the category groups first. They are applied
-in wins.csv row order and a kernel goes to the first regex row that matches it; rows with the same
-regex are one group. A category group is its category's time minus the kernels regex groups took.
-Times come from categories.csv; a regex group's time in a category is the category time scaled by
-the fraction of that category's kernels.csv time its kernels take (so it also applies to the
+                   ignored (`softmax`, `Softmax.py`). It stands for its category. A KernelBench
+                   level-2 problem listed in kernelbench_level2.yaml stands for its module target.
+Grouping rule: module targets take their kernels first (in wins.csv row order, each kernel row once),
+then regex targets take what is left of each kernel, then categories what is left of their category.
+Regex rows are applied in wins.csv row order and a kernel goes to the first regex row that matches
+it; rows with the same regex are one group. A category group is its category's time minus the
+kernels module and regex groups took.
+Times come from categories.csv; a module or regex group's time in a category is the category time
+scaled by the fraction of that category's kernel time its kernels take (so it also applies to the
 per-repeat and exposed category times, which have no per-kernel detail).
 
 Several wins on one group: `best` (default) uses the largest speedup (with that row's spread),
@@ -31,6 +39,20 @@ left out unless include_unverified; a missing or empty `verified` counts as true
 Uncertainty: each projection is an interval [lo, hi]: lo is the smallest projection over the run's
 repeats (and the all-steps breakdown) with every k at its speedup_lo, hi the largest with every k at
 its speedup_hi (speedup_lo/hi default to speedup). The interval always holds the point estimate.
+
+Replay (model "replay", the default when the run has its trace: trace.json.gz in the run folder, or
+rank*/trace.json.gz for a multi-GPU run, or a trace file given as the run): each group becomes a
+what-if on the dependency graph replay.py recovers from the trace (CPU runtime calls, GPU streams,
+launches, synchronizations, cross-stream waits), and the projected step is the replayed span, so
+launch-bound steps, removed launches (`kernels_after`) and overlapping streams are seen. The speedup is
+the ratio of replayed spans of the profiled steps; it is applied to the unprofiled step time
+(step_time_ms). Where that time was measured (a run folder, or --step-ms), the graph's CPU time is
+first scaled (`cpu_scale`) until the unmodified replay takes the unprofiled step time, which takes the
+profiler's own CPU overhead out; a trace without it is replayed as profiled (wall basis "profiled step"). A trace that cannot be replayed (no CPU runtime events; CUDA-graph launches) falls
+back to Amdahl and says why. `replay_residual` is (replayed span of the unmodified graph − profiled
+span) / profiled span. A group's `kernels_after` (wins.csv) replaces each of its calls (a run of
+consecutive group kernels on one stream) by that many kernels. module: groups are placed on the graph
+through each kernel's launching CPU op and its module scope (modules.attribute).
 
 Overlap: when breakdown.json has `exposed_category_time_us` and `streams_overlap: true`, shares use
 the exposed (non-overlapped) category times and the run's basis is "exposed"; otherwise "summed".
@@ -56,18 +78,25 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from addressable import replay as replay_model
 from addressable import runs as run_files
+from addressable.breakdown import breakdown_of_trace
 from addressable.errors import AddressableError
 from addressable.jsonutil import to_jsonable
+from addressable.modules import MODULE_PREFIX, NO_SCOPES_HINT, ModuleBreakdown, ModuleTarget, attribute
 from addressable.taxonomy import UNCLASSIFIED, Taxonomy, load_taxonomy, read_yaml
+from addressable.trace import Trace, load_trace
 
 KERNELBENCH_MAP = Path(__file__).with_name("kernelbench_map.yaml")
+KERNELBENCH_LEVEL2 = Path(__file__).with_name("kernelbench_level2.yaml")
 PROBLEM_DIRS = (Path(__file__).parent / "bench" / "problems",)
 DEFAULT_RUNS_ROOT = Path("outputs")
 COMBINE = ("best", "median")
 REGEX_PREFIX = "re:"
 REQUIRED_COLUMNS = ("target", "speedup")
-OPTIONAL_COLUMNS = ("verified", "source", "notes", "speedup_lo", "speedup_hi")
+OPTIONAL_COLUMNS = ("verified", "source", "notes", "speedup_lo", "speedup_hi", "kernels_after")
+MODELS = ("replay", "amdahl")
+NO_TRACE = "no trace kept with the run (trace.json.gz) to replay"
 _TRUE = {"true", "t", "yes", "y", "1"}
 _FALSE = {"false", "f", "no", "n", "0"}
 
@@ -107,6 +136,10 @@ class Run:
     repeats: list[tuple[pd.Series, float | None]] = field(default_factory=list)  # per-step times, step ms
     path: Path | None = None
     source: run_files.Run | None = None  # the run folder as read, for labels
+    traces: list[Path | Trace] = field(default_factory=list)  # one per rank, for the replay model
+    wall_basis: str = "unprofiled step"  # or "--step-ms", or "profiled step" (a trace without step time)
+    ceiling_kernel_roofline: float = math.nan  # breakdown.json's roofline key (addressable.roofline), when present
+    modules: ModuleBreakdown | None = None  # time per module and kernel (modules.csv), for module: targets
 
     def class_of(self, category: str) -> str:
         return self.classes.get(category) or _taxonomy().class_of(category)
@@ -122,6 +155,9 @@ def find_runs(paths: Sequence[str | Path] | None = None) -> list[Path]:
     roots = [Path(p) for p in paths] if paths else [DEFAULT_RUNS_ROOT]
     out: list[Path] = []
     for p in roots:
+        if p.is_file() and p.name != "breakdown.json":  # a trace file
+            out += [p] if p not in out else []
+            continue
         found = run_files.find_runs(p.parent if p.name == "breakdown.json" else p) if p.exists() else []
         if not found and not paths:
             raise AddressableError(f"no runs found under {p}/ (no breakdown.json); "
@@ -134,10 +170,10 @@ def find_runs(paths: Sequence[str | Path] | None = None) -> list[Path]:
     return out
 
 
-def load_runs(paths: Sequence[str | Path] | None = None) -> list[Run]:
-    """Load every run find_runs() finds; runs with the same folder name are named by their path."""
+def load_runs(paths: Sequence[str | Path] | None = None, step_ms: float | None = None) -> list[Run]:
+    """Load every run find_runs() finds (trace files too); runs with the same name are named by their path."""
     folders = find_runs(paths)
-    runs = [load_run(p) for p in folders]
+    runs = [run_from_trace(p, step_ms) if p.is_file() else load_run(p) for p in folders]
     names = [r.name for r in runs]
     for r, p in zip(runs, folders, strict=True):
         if names.count(r.name) > 1:
@@ -176,8 +212,41 @@ def load_run(path: str | Path) -> Run:
     mw = r.manifest.get("workload")
     workload = doc.get("workload") or ((mw.get("workload") or mw.get("name")) if isinstance(mw, dict) else mw)
     workload = workload if isinstance(workload, str) and workload else r.name
+    roof = doc.get("roofline") if isinstance(doc.get("roofline"), dict) else {}
     return Run(r.name, workload, times, classes, basis, kernels, n_steps,
-               _positive_or_none(doc.get("step_time_ms")), repeats, r.path, r)
+               _positive_or_none(doc.get("step_time_ms")), repeats, r.path, r, run_traces(r.path),
+               ceiling_kernel_roofline=_positive_or_none(roof.get("ceiling_kernel_roofline")) or math.nan,
+               modules=run_files.load_modules(r.path) if isinstance(doc.get("modules"), dict) else None)
+
+
+def run_traces(folder: Path) -> list[Path]:
+    """A run folder's trace, or its ranks' traces (rank0/trace.json.gz, ...); [] when not kept."""
+    if (folder / "trace.json.gz").is_file():
+        return [folder / "trace.json.gz"]
+    ranks = sorted(folder.glob("rank*/trace.json.gz"), key=lambda p: int(re.sub(r"\D", "", p.parent.name) or 0))
+    return ranks
+
+
+def run_from_trace(path: str | Path, step_ms: float | None = None) -> Run:
+    """A Kineto trace file as a run: its breakdown, and for the wall basis `step_ms` when given, else
+    the mean span of its ProfilerStep#N rows (profiled-step time)."""
+    path = Path(path)
+    if step_ms is not None and not (math.isfinite(step_ms) and step_ms > 0):
+        raise AddressableError(f"--step-ms must be a positive number of milliseconds, got {step_ms}")
+    trace = load_trace(path, runtime=True)
+    b = breakdown_of_trace(trace, _taxonomy())
+    times = b.categories.set_index("category")["time_us"].astype(float)
+    classes = dict(zip(b.categories["category"], b.categories["class"].astype(str), strict=True))
+    kernels = b.kernels.assign(name=b.kernels["name"].astype(str))[["name", "category", "time_us"]]
+    steps = trace.events[(trace.events["kind"] == "step").to_numpy()]
+    basis = "--step-ms" if step_ms else "profiled step"
+    if not step_ms:  # the mean ProfilerStep span; without steps, the whole trace is one step
+        ev = trace.events
+        step_ms = float(steps["dur"].mean() if not steps.empty else (ev["ts"] + ev["dur"]).max() - ev["ts"].min()) / 1e3
+    n_steps = float(len(steps)) if not steps.empty else 1.0
+    name = path.name.removesuffix(".gz").removesuffix(".json")
+    return Run(name, name, times, classes, "summed", kernels, n_steps, step_ms, [], path, None, [trace], basis,
+               modules=b.modules)
 
 
 def _exposed_times(doc: dict, where: str, times: pd.Series, repeats: list[tuple[pd.Series, float | None]]
@@ -237,7 +306,7 @@ def _positive_or_none(v: Any) -> float | None:
 # Wins
 
 def load_wins(path: str | Path) -> pd.DataFrame:
-    """Read a wins.csv (or a KernelBench-style results JSON) and validate every row; see parse_wins."""
+    """Read a wins.csv (or a results JSON of speedups, see _kernelbench_json) and validate every row; see parse_wins."""
     path = Path(path)
     try:
         text = path.read_text()
@@ -284,6 +353,9 @@ def _kernelbench_json(text: str, path: Path) -> tuple[pd.DataFrame, list[str]]:
         raise AddressableError(f"speedups file {path}: expected a JSON object or list")
     if not entries:
         raise AddressableError(f"speedups file {path} is empty")
+    if not any("speedup" in e for e, _ in entries) and any("runtime" in e for e, _ in entries):
+        raise AddressableError(f"speedups file {path} holds runtimes but no speedups (KernelBench's eval_results.json "
+                               "does): run `addressable verify-batch` on its problem/candidate pairs for a wins.csv")
     rows, notes = [], []
     for e, name in entries:
         ok = e.get("verified", e.get("correct"))
@@ -333,6 +405,7 @@ def parse_wins(raw: pd.DataFrame, source: str = "wins") -> pd.DataFrame:
         if not lo <= k <= hi:
             raise AddressableError(f"{where}: need speedup_lo <= speedup <= speedup_hi, got {lo:g}, {k:g}, {hi:g}")
         rows.append({"row": i, "target": target, "speedup": k, "speedup_lo": lo, "speedup_hi": hi,
+                     "kernels_after": _kernels_after(r.get("kernels_after"), where),
                      "verified": _verified(r.get("verified"), where),
                      "source": "" if _empty(r.get("source")) else str(r["source"]).strip(),
                      "notes": "" if _empty(r.get("notes")) else str(r["notes"]).strip()})
@@ -362,6 +435,19 @@ def _speedup(v: Any, where: str, column: str) -> float:
     if math.isnan(k) or k <= 0:
         raise AddressableError(f"{where}: {column} must be a positive number, got '{v}'")
     return k
+
+
+def _kernels_after(v: Any, where: str) -> float:
+    """Kernels a replacement launches per call (NaN: unchanged)."""
+    if _empty(v):
+        return math.nan
+    try:
+        n = float(v)
+    except (TypeError, ValueError):
+        raise AddressableError(f"{where}: kernels_after '{v}' is not a number") from None
+    if not (math.isfinite(n) and n >= 0 and n == int(n)):
+        raise AddressableError(f"{where}: kernels_after must be a whole number >= 0, got '{v}'")
+    return n
 
 
 def _verified(v: Any, where: str) -> bool:
@@ -398,6 +484,20 @@ def load_problem_map(path: str | Path | None = None,
     return out
 
 
+def load_module_problems(path: str | Path | None = None) -> tuple[dict[str, str], dict[str, str]]:
+    """KernelBench level-2 problems (kernelbench_level2.yaml): name -> the `module:` target it stands for,
+    and name -> why it has none."""
+    path = Path(path) if path else KERNELBENCH_LEVEL2
+    doc = read_yaml(path, "level-2 problem map")
+    modules = doc.get("modules") if isinstance(doc, dict) else None
+    unmapped = doc.get("unmapped") if isinstance(doc, dict) else None
+    if not isinstance(modules, dict) or not all(str(t).startswith(MODULE_PREFIX) for t in modules.values()) \
+            or not isinstance(unmapped, dict):
+        raise AddressableError(f"level-2 problem map {path}: needs 'modules' (problem: module:TARGET) "
+                               "and 'unmapped' (problem: reason)")
+    return {str(k): str(v) for k, v in modules.items()}, {str(k): str(v) for k, v in unmapped.items()}
+
+
 def problem_categories(dirs: Sequence[str | Path]) -> dict[str, str]:
     """Category of each benchmark problem module: its `CATEGORY = "..."` constant, else a
     `Category: ...` line in its docstring. Read with ast, never imported."""
@@ -422,23 +522,32 @@ def problem_categories(dirs: Sequence[str | Path]) -> dict[str, str]:
 
 
 def _norm(name: str) -> str:
-    return name.strip().lower().removesuffix(".py").strip("_")
+    """A problem name as matched: the last path component, lower case, no .py, no outer underscores."""
+    return name.strip().replace("\\", "/").rsplit("/", 1)[-1].lower().removesuffix(".py").strip("_")
 
 
 @dataclass(frozen=True)
 class Target:
     """What one wins.csv target resolved to: a category group or a regex group."""
 
-    group: str  # the group key: the category name, or "re:REGEX"
+    group: str  # the group key: the category name, "re:REGEX" or "module:NAME[@direction]"
     category: str | None = None
     regex: re.Pattern | None = None
+    module: ModuleTarget | None = None
 
 
 class Resolver:
     """Turns wins.csv targets into groups (regex, category, problem name: in that order)."""
 
-    def __init__(self, categories: set[str], problems: dict[str, str]) -> None:
+    def __init__(self, categories: set[str], problems: dict[str, str],
+                 level2: tuple[dict[str, str], dict[str, str]] | None = None) -> None:
         self.categories = {c.lower(): c for c in categories}
+        self.module_problems: dict[str, str] = {}
+        self.unmapped: dict[str, str] = {}
+        for table, entries in zip((self.module_problems, self.unmapped), level2 or ({}, {}), strict=True):
+            for name, value in entries.items():
+                table[_norm(name)] = value
+                table.setdefault(_norm(re.sub(r"^\d+_", "", name.strip())), value)
         self.problems: dict[str, str | None] = {}
         short: dict[str, set[str]] = {}
         for name, category in problems.items():
@@ -449,6 +558,12 @@ class Resolver:
 
     def resolve(self, target: str, where: str) -> tuple[Target | None, str]:
         """The target, or None and why not."""
+        if target.startswith(MODULE_PREFIX):
+            try:
+                m = ModuleTarget.parse(target)
+            except ValueError as e:
+                raise AddressableError(f"{where}: bad module target '{target}': {e}") from None
+            return Target(MODULE_PREFIX + m.pattern + (f"@{m.direction}" if m.direction else ""), module=m), ""
         if target.startswith(REGEX_PREFIX):
             pattern = target[len(REGEX_PREFIX):]
             if not pattern:
@@ -461,6 +576,10 @@ class Resolver:
             c = self.categories[target.lower()]
             return Target(c, category=c), ""
         key = _norm(target)
+        if key in self.module_problems:  # a KernelBench level-2 problem that one module runs
+            return self.resolve(self.module_problems[key], where)
+        if key in self.unmapped and key not in self.problems:
+            return None, f"KernelBench level-2 problem with no module target ({self.unmapped[key]})"
         if key in self.problems:
             c = self.problems[key]
             if c is None:
@@ -482,6 +601,7 @@ class Group:
     k: float
     k_lo: float
     k_hi: float
+    kernels_after: float = math.nan  # kernels per call after the replacement (NaN: unchanged)
 
 
 @dataclass
@@ -502,9 +622,16 @@ class Projection:
         for r in self.runs.to_dict(orient="records"):
             item: dict[str, Any] = {k: r[k] for k in ("run", "label", "workload", "basis", "addressable_fraction",
                                                       "addressable_fraction_wall", "n_repeats")}
-            for m in ("speedup_kernel", "speedup_wall", "ceiling_kernel", "ceiling_wall"):
-                item[m] = r[m]
-                item[f"{m}_interval"] = None if _nan(r[m]) else [r[f"{m}_lo"], r[f"{m}_hi"]]
+            item.update({k: r[k] for k in ("model", "model_reason", "replay_residual", "wall_basis",
+                                           "step_time_ms", "profiled_step_ms", "replay_steps", "cpu_scale")})
+            for prefix in ("", "amdahl_", "replay_"):
+                for m in ("speedup_kernel", "speedup_wall", "ceiling_kernel", "ceiling_wall"):
+                    v = r[prefix + m]
+                    item[prefix + m] = v
+                    item[f"{prefix}{m}_interval"] = None if _nan(v) else [r[f"{prefix}{m}_lo"], r[f"{prefix}{m}_hi"]]
+            if r["replay_ranks"]:
+                item["replay_ranks"] = r["replay_ranks"]
+            item["ceiling_kernel_roofline"] = r["ceiling_kernel_roofline"]
             c = self.contributions[self.contributions["run"] == r["run"]].drop(columns="run")
             item["contributions"] = c.to_dict(orient="records")
             runs.append(item)
@@ -524,17 +651,26 @@ def _nan(v: Any) -> bool:
 
 
 def project(runs: Sequence[Run | str | Path], wins: pd.DataFrame | str | Path, *, combine: str = "best",
-            include_unverified: bool = False, problem_map: dict[str, str] | None = None) -> Projection:
-    """Project end-to-end speedups of `runs` (Run objects or run folders) from measured `wins`."""
+            include_unverified: bool = False, problem_map: dict[str, str] | None = None,
+            model: str = "replay") -> Projection:
+    """Project end-to-end speedups of `runs` (Run objects, run folders or trace files) from measured `wins`.
+
+    model "replay" replays each run's trace where it has one (else Amdahl, with the reason);
+    "amdahl" uses Amdahl's law over the breakdown only.
+    """
     if combine not in COMBINE:
         raise AddressableError(f"combine must be one of {', '.join(COMBINE)}, not '{combine}'")
-    runs = [r if isinstance(r, Run) else load_run(r) for r in runs]
+    if model not in MODELS:
+        raise AddressableError(f"model must be one of {', '.join(MODELS)}, not '{model}'")
+    runs = [r if isinstance(r, Run) else run_from_trace(r) if Path(r).is_file() and Path(r).name != "breakdown.json"
+            else load_run(r) for r in runs]
     if not runs:
         raise AddressableError("no runs to project")
     table = load_wins(wins) if isinstance(wins, str | Path) else parse_wins(wins)
     messages = list(table.attrs.get("warnings", []))
     categories = set(load_taxonomy().classes) | {UNCLASSIFIED} | {c for r in runs for c in r.times.index}
-    resolver = Resolver(categories, load_problem_map() if problem_map is None else problem_map)
+    resolver = Resolver(categories, load_problem_map() if problem_map is None else problem_map,
+                        load_module_problems())
 
     table = table.copy()
     targets: list[Target | None] = []
@@ -551,16 +687,25 @@ def project(runs: Sequence[Run | str | Path], wins: pd.DataFrame | str | Path, *
 
     run_rows, contrib, hit = [], [], dict.fromkeys((g.target.group for g in groups), False)
     for run, label in zip(runs, _labels(runs), strict=True):
-        weights, matched = _group_weights(run, groups)
+        weights, matched, counts = _group_weights(run, groups)
         for g, m in matched.items():
             hit[g] = hit[g] or m
-        row, c = _project_run(run, groups, weights)
-        run_rows.append({**row, "label": label})
+        row, c = _project_run(run, groups, weights, counts)
+        row.update(_replay_run(run, groups, model), step_time_ms=run.step_time_ms or math.nan, label=label)
+        for m in ("speedup", "ceiling"):  # the headline numbers follow the model used
+            for b in ("kernel", "wall"):
+                for sfx in ("", "_lo", "_hi"):
+                    row[f"amdahl_{m}_{b}{sfx}"] = row[f"{m}_{b}{sfx}"]
+                    if row["model"] == "replay":
+                        row[f"{m}_{b}{sfx}"] = row[f"replay_{m}_{b}{sfx}"]
+        run_rows.append(row)
         contrib += c
+    scoped = any(r.modules is not None and r.modules.has_scopes for r in runs)
     for g, m in hit.items():
         if not m:
             sel = table["used"] & (table["group"] == g)
-            table.loc[sel, "reason"] = "matched no kernel time in any run"
+            table.loc[sel, "reason"] = ("matched no kernel time in any run" if scoped or not g.startswith(MODULE_PREFIX)
+                                        else NO_SCOPES_HINT.replace("this trace", "any run"))
     bad = (table["reason"] != "") & (table["reason"] != "unverified")
     unmatched = table.loc[bad, ["row", "target", "speedup", "reason"]].reset_index(drop=True)
     messages += [f"wins row {r.row}: target '{r.target}' {r.reason}; listed as unmatched"
@@ -568,6 +713,8 @@ def project(runs: Sequence[Run | str | Path], wins: pd.DataFrame | str | Path, *
     messages += [f"run {r['run']}: kernel time per step exceeds step_time_ms (streams overlap?); "
                  "wall-clock projection undefined" for r in run_rows
                  if math.isnan(r["ceiling_wall"]) and not math.isnan(r["addressable_fraction_wall"])]
+    messages += [f"run {r['run']}: projected with Amdahl's law: {r['model_reason']}" for r in run_rows
+                 if model == "replay" and r["model"] == "amdahl" and r["model_reason"] != NO_TRACE]
     return Projection(pd.DataFrame(run_rows), pd.DataFrame(contrib, columns=_CONTRIB_COLUMNS), table, unmatched,
                       combine, include_unverified, messages)
 
@@ -581,38 +728,57 @@ def _combine(table: pd.DataFrame, targets: list[Target | None], combine: str) ->
     groups = []
     for idx in by_key.values():
         rows = table.iloc[idx]
+        after = rows["kernels_after"] if "kernels_after" in rows else pd.Series(math.nan, index=rows.index)
         if combine == "best":
-            best = rows.iloc[int(np.argmax(rows["speedup"].to_numpy()))]
+            i = int(np.argmax(rows["speedup"].to_numpy()))
+            best = rows.iloc[i]
             k, lo, hi, names = best["speedup"], best["speedup_lo"], best["speedup_hi"], [best["target"]]
+            n_after = after.iloc[i]
         else:
             k, lo, hi = (float(statistics.median(rows[c])) for c in ("speedup", "speedup_lo", "speedup_hi"))
             names = list(dict.fromkeys(rows["target"]))
-        groups.append(Group(targets[idx[0]], rows["row"].tolist(), names, float(k), float(lo), float(hi)))
+            n_after = float(round(after.median())) if after.notna().any() else math.nan
+        groups.append(Group(targets[idx[0]], rows["row"].tolist(), names, float(k), float(lo), float(hi),
+                            float(n_after)))
     return groups
 
 
-def _group_weights(run: Run, groups: list[Group]) -> tuple[pd.DataFrame, dict[str, bool]]:
-    """groups × categories: the fraction of each category's time that belongs to each group."""
+def _group_weights(run: Run, groups: list[Group]
+                   ) -> tuple[pd.DataFrame, dict[str, bool], dict[str, tuple[float, float]]]:
+    """groups × categories: the fraction of each category's time that belongs to each group.
+
+    Module groups claim their kernels first (modules.csv), then regex groups claim what is left of
+    each kernel (kernels.csv), then category groups take what is left of their category. Also
+    returns, per module group, (kernels per step, calls per step of the matched modules).
+    """
     cats = run.times.index
     weights = pd.DataFrame(0.0, index=[g.target.group for g in groups], columns=cats)
-    matched = {}
-    regex = [g for g in groups if g.target.regex is not None]
+    matched: dict[str, bool] = {}
     claimed = pd.Series(0.0, index=cats)
+    taken = pd.Series(dtype=float)  # (name, category) -> kernel time module groups took
+    counts: dict[str, tuple[float, float]] = {}
+    mods = [g for g in groups if g.target.module is not None]
+    if mods:
+        taken = _module_weights(run, mods, weights, claimed, matched, counts)
+    regex = [g for g in groups if g.target.regex is not None]
     if regex:
         if run.kernels is None:
             raise AddressableError(f"run {run.name} has no kernels.csv, which re: targets need")
         k = run.kernels
         kernel_time = k["time_us"].groupby(k["category"]).sum()
+        left = k["time_us"].to_numpy() - taken.reindex(pd.MultiIndex.from_arrays(
+            [k["name"], k["category"]]), fill_value=0.0).to_numpy() if len(taken) else k["time_us"].to_numpy()
+        left = np.clip(left, 0.0, None)
         free = np.ones(len(k), dtype=bool)
         for g in regex:
             hit = free & np.fromiter((g.target.regex.search(n) is not None for n in k["name"]), bool, len(k))
             free &= ~hit
-            by_cat = k.loc[hit, "time_us"].groupby(k.loc[hit, "category"]).sum()
+            by_cat = pd.Series(left[hit]).groupby(k.loc[hit, "category"].to_numpy()).sum()
             by_cat = by_cat[by_cat.index.isin(cats)]
             share = (by_cat / kernel_time.reindex(by_cat.index)).fillna(0.0)
             weights.loc[g.target.group, share.index] = share.to_numpy()
             claimed = claimed.add(share, fill_value=0.0)
-            matched[g.target.group] = bool(hit.any())
+            matched[g.target.group] = bool((left[hit] > 0).any())
     for g in groups:
         c = g.target.category
         if c is None:
@@ -621,14 +787,109 @@ def _group_weights(run: Run, groups: list[Group]) -> tuple[pd.DataFrame, dict[st
         matched[g.target.group] = bool(present)
         if present:
             weights.loc[g.target.group, c] = max(0.0, 1.0 - claimed[c]) if claimed[c] else 1.0
-    return weights, matched
+    return weights, matched, counts
+
+
+def _module_weights(run: Run, groups: list[Group], weights: pd.DataFrame, claimed: pd.Series,
+                    matched: dict[str, bool], counts: dict[str, tuple[float, float]]) -> pd.Series:
+    """Fill the module groups' weights (in wins order, each kernel row claimed once); updates `claimed`,
+    `matched` and `counts` in place. Returns the kernel time taken per (name, category)."""
+    mb = run.modules
+    if mb is None or not mb.has_scopes:
+        matched.update(dict.fromkeys((g.target.group for g in groups), False))
+        return pd.Series(dtype=float)
+    d = mb.detail
+    cat_time = d["time_us"].groupby(d["category"]).sum()
+    free = np.ones(len(d), dtype=bool)
+    for g in groups:
+        hit = free & g.target.module.matches(d, mb.modules)
+        free &= ~hit
+        share = (d.loc[hit, "time_us"].groupby(d.loc[hit, "category"]).sum() / cat_time).dropna()
+        share = share[share.index.isin(weights.columns)]
+        weights.loc[g.target.group, share.index] = share.to_numpy()
+        claimed.loc[share.index] += share.to_numpy()
+        matched[g.target.group] = bool(d.loc[hit, "time_us"].sum() > 0)
+        calls = mb.modules.loc[mb.modules["module"].isin(g.target.module.heads(mb.modules)), "calls"].sum()
+        counts[g.target.group] = (float(d.loc[hit, "count"].sum()) / mb.n_steps, float(calls) / mb.n_steps)
+    taken = d.loc[~free]
+    return taken["time_us"].groupby([taken["name"], taken["category"]]).sum()
+
+
+_REPLAY_KEYS = [f"replay_{m}_{b}{s}" for m in ("speedup", "ceiling") for b in ("kernel", "wall")
+                for s in ("", "_lo", "_hi")]
+
+
+def _replay_run(run: Run, groups: list[Group], model: str) -> dict[str, Any]:
+    """The replay model's projection of one run (model, replay_* speedups, residual), or why not."""
+    out: dict[str, Any] = dict.fromkeys(_REPLAY_KEYS, math.nan)
+    out.update({"model": "amdahl", "model_reason": "", "replay_residual": math.nan, "replay_steps": 0,
+                "cpu_scale": math.nan,
+                "profiled_step_ms": math.nan, "wall_basis": run.wall_basis, "replay_ranks": []})
+    if model == "amdahl":
+        out["model_reason"] = "--model amdahl"
+        return out
+    if not run.traces:
+        out["model_reason"] = NO_TRACE
+        return out
+    tax = _taxonomy()
+    cache: dict[int, tuple[np.ndarray, pd.Series]] = {}
+
+    def groups_of(trace: Trace, g: replay_model.Graph) -> tuple[np.ndarray, pd.Series]:
+        """Each GPU op's group (index into groups, -1: none), and each op's category."""
+        if id(g) not in cache:
+            names = pd.Series(g.gpu_name, dtype="string")
+            category = tax.classify(names).astype(str).reset_index(drop=True)
+            owner = np.full(g.n_gpu, -1)
+            mods = [(i, grp) for i, grp in enumerate(groups) if grp.target.module is not None]
+            if mods:  # module groups claim first: each op's module, through its launching CPU op
+                attr = attribute(trace.events, trace.events.iloc[g.gpu_row], gpu=True)
+                for i, grp in mods:
+                    owner[(owner < 0) & grp.target.module.matches(attr.rows, attr.modules)] = i
+            uniq, inverse = np.unique(g.gpu_name.astype(str), return_inverse=True)
+            for i, grp in enumerate(groups):  # then regex groups, in row order
+                if grp.target.regex is not None:
+                    hit = np.fromiter((grp.target.regex.search(n) is not None for n in uniq), bool, len(uniq))
+                    owner[(owner < 0) & hit[inverse]] = i
+            for i, grp in enumerate(groups):
+                if grp.target.category is not None:
+                    owner[(owner < 0) & (category.to_numpy() == grp.target.category)] = i
+            cache[id(g)] = owner, category
+        return cache[id(g)]
+
+    whatifs = [replay_model.WhatIf(lambda t, g, i=i: groups_of(t, g)[0] == i, grp.k, grp.k_lo, grp.k_hi,
+                                   None if math.isnan(grp.kernels_after) else grp.kernels_after)
+               for i, grp in enumerate(groups)]
+
+    def ceiling(t: Trace, g: replay_model.Graph) -> np.ndarray:
+        cats = groups_of(t, g)[1]
+        return cats.map(run.class_of).to_numpy() == "replaceable"
+
+    unprofiled = run.step_time_ms if run.wall_basis != "profiled step" else None
+    res = replay_model.project_traces(run.traces, whatifs, ceiling, unprofiled * 1e3 if unprofiled else None)
+    if isinstance(res, str):
+        out["model_reason"] = res
+        return out
+    out.update({"model": "replay", "replay_residual": res.residual, "replay_steps": res.n_steps,
+                "cpu_scale": res.cpu_scale,
+                "profiled_step_ms": res.profiled_step_ms,
+                "replay_ranks": res.ranks.to_dict(orient="records") if len(res.ranks) > 1 else []})
+    for b, v in (("wall", res.speedup_wall), ("kernel", res.speedup_kernel)):
+        out[f"replay_speedup_{b}"] = v
+        out[f"replay_speedup_{b}_lo"] = getattr(res, f"speedup_{b}_lo")
+        out[f"replay_speedup_{b}_hi"] = getattr(res, f"speedup_{b}_hi")
+        top = getattr(res, f"ceiling_{b}")
+        out[f"replay_ceiling_{b}"] = out[f"replay_ceiling_{b}_lo"] = out[f"replay_ceiling_{b}_hi"] = top
+    if not run.step_time_ms:  # no wall basis: the profiled step is the wall clock here
+        out["wall_basis"] = "profiled step"
+    return out
 
 
 _CONTRIB_COLUMNS = ["run", "target", "group", "class", "share", "share_wall", "k", "k_interval", "rows",
-                    "gain_kernel", "gain_wall"]
+                    "gain_kernel", "gain_wall", "group_time_us", "kernels_per_step", "kernels_per_step_after"]
 
 
-def _project_run(run: Run, groups: list[Group], weights: pd.DataFrame) -> tuple[dict[str, Any], list[dict]]:
+def _project_run(run: Run, groups: list[Group], weights: pd.DataFrame,
+                 counts: dict[str, tuple[float, float]]) -> tuple[dict[str, Any], list[dict]]:
     """Speedups and ceilings of one run (point and interval), and one contribution per group."""
     replaceable = [c for c in run.times.index if run.class_of(c) == "replaceable"]
     ks = [[g.k for g in groups], [g.k_lo for g in groups], [g.k_hi for g in groups]]
@@ -646,7 +907,7 @@ def _project_run(run: Run, groups: list[Group], weights: pd.DataFrame) -> tuple[
     point = bases(run.times, run.step_time_ms, run.n_steps)
     samples = [point] + [bases(t, ms, 1.0) for t, ms in run.repeats]
     row: dict[str, Any] = {"run": run.name, "workload": run.workload, "basis": run.basis,
-                           "n_repeats": len(run.repeats)}
+                           "n_repeats": len(run.repeats), "ceiling_kernel_roofline": run.ceiling_kernel_roofline}
     for b in ("kernel", "wall"):
         if b not in point:
             row.update({f"{m}_{b}{s}": math.nan for m in ("speedup", "ceiling") for s in ("", "_lo", "_hi")})
@@ -676,6 +937,10 @@ def _project_run(run: Run, groups: list[Group], weights: pd.DataFrame) -> tuple[
                 c[f"gain_{b}"] = amdahl([gt[i]], [g.k], total)
             else:
                 c[key], c[f"gain_{b}"] = math.nan, math.nan
+        c["group_time_us"] = float(point["kernel"][0][i])
+        kernels, calls = counts.get(g.target.group, (math.nan, math.nan))
+        c["kernels_per_step"] = kernels
+        c["kernels_per_step_after"] = g.kernels_after * calls if not math.isnan(g.kernels_after) else kernels
         contrib.append(c)
     contrib.sort(key=lambda c: (-c["gain_kernel"], -_or0(c["gain_wall"])))
     return row, contrib
@@ -716,17 +981,31 @@ def format_projection(p: Projection, top: int = 5) -> str:
     used = int(p.wins["used"].sum())
     lines = [f"Projected end-to-end speedup: {used} win(s) used, combine={p.combine}. "
              "Intervals: spread over profile repeats and speedup_lo/hi.",
-             "Ceiling: every replaceable kernel infinitely fast.", ""]
+             "Ceiling: every replaceable kernel infinitely fast; roofline: every replaceable kernel at its roofline "
+             "(n/a: the run has no roofline).", ""]
     w = max([3, *p.runs["label"].str.len()]) + 2  # labels are unique and never cut
-    head = f"{'run':<{w}}{'basis':<9}{'kernel time':<26}{'wall clock':<26}{'ceiling kernel':<16}{'ceiling wall':<14}"
+    head = (f"{'run':<{w}}{'basis':<9}{'kernel time':<26}{'wall clock':<26}{'ceiling kernel':<16}{'roofline':<10}"
+            f"{'ceiling wall':<14}")
     lines.append(head)
     for r in p.runs.itertuples():
         lines.append(f"{r.label:<{w}}{r.basis:<9}"
                      f"{_with_interval(r.speedup_kernel, r.speedup_kernel_lo, r.speedup_kernel_hi):<26}"
                      f"{_with_interval(r.speedup_wall, r.speedup_wall_lo, r.speedup_wall_hi):<26}"
-                     f"{_x(r.ceiling_kernel):<16}{_x(r.ceiling_wall):<14}")
+                     f"{_x(r.ceiling_kernel):<16}{_x(r.ceiling_kernel_roofline):<10}{_x(r.ceiling_wall):<14}")
     if p.runs["basis"].eq("exposed").any():
         lines.append("(basis exposed: shares use exposed, non-overlapped kernel time)")
+    lines += ["", "Models: replay = the trace's timeline replayed with the wins (CPU, launches, streams); its"
+              " speedup is the ratio of replayed step spans (CPU time scaled to match the unprofiled step where it"
+              " was measured), applied to the unprofiled step time.",
+              f"  {'run':<{w}}{'model':<8}{'residual':>9}  {'replay kernel':<15}{'replay wall':<15}"
+              f"{'amdahl kernel':<15}{'amdahl wall':<15}{'wall basis':<16}"]
+    for r in p.runs.itertuples():
+        res = "-" if math.isnan(r.replay_residual) else f"{r.replay_residual:+.2%}"
+        lines.append(f"  {r.label:<{w}}{r.model:<8}{res:>9}  {_x(r.replay_speedup_kernel):<15}"
+                     f"{_x(r.replay_speedup_wall):<15}{_x(r.amdahl_speedup_kernel):<15}{_x(r.amdahl_speedup_wall):<15}"
+                     f"{r.wall_basis:<16}")
+        if r.model_reason and r.model_reason != "--model amdahl":
+            lines.append(f"    (Amdahl: {r.model_reason})")
     for run, label in zip(p.runs["run"], p.runs["label"], strict=True):
         c = p.contributions[p.contributions["run"] == run].head(top)
         if c.empty:

@@ -7,18 +7,20 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
 from addressable.atomic import write_text
-from addressable.breakdown import Breakdown
+from addressable.breakdown import Breakdown, classify_trace
 from addressable.errors import AddressableError
+from addressable.modules import DETAIL_COLUMNS, NO_SCOPES_HINT, ModuleBreakdown
+from addressable.schema import check_version
 from addressable.taxonomy import load_taxonomy
 
 
 def write_breakdown(b: Breakdown, out: str | Path, extra: dict | None = None) -> Path:
-    """Write breakdown.json, categories.csv and kernels.csv into folder `out` (each atomically)."""
+    """Write breakdown.json, categories.csv, kernels.csv (and modules.csv) into folder `out` (each atomically)."""
     out = Path(out)
     doc = b.to_dict()
     if extra:
@@ -26,6 +28,8 @@ def write_breakdown(b: Breakdown, out: str | Path, extra: dict | None = None) ->
     write_text(out / "breakdown.json", json.dumps(doc, indent=2, default=str) + "\n")
     write_text(out / "categories.csv", b.categories.to_csv(index=False))
     write_text(out / "kernels.csv", b.kernels.to_csv(index=False))
+    if b.modules is not None and b.modules.has_scopes:
+        write_text(out / "modules.csv", b.modules.detail.to_csv(index=False))
     return out
 
 
@@ -225,6 +229,7 @@ def load_run(path: str | Path) -> Run:
     doc = _read_json(folder / "breakdown.json")
     if not isinstance(doc, dict):
         raise AddressableError(f"{folder}/breakdown.json is not a JSON object")
+    check_version(doc, "breakdown", f"{folder}/breakdown.json")
     categories = read_csv(folder / "categories.csv") if (folder / "categories.csv").is_file() else \
         pd.DataFrame(doc.get("categories") or [], columns=["category", "class", "time_us", "share", "count"])
     if "class" not in categories.columns and "category" in categories.columns:  # older or hand-written runs
@@ -235,6 +240,7 @@ def load_run(path: str | Path) -> Run:
     kernels = read_csv(folder / "kernels.csv") if (folder / "kernels.csv").is_file() else \
         pd.DataFrame(columns=["name", "category", "class", "time_us", "count", "share"])
     manifest = _read_json(folder / "manifest.json") if (folder / "manifest.json").is_file() else {}
+    check_version(manifest, "manifest", f"{folder}/manifest.json")
     return Run(folder, doc, categories, kernels, manifest if isinstance(manifest, dict) else {})
 
 
@@ -326,9 +332,42 @@ def _read_json(path: Path) -> Any:
         raise AddressableError(f"{path} is not valid JSON: {e}") from None
 
 
-def read_csv(path: str | Path) -> pd.DataFrame:
+def read_csv(path: str | Path, **options: Any) -> pd.DataFrame:
     """A CSV of a run folder; an unreadable or empty file is an AddressableError."""
     try:
-        return pd.read_csv(path)
+        return pd.read_csv(path, **options)
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as e:
         raise AddressableError(f"cannot read {path}: {str(e).splitlines()[0]}") from None
+
+
+def load_modules(path: str | Path) -> ModuleBreakdown:
+    """The module breakdown of a run folder (breakdown.json's `modules` and modules.csv) or of a trace file."""
+    path = Path(path)
+    if path.is_file() and path.name != "breakdown.json":
+        return cast(ModuleBreakdown, classify_trace(path).modules)  # classify_trace always attributes
+    run = load_run(path)
+    doc = run.info.get("modules")
+    csv = run.path / "modules.csv"
+    basis = str(run.info.get("basis") or "")
+    total = float(run.info.get("total_kernel_time_us") or 0.0)
+    if not isinstance(doc, dict) or "by_name" not in doc or not csv.is_file():
+        note = doc.get("note") if isinstance(doc, dict) and doc.get("note") else NO_SCOPES_HINT
+        empty = pd.DataFrame(columns=DETAIL_COLUMNS)
+        return ModuleBreakdown(empty, pd.DataFrame(columns=["module", "module_class", "calls", "dispatch_us"]),
+                               total, int(run.info.get("n_steps") or 1), basis, False, note)
+    detail = read_csv(csv, dtype={c: str for c in DETAIL_COLUMNS[:6]}, keep_default_na=False)
+    missing = [c for c in DETAIL_COLUMNS if c not in detail.columns]
+    if missing:
+        raise AddressableError(f"{csv}: missing column(s) {', '.join(missing)}")
+    detail = detail.assign(time_us=pd.to_numeric(detail["time_us"], errors="coerce"),
+                           count=pd.to_numeric(detail["count"], errors="coerce"))
+    if detail[["time_us", "count"]].isna().any().any():
+        raise AddressableError(f"{csv}: non-numeric time_us or count")
+    n = int(doc.get("n_steps") or run.info.get("n_steps") or 1)
+    mods = pd.DataFrame(doc["by_name"]) if isinstance(doc["by_name"], list) else pd.DataFrame()
+    need = [c for c in ("module", "class", "calls", "dispatch_per_step_us") if c not in mods.columns]
+    if need:
+        raise AddressableError(f"{run.path}/breakdown.json: modules.by_name lacks {', '.join(need)}")
+    mods = pd.DataFrame({"module": mods["module"].astype(str), "module_class": mods["class"].astype(str),
+                         "calls": (mods["calls"] * n).round().astype("int64"), "dispatch_us": mods["dispatch_per_step_us"] * n})
+    return ModuleBreakdown(detail[DETAIL_COLUMNS], mods, total, n, basis, True)

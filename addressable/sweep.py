@@ -56,7 +56,8 @@ def sweep(workload: str | None = None, *, batch: Sequence[int] = (), seq_len: Se
           options: dict[str, Any] | None = None, compile: bool = False, adapters: tuple[str, ...] = (),
           layers_subset: tuple[int, int] | None = None, argv: list[str] | None = None,
           progress: Callable[[str], None] | None = None,
-          profile_fn: Callable[..., Any] | None = None, force: bool = False) -> pd.DataFrame:
+          profile_fn: Callable[..., Any] | None = None, force: bool = False,
+          budget_s: float | None = None) -> pd.DataFrame:
     """Profile each value of one swept parameter and return one row per value (SWEEP_COLUMNS).
 
     Exactly one of `batch`, `seq_len`, `workloads` holds two or more values; the others may fix one
@@ -82,7 +83,7 @@ def sweep(workload: str | None = None, *, batch: Sequence[int] = (), seq_len: Se
         try:
             res = profile_fn(cfg, warmup, steps, repeats, out, profile_steps=profile_steps,
                              layers_subset=layers_subset, adapters=adapters, argv=argv, progress=progress,
-                             force=force)
+                             force=force, budget_s=budget_s)
         except AddressableError as e:
             errors.append(f"{param}={v}: {e}")
             progress(f"sweep {param}={v} failed: {e}")

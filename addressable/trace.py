@@ -37,9 +37,10 @@ except ImportError:  # the schema decoder is an optional speed-up; orjson parses
     msgspec = None
 
 from addressable.errors import AddressableError
+from addressable.schema import check_version
 
 CHUNK_BYTES = 1 << 20
-_KINDS = ("gpu", "annotation", "cpu_op", "cpu_annotation", "step")
+_KINDS = ("gpu", "annotation", "cpu_op", "cpu_annotation", "step", "runtime")
 _INTS = ("pid", "tid", "stream", "device", "correlation", "external_id")
 _GZIP_MAGIC = b"\x1f\x8b"
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
@@ -50,8 +51,11 @@ _MAX_TRIES = 4  # event boundaries tried per block (a "}, {" can sit inside a st
 @cache
 def trace_format() -> dict[str, Any]:
     """The trace format description shipped with the package."""
-    with open(Path(__file__).with_name("trace_format.yaml")) as f:
-        return yaml.safe_load(f)
+    path = Path(__file__).with_name("trace_format.yaml")
+    with open(path) as f:
+        fmt = yaml.safe_load(f)
+    check_version(fmt, "trace_format", str(path))
+    return fmt
 
 
 @dataclass
@@ -162,6 +166,17 @@ class _ReadAhead:
     def close(self) -> None:
         self._stop.set()
         self._thread.join()
+
+
+def count_matches(path: str | Path, pattern: bytes, overlap: int = 256) -> int:
+    """Matches of a bytes regex (each shorter than `overlap`) in a trace file's raw, un-gzipped text."""
+    regex, n, tail = re.compile(pattern), 0, b""
+    for block in _file_blocks(Path(path), CHUNK_BYTES):
+        buf = tail + block
+        cut = max(len(buf) - overlap, 0)
+        n += sum(1 for m in regex.finditer(buf) if m.start() < cut)
+        tail = buf[cut:]
+    return n + sum(1 for _ in regex.finditer(tail))
 
 
 # ---------------------------------------------------------------- cutting blocks into parsed events
@@ -322,11 +337,13 @@ class _Format:
     """trace_format.yaml, compiled: the categories kept and a row extractor for them."""
 
     keep: frozenset[str]
+    runtime: frozenset[str]  # categories of runtime calls, kept on request
     kind_of_cat: dict[str, str]
     step_cats: frozenset[str]
     step_re: re.Pattern
     phase: str
     columns: list[str]
+    text: tuple[str, ...]  # columns kept as (interned) text; name and cat are always text
     parents: tuple[str, ...]
     extract: Callable[[list, frozenset, str, dict], list[tuple]]
     decoder: Any = None  # msgspec decoder of a list of events with just the named fields (None without msgspec)
@@ -338,7 +355,8 @@ class _Format:
 def _compiled_format() -> _Format:
     fmt = trace_format()
     kind_of_cat: dict[str, str] = {}
-    for kind, key in (("cpu_annotation", "cpu_annotation_categories"), ("cpu_op", "cpu_op_categories"),
+    for kind, key in (("runtime", "runtime_categories"),
+                      ("cpu_annotation", "cpu_annotation_categories"), ("cpu_op", "cpu_op_categories"),
                       ("annotation", "annotation_categories"), ("gpu", "gpu_work_categories")):
         kind_of_cat.update(dict.fromkeys(fmt[key], kind))  # a category listed twice: the later kind wins
     step_cats = frozenset(fmt["step_categories"])
@@ -353,14 +371,19 @@ def _compiled_format() -> _Format:
         else:
             getters.append(f"e.get({key!r})")
     loops = "".join(f" for a{i} in (e.get({p!r}) or EMPTY,)" for i, p in enumerate(parents))
+    filters = {cat: re.compile(p).match for cat, p in (fmt.get("name_filters") or {}).items()}
+    named = " and (e.get('cat') not in FILTERS or FILTERS[e.get('cat')](str(e.get('name'))))" if filters else ""
     # One pass over the events, one tuple per kept row: far cheaper than a pass per column.
     src = (f"def extract(events, keep, X, EMPTY):\n"
            f"    return [({', '.join(getters)},) for e in events"
-           f" if e.get('cat') in keep and e.get('ph') == X{loops}]\n")
-    scope: dict[str, Any] = {}
+           f" if e.get('cat') in keep and e.get('ph') == X{named}{loops}]\n")
+    scope: dict[str, Any] = {"FILTERS": filters}
     exec(compile(src, "<trace_format extractor>", "exec"), scope)
-    out = _Format(frozenset(kind_of_cat) | step_cats, kind_of_cat, step_cats, re.compile(fmt["step_pattern"]),
-                  fmt["complete_phase"], list(fmt["columns"]), tuple(parents), scope["extract"])
+    text = tuple(dict.fromkeys(["name", "cat", *fmt.get("text_columns", [])]))
+    runtime = frozenset(fmt["runtime_categories"])
+    out = _Format((frozenset(kind_of_cat) - runtime) | step_cats, runtime, kind_of_cat, step_cats,
+                  re.compile(fmt["step_pattern"]), fmt["complete_phase"], list(fmt["columns"]), text, tuple(parents),
+                  scope["extract"])
     if msgspec is not None:
         _add_schema(out, list(fmt["columns"].values()))
     return out
@@ -482,9 +505,10 @@ def _ints(values: tuple) -> tuple[np.ndarray, np.ndarray]:
 class _Columns:
     """The kept rows of every chunk, as numpy columns."""
 
-    def __init__(self, fmt: _Format) -> None:
+    def __init__(self, fmt: _Format, runtime: bool = False) -> None:
         self.fmt = fmt
-        self.strings = {"name": _Interner(), "cat": _Interner()}
+        self.keep = fmt.keep | fmt.runtime if runtime else fmt.keep
+        self.strings = {c: _Interner() for c in fmt.text}
         self.parts: dict[str, list[np.ndarray]] = {c: [] for c in [*fmt.columns, *(f"{c}_na" for c in _INTS)]}
         self.n_events = 0
 
@@ -493,14 +517,14 @@ class _Columns:
         fmt = self.fmt
         if events and type(events[0]) is fmt.event_type:
             try:
-                rows = fmt.extract_typed(events, fmt.keep, fmt.phase)
+                rows = fmt.extract_typed(events, self.keep, fmt.phase)
             except TypeError:  # an unhashable category (a list)
-                rows = fmt.extract_typed([e for e in events if type(e.f1) is str], fmt.keep, fmt.phase)
+                rows = fmt.extract_typed([e for e in events if type(e.f1) is str], self.keep, fmt.phase)
         else:
             try:
-                rows = fmt.extract(events, fmt.keep, fmt.phase, _EMPTY)
+                rows = fmt.extract(events, self.keep, fmt.phase, _EMPTY)
             except (AttributeError, TypeError):  # a non-dict event, a list as "cat", a string as "args" ...
-                rows = fmt.extract(_sanitize(events, fmt.parents), fmt.keep, fmt.phase, _EMPTY)
+                rows = fmt.extract(_sanitize(events, fmt.parents), self.keep, fmt.phase, _EMPTY)
         if not rows:
             return
         for col, values in zip(fmt.columns, zip(*rows, strict=True), strict=True):
@@ -527,9 +551,12 @@ class _Columns:
         order = order[np.argsort(ts[order], kind="stable")]
         out: dict[str, Any] = {}
         for col in self.fmt.columns:  # one column at a time: at most one extra copy alive
-            if col in self.strings:
+            if col in ("name", "cat"):
                 codes = (name if col == "name" else cat)[order]
                 out[col] = pd.Categorical.from_codes(codes, dtype=pd.CategoricalDtype(names if col == "name" else cats))
+            elif col in self.strings:  # e.g. the shapes of CPU ops, as JSON text
+                strings, remap = self.strings[col].sorted()
+                out[col] = pd.Categorical.from_codes(remap[column(col)][order], dtype=pd.CategoricalDtype(strings))
             elif col in _INTS:
                 out[col] = pd.arrays.IntegerArray(column(col)[order], column(f"{col}_na")[order])
             else:
@@ -563,13 +590,15 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def load_trace(path: str | Path, chunk_bytes: int = CHUNK_BYTES, schema: bool = True) -> Trace:
+def load_trace(path: str | Path, chunk_bytes: int = CHUNK_BYTES, schema: bool = True, *,
+               runtime: bool = False) -> Trace:
     """Load a trace file (.json or .json.gz) into a Trace with a typed events table.
 
     schema=False parses every block with orjson (whole events) instead of the trace_format schema.
+    runtime=True also keeps the CUDA/HIP runtime calls (kind "runtime"), which the replay needs.
     """
     fmt = _compiled_format()
-    columns = _Columns(fmt)
+    columns = _Columns(fmt, runtime)
     metadata: dict[str, Any] = {}
     with _gc_paused():
         for chunk in _iter_parsed(path, chunk_bytes, fmt.decoder if schema else None):

@@ -33,58 +33,104 @@ native draw is a sorted 1-D tensor such as offsets. A trial whose re-drawn input
 rejects (it raises) falls back to native inputs. Every check must pass on every trial; a declared
 invariant is skipped on a trial where the reference output itself breaks it.
 
+On a GPU, one more untimed call of each model runs under torch.profiler (`addressable.checks`):
+- ``stream_escape``: work the candidate left on a stream other than the caller's that was still
+  running when the caller's next work started (the output would be read unfinished), or that the
+  caller's stream never waited on (when the trace records stream waits) fails;
+- ``gpu_work``: no kernel at all where the reference launches some is flagged for review.
+
 Timing (only after every check passed) alternates reference and candidate on the trial-0 inputs after
-a warm-up: CUDA events with a 256 MB L2 flush before each run on GPU, `time.perf_counter` on CPU.
-Speedup = reference median / candidate median; speedup_lo/hi = reference p25/p75 over candidate
-p75/p25. Speedups above 10x are flagged for review (`review`, and "REVIEW:" in wins.csv notes). By default each verification runs in its own subprocess, so a crash, a hang
-(``timeout``) or a compile error in the candidate is a clean ``fail`` verdict with the reason.
+a warm-up (`addressable.harness.time_calls`: CUDA events, a 256 MB L2 flush before each call, the end
+event recorded after a device-wide synchronize so work on any stream counts; `time.perf_counter` on
+the CPU). Speedup = reference median / candidate median; speedup_lo/hi = reference p25/p75 over
+candidate p75/p25.
+
+Three verdicts: ``pass``; ``fail`` (a check failed, the candidate raised, crashed, hung, or tried
+to leave its sandbox); ``review`` (every check passed, but a speedup above ``review_speedup``, an
+IQR wider than the median, or a check that could not decide needs a person's look). By default
+each verification runs in its own contained subprocess (`addressable.sandbox`).
 """
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import copy
-import importlib.util
 import itertools
 import json
 import os
-import random
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pandas as pd
 
+from addressable.checks import (
+    Thresholds,
+    check,
+    compare_output,
+    fresh_check,
+    gpu_work,
+    invariant_checks,
+    n_modified,
+    poisoned_allocations,
+    profile_call,
+    stream_checks,
+    worse,
+)
+from addressable.device import resolve_device
 from addressable.errors import AddressableError
+from addressable.harness import (
+    DISTRIBUTIONS,
+    as_outputs,
+    call,
+    check_candidate_file,
+    check_problem_file,
+    clone,
+    copy_weights,
+    environment,
+    load_module,
+    make_inputs,
+    on_device,
+    one_line,
+    parse_overrides,
+    quartiles,
+    readable,
+    seed_all,
+    tensors,
+    time_calls,
+    to_f64,
+    top_level_names,
+    uses_triton,
+)
 from addressable.jsonutil import to_jsonable
+from addressable.sandbox import (
+    Guard,
+    Limits,
+    Sandbox,
+    apply_limits,
+    bwrap_command,
+    choose,
+    limit_reason,
+    real_home,
+    resolved_limits,
+    scratch_reason,
+    scrubbed_env,
+    signal_reason,
+)
 
-DISTRIBUTIONS = ("native", "randn", "native", "randn*2", "native", "randn*0.1")
+EXIT_CODES = {"pass": 0, "fail": 1, "review": 3}
+WINS_COLUMNS = ["target", "speedup", "verified", "source", "notes", "speedup_lo", "speedup_hi"]
 _POISON = (0xFF, 0x42)  # byte patterns: 0xFF is NaN in every float dtype, 0x42 a finite value
 _PKG_ROOT = str(Path(__file__).resolve().parents[1])
-_counter = itertools.count()
-
-
-@dataclass
-class Thresholds:
-    """Pass thresholds of the correctness checks, and the speedup above which a result needs review."""
-
-    rel_fro: float = 2e-2
-    max_err: float = 5e-2
-    written_tol: float = 1e-2
-    sentinel_tol: float = 0.0
-    fresh_tol: float = 0.5
-    invariant_tol: float = 1e-3
-    review_speedup: float = 10.0
+_TRITON_CPU = ("candidate uses Triton, which needs a GPU: run it on a GPU, or set TRITON_INTERPRET=1 "
+               "to run it (slowly) in Triton's interpreter on the CPU")
 
 
 @dataclass
@@ -105,8 +151,8 @@ class VerifyResult:
     ref_ms_iqr: list[float] | None = None
     candidate_ms_iqr: list[float] | None = None
     timing_runs: int = 0
-    review: bool = False
     device: str = ""
+    sandbox: str = ""
     trials: list[dict[str, Any]] = field(default_factory=list)
     env: dict[str, Any] = field(default_factory=dict)
     wall_s: float = 0.0
@@ -115,13 +161,24 @@ class VerifyResult:
     def passed(self) -> bool:
         return self.verdict == "pass"
 
+    @property
+    def review(self) -> bool:
+        return self.verdict == "review"
+
+    @property
+    def exit_code(self) -> int:
+        """0 pass, 1 fail, 3 review."""
+        return EXIT_CODES[self.verdict]
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict (NaN/Inf values become the strings "nan"/"inf"/"-inf")."""
         return to_jsonable(asdict(self), nan_as="nan", inf_as="inf")
 
     def wins_row(self, source: str | None = None, notes: str = "") -> dict[str, Any]:
-        """One row of wins.csv, the file `addressable project` reads (speedup 1 when not timed)."""
-        why = self.reason if not self.passed else ("REVIEW: " + self.reason if self.review else "")
+        """One row of wins.csv, the file `addressable project` reads (speedup 1 when not timed).
+
+        Only a pass is verified; a review row carries "REVIEW: <why>" in its notes."""
+        why = ("REVIEW: " + self.reason) if self.review else self.reason
         if self.speedup is None:
             why = "; ".join(x for x in (why, "not timed: speedup set to 1") if x)
         return {"target": self.target, "speedup": self.speedup or 1.0, "verified": self.passed,
@@ -129,466 +186,86 @@ class VerifyResult:
                 "speedup_lo": self.speedup_lo, "speedup_hi": self.speedup_hi}
 
 
-# ---------------------------------------------------------------- files, checked before anything runs
-
-
-def _top_level_names(path: Path) -> set[str]:
-    """Names a file defines at module level (classes, functions, assignments, imports)."""
-    tree = ast.parse(path.read_text(), filename=str(path))
-    out: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-            out.add(node.name)
-        elif isinstance(node, ast.Assign | ast.AnnAssign):
-            for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
-                out.update(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
-        elif isinstance(node, ast.Import | ast.ImportFrom):
-            out.update((a.asname or a.name).split(".")[0] for a in node.names)
-    return out
-
-
-def _readable(path: Path, what: str) -> Path:
-    if not path.is_file():
-        raise AddressableError(f"{what} file not found: {path}")
-    return path
-
-
-def check_problem_file(path: str | Path, overrides: dict[str, Any] | None = None) -> Path:
-    """A KernelBench-format problem: Model, get_inputs, get_init_inputs, and the constants to override."""
-    path = _readable(Path(path), "reference")
-    try:
-        names = _top_level_names(path)
-    except (SyntaxError, UnicodeDecodeError) as e:
-        raise AddressableError(f"reference {path} does not parse: {e}") from None
-    missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if n not in names]
-    if missing:
-        raise AddressableError(f"reference {path} is not a KernelBench problem: no {', '.join(missing)}")
-    unknown = sorted(set(overrides or {}) - names)
-    if unknown:
-        raise AddressableError(f"--set {unknown[0]}: {path.name} has no module-level constant '{unknown[0]}'")
-    return path
-
-
-def check_candidate_file(path: str | Path) -> str | None:
-    """None when the candidate defines ModelNew; a compile-error reason when it does not parse."""
-    path = _readable(Path(path), "candidate")
-    try:
-        names = _top_level_names(path)
-    except (SyntaxError, UnicodeDecodeError) as e:
-        return f"candidate does not compile: {type(e).__name__}: {e}"
-    if "ModelNew" not in names:
-        raise AddressableError(f"candidate {path} defines no ModelNew")
-    return None
-
-
-def parse_overrides(values: tuple[str, ...] | list[str] | str | None) -> dict[str, Any]:
-    """NAME=VALUE pairs (a list, or one string separated by spaces/semicolons) → {name: literal}."""
-    if not values:
-        return {}
-    if isinstance(values, str):
-        values = values.replace(";", " ").split()
-    out: dict[str, Any] = {}
-    for v in values:
-        name, sep, raw = v.partition("=")
-        if not sep or not name.strip().isidentifier():
-            raise AddressableError(f"--set takes NAME=VALUE, got '{v}'")
-        try:
-            out[name.strip()] = ast.literal_eval(raw.strip())
-        except (ValueError, SyntaxError):
-            out[name.strip()] = raw.strip()
-    return out
-
-
-def load_module(path: str | Path, overrides: dict[str, Any] | None = None) -> ModuleType:
-    """Import a Python file under a unique module name, then set its module-level overrides."""
-    path = Path(path).resolve()
-    name = f"_addressable_{path.stem.replace('-', '_')}_{next(_counter)}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import {path}")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    for k, v in (overrides or {}).items():
-        setattr(mod, k, v)
-    return mod
-
-
-def resolve_device(device: str) -> str:
-    import torch
-
-    if device not in ("auto", "cuda", "cpu"):
-        raise AddressableError(f"--device must be auto, cuda or cpu, got '{device}'")
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda" and not torch.cuda.is_available():
-        raise AddressableError("--device cuda: no CUDA GPU is available")
-    return device
-
-
-# ---------------------------------------------------------------- inputs and outputs
-
-
-def _map_tensors(obj: Any, fn: Callable) -> Any:
-    import torch
-
-    if isinstance(obj, torch.Tensor):
-        return fn(obj)
-    if isinstance(obj, list | tuple):
-        return type(obj)(_map_tensors(o, fn) for o in obj)
-    if isinstance(obj, dict):
-        return {k: _map_tensors(v, fn) for k, v in obj.items()}
-    return obj
-
-
-def _tensors(obj: Any) -> list:
-    out: list = []
-    _map_tensors(obj, lambda t: out.append(t) or t)
-    return out
-
-
-def _clone(obj: Any) -> Any:
-    return _map_tensors(obj, lambda t: t.detach().clone())
-
-
-def _seed_all(seed: int) -> None:
-    import numpy as np
-    import torch
-
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
-
-
-def make_inputs(problem: ModuleType, seed: int, distribution: str, device: str) -> list:
-    """Inputs of one trial: the problem's get_inputs() under `seed`, re-drawn for non-native trials.
-
-    Re-drawn floating inputs are N(0, 1) times the native draw's RMS (times k for "randn*k"),
-    in absolute value when the native draw is nonnegative. Integer inputs, and floating inputs that
-    hold only integers (labels, masks), are drawn uniformly within the native [min, max]; a sorted
-    1-D one (offsets) is sorted and keeps its first and last element. Booleans are kept.
-    """
-    import torch
-
-    _seed_all(seed)
-    native = list(problem.get_inputs())
-    gen = torch.Generator("cpu").manual_seed(seed + 1_000_003)
-    scale = float(distribution.partition("*")[2] or 1.0)
-
-    def redraw(t: torch.Tensor) -> torch.Tensor:
-        if distribution == "native" or t.numel() == 0 or t.dtype == torch.bool or t.is_complex():
-            return t
-        if t.is_floating_point() and not bool((t == t.round()).all()):
-            rms = float(t.double().pow(2).mean().sqrt()) or 1.0
-            new = torch.randn(t.shape, generator=gen, dtype=torch.float64) * (scale * rms)
-            return (new.abs() if bool((t >= 0).all()) else new).to(t.dtype)
-        lo, hi = int(t.min()), int(t.max())
-        new = torch.randint(lo, hi + 1, t.shape, generator=gen, dtype=torch.int64).to(t.dtype)
-        if t.dim() == 1 and t.numel() > 1 and bool((t[1:] >= t[:-1]).all()):  # offsets stay offsets
-            new = new.sort().values
-            new[0], new[-1] = t[0], t[-1]
-        return new
-
-    return _map_tensors(native, lambda t: redraw(t.cpu()).to(device))
-
-
-def _outputs(out: Any, who: str) -> list:
-    import torch
-
-    if isinstance(out, torch.Tensor):
-        return [out]
-    if isinstance(out, list | tuple) and out and all(isinstance(o, torch.Tensor) for o in out):
-        return list(out)
-    raise TypeError(f"{who} returned {type(out).__name__}, not a tensor or a tuple of tensors")
-
-
-def _f64(t: Any, device: Any) -> Any:
-    """A float64 copy (NaN/Inf kept) on `device`."""
-    return t.detach().to(device=device, dtype=__import__("torch").float64, copy=True)
-
-
-def _check(value: Any, threshold: Any, passed: bool) -> dict[str, Any]:
-    return {"value": value, "threshold": threshold, "passed": bool(passed)}
-
-
-def compare_output(ref: Any, cand: Any, cand_b: Any, th: Thresholds) -> dict[str, dict[str, Any]]:
-    """The per-output checks of one trial (ref, cand: the output; cand_b: the output with other poison)."""
-    import torch
-
-    checks = {"shape": _check(list(cand.shape), list(ref.shape), cand.shape == ref.shape),
-              "dtype": _check(str(cand.dtype).removeprefix("torch."), str(ref.dtype).removeprefix("torch."),
-                              cand.dtype == ref.dtype)}
-    if cand.shape != ref.shape:
-        return checks
-    r, c, cb = _f64(ref, ref.device), _f64(cand, ref.device), _f64(cand_b, ref.device)
-    fin_r, fin_c = torch.isfinite(r), torch.isfinite(c)
-    r0 = torch.where(fin_r, r, 0.0)
-    c0 = torch.where(fin_r & fin_c, c, 0.0)
-    ref_norm, ref_max = float(torch.linalg.vector_norm(r0)), float(r0.abs().max()) if r0.numel() else 0.0
-    diff = c0 - r0
-    rel = float(torch.linalg.vector_norm(diff)) / (ref_norm or 1.0)
-    mx = (float(diff.abs().max()) if diff.numel() else 0.0) / (ref_max or 1.0)
-    checks["rel_fro"] = _check(rel, th.rel_fro, rel < th.rel_fro)
-    checks["max_err"] = _check(mx, th.max_err, mx < th.max_err)
-    bad = int((fin_r & ~fin_c).sum())
-    checks["finite"] = _check(bad, 0, bad == 0)
-    n = max(r.numel(), 1)
-    frac_c = float((fin_c & (c != 0)).sum()) / n
-    frac_r = float((fin_r & (r != 0)).sum()) / n
-    checks["written"] = _check(abs(frac_c - frac_r), th.written_tol, abs(frac_c - frac_r) <= th.written_tol)
-    if cb.shape == c.shape:
-        same = (c == cb) | (torch.isnan(c) & torch.isnan(cb)) | ((c - cb).abs() <= 1e-5 * (ref_max or 1.0))
-        changed = 1.0 - float(same.sum()) / n
-    else:
-        changed = 1.0
-    checks["sentinel"] = _check(changed, th.sentinel_tol, changed <= th.sentinel_tol)
-    return checks
-
-
-def fresh_check(prev: tuple, cur: tuple, th: Thresholds) -> dict[str, Any] | None:
-    """Did the output change as much as the reference did since the last trial? None if not comparable."""
-    import torch
-
-    (r0, c0), (r1, c1) = prev, cur
-    if r0.shape != r1.shape or c0.shape != r1.shape or c1.shape != r1.shape:
-        return None
-    ok = torch.isfinite(r0) & torch.isfinite(r1)
-    z = torch.zeros((), dtype=r1.dtype, device=r1.device)
-    dr = float(torch.linalg.vector_norm(torch.where(ok, r1 - r0, z)))
-    if dr == 0.0:
-        return None
-    cc = torch.where(ok & torch.isfinite(c0) & torch.isfinite(c1), c1 - c0, z)
-    dc = float(torch.linalg.vector_norm(cc))
-    norms = float(torch.linalg.vector_norm(torch.where(ok, r0, z)) + torch.linalg.vector_norm(torch.where(ok, r1, z)))
-    threshold = th.fresh_tol + th.rel_fro * norms / dr
-    value = abs(dc - dr) / dr
-    return _check(value, threshold, value <= threshold)
-
-
-def _worse(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
-    """The entry to report when a check ran more than once: the first failure, else the largest value."""
-    if a is None or (b["passed"] is False and a["passed"]):
-        return b
-    if a["passed"] is False or b["passed"] is False:
-        return a
-    try:
-        return b if float(b["value"]) > float(a["value"]) else a
-    except (TypeError, ValueError):
-        return a
-
-
-# ---------------------------------------------------------------- poisoned allocation
-
-
-@contextlib.contextmanager
-def poisoned_allocations(byte: int, device: str, nbytes: int) -> Iterator[None]:
-    """Freshly allocated memory holds `byte` in every byte while the block runs."""
-    import torch
-
-    if device == "cuda":
-        torch.cuda.synchronize()
-        torch.cuda.empty_cache()
-        free = torch.cuda.mem_get_info()[0]
-        big = torch.empty(int(min(max(nbytes, 256 << 20), free // 2)), dtype=torch.uint8, device="cuda")
-        small = [torch.empty(1 << 20, dtype=torch.uint8, device="cuda") for _ in range(16)]
-        for t in [big, *small]:
-            t.fill_(byte)
-        torch.cuda.synchronize()
-        del big, small  # the caching allocator keeps the blocks: at::empty now returns poisoned memory
-
-    def wrap(fn: Callable) -> Callable:
-        def filled(*args: Any, **kwargs: Any) -> Any:
-            t = fn(*args, **kwargs)
-            if isinstance(t, torch.Tensor) and t.dtype != torch.bool and t.numel():
-                t.untyped_storage().fill_(byte)
-            return t
-
-        return filled
-
-    saved = {name: getattr(torch, name) for name in ("empty", "empty_like", "empty_strided")}
-    saved_new = torch.Tensor.new_empty
-    try:
-        for name, fn in saved.items():
-            setattr(torch, name, wrap(fn))
-        torch.Tensor.new_empty = wrap(saved_new)
-        yield
-    finally:
-        for name, fn in saved.items():
-            setattr(torch, name, fn)
-        torch.Tensor.new_empty = saved_new
-
-
 # ---------------------------------------------------------------- the verification itself
 
 
-def _one_line(e: BaseException) -> str:
-    msg = " ".join(str(e).split())
-    return f"{type(e).__name__}: {msg[:300]}" if msg else type(e).__name__
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.3g}"
+    return str(v)
 
 
-def _sync(device: str) -> None:
-    if device == "cuda":
-        __import__("torch").cuda.synchronize()
+def _fail_reason(checks: dict[str, dict[str, Any]], trials: list[dict[str, Any]]) -> str:
+    parts = []
+    for k, v in checks.items():
+        if v["passed"] is False:
+            first = next((tr["trial"] for tr in trials if k in tr["failed"]), None)
+            where = f"trial {first}: " if first is not None else ""
+            parts.append(f"{k} ({where}{_fmt(v['value'])} vs {_fmt(v['threshold'])})")
+    return "failed " + ", ".join(parts)
 
 
-def _call(fn: Callable, args: list, device: str) -> Any:
-    import torch
-
-    with torch.no_grad():
-        out = fn(*args)
-    _sync(device)
-    return out
-
-
-def _n_modified(now: Any, before: Any) -> int:
-    """Elements of an input that differ from its pristine clone (all of them if it was resized)."""
-    import torch
-
-    if now.shape != before.shape or now.dtype != before.dtype:
-        return before.numel()
-    differ = now != before
-    if now.is_floating_point() or now.is_complex():
-        differ &= ~(torch.isnan(now) & torch.isnan(before))
-    return int(differ.sum())
-
-
-def _on_device(model: Any, device: str) -> Any:
-    """An nn.Module moved to the device in eval mode; any other callable as it is."""
-    import torch
-
-    return model.to(device).eval() if isinstance(model, torch.nn.Module) else model
-
-
-def _copy_weights(ref: Any, cand: Any) -> None:
-    """Load the reference's parameters into the candidate when names and shapes match exactly."""
-    import torch
-
-    if not (isinstance(ref, torch.nn.Module) and isinstance(cand, torch.nn.Module)):
-        return
-    rs, cs = ref.state_dict(), cand.state_dict()
-    if rs.keys() == cs.keys() and all(rs[k].shape == cs[k].shape for k in rs):
-        with torch.no_grad():
-            cand.load_state_dict(rs)
-
-
-def _single(outs: list) -> Any:
-    return outs[0] if len(outs) == 1 else outs
-
-
-def _invariant_checks(invariants: list, custom: Callable | None, inputs: list, ref_out: list, out: list,
-                      th: Thresholds) -> tuple[dict[str, dict[str, Any]], list[str]]:
-    """Invariant checks of the candidate output; those the reference output breaks are skipped.
-
-    Raises when an invariant cannot be evaluated on the reference output (a problem-file bug).
-    """
-    from addressable.invariants import check_custom
-
-    checks: dict[str, dict[str, Any]] = {}
-    skipped: list[str] = []
-    for inv in invariants:
-        name = f"invariant:{inv.name}"
-        if not inv.check(ref_out[0])["passed"]:
-            skipped.append(name)
-            continue
-        try:
-            checks[name] = inv.check(out[0])
-        except Exception as e:
-            checks[name] = _check(f"raised {type(e).__name__}", inv.tol, False)
-    if custom is None:
-        return checks, skipped
-    ref_res = check_custom(custom(_clone(inputs), _single(ref_out)), th.invariant_tol)
+def _stream_checks(ref_model: Any, cand_model: Any, inputs: list) -> dict[str, dict[str, Any]]:
+    """stream_escape and gpu_work from one profiled call of each model (GPU only)."""
     try:
-        cand_res = check_custom(custom(_clone(inputs), _single(out)), th.invariant_tol)
+        with tempfile.TemporaryDirectory(prefix="addressable-profile-") as d:
+            ref = gpu_work(profile_call(ref_model, clone(inputs), Path(d) / "reference.json"))
+            cand = gpu_work(profile_call(cand_model, clone(inputs), Path(d) / "candidate.json"))
     except Exception as e:
-        cand_res = {k: _check(f"raised {type(e).__name__}", v["threshold"], False) for k, v in ref_res.items()}
-    for name, ref_entry in ref_res.items():
-        if not ref_entry["passed"]:
-            skipped.append(name)
-            continue
-        checks[name] = cand_res.get(name, _check("missing", ref_entry["threshold"], False))
-    return checks, skipped
+        return stream_checks(None, None, one_line(e))
+    return stream_checks(ref, cand)
 
 
-def _time_models(models: dict[str, Callable], inputs: list, device: str, runs: int, warmup: int,
-                 budget_s: float) -> dict[str, list[float]]:
-    """Per-run milliseconds of each model, alternating the order each round."""
-    import torch
-
-    with torch.no_grad():
-        for _ in range(warmup):
-            for fn in models.values():
-                fn(*inputs)
-        _sync(device)
-        times: dict[str, list[float]] = {k: [] for k in models}
-        flush = torch.empty(256 << 20, dtype=torch.uint8, device=device) if device == "cuda" else None
-        start = time.perf_counter()
-        for i in range(runs):
-            for k in (list(models) if i % 2 == 0 else list(models)[::-1]):
-                if flush is not None:
-                    flush.zero_()
-                    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                    a.record()
-                    models[k](*inputs)
-                    b.record()
-                    b.synchronize()
-                    times[k].append(a.elapsed_time(b))
-                else:
-                    t0 = time.perf_counter()
-                    models[k](*inputs)
-                    times[k].append((time.perf_counter() - t0) * 1e3)
-            if i >= 4 and time.perf_counter() - start > budget_s:
-                break
-    return times
+def review_flags(checks: dict[str, dict[str, Any]], timing: dict[str, Any], th: Thresholds) -> list[str]:
+    """Why a result whose checks all passed still needs a person's look (empty: it doesn't)."""
+    flags = [f"{k} undecided ({_fmt(v['value'])})" for k, v in checks.items() if v["passed"] is None]
+    if not timing:
+        return flags
+    speedup = timing["speedup"]
+    if speedup > th.review_speedup:
+        flags.append(f"speedup {speedup:.1f}x > {th.review_speedup:g}x: check the timing by hand")
+    for who, (lo, hi), med in (("reference", timing["ref_ms_iqr"], timing["ref_ms"]),
+                               ("candidate", timing["candidate_ms_iqr"], timing["candidate_ms"])):
+        if hi - lo > med:
+            flags.append(f"{who} timing is noisy (IQR {hi - lo:.3g} ms > median {med:.3g} ms)")
+    return flags
 
 
-def _quartiles(xs: list[float]) -> tuple[float, float, float]:
-    if len(xs) < 2:
-        return xs[0], xs[0], xs[0]
-    q = statistics.quantiles(xs, n=4, method="inclusive")
-    return q[0], statistics.median(xs), q[2]
+def run_verification(spec: dict[str, Any], progress: Callable[[str], None] = lambda s: None,
+                     guard: Guard | None = None) -> dict[str, Any]:
+    """Verify in this process. Returns VerifyResult fields, or {"harness_error": msg} for bad problems.
 
-
-def _env(device: str) -> dict[str, Any]:
-    import torch
-
-    env = {"torch": torch.__version__, "python": sys.version.split()[0], "device": device}
-    if device == "cuda":
-        env["gpu"] = torch.cuda.get_device_name()
-        env["cuda"] = torch.version.cuda
-    if "triton" in sys.modules:
-        env["triton"] = getattr(sys.modules["triton"], "__version__", "?")
-    if os.environ.get("TRITON_INTERPRET") == "1":
-        env["triton_interpret"] = True
-    return env
-
-
-def run_verification(spec: dict[str, Any], progress: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
-    """Verify in this process. Returns VerifyResult fields, or {"harness_error": msg} for bad problems."""
-
+    `guard` is installed after the reference is built, before the candidate is imported."""
     from addressable.invariants import parse_invariants
 
     th = Thresholds(**spec["thresholds"])
     device, seed = spec["device"], spec["seed"]
+    limits = spec.get("limits") or {}
     base = {"problem": spec["problem"], "candidate": spec["candidate"], "target": spec["target"],
-            "device": device, "env": _env(device)}
+            "device": device, "env": environment(device)}
 
     def fail(reason: str, **extra: Any) -> dict[str, Any]:
         return {**base, "verdict": "fail", "reason": reason, **extra}
+
+    def raised(what: str, e: BaseException, **extra: Any) -> dict[str, Any]:
+        return fail(limit_reason(e, limits) or f"{what}: {one_line(e)}", **extra)
 
     progress("loading the reference")
     try:
         problem = load_module(spec["problem"], spec["overrides"])
         invariants = parse_invariants(getattr(problem, "INVARIANTS", None), f"{Path(spec['problem']).name} INVARIANTS")
         custom = getattr(problem, "check_invariants", None)
-        _seed_all(seed)
+        seed_all(seed)
         init = list(problem.get_init_inputs())
-        _seed_all(seed)
-        ref_model = _on_device(problem.Model(*copy.deepcopy(init)), device)
+        seed_all(seed)
+        ref_model = on_device(problem.Model(*copy.deepcopy(init)), device)
     except AddressableError as e:
         return {"harness_error": str(e)}
     except Exception as e:
-        return {"harness_error": f"reference {Path(spec['problem']).name} failed to build: {_one_line(e)}"}
+        return {"harness_error": f"reference {Path(spec['problem']).name} failed to build: {one_line(e)}"}
 
+    if guard is not None:
+        guard.install()
     progress("importing the candidate")
     try:
         cand_mod = load_module(spec["candidate"])
@@ -596,11 +273,11 @@ def run_verification(spec: dict[str, Any], progress: Callable[[str], None] = lam
         if model_new is None:
             return fail("candidate defines no ModelNew")
         progress("building the candidate")
-        _seed_all(seed)
-        cand_model = _on_device(model_new(*copy.deepcopy(init)), device)
-        _copy_weights(ref_model, cand_model)
+        seed_all(seed)
+        cand_model = on_device(model_new(*copy.deepcopy(init)), device)
+        copy_weights(ref_model, cand_model)
     except Exception as e:
-        return fail(f"candidate failed to build: {_one_line(e)}")
+        return raised("candidate failed to build", e)
 
     checks: dict[str, dict[str, Any]] = {}
     trials: list[dict[str, Any]] = []
@@ -612,149 +289,166 @@ def run_verification(spec: dict[str, Any], progress: Callable[[str], None] = lam
         try:
             try:
                 inputs = make_inputs(problem, tseed, dist, device)
-                ref_out = _outputs(_call(ref_model, _clone(inputs), device), "reference")
+                ref_out = as_outputs(call(ref_model, clone(inputs), device), "reference")
             except Exception as e:
                 if dist == "native":
                     raise
                 # the problem's domain excludes re-drawn inputs (inconsistent offsets, ...)
-                note = f"reference rejected {dist} inputs ({_one_line(e)[:120]}); used native"
+                note = f"reference rejected {dist} inputs ({one_line(e)[:120]}); used native"
                 dist = "native"
                 inputs = make_inputs(problem, tseed, dist, device)
-                ref_out = _outputs(_call(ref_model, _clone(inputs), device), "reference")
+                ref_out = as_outputs(call(ref_model, clone(inputs), device), "reference")
         except Exception as e:
-            return {"harness_error": f"reference {Path(spec['problem']).name} failed on trial {t}: {_one_line(e)}"}
-        pristine = _clone(inputs)
-        nbytes = 4 * sum(x.numel() * x.element_size() for x in _tensors(inputs) + ref_out)
+            return {"harness_error": f"reference {Path(spec['problem']).name} failed on trial {t}: {one_line(e)}"}
+        pristine = clone(inputs)
+        nbytes = 4 * sum(x.numel() * x.element_size() for x in tensors(inputs) + ref_out)
         progress(f"candidate, trial {t}")
         try:
             with poisoned_allocations(_POISON[0], device, nbytes):
-                out = _outputs(_call(cand_model, inputs, device), "candidate")
+                out = as_outputs(call(cand_model, inputs, device), "candidate")
                 out = [o.detach().clone() for o in out]  # a reused output buffer must not change it later
-            modified = sum(_n_modified(a, b) for a, b in zip(_tensors(inputs), _tensors(pristine), strict=True))
+            modified = sum(n_modified(a, b) for a, b in zip(tensors(inputs), tensors(pristine), strict=True))
             with poisoned_allocations(_POISON[1], device, nbytes):
-                out_b = _outputs(_call(cand_model, _clone(pristine), device), "candidate")
+                out_b = as_outputs(call(cand_model, clone(pristine), device), "candidate")
         except Exception as e:
-            return fail(f"candidate raised on trial {t}: {_one_line(e)}", checks=checks, trials=trials)
-        n_in = max(sum(x.numel() for x in _tensors(pristine)), 1)
+            return raised(f"candidate raised on trial {t}", e, checks=checks, trials=trials)
+        n_in = max(sum(x.numel() for x in tensors(pristine)), 1)
         tc: dict[str, dict[str, Any]] = {}
         if len(out) != len(ref_out):
-            tc["shape"] = _check(f"{len(out)} outputs", f"{len(ref_out)} outputs", False)
+            tc["shape"] = check(f"{len(out)} outputs", f"{len(ref_out)} outputs", False)
         for r, c, cb in zip(ref_out, out, out_b, strict=False):
             for name, entry in compare_output(r, c, cb if len(out_b) == len(out) else c[:0], th).items():
-                tc[name] = _worse(tc.get(name), entry)
-        tc["inputs_unchanged"] = _check(modified / n_in, 0, modified == 0)
-        cur = [(_f64(r, r.device), _f64(c, r.device)) for r, c in zip(ref_out, out, strict=False)]
+                tc[name] = worse(tc.get(name), entry)
+        tc["inputs_unchanged"] = check(modified / n_in, 0, modified == 0)
+        cur = [(to_f64(r, r.device), to_f64(c, r.device)) for r, c in zip(ref_out, out, strict=False)]
         if prev is not None:
             for p, q in zip(prev, cur, strict=False):
                 entry = fresh_check(p, q, th)
                 if entry is not None:
-                    tc["fresh"] = _worse(tc.get("fresh"), entry)
+                    tc["fresh"] = worse(tc.get("fresh"), entry)
         prev = cur
         try:
-            inv_checks, skipped = _invariant_checks(invariants, custom, pristine, ref_out, out, th)
+            inv_checks, skipped = invariant_checks(invariants, custom, pristine, ref_out, out, th)
         except Exception as e:
             return {"harness_error": f"invariants of {Path(spec['problem']).name} fail on the reference "
-                                     f"output: {_one_line(e)}"}
+                                     f"output: {one_line(e)}"}
         tc.update(inv_checks)
         for name, entry in tc.items():
-            checks[name] = _worse(checks.get(name), entry)
-        failed = [k for k, v in tc.items() if not v["passed"]]
+            checks[name] = worse(checks.get(name), entry)
+        failed = [k for k, v in tc.items() if v["passed"] is False]
         trials.append({"trial": t, "seed": tseed, "distribution": dist, "failed": failed,
                        "skipped_invariants": skipped, **({"note": note} if note else {})})
         if t == 0:
             first_inputs = pristine
         del inputs, ref_out, out, out_b
 
-    failed = [k for k, v in checks.items() if not v["passed"]]
-    if failed:
-        parts = []
-        for k in failed:
-            first = next(tr["trial"] for tr in trials if k in tr["failed"])
-            v = checks[k]
-            parts.append(f"{k} (trial {first}: {_fmt(v['value'])} vs {_fmt(v['threshold'])})")
-        return fail("failed " + ", ".join(parts), checks=checks, trials=trials)
+    if device == "cuda":
+        progress("profiling one call of each model")
+        checks.update(_stream_checks(ref_model, cand_model, first_inputs))
+    if any(v["passed"] is False for v in checks.values()):
+        return fail(_fail_reason(checks, trials), checks=checks, trials=trials)
 
     result = {**base, "verdict": "pass", "reason": "", "checks": checks, "trials": trials}
-    if spec["runs"] <= 0:
-        return result
-    progress("timing")
-    try:
-        times = _time_models({"ref": ref_model, "cand": cand_model}, first_inputs, device, spec["runs"],
-                             spec["warmup"], spec["timing_budget_s"])
-    except Exception as e:
-        return fail(f"candidate raised while timed: {_one_line(e)}", checks=checks, trials=trials)
-    (r25, rmed, r75), (c25, cmed, c75) = _quartiles(times["ref"]), _quartiles(times["cand"])
-    speedup = rmed / cmed if cmed > 0 else float("inf")
-    result.update(ref_ms=rmed, candidate_ms=cmed, ref_ms_iqr=[r25, r75], candidate_ms_iqr=[c25, c75],
-                  speedup=speedup, speedup_lo=r25 / c75 if c75 > 0 else None,
-                  speedup_hi=r75 / c25 if c25 > 0 else None, timing_runs=len(times["cand"]))
-    if speedup > th.review_speedup:
-        result["review"] = True
-        result["reason"] = f"speedup {speedup:.1f}x > {th.review_speedup:g}x: check the timing by hand"
+    timing: dict[str, Any] = {}
+    if spec["calls"] > 0:
+        progress("timing")
+        try:
+            times = time_calls({"ref": ref_model, "cand": cand_model}, first_inputs, device, spec["calls"],
+                               spec["warmup"], spec["timing_budget_s"])
+        except Exception as e:
+            return raised("candidate raised while timed", e, checks=checks, trials=trials)
+        (r25, rmed, r75), (c25, cmed, c75) = quartiles(times["ref"]), quartiles(times["cand"])
+        timing = {"ref_ms": rmed, "candidate_ms": cmed, "ref_ms_iqr": [r25, r75], "candidate_ms_iqr": [c25, c75],
+                  "speedup": rmed / cmed if cmed > 0 else float("inf"),
+                  "speedup_lo": r25 / c75 if c75 > 0 else None, "speedup_hi": r75 / c25 if c25 > 0 else None,
+                  "timing_runs": len(times["cand"])}
+        result.update(timing)
+    flags = review_flags(checks, timing, th)
+    if flags:
+        result.update(verdict="review", reason="; ".join(flags))
     return result
 
 
-def _fmt(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:.3g}"
-    return str(v)
+# ---------------------------------------------------------------- one contained subprocess per candidate
 
 
-def _worker_main() -> None:
-    """Subprocess entry: read the spec, verify, write the result (progress goes to a side file)."""
+def worker_main() -> None:
+    """Subprocess entry: apply the limits, verify under the guard, write the result (progress to a side file)."""
     spec_path, result_path, progress_path = sys.argv[1:4]
     spec = json.loads(Path(spec_path).read_text())
+    apply_limits(spec["limits"])
+    guard = Guard([Path(spec["scratch"]), Path(spec_path).parent], Path(spec["home"]), spec["limits"]["processes"])
 
     def progress(stage: str) -> None:
         Path(progress_path).write_text(stage)
 
     try:
-        result = run_verification(spec, progress)
+        result = run_verification(spec, progress, guard)
     except Exception as e:
         traceback.print_exc()
-        result = {"harness_error": f"verifier failed: {_one_line(e)}"}
+        result = {"harness_error": f"verifier failed: {one_line(e)}"}
+    if guard.violations and "harness_error" not in result:
+        result.update(verdict="fail", reason="sandbox: " + "; ".join(guard.violations), speedup=None,
+                      speedup_lo=None, speedup_hi=None)
+        result.setdefault("checks", {})["sandbox"] = check("; ".join(guard.violations), "nothing outside scratch",
+                                                           False)
     Path(result_path).write_text(json.dumps(to_jsonable(result, nan_as="nan", inf_as="inf")))
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)  # skip interpreter teardown: a candidate's atexit hooks or threads cannot hang us
 
 
-def _run_isolated(spec: dict[str, Any], timeout: float) -> dict[str, Any]:
+def _stage(path: Path) -> str:
+    return path.read_text() if path.exists() else "starting"
+
+
+def _run_isolated(spec: dict[str, Any], timeout: float, box: Sandbox) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="addressable-verify-") as d:
-        paths = {k: Path(d) / f"{k}" for k in ("spec.json", "result.json", "progress", "stderr")}
+        scratch, control = Path(d) / "scratch", Path(d) / "control"
+        scratch.mkdir()
+        control.mkdir()
+        paths = {k: control / k for k in ("spec.json", "result.json", "progress", "stderr")}
+        spec = {**spec, "scratch": str(scratch), "home": str(real_home())}
         paths["spec.json"].write_text(json.dumps(spec))
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (_PKG_ROOT, env.get("PYTHONPATH", "")) if p)
-        cmd = [sys.executable, "-c", "from addressable.verify import _worker_main; _worker_main()",
+        env = scrubbed_env(scratch, [_PKG_ROOT])
+        cmd = [sys.executable, "-c", "from addressable.verify import worker_main; worker_main()",
                str(paths["spec.json"]), str(paths["result.json"]), str(paths["progress"])]
+        if box.sandboxed:
+            cmd = bwrap_command(scratch, control) + cmd
         with open(paths["stderr"], "w") as err:
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
-                                    env=env, start_new_session=True)
+                                    env=env, cwd=scratch, start_new_session=True)
             try:
                 rc = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-                stage = paths["progress"].read_text() if paths["progress"].exists() else "starting"
-                return {"verdict": "fail", "reason": f"timed out after {timeout:g} s ({stage})"}
+                return {"verdict": "fail", "reason": f"timed out after {timeout:g} s ({_stage(paths['progress'])})"}
+            with contextlib.suppress(ProcessLookupError):  # nothing the candidate started outlives it
+                os.killpg(proc.pid, signal.SIGKILL)
+        filled = scratch_reason(scratch, spec["limits"])
         if paths["result.json"].exists():
-            return json.loads(paths["result.json"].read_text())
-        stage = paths["progress"].read_text() if paths["progress"].exists() else "starting"
+            result = json.loads(paths["result.json"].read_text())
+            if filled and "harness_error" not in result:
+                result.update(verdict="fail", reason=filled, speedup=None, speedup_lo=None, speedup_hi=None)
+            return result
         lines = [ln for ln in paths["stderr"].read_text(errors="replace").splitlines() if ln.strip()]
         tail = f": {lines[-1].strip()[:300]}" if lines else ""
         how = f"signal {-rc}" if rc < 0 else f"exit code {rc}"
-        return {"verdict": "fail", "reason": f"crashed with {how} ({stage}){tail}"}
+        why = signal_reason(rc, spec["limits"]) or filled
+        return {"verdict": "fail", "reason": why or f"crashed with {how} ({_stage(paths['progress'])}){tail}"}
 
 
 def verify(reference_path: str | Path, candidate_path: str | Path, *, device: str = "auto", trials: int = 4,
-           seed: int = 42, timeout: float = 300.0, runs: int = 50, warmup: int = 5, timing_budget_s: float = 10.0,
+           seed: int = 42, timeout: float = 300.0, calls: int = 50, warmup: int = 5, timing_budget_s: float = 10.0,
            thresholds: Thresholds | None = None, overrides: dict[str, Any] | None = None,
-           isolate: bool = True) -> VerifyResult:
+           isolate: bool = True, sandbox: str = "auto", limits: Limits | None = None) -> VerifyResult:
     """Verify CANDIDATE's ModelNew against REFERENCE's Model; see the module docstring for the checks.
 
-    `isolate` runs the verification in a subprocess killed after `timeout` seconds (the robust
-    choice); without it the candidate runs in this process and `timeout` is not enforced.
+    `isolate` runs the verification in a contained subprocess killed after `timeout` seconds (the
+    robust choice; `sandbox` is auto, required or off, see `addressable.sandbox`); without it the
+    candidate runs in this process, uncontained, and `timeout` is not enforced.
     """
     overrides = overrides or {}
     problem = check_problem_file(reference_path, overrides)
@@ -762,23 +456,29 @@ def verify(reference_path: str | Path, candidate_path: str | Path, *, device: st
         raise AddressableError("--trials must be at least 2 (the fresh-output check compares two trials)")
     if timeout <= 0:
         raise AddressableError("--timeout must be positive")
+    if calls < 0 or warmup < 0:
+        raise AddressableError("--calls and --warmup must not be negative")
     dev = resolve_device(device)
+    box = choose(sandbox) if isolate else Sandbox("none", "in-process (isolate=False)")
     th = thresholds or Thresholds()
     spec = {"problem": str(problem.resolve()), "candidate": str(Path(candidate_path).resolve()),
-            "target": problem.stem, "device": dev, "trials": trials, "seed": seed, "runs": runs,
+            "target": problem.stem, "device": dev, "trials": trials, "seed": seed, "calls": calls,
             "warmup": warmup, "timing_budget_s": timing_budget_s, "thresholds": asdict(th),
-            "overrides": overrides}
+            "overrides": overrides, "limits": resolved_limits(limits or Limits(), dev, timeout)}
     t0 = time.perf_counter()
     compile_error = check_candidate_file(candidate_path)
     if compile_error:
         raw = {"verdict": "fail", "reason": compile_error}
+    elif dev == "cpu" and os.environ.get("TRITON_INTERPRET") != "1" and uses_triton(candidate_path):
+        raw = {"verdict": "fail", "reason": _TRITON_CPU}
     elif isolate:
-        raw = _run_isolated(spec, timeout)
+        raw = _run_isolated(spec, timeout, box)
     else:
         raw = run_verification(spec)
     if "harness_error" in raw:
         raise AddressableError(raw["harness_error"])
     fields = {k: spec[k] for k in ("problem", "candidate", "target")} | {"device": dev} | raw
+    fields["sandbox"] = box.kind if box.sandboxed else f"none: {box.note}"
     return VerifyResult(**{k: v for k, v in fields.items() if k in VerifyResult.__dataclass_fields__},
                         wall_s=time.perf_counter() - t0)
 
@@ -793,8 +493,10 @@ def _resolve_near(base: Path, p: str) -> Path:
 
 def verify_batch(pairs_csv: str | Path, json_dir: str | Path | None = None, overrides: dict[str, Any] | None = None,
                  on_result: Callable[[VerifyResult], None] | None = None, **kwargs: Any) -> pd.DataFrame:
-    """Verify every row of PAIRS.csv (problem, candidate[, target, source, notes, set]); return wins rows.
+    """Verify every row of PAIRS.csv (problem, candidate[, target, source, notes, set]).
 
+    Returns one row per pair: the wins.csv columns (WINS_COLUMNS; verified is true for a pass only)
+    plus problem (the problem file's stem), candidate (the candidate file's name) and verdict.
     Relative paths are looked up next to the CSV first. `set` holds per-row NAME=VALUE overrides;
     `overrides` apply to the problems that define those names.
     With `json_dir`, each result is also written to json_dir/verify_<problem stem>.json
@@ -817,11 +519,11 @@ def verify_batch(pairs_csv: str | Path, json_dir: str | Path | None = None, over
     for i, p in enumerate(pairs.to_dict(orient="records"), 1):
         problem, candidate = _resolve_near(base, p["problem"]), _resolve_near(base, p["candidate"])
         try:  # every row is checked before the first verification starts
-            names = _top_level_names(_readable(problem, "reference")) if overrides else set()
+            names = top_level_names(readable(problem, "reference")) if overrides else set()
             row_over = {**{k: v for k, v in (overrides or {}).items() if k in names},
                         **parse_overrides(p.get("set", ""))}
             check_problem_file(problem, row_over)
-            _readable(candidate, "candidate")
+            readable(candidate, "candidate")
         except AddressableError as e:
             raise AddressableError(f"{pairs_csv} row {i}: {e}") from None
         jobs.append((p, problem, candidate, row_over))
@@ -838,27 +540,42 @@ def verify_batch(pairs_csv: str | Path, json_dir: str | Path | None = None, over
             write_text(Path(json_dir) / f"verify_{name}.json", json.dumps(r.to_dict(), indent=2) + "\n")
         if on_result:
             on_result(r)
-        rows.append(r.wins_row(p.get("source") or str(p["candidate"]), p.get("notes", "")))
-    return pd.DataFrame(rows, columns=["target", "speedup", "verified", "source", "notes", "speedup_lo", "speedup_hi"])
+        rows.append({**r.wins_row(p.get("source") or str(p["candidate"]), p.get("notes", "")),
+                     "problem": problem.stem, "candidate": candidate.name, "verdict": r.verdict})
+    return pd.DataFrame(rows, columns=[*WINS_COLUMNS, "problem", "candidate", "verdict"])
+
+
+def batch_exit_code(verdicts: list[str]) -> int:
+    """0 when every pair passed, 1 when any failed, else 3 (some need review)."""
+    if all(v == "pass" for v in verdicts):
+        return 0
+    return 1 if "fail" in verdicts else 3
 
 
 # ---------------------------------------------------------------- text output
 
 
 def format_result(r: VerifyResult) -> str:
-    """A table of the checks, then the timing or the reason for the failure."""
+    """A table of the checks, then the timing or the reason for the verdict."""
     lines = [f"{r.target}: {Path(r.candidate).name} on {r.device}: {r.verdict.upper()}"]
     if r.checks:
         width = max(14, *(len(_fmt(c[k])) + 2 for c in r.checks.values() for k in ("value", "threshold")))
         name_w = max(20, *(len(k) + 2 for k in r.checks))
         lines.append(f"  {'check':<{name_w}}{'value':>{width}}{'threshold':>{width}}  passed")
         for name, c in r.checks.items():
-            lines.append(f"  {name:<{name_w}}{_fmt(c['value']):>{width}}{_fmt(c['threshold']):>{width}}  "
-                         f"{'yes' if c['passed'] else 'NO'}")
+            mark = {True: "yes", False: "NO", None: "review"}[c["passed"]]
+            lines.append(f"  {name:<{name_w}}{_fmt(c['value']):>{width}}{_fmt(c['threshold']):>{width}}  {mark}")
     if r.speedup is not None:
         lo = f" [{r.speedup_lo:.2f}-{r.speedup_hi:.2f}]" if r.speedup_lo and r.speedup_hi else ""
         lines.append(f"speedup {r.speedup:.2f}x{lo}: reference {r.ref_ms:.4g} ms, candidate "
                      f"{r.candidate_ms:.4g} ms (median of {r.timing_runs})")
     if r.reason:
-        lines.append(("REVIEW: " if r.passed else "reason: ") + r.reason)
+        lines.append({"review": "REVIEW: ", "fail": "reason: "}.get(r.verdict, "") + r.reason)
     return "\n".join(lines)
+
+
+def format_batch_row(r: VerifyResult) -> str:
+    """verify-batch's line for one pair, labelled by problem file and candidate file."""
+    label = f"{Path(r.problem).stem} <- {Path(r.candidate).name}"
+    speed = f"{r.speedup:.2f}x  " if r.speedup else ""
+    return f"{label:<56}{r.verdict:<8}{speed}{r.reason}"

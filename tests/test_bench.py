@@ -125,7 +125,7 @@ def test_small_model_is_deterministic_and_keeps_its_invariants(stem: str) -> Non
 @pytest.mark.parametrize("stem", PROBLEMS)
 def test_verify_passes_the_reference_against_itself(stem: str, tmp_path: Path) -> None:
     small = bench.load_problem(stem).SMALL
-    r = verify(bench.problem_path(stem), _self_candidate(tmp_path, stem), device="cpu", runs=0, isolate=False,
+    r = verify(bench.problem_path(stem), _self_candidate(tmp_path, stem), device="cpu", calls=0, isolate=False,
                overrides=small)
     assert r.verdict == "pass", r.reason
 
@@ -147,7 +147,7 @@ def test_triton_candidate_matches_under_the_interpreter(stem: str, monkeypatch: 
     assert a.shape == b.shape and a.dtype == b.dtype
     err = float((a.double() - b.double()).norm() / a.double().norm().clamp_min(1e-30))
     assert err < 1e-5, err
-    r = verify(bench.problem_path(stem), bench.candidate_path(stem), device="cpu", runs=0, isolate=False,
+    r = verify(bench.problem_path(stem), bench.candidate_path(stem), device="cpu", calls=0, isolate=False,
                overrides=m.SMALL, trials=2)
     assert r.verdict == "pass", r.reason
 
@@ -266,7 +266,7 @@ def test_cli_bench_time_cpu(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "unknown bench problem" in res.output
 
 
-@pytest.mark.parametrize("script", ["bench_baselines.sh", "bench_candidates.sh"])
+@pytest.mark.parametrize("script", ["bench_baselines.sh", "bench_candidates.sh", "verify_adversarial.sh"])
 def test_gpu_scripts_parse(script: str) -> None:
     path = ROOT / "gpu" / script
     assert subprocess.run(["bash", "-n", str(path)], capture_output=True).returncode == 0

@@ -56,7 +56,7 @@ def test_overlapping_streams_are_seen(tmp_path: Path) -> None:
 
 def test_triton_softmax_candidate_verifies_on_the_gpu() -> None:
     res = verify(ROOT / "examples/problems/01_softmax_long_rows.py",
-                 ROOT / "examples/candidates/01_softmax_long_rows_triton.py", device="cuda", runs=10,
+                 ROOT / "examples/candidates/01_softmax_long_rows_triton.py", device="cuda", calls=10,
                  overrides={"batch_size": 4})
     assert res.verdict == "pass", res.reason
     assert res.speedup and res.speedup > 0

@@ -21,13 +21,15 @@ PACKAGES = ("addressable", "workloads")
 LAYERS: list[tuple[str, ...]] = [
     ("addressable.errors",),
     ("addressable.atomic", "addressable.jsonutil", "addressable.phases", "addressable.device", "addressable.quiet",
-     "addressable.kernel_names"),
-    ("addressable.taxonomy", "addressable.trace", "addressable.workload", "addressable.invariants"),
-    ("addressable.timeline",),
+     "addressable.progress", "addressable.op_models", "addressable.kernel_names", "addressable.sandbox",
+     "addressable.schema"),
+    ("addressable.taxonomy", "addressable.trace", "addressable.workload", "addressable.invariants",
+     "addressable.scopes", "addressable.harness"),
+    ("addressable.timeline", "addressable.replay", "addressable.modules", "addressable.checks"),
     ("addressable.breakdown",),
     ("addressable.report", "addressable.runs", "addressable.verify"),
-    ("addressable.ranks", "addressable.project", "addressable.audit", "addressable.bench"),
-    ("addressable.distributed",),
+    ("addressable.roofline", "addressable.ranks", "addressable.project", "addressable.audit", "addressable.bench"),
+    ("addressable.distributed", "addressable.calibrate"),
     ("addressable.measure", "workloads", "workloads.dlrm", "workloads.resnet", "workloads.transformer"),
     ("addressable.profile", "addressable.plot"),
     ("addressable.sweep",),
@@ -35,17 +37,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("addressable.__main__", "addressable"),  # the entry point and the package's public names
 ]
 
-# Private names still borrowed across modules. TODO(#17): verify.py's split into a public harness
-# removes these; delete each entry as its import goes (a stale entry fails the test).
-ALLOWED_PRIVATE: set[tuple[str, str, str]] = {
-    ("addressable.audit", "addressable.verify", "_f64"),
-    ("addressable.audit", "addressable.verify", "_on_device"),
-    ("addressable.audit", "addressable.verify", "_outputs"),
-    ("addressable.audit", "addressable.verify", "_seed_all"),
-    ("addressable.audit", "addressable.verify", "_top_level_names"),
-    ("addressable.bench", "addressable.verify", "_quartiles"),
-    ("addressable.bench", "addressable.verify", "_time_models"),
-}
+# Private names borrowed across modules: none (verify.py's split into a public harness removed the last).
+ALLOWED_PRIVATE: set[tuple[str, str, str]] = set()
 
 
 @dataclass(frozen=True)

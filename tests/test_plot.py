@@ -25,6 +25,7 @@ from addressable.runs import find_runs, load_run, load_runs, runs_summary, runs_
 from addressable.sweep import format_sweep, parse_list, sweep, swept_parameter
 
 PLOT_RUNS = Path(__file__).resolve().parent / "fixtures" / "plot_runs"
+MODULE_RUN = Path(__file__).resolve().parent / "fixtures" / "module_runs" / "gpt2-tiny-train-cpu"
 ROOT = Path(__file__).resolve().parents[1]
 WINS = ROOT / "examples" / "wins.csv"
 
@@ -45,7 +46,8 @@ def runs() -> list:
 
 @pytest.fixture(scope="module")
 def figures(runs: list) -> dict[str, Figure]:
-    figs = {kind: plot.make_figure(kind, [runs[-1]] if kind == "top-kernels" else runs) for kind in plot.PLOTS}
+    pick = {"top-kernels": [runs[-1]], "roofline": [runs[-1]], "modules": load_runs(MODULE_RUN)}
+    figs = {kind: plot.make_figure(kind, pick.get(kind, runs)) for kind in plot.PLOTS}
     figs["amdahl+wins"] = plot.plot_amdahl(runs, WINS)
     return figs
 
@@ -105,7 +107,7 @@ def test_save_figure_rejects_other_formats(tmp_path: Path, figures: dict) -> Non
         plot.save_figure(figures["breakdown"], tmp_path / "fig.jpg")
 
 
-@pytest.mark.parametrize("kind", ["breakdown", "amdahl", "sweep", "top-kernels", "amdahl+wins"])
+@pytest.mark.parametrize("kind", ["breakdown", "amdahl", "sweep", "top-kernels", "modules", "amdahl+wins", "roofline"])
 def test_no_text_overlaps_and_all_text_inside_figure(figures: dict, kind: str) -> None:
     fig = figures[kind]
     boxes = _boxes(fig)
@@ -481,7 +483,7 @@ def test_empty_set_of_runs_is_a_clear_error(kind: str) -> None:
 
 
 def test_unknown_kind_and_misplaced_options_are_errors(runs: list) -> None:
-    with pytest.raises(AddressableError, match=r"unknown plot kind 'pie' \(known: breakdown, amdahl, sweep, top-kernels\)"):
+    with pytest.raises(AddressableError, match=r"unknown plot kind 'pie' \(known: breakdown, amdahl, sweep, top-kernels, roofline, modules\)"):
         plot.make_figure("pie", runs)
     with pytest.raises(AddressableError, match="--speedups does not apply to the breakdown plot"):
         plot.make_figure("breakdown", runs, speedups=WINS)
@@ -551,7 +553,8 @@ def test_cli_plot_each_kind(tmp_path: Path) -> None:
     runner = CliRunner()
     for kind in plot.PLOTS:
         out = tmp_path / f"{kind}.svg"
-        where = PLOT_RUNS / "resnet50-train-b64" if kind == "top-kernels" else PLOT_RUNS
+        where = {"top-kernels": PLOT_RUNS / "resnet50-train-b64", "roofline": PLOT_RUNS / "resnet50-train-b64",
+                 "modules": MODULE_RUN}.get(kind, PLOT_RUNS)
         res = runner.invoke(main, ["plot", kind, "--runs", str(where), "--figure", str(out)])
         assert res.exit_code == 0, res.output
         assert out.is_file() and f"Wrote {out}" in res.output

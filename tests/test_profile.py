@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import json
+import re
+import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
+import click
 import pandas as pd
 import pytest
 import torch
@@ -24,6 +29,8 @@ from addressable.profile import (
 from addressable.workload import get_workload, registry, workload_table
 
 TINY_ADAPTER = '''
+import time
+
 import torch
 
 from addressable.phases import phase
@@ -32,13 +39,14 @@ from addressable.workload import WorkloadSpec
 
 def build(cfg):
     layers, width = int(cfg.options.get("layers", 8)), int(cfg.options.get("width", 64))
-    fail_at, calls = cfg.options.get("fail_at"), [0]
+    fail_at, calls, sleep_s = cfg.options.get("fail_at"), [0], float(cfg.options.get("sleep_s", 0))
     model = torch.nn.Sequential(*[m for _ in range(layers) for m in (torch.nn.Linear(width, width), torch.nn.ReLU())])
     x = torch.randn(cfg.batch, width)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
 
     def step():
         calls[0] += 1
+        time.sleep(sleep_s)
         if fail_at and calls[0] >= fail_at:
             raise RuntimeError("adapter failed mid-run")
         with phase("forward"):
@@ -58,7 +66,7 @@ def build_oom(cfg):
 
 WORKLOADS = [
     WorkloadSpec("tiny-mlp", "test", "tiny MLP", build, modes=("train",), default_batch=8,
-                 default_dtype="fp32", dtypes=("fp32",), full_layers=8, options=("width", "fail_at")),
+                 default_dtype="fp32", dtypes=("fp32",), full_layers=8, options=("width", "fail_at", "sleep_s")),
     WorkloadSpec("tiny-oom", "test", "runs out of memory", build_oom, default_batch=8, default_dtype="fp32"),
 ]
 '''
@@ -187,6 +195,36 @@ def test_rerun_writes_name_2_and_force_replaces(adapter: str, tmp_path: Path) ->
     assert sorted(p.name for p in tmp_path.iterdir()) == [first.name, f"{first.name}-2"]
 
 
+def test_budget_fits_the_counts_to_the_warm_up_step_and_prints_the_plan(adapter: str, tmp_path: Path) -> None:
+    # a 0.1 s step: the CPU defaults, 2 × (1 + 1), would take about 0.6 s; the budget allows 0.35 s
+    r = cli("profile", "tiny-mlp", "--adapter", adapter, "--device", "cpu", "--option", "sleep_s=0.1",
+            "--option", "width=8", "--budget", 0.35, "--out", tmp_path)
+    assert r.exit_code == 0, r.output
+    assert re.search(r"warm-up step 0\.1\d s; plan: 1 repeat × \(1 timed \+ 1 profiled step\), about \d s, "
+                     r"cut to fit --budget 0\.35 s", r.stderr), r.stderr
+    assert "\r" not in r.stderr  # no live progress line when stderr is not a terminal
+    run = tmp_path / "tiny-mlp-train-b8-fp32-cpu-sleep_s0.1-width8"
+    m = json.loads((run / "manifest.json").read_text())["measurement"]
+    assert (m["repeats"], m["steps"], m["profile_steps"], m["budget_s"]) == (1, 1, 1, 0.35)
+    assert len(json.loads((run / "breakdown.json").read_text())["repeats"]) == 1
+    assert "Steps: warm-up 1, then 1 repeat × (1 timed + 1 profiled step)" in r.stdout
+
+
+def test_progress_line_on_a_terminal(adapter: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    err = Terminal()
+    monkeypatch.setattr(sys, "stderr", err)
+    cfg = tiny(adapter, width=8)
+    profile_workload(cfg, 1, 2, 2, tmp_path, profile_steps=1, adapters=(adapter,), progress=print)
+    text = err.getvalue()
+    assert "\r\033[Ktiny-mlp: warm-up: 1/1 steps" in text
+    assert "\r\033[Ktiny-mlp: 6/6 steps" in text and "steps, about" in text  # done/total with the time left
+    assert text.endswith("\r\033[K")  # the live line is gone at the end
+
+
 # ------------------------------------------------------------------ bad input
 
 
@@ -205,7 +243,7 @@ def _one_line_error(r: object, *fragments: str) -> None:
     (["resnet50", "--seq-len", "128"], ["takes no --seq-len"]),
     (["tiny-oom", "--batch", "8"], ["out of memory", "batch 8", "--batch 4"]),
     (["tiny-mlp", "--option", "width"], ["KEY=VALUE"]),
-    (["tiny-mlp", "--option", "widht=3"], ["tiny-mlp: unknown option 'widht'", "known: width, fail_at, layers"]),
+    (["tiny-mlp", "--option", "widht=3"], ["tiny-mlp: unknown option 'widht'", "known: width, fail_at, sleep_s, layers"]),
     (["tiny-oom", "--option", "x=1"], ["tiny-oom: unknown option 'x'", "takes no options"]),  # before build's OOM
     (["resnet50", "--option", "bogus=1"], ["resnet50: unknown option 'bogus'", "image_size"]),
     (["gpt2", "--option", "layer=2"], ["gpt2: unknown option 'layer'", "layers", "decode_tokens"]),
@@ -310,3 +348,18 @@ def test_layers_subset_extrapolates_and_validates_against_full_depth(adapter: st
     assert m.loc["addressable_fraction", "extrapolated"] == pytest.approx(b["addressable_fraction"])
     with pytest.raises(AddressableError, match="not an extrapolated run"):
         validate_extrapolation(full, run)
+
+
+def test_profile_and_sweep_share_the_workload_options() -> None:
+    from addressable.cli import profile as profile_cmd
+    from addressable.cli import sweep as sweep_cmd
+
+    def opts(cmd: Any) -> dict[str, tuple]:
+        return {p.name: (tuple(p.opts), p.help, p.default) for p in cmd.params if isinstance(p, click.Option)}
+
+    shared = {"mode", "dtype", "device", "warmup", "steps", "profile_steps", "repeats", "compile_", "adapters",
+              "options", "layers_subset", "out", "force"}
+    p, s = opts(profile_cmd), opts(sweep_cmd)
+    assert shared <= set(p) & set(s)
+    same = shared - {"out", "force"}  # their help says run folder(s)
+    assert {k: p[k] for k in same} == {k: s[k] for k in same}

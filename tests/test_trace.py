@@ -21,6 +21,8 @@ from addressable.errors import AddressableError
 from addressable.trace import iter_event_chunks, load_trace
 
 COLUMNS = ["name", "cat", "ts", "dur", "pid", "tid", "stream", "device", "correlation", "external_id",
+           "input_dims", "input_type", "input_strides", "concrete_inputs", "sequence",
+           "fwd_thread",
            "kind", "op", "step"]
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -13,15 +15,22 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from addressable import sandbox
+from addressable.checks import MARKER, check, gpu_work, stream_checks
 from addressable.cli import main
 from addressable.errors import AddressableError
 from addressable.invariants import parse_invariants
+from addressable.sandbox import Limits, Sandbox, sandbox_available, scrubbed_env
 from addressable.verify import (
+    EXIT_CODES,
+    WINS_COLUMNS,
     Thresholds,
     VerifyResult,
+    batch_exit_code,
     load_module,
     make_inputs,
     parse_overrides,
+    review_flags,
     verify,
     verify_batch,
 )
@@ -30,11 +39,16 @@ ROOT = Path(__file__).resolve().parents[1]
 ZOO = Path(__file__).resolve().parent / "verify_zoo"
 SOFTMAX = ZOO / "softmax_long.py"
 EXAMPLES = ROOT / "examples"
-FAST = {"runs": 0, "isolate": False}  # in-process, no timing: the checks alone
+FAST = {"calls": 0, "isolate": False}  # in-process, no timing: the checks alone
 
 
 def _check(path: Path, candidate: str, **kw) -> VerifyResult:
     return verify(path, ZOO / f"{candidate}.py", **{**FAST, **kw})
+
+
+def _passed_or_noisy(verdict: str, reason: str) -> bool:
+    """A pass, or a review only because CPU timing on a loaded machine was noisy (IQR wider than the median)."""
+    return verdict == "pass" or (verdict == "review" and all("timing is noisy" in f for f in reason.split("; ")))
 
 
 def _failed(r: VerifyResult) -> set[str]:
@@ -176,22 +190,23 @@ def test_invariant_broken_by_the_reference_is_skipped(tmp_path: Path) -> None:
 
 
 def test_timing_speedup_and_review_flag() -> None:
-    r = verify(SOFTMAX, ZOO / "honest_torch.py", runs=5, warmup=1, isolate=False,
+    r = verify(SOFTMAX, ZOO / "honest_torch.py", calls=5, warmup=1, isolate=False,
                thresholds=Thresholds(review_speedup=0.0))
-    assert r.verdict == "pass" and r.timing_runs >= 5
+    assert r.verdict == "review" and r.exit_code == 3 and r.timing_runs >= 5
     assert r.speedup == pytest.approx(r.ref_ms / r.candidate_ms)
     assert r.speedup_lo <= r.speedup <= r.speedup_hi
     assert r.review and "check the timing by hand" in r.reason
-    row = r.wins_row()
-    assert row["verified"] is True and row["notes"].startswith("REVIEW") and row["target"] == "softmax_long"
+    row = r.wins_row()  # a review is not verified: project leaves it out unless --include-unverified
+    assert row["verified"] is False and row["notes"].startswith("REVIEW") and row["target"] == "softmax_long"
 
 
 # ---------------------------------------------------------------- isolation: crash, hang, compile error
 
 
 def test_subprocess_pass_reports_timing() -> None:
-    r = verify(SOFTMAX, ZOO / "honest_torch.py", runs=3, warmup=1, timeout=120)
-    assert r.verdict == "pass", r.reason
+    r = verify(SOFTMAX, ZOO / "honest_torch.py", calls=3, warmup=1, timeout=120,
+               thresholds=Thresholds(review_speedup=1e9))  # a loaded CPU can make any ratio
+    assert _passed_or_noisy(r.verdict, r.reason), r.reason
     assert r.ref_ms > 0 and r.candidate_ms > 0 and r.speedup > 0 and r.env["device"] == "cpu"
 
 
@@ -265,9 +280,11 @@ def _pairs(tmp_path: Path) -> Path:
 
 
 def test_verify_batch_writes_wins_that_project_reads(tmp_path: Path) -> None:
-    df = verify_batch(_pairs(tmp_path), json_dir=tmp_path / "json", runs=3, warmup=1, isolate=False)
-    assert list(df.columns) == ["target", "speedup", "verified", "source", "notes", "speedup_lo", "speedup_hi"]
+    df = verify_batch(_pairs(tmp_path), json_dir=tmp_path / "json", calls=0, isolate=False)
+    assert list(df.columns) == [*WINS_COLUMNS, "problem", "candidate", "verdict"]
+    assert WINS_COLUMNS == ["target", "speedup", "verified", "source", "notes", "speedup_lo", "speedup_hi"]
     assert df["target"].tolist() == ["softmax_long", "softmax_long"]
+    assert df["verdict"].tolist() == ["pass", "fail"] and df["candidate"].tolist() == ["honest_torch.py", "cheat_zeros.py"]
     assert df["verified"].tolist() == [True, False]
     assert df.loc[1, "speedup"] == 1.0 and "written" in df.loc[1, "notes"]
     assert df.loc[0, "source"] == "torch" and df.loc[0, "notes"].startswith("baseline")
@@ -276,7 +293,7 @@ def test_verify_batch_writes_wins_that_project_reads(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "json" / files[1]).read_text())["checks"]["shape"]["value"] == [4, 1000]
     from addressable import project
     wins_csv = tmp_path / "wins.csv"
-    df.to_csv(wins_csv, index=False)
+    df[WINS_COLUMNS].to_csv(wins_csv, index=False)
     wins = project.load_wins(wins_csv)
     assert wins["verified"].tolist() == [True, False]
 
@@ -284,11 +301,11 @@ def test_verify_batch_writes_wins_that_project_reads(tmp_path: Path) -> None:
 def test_cli_verify_json_and_exit_codes() -> None:
     runner = CliRunner()
     res = runner.invoke(main, ["verify", str(SOFTMAX), str(ZOO / "honest_torch.py"), "--json", "--calls", "3",
-                               "--warmup", "1", "--set", "dim=2000"])
-    assert res.exit_code == 0, res.output
+                               "--warmup", "1", "--set", "dim=2000", "--review-speedup", "1e9"])
     d = json.loads(res.output)
+    assert res.exit_code == {"pass": 0, "review": 3}[d["verdict"]], res.output
     assert {"verdict", "checks", "speedup", "ref_ms", "candidate_ms", "reason"} <= set(d)
-    assert d["verdict"] == "pass" and d["speedup"] > 0
+    assert _passed_or_noisy(d["verdict"], d["reason"]) and d["speedup"] > 0
     assert set(d["checks"]["rel_fro"]) == {"value", "threshold", "passed"}
     res = runner.invoke(main, ["verify", str(SOFTMAX), str(ZOO / "cheat_zeros.py"), "--json"])
     assert res.exit_code == 1
@@ -315,11 +332,12 @@ def test_cli_bad_input_is_one_line_exit_2(args: list[str]) -> None:
 def test_cli_verify_batch(tmp_path: Path) -> None:
     wins = tmp_path / "out" / "wins.csv"
     res = CliRunner().invoke(main, ["verify-batch", str(_pairs(tmp_path)), "--wins-out", str(wins),
-                                    "--json-dir", str(tmp_path / "j"), "--calls", "3", "--warmup", "1"])
-    assert res.exit_code == 0, res.output
-    assert "1 of 2 verified" in res.output
-    df = pd.read_csv(wins)
-    assert df["verified"].tolist() == [True, False] and len(list((tmp_path / "j").iterdir())) == 2
+                                    "--json-dir", str(tmp_path / "j"), "--calls", "0"])
+    assert res.exit_code == 1, res.output  # one pair failed
+    assert "1 passed, 0 to review, 1 failed of 2" in res.output
+    assert "softmax_long <- cheat_zeros.py" in res.output  # rows are labelled by problem file and candidate
+    df = pd.read_csv(wins)  # passes only
+    assert df["verified"].tolist() == [True] and len(list((tmp_path / "j").iterdir())) == 2
     bad = tmp_path / "bad.csv"
     bad.write_text("problem\nx.py\n")
     res = CliRunner().invoke(main, ["verify-batch", str(bad), "--wins-out", str(wins)])
@@ -346,7 +364,7 @@ def _triton_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_triton_candidates_pass_in_the_interpreter(stem: str, sizes: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     _triton_interpreter(monkeypatch)
     r = verify(EXAMPLES / "problems" / f"{stem}.py", EXAMPLES / "candidates" / f"{stem}_triton.py",
-               overrides=sizes, runs=2, warmup=1, timeout=300)
+               overrides=sizes, calls=0, timeout=300)
     assert r.verdict == "pass", r.reason
     assert r.env.get("triton_interpret") and r.checks["rel_fro"]["value"] < 1e-5
 
@@ -381,3 +399,257 @@ def test_triton_kernels_compile_for_hopper() -> None:
             except (TypeError, AttributeError) as e:  # API drift between triton versions
                 pytest.skip(f"cannot drive triton.compile here: {e}")
             assert k.asm.get("cubin") or k.asm.get("ptx"), (stem, name)
+
+
+# ---------------------------------------------------------------- verdicts: pass, fail, review
+
+
+def test_review_flags_speedup_noise_and_undecided_checks() -> None:
+    th = Thresholds(review_speedup=10.0)
+    ok = {"rel_fro": check(0.0, 0.02, True)}
+    timing = {"speedup": 2.0, "ref_ms": 2.0, "ref_ms_iqr": [1.9, 2.1], "candidate_ms": 1.0, "candidate_ms_iqr": [0.9, 1.1]}
+    assert review_flags(ok, timing, th) == [] and review_flags(ok, {}, th) == []
+    assert review_flags(ok, {**timing, "speedup": 24.9}, th) == ["speedup 24.9x > 10x: check the timing by hand"]
+    noisy = review_flags(ok, {**timing, "candidate_ms_iqr": [0.001, 0.56], "candidate_ms": 0.12}, th)
+    assert noisy == ["candidate timing is noisy (IQR 0.559 ms > median 0.12 ms)"]
+    undecided = {**ok, **stream_checks(None, None, "RuntimeError: CUPTI unavailable")}
+    assert undecided["stream_escape"]["passed"] is None
+    assert review_flags(undecided, timing, th) == ["stream_escape undecided (could not run: RuntimeError: CUPTI unavailable)"]
+
+
+def test_batch_exit_code() -> None:
+    assert batch_exit_code(["pass", "pass"]) == 0
+    assert batch_exit_code(["pass", "review"]) == 3
+    assert batch_exit_code(["review", "fail", "pass"]) == 1
+    assert EXIT_CODES == {"pass": 0, "fail": 1, "review": 3}
+
+
+def test_cli_verify_exit_3_on_review() -> None:
+    res = CliRunner().invoke(main, ["verify", str(SOFTMAX), str(ZOO / "honest_torch.py"), "--calls", "3", "--warmup", "1",
+                                    "--trials", "2", "--set", "dim=1000", "--review-speedup", "0"])
+    assert res.exit_code == 3, res.output
+    assert ": REVIEW" in res.output and "REVIEW: speedup" in res.output
+
+
+def test_verify_batch_lists_reviews_apart_and_project_leaves_them_out(tmp_path: Path) -> None:
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("problem,candidate,target\n"
+                     f"{SOFTMAX},{ZOO / 'honest_torch.py'},softmax\n"
+                     f"{SOFTMAX},{ZOO / 'honest_bf16.py'},softmax\n")
+    wins, reviews = tmp_path / "wins.csv", tmp_path / "reviews.csv"
+    res = CliRunner().invoke(main, ["verify-batch", str(pairs), "--wins-out", str(wins), "--reviews-out", str(reviews),
+                                    "--calls", "3", "--warmup", "1", "--trials", "2", "--set", "dim=1000",
+                                    "--review-speedup", "0"])
+    assert res.exit_code == 3, res.output  # nothing failed, but not everything passed
+    assert "0 passed, 2 to review, 0 failed of 2" in res.output
+    assert "review: softmax_long <- honest_bf16.py: REVIEW: speedup" in res.output
+    assert pd.read_csv(wins).empty  # wins.csv holds passes only
+    rows = pd.read_csv(reviews)
+    assert rows["verified"].tolist() == [False, False] and rows["notes"].str.startswith("REVIEW: speedup").all()
+    run = ROOT / "results" / "h200" / "gpt2-train-b8-s1024-bf16-cuda"
+    left_out = CliRunner().invoke(main, ["project", "--speedups", str(reviews), "--runs", str(run), "--json"])
+    assert left_out.exit_code == 0, left_out.output
+    assert len(json.loads(left_out.stdout)["left_out_unverified"]) == 2
+    used = CliRunner().invoke(main, ["project", "--speedups", str(reviews), "--runs", str(run), "--json",
+                                     "--include-unverified"])
+    assert used.exit_code == 0 and json.loads(used.stdout)["left_out_unverified"] == []
+
+
+def test_triton_candidate_on_the_cpu_says_it_needs_a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    r = verify(EXAMPLES / "problems" / "02_rmsnorm.py", EXAMPLES / "candidates" / "02_rmsnorm_triton.py", device="cpu",
+               **FAST)
+    assert r.verdict == "fail" and "needs a GPU" in r.reason and "TRITON_INTERPRET=1" in r.reason
+
+
+# ---------------------------------------------------------------- escaped GPU work, from profiler traces
+
+
+def _k(stream: int, ts: float, dur: float, name: str = "gemm_kernel", cat: str = "kernel") -> dict:
+    return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "args": {"stream": stream}}
+
+
+def _sync(name: str, ts: float, **args: int) -> dict:
+    return {"ph": "X", "cat": "cuda_sync", "name": name, "ts": ts, "dur": 0, "args": args}
+
+
+def _trace(*work: dict, waits: bool = False) -> list[dict]:
+    """The harness's markers: probe on stream 20 (waited on), then the call's brackets on the caller's stream 7."""
+    markers = [_k(20, 0, 1, MARKER + "(long)"), _k(7, 2, 1, MARKER + "(long)"), _k(7, 100, 1, MARKER + "(long)")]
+    return [*markers, *work, *([_sync("Stream Wait Event", 1, stream=7, wait_on_stream=20)] if waits else [])]
+
+
+def test_gpu_work_on_the_callers_stream_is_not_escaped() -> None:
+    w = gpu_work(_trace(_k(7, 5, 40), _k(7, 50, 40)))
+    assert w == {"kernels": 2, "escaped": [], "streams": [], "waits_recorded": False}
+
+
+def test_side_stream_still_running_when_the_caller_reads_escapes() -> None:
+    """KernelBench's non_default_stream: cuBLAS on a private stream, returned before it finished."""
+    w = gpu_work(_trace(_k(13, 5, 2900, "cublas_gemm")))
+    assert w["escaped"] == ["cublas_gemm"] and w["streams"] == ["13"]
+    assert stream_checks({"kernels": 1}, w)["stream_escape"]["passed"] is False
+    copy_out = gpu_work(_trace(_k(13, 5, 400, "Memcpy DtoD", cat="gpu_memcpy")))
+    assert copy_out["escaped"] == ["Memcpy DtoD"] and copy_out["kernels"] == 0
+
+
+def test_side_stream_the_caller_waited_on_is_fine() -> None:
+    joined = _trace(_k(13, 5, 50), _sync("Stream Wait Event", 60, stream=7, wait_on_stream=13), waits=True)
+    w = gpu_work(joined)
+    assert w["escaped"] == [] and w["waits_recorded"] and w["streams"] == ["13"]
+    chained = _trace(_k(14, 5, 50), _sync("Stream Wait Event", 60, stream=13, wait_on_stream=14),
+                     _sync("Stream Wait Event", 61, stream=7, wait_on_stream=13), waits=True)
+    assert gpu_work(chained)["escaped"] == []
+    device_sync = _trace(_k(13, 5, 50), _sync("Context Sync", 70), waits=True)
+    assert gpu_work(device_sync)["escaped"] == []
+
+
+def test_side_stream_never_waited_on_escapes_when_waits_are_recorded() -> None:
+    """It happened to finish before the read: a race, caught when the trace records stream waits."""
+    raced = _trace(_k(13, 5, 50, "side_kernel"), waits=True)
+    assert gpu_work(raced)["escaped"] == ["side_kernel"]
+    # without recorded waits (older profilers), only the timing rule applies
+    assert gpu_work(_trace(_k(13, 5, 50, "side_kernel")))["escaped"] == []
+    # the harness's own device synchronize after the read does not count as a wait
+    late = _trace(_k(13, 5, 50, "side_kernel"), _sync("Context Sync", 150), waits=True)
+    assert gpu_work(late)["escaped"] == ["side_kernel"]
+
+
+def test_no_gpu_work_is_a_review_and_a_broken_profile_is_undecided() -> None:
+    none = gpu_work(_trace())
+    assert none["kernels"] == 0
+    checks = stream_checks({"kernels": 3}, none)
+    assert checks["gpu_work"]["passed"] is None and checks["stream_escape"]["passed"] is True
+    assert stream_checks({"kernels": 0}, none)["gpu_work"]["passed"] is True
+    with pytest.raises(RuntimeError, match="marker"):
+        gpu_work([_k(7, 5, 1)])
+
+
+# ---------------------------------------------------------------- containment: untrusted candidates
+
+
+LIMITS = Limits(file_mb=8, processes=8, memory_gb=8)
+ESCAPED = [ROOT / "ESCAPED_BY_CANDIDATE.txt", ROOT / "ESCAPED_THROUGH_LIBC.txt",
+           Path("/tmp") / f"addressable-escaped-{os.getuid()}.txt"]
+
+
+def _git_status() -> str:
+    return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=ROOT, capture_output=True,
+                          text=True, check=True).stdout
+
+
+@pytest.mark.parametrize(("candidate", "reason"), [
+    ("escape_write", "wrote outside the scratch folder"),
+    ("escape_ssh", "read credentials"),
+    ("escape_socket", "opened a network socket"),
+    ("escape_fork", "forked the verifying process; started more than 8 processes"),
+    ("escape_disk", "file-size limit reached (8 MB in one file)"),
+    ("escape_memory", "memory limit reached"),
+])
+def test_misbehaving_candidates_are_contained_and_reported(candidate: str, reason: str) -> None:
+    """Without bubblewrap (--sandbox off): the guard and the limits alone contain each one."""
+    before = _git_status()
+    r = verify(SOFTMAX, ZOO / f"{candidate}.py", trials=2, calls=0, timeout=120, sandbox="off", limits=LIMITS,
+               overrides={"dim": 1000})
+    assert r.verdict == "fail" and r.reason.startswith("sandbox: ") and reason in r.reason, r.reason
+    assert r.speedup is None and r.sandbox == "none: --sandbox off"
+    assert _git_status() == before and not any(p.exists() for p in ESCAPED)
+
+
+def test_bubblewrap_contains_what_the_guard_cannot_see() -> None:
+    """A write through libc passes the Python-level guard; bubblewrap's read-only filesystem stops it."""
+    box = sandbox_available()
+    if not box.sandboxed:
+        pytest.skip(f"real-sandbox assertions: bubblewrap is not installed or cannot run here ({box.note})")
+    before = _git_status()
+    r = verify(SOFTMAX, ZOO / "escape_ctypes.py", trials=2, calls=0, timeout=120, sandbox="required",
+               overrides={"dim": 1000})
+    assert r.sandbox == "bubblewrap" and r.verdict == "pass", r.reason
+    assert _git_status() == before and not any(p.exists() for p in ESCAPED)
+    r = verify(SOFTMAX, ZOO / "escape_write.py", trials=2, calls=0, timeout=120, sandbox="required",
+               overrides={"dim": 1000})
+    assert r.verdict == "fail" and "wrote outside the scratch folder" in r.reason
+    assert _git_status() == before and not any(p.exists() for p in ESCAPED)
+
+
+def test_candidates_get_a_scratch_folder_and_a_scrubbed_environment(monkeypatch: pytest.MonkeyPatch,
+                                                                      tmp_path: Path) -> None:
+    for k, v in {"GITHUB_TOKEN": "t", "AWS_SECRET_ACCESS_KEY": "s", "ADDRESSABLE_TEST_PLAIN": "p",
+                 "CUDA_VISIBLE_DEVICES": "0", "OMP_NUM_THREADS": "2", "TORCH_DEVICE_KEY": "k"}.items():
+        monkeypatch.setenv(k, v)
+    env = scrubbed_env(tmp_path, ["/pkg"])
+    assert env["HOME"] == str(tmp_path) and env["TMPDIR"].startswith(str(tmp_path))
+    assert env["CUDA_VISIBLE_DEVICES"] == "0" and env["OMP_NUM_THREADS"] == "2"
+    assert not {"GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "ADDRESSABLE_TEST_PLAIN", "TORCH_DEVICE_KEY"} & set(env)
+    assert env["PYTHONPATH"].split(os.pathsep)[0] == "/pkg"
+    # end to end: the probe answers correctly only when it sees no secret and runs in its scratch home
+    assert verify(SOFTMAX, ZOO / "env_probe.py", trials=2, calls=0, timeout=120, sandbox="off",
+                  overrides={"dim": 1000}).verdict == "pass"
+    assert verify(SOFTMAX, ZOO / "env_probe.py", overrides={"dim": 1000}, **FAST).verdict == "fail"  # uncontained
+
+
+def test_sandbox_required_refuses_without_bubblewrap_and_auto_says_so(monkeypatch: pytest.MonkeyPatch,
+                                                                       tmp_path: Path) -> None:
+    monkeypatch.setattr(sandbox, "sandbox_available", lambda: Sandbox("none", "bubblewrap (bwrap) is not installed"))
+    broken = tmp_path / "broken.py"
+    broken.write_text("class ModelNew(\n")
+    res = CliRunner().invoke(main, ["verify", str(SOFTMAX), str(broken), "--sandbox", "required"])
+    assert res.exit_code == 2 and res.output == ("error: --sandbox required: bubblewrap (bwrap) is not installed "
+                                                 "(install bubblewrap, or use --sandbox auto)\n")
+    res = CliRunner().invoke(main, ["verify", str(SOFTMAX), str(broken)])
+    assert res.exit_code == 1 and res.stderr.count("candidates run unsandboxed") == 1
+    assert "--sandbox required refuses" in res.stderr
+    with pytest.raises(AddressableError, match="--sandbox must be one of"):
+        sandbox.choose("maybe")
+
+
+# ---------------------------------------------------------------- KernelBench-style adversarial kernels
+
+MATMUL = ZOO / "matmul.py"
+
+
+@pytest.mark.parametrize(("candidate", "named"), [
+    ("cheat_zero_out", {"rel_fro", "written"}),  # KernelBench's zero_out idea
+    ("cheat_result_reuse", {"sentinel"}),         # KernelBench's result_reuse idea
+])
+def test_kernelbench_adversarial_ideas_fail_by_name(candidate: str, named: set[str]) -> None:
+    r = verify(MATMUL, ZOO / f"{candidate}.py", overrides={"N": 64}, **FAST)
+    assert r.verdict == "fail" and r.exit_code == 1 and named <= _failed(r), r.reason
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("candidate", "named"), [
+    ("cheat_side_stream", "stream_escape"),   # torch.cuda.Stream() without wait_stream
+    ("cheat_stream_ext", "stream_escape"),    # C++: cudaStreamCreateWithFlags(..., cudaStreamNonBlocking)
+    ("cheat_zero_out", "rel_fro"),
+    ("cheat_result_reuse", "sentinel"),
+])
+def test_adversarial_kernels_fail_by_name_on_the_gpu(candidate: str, named: str) -> None:
+    r = verify(MATMUL, ZOO / f"{candidate}.py", device="cuda", overrides={"N": 2048}, calls=10, timeout=300)
+    assert r.verdict == "fail" and r.exit_code == 1 and named in _failed(r), r.reason
+    assert r.speedup is None
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("candidate", ["honest_matmul", "honest_side_stream"])
+def test_honest_candidates_pass_the_stream_checks_on_the_gpu(candidate: str) -> None:
+    r = verify(MATMUL, ZOO / f"{candidate}.py", device="cuda", overrides={"N": 2048}, calls=20, timeout=300)
+    assert r.checks["stream_escape"]["passed"] is True and r.checks["gpu_work"]["passed"] is True
+    assert r.verdict == "pass" and 0.5 < r.speedup < 2.0, r.reason
+
+
+@pytest.mark.gpu
+def test_device_sync_timing_counts_side_stream_work() -> None:
+    """The old timing (end event on the current stream) times the side-stream cheat's launch; the new one its product."""
+    from addressable.harness import time_calls
+
+    a, b = torch.randn(4096, 4096, device="cuda"), torch.randn(4096, 4096, device="cuda")
+    cheat = load_module(ZOO / "cheat_side_stream.py").ModelNew()
+    honest = load_module(ZOO / "honest_matmul.py").ModelNew()
+    med = {}
+    for sync in (False, True):
+        t = time_calls({"honest": honest, "cheat": cheat}, [a, b], "cuda", 20, 3, 5.0, device_sync=sync)
+        med[sync] = {k: sorted(v)[len(v) // 2] for k, v in t.items()}
+    assert med[False]["honest"] / med[False]["cheat"] > 3  # the old timing is fooled
+    assert 0.7 < med[True]["honest"] / med[True]["cheat"] < 1.4  # the new one is not
+    assert 0.8 < med[True]["honest"] / med[False]["honest"] < 1.25  # and honest timings do not move

@@ -30,6 +30,7 @@ def build(cfg: WorkloadConfig) -> Step:
     distributed.seed_data()  # under torchrun each rank draws its own images
     x = torch.randn(cfg.batch, 3, size, size, device=cfg.device).contiguous(memory_format=fmt)
     y = torch.randint(0, classes, (cfg.batch,), device=cfg.device)
+    net = model  # step.model: the module whose qualified names name the profile's module scopes
     if cfg.mode == "train":
         model = distributed.ddp(model)  # under torchrun; unchanged in one process
     if cfg.compile:
@@ -47,6 +48,7 @@ def build(cfg: WorkloadConfig) -> Step:
             with torch.inference_mode(), phase("forward"), autocast():
                 model(x)
 
+        infer_step.model = net
         return infer_step
 
     model.train()
@@ -64,6 +66,7 @@ def build(cfg: WorkloadConfig) -> Step:
             scaler.update()
             sgd.zero_grad(set_to_none=True)
 
+    train_step.model = net
     return train_step
 
 

@@ -172,11 +172,12 @@ def _kernel_fraction_of_step(path: Path) -> float | None:
 def baseline_times(names: list[str] | None = None, device: str = "cuda", small: bool = False,
                    warmup: int = 5, repeats: int = 50, budget_s: float = 10.0, seed: int = 0) -> pd.DataFrame:
     """Eager PyTorch time of each problem's Model in ms, timed as `addressable verify` times it
-    (`addressable.verify._time_models`: median of up to `repeats` runs within `budget_s` seconds,
-    L2 flushed before each run on a GPU)."""
+    (`addressable.harness.time_calls`: median of up to `repeats` calls within `budget_s` seconds,
+    L2 flushed before each call on a GPU, work on every stream included)."""
     import torch
 
-    from addressable.verify import _quartiles, _time_models, resolve_device
+    from addressable.device import resolve_device
+    from addressable.harness import quartiles, time_calls
 
     device = resolve_device(device)
     rows = []
@@ -186,8 +187,8 @@ def baseline_times(names: list[str] | None = None, device: str = "cuda", small: 
         with torch.device(device):  # build weights and inputs on the device: fast, and no copies
             model = m.Model(*m.get_init_inputs()).eval()
             inputs = [x.to(device) for x in m.get_inputs()]
-        times = _time_models({"ref": model}, inputs, device, repeats, warmup, budget_s)["ref"]
-        q1, median, q3 = _quartiles(times)
+        times = time_calls({"ref": model}, inputs, device, repeats, warmup, budget_s)["ref"]
+        q1, median, q3 = quartiles(times)
         rows.append({"problem": problem_path(stem).stem, "category": m.CATEGORY, "device": device,
                      "small": small, "ref_ms": median, "ref_ms_q1": q1, "ref_ms_q3": q3, "runs": len(times)})
         del model, inputs

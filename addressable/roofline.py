@@ -1,0 +1,499 @@
+"""Stage 5b: how far each kernel is from the roofline, and the end-to-end ceiling physics allows.
+
+Each GPU kernel takes the bytes and FLOPs of the CPU op that launched it (addressable.op_models,
+from the shapes torch.profiler records with record_shapes=True). Its time at the roofline is
+max(bytes / memory peak, FLOPs / matmul peak of its dtype); its headroom is that time over its
+measured time (1.0: at the roof). The roofline ceiling is the end-to-end speedup if every
+replaceable kernel ran at its roofline (kernels without a model keep their measured time), beside
+the Amdahl ceiling (every replaceable kernel infinitely fast). docs/roofline.md has the details.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from addressable import op_models
+from addressable.breakdown import BASIS_GPU, classify_events, work_rows
+from addressable.errors import AddressableError
+from addressable.jsonutil import records, to_jsonable
+from addressable.taxonomy import Taxonomy, load_taxonomy, read_yaml
+from addressable.trace import Trace, load_trace
+
+PEAKS_FILE = Path(__file__).with_name("peaks.yaml")
+OVER_PEAK = 1.05  # a kernel faster than its roofline by more than this means its bytes or FLOPs model is wrong
+_RECORD = ["input_dims", "input_type", "input_strides", "concrete_inputs"]
+
+
+# ---------------------------------------------------------------- peaks
+
+
+@dataclass(frozen=True)
+class Peaks:
+    """The roofs: memory bandwidth (GB/s) and dense matmul throughput per dtype (TFLOP/s)."""
+
+    gpu: str
+    memory_gbps: float
+    tflops: dict[str, float]
+    source: str
+    measured: dict[str, float] = field(default_factory=dict)  # calibrate's raw figures (copy, read-only, ...)
+
+    def tflops_of(self, dtype: str) -> float:
+        """The matmul peak for a dtype key (bf16, fp16, fp32, fp8); NaN when unknown."""
+        return float(self.tflops.get(dtype, math.nan))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form stored in breakdown.json's roofline.peaks."""
+        out = {"gpu": self.gpu, "memory_gbps": self.memory_gbps, "tflops": dict(self.tflops), "source": self.source}
+        if self.measured:
+            out["measured"] = dict(self.measured)
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], source: str | None = None) -> Peaks:
+        """Peaks from calibrate's JSON (or to_dict's): the memory roof is memory_gbps, else the largest measured
+    bandwidth (copy_gbps, read_gbps, add_gbps, ...); tflops (or matmul_tflops) per dtype. Bad input raises
+    AddressableError."""
+        try:
+            measured = {str(k): float(v) for k, v in (d.get("measured") or {}).items() if v is not None}
+            measured.update({k: float(v) for k, v in d.items() if k.endswith("_gbps") and k != "memory_gbps"
+                             and v is not None})
+            mem = d.get("memory_gbps") or max(measured.values(), default=0.0)
+            tflops = {str(k): float(v) for k, v in (d.get("tflops") or d.get("matmul_tflops") or {}).items()
+                      if v is not None}
+            peaks = cls(str(d.get("gpu") or d.get("device") or "unknown GPU"), float(mem), tflops,
+                        source or str(d.get("source") or "calibrated"), measured)
+        except (AttributeError, TypeError, ValueError) as e:
+            raise AddressableError(f"peaks: not a peaks object ({e})") from None
+        if not peaks.memory_gbps > 0:
+            raise AddressableError("peaks: no memory bandwidth (memory_gbps, copy_gbps or read_gbps)")
+        return peaks
+
+
+@cache
+def datasheet() -> list[dict[str, Any]]:
+    """The GPUs of peaks.yaml."""
+    doc = read_yaml(PEAKS_FILE, "peaks table")
+    return list(doc["gpus"])
+
+
+def known_gpus() -> list[str]:
+    """Names of the GPUs in the datasheet table."""
+    return [g["name"] for g in datasheet()]
+
+
+def gpu_peaks(name: str, use_calibrated: bool = True) -> Peaks:
+    """Peaks of a GPU named like the table (H200) or its device name (NVIDIA H200): its shipped
+    calibration when there is one and use_calibrated, else its datasheet."""
+    for g in datasheet():
+        if re.search(g["match"], name, re.IGNORECASE):
+            if use_calibrated and g.get("calibrated"):
+                return Peaks.from_dict({"gpu": g["name"], **g["calibrated"]})
+            return Peaks(g["name"], float(g["memory_gbps"]), {k: float(v) for k, v in g["tflops"].items()},
+                         f"datasheet: {g['source']}")
+    raise AddressableError(f"no peaks for GPU '{name}' (known: {', '.join(known_gpus())}); "
+                           "give --gpu NAME or --peaks FILE from `addressable calibrate`")
+
+
+def device_name(metadata: dict[str, Any]) -> str | None:
+    """The first device's name in a trace's deviceProperties, if any."""
+    props = metadata.get("deviceProperties")
+    if isinstance(props, list) and props and isinstance(props[0], dict) and props[0].get("name"):
+        return str(props[0]["name"])
+    return None
+
+
+def resolve_peaks(gpu: str | None = None, peaks: Peaks | dict | str | Path | None = None,
+                  manifest: dict[str, Any] | None = None, metadata: dict[str, Any] | None = None,
+                  datasheet_only: bool = False) -> Peaks:
+    """Which roofs to use, first found: `peaks` (a Peaks, a dict or a calibrate JSON file), the run
+    manifest's calibrated peaks, the GPU named by `gpu`, the manifest's GPU, the trace's device."""
+    if isinstance(peaks, Peaks):
+        return peaks
+    if isinstance(peaks, dict):
+        return Peaks.from_dict(peaks)
+    if peaks is not None:
+        import json
+
+        try:
+            return Peaks.from_dict(json.loads(Path(peaks).read_text()), f"calibrated: {peaks}")
+        except (OSError, ValueError) as e:
+            raise AddressableError(f"cannot read peaks file {peaks}: {e}") from None
+    if gpu:
+        return gpu_peaks(gpu, not datasheet_only)
+    manifest = manifest or {}
+    if isinstance(manifest.get("peaks"), dict) and not datasheet_only:
+        return Peaks.from_dict(manifest["peaks"], "calibrated: run manifest")
+    name = manifest.get("gpu") or device_name(metadata or {})
+    if not name:
+        raise AddressableError("no GPU named in the trace or run; give --gpu NAME "
+                               f"({', '.join(known_gpus())}) or --peaks FILE")
+    return gpu_peaks(str(name), not datasheet_only)
+
+
+# ---------------------------------------------------------------- bytes and FLOPs per kernel
+
+
+def has_shapes(trace: Trace) -> bool:
+    """Whether the trace's CPU ops carry record_shapes' Input Dims."""
+    return "input_dims" in trace.events and bool(trace.events["input_dims"].notna().any())
+
+
+def _launch_records(events: pd.DataFrame, rows: pd.DataFrame) -> tuple[np.ndarray, pd.DataFrame]:
+    """For each row, the index (into the returned table of unique op records) of its launching op, -1 if none.
+
+    The launching op is the innermost CPU op with the row's External id (the last to start), as
+    addressable.trace's `op` column; a record is (op name, Input Dims, Input type, Input Strides,
+    Concrete Inputs).
+    """
+    cpu = events[(events["kind"] == "cpu_op") & events["external_id"].notna()]
+    cpu = cpu.drop_duplicates("external_id", keep="last")
+    key = pd.MultiIndex.from_arrays([cpu["name"].astype(str)] + [cpu[c].astype(str) for c in _RECORD])
+    codes, uniques = pd.factorize(key)
+    by_id = pd.Series(codes, index=cpu["external_id"].astype("int64").to_numpy())
+    ids = rows["external_id"].astype("Int64")
+    found = ids.map(by_id)
+    rec = found.fillna(-1).astype(np.int64).to_numpy()
+    table = pd.DataFrame(list(uniques), columns=["op", *_RECORD]) if len(uniques) else \
+        pd.DataFrame(columns=["op", *_RECORD])
+    return rec, table
+
+
+def _working_itemsize(table: pd.DataFrame) -> int:
+    """Bytes per element of the trace's most common floating dtype (for tensor lists, whose dtype is not recorded)."""
+    counts: dict[int, int] = {}
+    for text in table["input_type"]:
+        for t in op_models.json_list(text):
+            if t in op_models.FLOAT_DTYPES:
+                counts[op_models.DTYPE_BYTES[t]] = counts.get(op_models.DTYPE_BYTES[t], 0) + 1
+    return max(counts, key=counts.__getitem__) if counts else 4
+
+
+OPTIMIZER_LIST_ITEMSIZE = 4  # optimizer tensor lists: fp32 parameters and states (autocast keeps fp32 masters)
+
+
+def record_costs(table: pd.DataFrame) -> list[op_models.Cost | None]:
+    """The Cost of each unique op record (None: no model, or not enough recorded)."""
+    working = _working_itemsize(table)
+    out = []
+    for op, dims, types, strides, concrete in table.itertuples(index=False):
+        if dims in ("nan", "<NA>", ""):
+            out.append(None)
+            continue
+        size = OPTIMIZER_LIST_ITEMSIZE if op.startswith(("aten::_fused_", "aten::_foreach_")) else working
+        out.append(op_models.cost(op_models.parse_call(op, dims, types, strides, concrete, size)))
+    return out
+
+
+def kernel_costs(trace: Trace, rows: pd.DataFrame) -> pd.DataFrame:
+    """Work rows with their launching op and estimated bytes, FLOPs and matmul dtype (`modelled` says which have one).
+
+    An op that launches several kernels splits its bytes by the model's passes when every kernel
+    matches exactly one pass name and every pass has a kernel (BatchNorm's statistics and transform
+    kernels); otherwise it splits its bytes and FLOPs in proportion to the kernels' durations.
+    """
+    out = rows.copy()
+    n = len(out)
+    rec, table = _launch_records(trace.events, out) if has_shapes(trace) else \
+        (np.full(n, -1, np.int64), pd.DataFrame(columns=["op", *_RECORD]))
+    costs = record_costs(table)
+    nbytes = np.array([c.bytes if c else np.nan for c in costs] + [np.nan])
+    flops = np.array([c.flops if c else np.nan for c in costs] + [np.nan])
+    dtype = np.array([c.dtype if c else "" for c in costs] + [""], dtype=object)
+    ops = np.array([*table["op"], ""], dtype=object)
+    out["launch_op"] = ops[rec]
+    out["dtype"] = dtype[rec]
+    out["modelled"] = rec >= 0
+    out["modelled"] &= ~np.isnan(nbytes[rec])
+    call = out["external_id"].astype("Int64").fillna(-1).to_numpy(dtype=np.int64)
+    dur = out["dur"].to_numpy(dtype=np.float64)
+    call_dur = pd.Series(dur).groupby(call).transform("sum").to_numpy()
+    share = np.divide(dur, call_dur, out=np.zeros(n), where=call_dur > 0)
+    # a call with zero total duration splits evenly
+    count = pd.Series(dur).groupby(call).transform("size").to_numpy()
+    share = np.where(call_dur > 0, share, 1.0 / count)
+    out["bytes"] = np.where(out["modelled"], nbytes[rec] * share, np.nan)
+    out["flops"] = np.where(out["modelled"], flops[rec] * share, np.nan)
+    _apply_passes(out, rec, costs, call)
+    return out
+
+
+def _apply_passes(out: pd.DataFrame, rec: np.ndarray, costs: list, call: np.ndarray) -> None:
+    """Per-kernel bytes from a model's passes, for calls whose kernels match its passes one to one."""
+    with_passes = {i for i, c in enumerate(costs) if c is not None and c.passes}
+    if not with_passes:
+        return
+    sel = np.flatnonzero(np.isin(rec, list(with_passes)) & (call >= 0))
+    names = out["name"].astype(str).to_numpy()
+    bytes_col = out["bytes"].to_numpy().copy()
+    dur = out["dur"].to_numpy()
+    for _, idx in pd.Series(sel).groupby(call[sel]):
+        idx = idx.to_numpy()
+        passes = costs[rec[idx[0]]].passes
+        which = [_pass_of(names[i], passes) for i in idx]
+        if any(w < 0 for w in which) or len(set(which)) != len(passes):
+            continue
+        for p, (_, b) in enumerate(passes):
+            members = idx[np.array(which) == p]
+            t = dur[members].sum()
+            bytes_col[members] = b * (dur[members] / t if t > 0 else 1.0 / len(members))
+    out["bytes"] = bytes_col
+
+
+@cache
+def _pass_regex(pattern: str) -> re.Pattern:
+    return re.compile(pattern)
+
+
+def _pass_of(name: str, passes: tuple[tuple[str, float], ...]) -> int:
+    """Index of the first pass whose regex matches the kernel name, -1 if none."""
+    for i, (pattern, _) in enumerate(passes):
+        if _pass_regex(pattern).search(name):
+            return i
+    return -1
+
+
+# ---------------------------------------------------------------- the roofline
+
+
+def time_at_peak_us(nbytes: np.ndarray, flops: np.ndarray, dtype: np.ndarray, peaks: Peaks) -> tuple[np.ndarray, np.ndarray]:
+    """(memory time, compute time) at the peaks, in µs; compute time NaN where FLOPs > 0 have no dtype peak."""
+    mem = np.asarray(nbytes, dtype=np.float64) / (peaks.memory_gbps * 1e3)
+    tf = np.array([peaks.tflops_of(d) if d else math.nan for d in dtype], dtype=np.float64)
+    f = np.asarray(flops, dtype=np.float64)
+    comp = np.where(f > 0, f / (tf * 1e6), 0.0)
+    return mem, comp
+
+
+def amdahl_time(total: float, saved: float) -> float:
+    """total / (total − saved), NaN when nothing is left."""
+    return total / (total - saved) if total > saved else math.inf if total > 0 else math.nan
+
+
+@dataclass
+class Roofline:
+    """Per-kernel roofline figures and the ceilings of one trace."""
+
+    peaks: Peaks
+    rows: pd.DataFrame  # every work row: name, category, class, dur, launch_op, bytes, flops, t_peak_us, ...
+    n_steps: int | None = None
+    step_time_ms: float | None = None
+    has_shapes: bool = True
+    fusion: pd.DataFrame | None = None  # per module (fusion candidate), when module scopes exist
+
+    @property
+    def total_time_us(self) -> float:
+        """All work time."""
+        return float(self.rows["dur"].sum())
+
+    def _replaceable(self) -> pd.DataFrame:
+        return self.rows[self.rows["class"] == "replaceable"]
+
+    @property
+    def replaceable_time_us(self) -> float:
+        """Time of the replaceable kernels."""
+        return float(self._replaceable()["dur"].sum())
+
+    @property
+    def saved_us(self) -> float:
+        """Time saved if every modelled replaceable kernel ran at its roofline."""
+        r = self._replaceable()
+        return float((r["dur"] - r["t_roof_us"]).sum())
+
+    @property
+    def unmodelled_time_share(self) -> float:
+        """Share of replaceable time whose launching op has no cost model (kept at its measured time)."""
+        r = self._replaceable()
+        t = float(r["dur"].sum())
+        return float(r.loc[~r["modelled"], "dur"].sum()) / t if t else 0.0
+
+    @property
+    def ceiling_kernel(self) -> float:
+        """Amdahl ceiling on kernel time: every replaceable kernel infinitely fast."""
+        return amdahl_time(self.total_time_us, self.replaceable_time_us)
+
+    @property
+    def ceiling_kernel_roofline(self) -> float:
+        """End-to-end speedup (kernel time) if every replaceable kernel ran at its roofline."""
+        return amdahl_time(self.total_time_us, self.saved_us)
+
+    @property
+    def ceiling_wall_roofline(self) -> float:
+        """The same on the wall-clock step time; NaN without a step time or step count."""
+        if not self.step_time_ms or not self.n_steps:
+            return math.nan
+        return amdahl_time(self.step_time_ms * 1e3, self.saved_us / self.n_steps)
+
+    def kernels(self) -> pd.DataFrame:
+        """One row per kernel name: time, bytes, FLOPs, achieved GB/s and TFLOP/s, bound, headroom."""
+        return _aggregate(self.rows, ["name", "category", "class"], self.peaks)
+
+    def categories(self) -> pd.DataFrame:
+        """One row per category: time, time at the roofline, headroom, and the category's own roofline ceiling."""
+        c = _aggregate(self.rows, ["category", "class"], self.peaks)
+        total = self.total_time_us
+        saved = c["time_us"] - c["time_roof_us"]
+        c["ceiling_roofline"] = [amdahl_time(total, s) for s in saved]
+        c["ceiling_amdahl"] = [amdahl_time(total, t) for t in c["time_us"]]
+        return c
+
+    def unmodelled_ops(self) -> pd.DataFrame:
+        """Launching ops of replaceable kernels without a model: op, time_us, kernels (launches)."""
+        r = self._replaceable()
+        r = r[~r["modelled"]]
+        op = r["launch_op"].where(r["launch_op"] != "", "(no launching op recorded)")
+        t = r.groupby(op)["dur"].agg(time_us="sum", kernels="size").reset_index()
+        return t.rename(columns={"launch_op": "op"}).sort_values("time_us", ascending=False).reset_index(drop=True)
+
+    def over_peak(self) -> pd.DataFrame:
+        """Kernels measured faster than their roofline by more than 5%: a bytes or FLOPs model is wrong there."""
+        k = self.kernels()
+        return k[k["headroom"] > OVER_PEAK].reset_index(drop=True)
+
+    def to_dict(self, top: int = 100) -> dict[str, Any]:
+        """breakdown.json's `roofline`: peaks, the top kernels by time, ceilings, categories, unmodelled ops."""
+        k = self.kernels().head(top)
+        cols = ["name", "category", "time_us", "bytes", "flops", "achieved_gbps", "achieved_tflops", "bound", "headroom"]
+        out = {
+            "peaks": self.peaks.to_dict(),
+            "has_shapes": self.has_shapes,
+            "kernels": records(k[cols]),
+            "ceiling_kernel": self.ceiling_kernel,
+            "ceiling_kernel_roofline": self.ceiling_kernel_roofline,
+            "ceiling_wall_roofline": self.ceiling_wall_roofline,
+            "unmodelled_time_share": self.unmodelled_time_share,
+            "categories": records(self.categories()[["category", "class", "time_us", "time_roof_us", "bytes",
+                                                     "flops", "headroom", "ceiling_roofline", "ceiling_amdahl"]]),
+            "unmodelled_ops": records(self.unmodelled_ops().head(20)),
+            "over_peak": records(self.over_peak()[["name", "category", "time_us", "bytes", "flops", "headroom"]]),
+        }
+        if self.fusion is not None:
+            out["fusion_candidates"] = records(self.fusion.head(20))
+        return to_jsonable(out, nan_as=None, inf_as="inf")
+
+
+def _aggregate(rows: pd.DataFrame, keys: list[str], peaks: Peaks) -> pd.DataFrame:
+    """Sum time, bytes and FLOPs over groups; achieved rates and headroom over the modelled rows."""
+    r = rows.assign(t_mod=np.where(rows["modelled"], rows["dur"], 0.0),
+                    t_mem=np.where(rows["modelled"], rows["t_mem_us"], 0.0),
+                    t_comp=np.where(rows["modelled"], rows["t_comp_us"], 0.0),
+                    t_peak=np.where(rows["modelled"], rows["t_peak_us"], 0.0))
+    g = r.groupby(keys, observed=True, sort=False).agg(
+        time_us=("dur", "sum"), count=("dur", "size"), modelled_time_us=("t_mod", "sum"),
+        bytes=("bytes", "sum"), flops=("flops", "sum"), t_mem=("t_mem", "sum"), t_comp=("t_comp", "sum"),
+        t_peak=("t_peak", "sum"), time_roof_us=("t_roof_us", "sum")).reset_index()
+    for k in keys:
+        g[k] = g[k].astype(str)
+    mt = g["modelled_time_us"]
+    ok = mt > 0
+    g["achieved_gbps"] = np.where(ok, g["bytes"] / mt.where(ok, 1.0) / 1e3, np.nan)
+    g["achieved_tflops"] = np.where(ok & (g["flops"] > 0), g["flops"] / mt.where(ok, 1.0) / 1e6, np.nan)
+    g["bound"] = np.where(~ok, "unmodelled", np.where(g["t_comp"] > g["t_mem"], "compute", "memory"))
+    g["headroom"] = np.where(ok, g["t_peak"] / mt.where(ok, 1.0), np.nan)
+    g.loc[~ok, ["bytes", "flops"]] = np.nan
+    g = g.sort_values("time_us", ascending=False).reset_index(drop=True)
+    return g.drop(columns=["t_mem", "t_comp", "t_peak"])
+
+
+def roofline_of_rows(rows: pd.DataFrame, peaks: Peaks, n_steps: int | None = None,
+                     step_time_ms: float | None = None, shapes: bool = True) -> Roofline:
+    """A Roofline from costed, classified work rows (kernel_costs' output)."""
+    rows = rows.copy()
+    mem, comp = time_at_peak_us(rows["bytes"].to_numpy(), rows["flops"].to_numpy(), rows["dtype"].to_numpy(), peaks)
+    rows["modelled"] = rows["modelled"] & ~np.isnan(comp) & ~np.isnan(mem)
+    rows["t_mem_us"] = np.where(rows["modelled"], mem, np.nan)
+    rows["t_comp_us"] = np.where(rows["modelled"], comp, np.nan)
+    rows["t_peak_us"] = np.fmax(rows["t_mem_us"], rows["t_comp_us"])
+    dur = rows["dur"].to_numpy()
+    rows["t_roof_us"] = np.where(rows["modelled"], np.minimum(dur, rows["t_peak_us"].fillna(0.0)), dur)
+    return Roofline(peaks, rows, n_steps, step_time_ms, shapes)
+
+
+def roofline_of_trace(trace: Trace | str | Path, taxonomy: Taxonomy | str | Path | None = None, *,
+                      gpu: str | None = None, peaks: Peaks | dict | str | Path | None = None,
+                      manifest: dict[str, Any] | None = None, step_time_ms: float | None = None,
+                      datasheet_only: bool = False) -> Roofline:
+    """The roofline of a GPU trace: classify its kernels, cost them from their launching ops, compare with the peaks."""
+    trace = trace if isinstance(trace, Trace) else load_trace(trace)
+    tax = taxonomy if isinstance(taxonomy, Taxonomy) else load_taxonomy(taxonomy)
+    rows, basis = work_rows(trace)
+    if basis != BASIS_GPU:
+        raise AddressableError(f"{trace.path or 'the trace'} has no GPU kernels: a roofline needs a GPU trace")
+    p = resolve_peaks(gpu, peaks, manifest, trace.metadata, datasheet_only)
+    costed = kernel_costs(trace, classify_events(rows, tax, basis))
+    return roofline_of_rows(costed, p, trace.n_steps or None, step_time_ms, has_shapes(trace))
+
+
+def roofline_of_path(path: str | Path, taxonomy: Taxonomy | str | Path | None = None, *, gpu: str | None = None,
+                     peaks: Peaks | dict | str | Path | None = None, datasheet_only: bool = False) -> Roofline:
+    """roofline_of_trace for a trace file or a run folder (its trace.json.gz, manifest peaks and step time)."""
+    from addressable.runs import load_run
+
+    path = Path(path)
+    if not path.is_dir():
+        return roofline_of_trace(path, taxonomy, gpu=gpu, peaks=peaks, datasheet_only=datasheet_only)
+    trace = path / "trace.json.gz"
+    if not trace.is_file():
+        raise AddressableError(f"{path} holds no trace.json.gz (a committed run keeps only its tables): "
+                               "re-profile it or give a trace file")
+    run = load_run(path)
+    step = run.info.get("step_time_ms")
+    return roofline_of_trace(trace, taxonomy, gpu=gpu, peaks=peaks, manifest=run.manifest,
+                             step_time_ms=float(step) if isinstance(step, int | float) else None,
+                             datasheet_only=datasheet_only)
+
+
+# ---------------------------------------------------------------- text
+
+
+def _fmt(v: float, spec: str = ".2f", suffix: str = "") -> str:
+    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else \
+        "inf" if isinstance(v, float) and math.isinf(v) else f"{v:{spec}}{suffix}"
+
+
+def format_peaks(p: Peaks) -> str:
+    """One line of peaks: memory GB/s (and the measured copy / read-only figures), matmul TFLOP/s per dtype."""
+    tf = ", ".join(f"{k} {v:,.0f}" for k, v in p.tflops.items())
+    measured = "".join(f", {k.removesuffix('_gbps')} {v:,.0f}" for k, v in p.measured.items())
+    return f"Peaks of {p.gpu} ({p.source}): memory {p.memory_gbps:,.0f} GB/s{measured}; matmul TFLOP/s {tf}"
+
+
+def format_roofline(r: Roofline, top: int = 15) -> str:
+    """What `addressable roofline` prints: peaks, ceilings, categories, top kernels, unmodelled ops."""
+    lines = [format_peaks(r.peaks)]
+    if not r.has_shapes:
+        lines.append("No input shapes in this trace (profile with record_shapes=True, as `addressable profile` "
+                     "does): every kernel is unmodelled.")
+    lines += [f"Ceiling, kernel time: Amdahl {_fmt(r.ceiling_kernel, '.2f', 'x')}, roofline "
+              f"{_fmt(r.ceiling_kernel_roofline, '.2f', 'x')}"
+              + (f"; wall clock roofline {_fmt(r.ceiling_wall_roofline, '.2f', 'x')}"
+                 if not math.isnan(r.ceiling_wall_roofline) else ""),
+              f"Unmodelled: {r.unmodelled_time_share:.1%} of replaceable time (kept at its measured time)", "",
+              f"{'category':<20}{'class':<13}{'time ms':>10}{'at roof ms':>12}{'headroom':>10}{'roofline':>10}{'Amdahl':>9}"]
+    for c in r.categories().to_dict(orient="records"):
+        lines.append(f"{c['category'][:19]:<20}{c['class'][:12]:<13}{c['time_us'] / 1e3:>10.2f}"
+                     f"{c['time_roof_us'] / 1e3:>12.2f}{_fmt(c['headroom'], '.0%'):>10}"
+                     f"{_fmt(c['ceiling_roofline'], '.2f', 'x'):>10}{_fmt(c['ceiling_amdahl'], '.2f', 'x'):>9}")
+    k = r.kernels()
+    k = k[k["class"] == "replaceable"].head(top)
+    lines += ["", f"Top {len(k)} replaceable kernels by time",
+              f"  {'kernel':<60}{'category':<16}{'time ms':>9}{'GB/s':>8}{'TFLOP/s':>9}{'bound':>11}{'headroom':>9}"]
+    for x in k.itertuples():
+        lines.append(f"  {x.name[:59]:<60}{x.category[:15]:<16}{x.time_us / 1e3:>9.2f}{_fmt(x.achieved_gbps, ',.0f'):>8}"
+                     f"{_fmt(x.achieved_tflops, '.1f'):>9}{x.bound:>11}{_fmt(x.headroom, '.0%'):>9}")
+    u = r.unmodelled_ops().head(10)
+    if not u.empty:
+        lines += ["", "Unmodelled ops (replaceable time)"]
+        lines += [f"  {o.op[:60]:<60}{o.time_us / 1e3:>9.2f} ms{o.kernels:>8} kernels" for o in u.itertuples()]
+    over = r.over_peak()
+    if not over.empty:
+        lines += ["", f"Faster than the roofline by more than {OVER_PEAK - 1:.0%} (a bytes or FLOPs model is wrong):"]
+        lines += [f"  {o.name[:70]:<70} headroom {o.headroom:.0%}" for o in over.head(10).itertuples()]
+    return "\n".join(lines)

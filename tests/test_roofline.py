@@ -1,0 +1,242 @@
+"""The roofline: per-kernel bytes/FLOPs from launching ops, headroom, and ceilings computed by hand."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from addressable.errors import AddressableError
+from addressable.roofline import Peaks, gpu_peaks, resolve_peaks, roofline_of_trace
+
+BF16, F32 = "c10::BFloat16", "float"
+PEAKS = {"gpu": "test GPU", "memory_gbps": 1000, "tflops": {"bf16": 100}}  # 1e6 bytes/µs, 1e8 FLOP/µs
+
+ADD = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>>(int, T1, T2)"
+GEMM = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT"
+STATS = "void at::native::batch_norm_collect_statistics_channels_last_kernel<c10::BFloat16, float>(int)"
+TRANSFORM = "void at::native::batch_norm_transform_input_channels_last_kernel<c10::BFloat16>(int)"
+UPDATE = "void at::native::(anonymous namespace)::unrolled_elementwise_kernel_for_multi_outputs<3>(int)"
+FOO = "void at::native::vectorized_elementwise_kernel<4, at::native::foo_kernel>(int)"
+
+
+def _op(name: str, ts: float, ext: int, inputs: list[tuple], shapes: bool = True) -> dict:
+    args: dict = {"External id": ext}
+    if shapes:
+        args["Input Dims"] = [i[0] for i in inputs]
+        args["Input type"] = [i[1] for i in inputs]
+        args["Input Strides"] = [i[2] if len(i) > 2 else [] for i in inputs]
+        args["Concrete Inputs"] = [i[3] if len(i) > 3 else "" for i in inputs]
+    return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": 5, "args": args}
+
+
+def _kernel(name: str, ts: float, dur: float, ext: int) -> dict:
+    return {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": ts, "dur": dur,
+            "args": {"External id": ext, "correlation": ext, "stream": 7, "device": 0}}
+
+
+def synthetic_trace(path: Path, shapes: bool = True) -> Path:
+    """One profiled step: a broadcast add (10 µs), a bf16 GEMM (30 µs), a training BatchNorm (three kernels,
+    15 µs) and an op without a model (5 µs)."""
+    s = lambda v: ([], "Scalar", [], str(v))  # noqa: E731
+    x_cl = ([8, 64, 32, 32], BF16, [65536, 1, 2048, 64])
+    p = ([64], F32, [1])
+    ev = [
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 200},
+        _op("aten::add", 10, 1, [([1024, 1024], BF16, [1024, 1]), ([1024], BF16, [1]), s(1)], shapes),
+        _op("aten::mm", 20, 2, [([1024, 1024], BF16, [1024, 1]), ([1024, 1024], BF16, [1024, 1])], shapes),
+        _op("aten::batch_norm", 30, 3, [x_cl, p, p, p, p], shapes),
+        _op("aten::native_batch_norm", 31, 4, [x_cl, p, p, p, p, s(True), s(0.1), s(1e-5)], shapes),
+        _op("aten::foo", 40, 5, [([1024], BF16, [1])], shapes),
+        _kernel(ADD, 100, 10, 1),
+        _kernel(GEMM, 111, 30, 2),
+        _kernel(STATS, 142, 8, 4),
+        _kernel(TRANSFORM, 151, 6, 4),
+        _kernel(UPDATE, 158, 1, 4),
+        _kernel(FOO, 160, 5, 5),
+    ]
+    path.write_text(json.dumps({"deviceProperties": [{"name": "NVIDIA H200"}], "traceEvents": ev}))
+    return path
+
+
+def test_ceiling_by_hand(tmp_path: Path) -> None:
+    r = roofline_of_trace(synthetic_trace(tmp_path / "t.json"), peaks=PEAKS, step_time_ms=0.1)
+    # add: reads 2 MiB + 2 KiB, writes 2 MiB -> 4196352 B = 4.196352 µs at 1e6 B/µs
+    # BatchNorm: x = 1 MiB, 256 B per channel statistic: statistics 1049088 B, transform 2098176 B,
+    # running-stats update 1024 B -> 3.148288 µs; aten::foo has no model and keeps its 5 µs
+    saved = (10 - 4.196352) + (15 - 3.148288)
+    assert r.total_time_us == 60
+    assert r.ceiling_kernel == pytest.approx(2.0)  # Amdahl: 30 of 60 µs replaceable
+    assert r.ceiling_kernel_roofline == pytest.approx(60 / (60 - saved))
+    assert r.ceiling_wall_roofline == pytest.approx(100 / (100 - saved))  # one step of 0.1 ms
+    assert r.unmodelled_time_share == pytest.approx(5 / 30)
+    k = r.kernels().set_index("name")
+    assert k.loc[ADD, "bytes"] == 4196352
+    assert k.loc[ADD, "headroom"] == pytest.approx(4.196352 / 10)
+    assert k.loc[ADD, "achieved_gbps"] == pytest.approx(4196352 / 10 / 1e3)
+    assert k.loc[STATS, "bytes"] == 1049088 and k.loc[TRANSFORM, "bytes"] == 2098176  # split by pass
+    assert k.loc[STATS, "bound"] == "memory"
+    # GEMM: 2 * 1024^3 FLOPs at 1e8 FLOP/µs = 21.47 µs > its 6.29 µs of bytes: compute-bound
+    assert k.loc[GEMM, "bound"] == "compute"
+    assert k.loc[GEMM, "achieved_tflops"] == pytest.approx(2 * 1024**3 / 30 / 1e6)
+    assert k.loc[GEMM, "headroom"] == pytest.approx(2 * 1024**3 / 1e8 / 30)
+    assert k.loc[FOO, "bound"] == "unmodelled" and math.isnan(k.loc[FOO, "headroom"])
+    assert list(r.unmodelled_ops()["op"]) == ["aten::foo"]
+    cats = r.categories().set_index("category")
+    assert cats.loc["normalization", "time_roof_us"] == pytest.approx(1.049088 + 2.098176)
+    d = r.to_dict()
+    assert set(d) >= {"peaks", "kernels", "ceiling_kernel_roofline", "ceiling_wall_roofline", "unmodelled_time_share"}
+    assert set(d["kernels"][0]) == {"name", "category", "time_us", "bytes", "flops", "achieved_gbps",
+                                    "achieved_tflops", "bound", "headroom"}
+    assert d["over_peak"] == []
+
+
+def test_multi_kernel_op_without_matching_passes_splits_by_duration(tmp_path: Path) -> None:
+    path = synthetic_trace(tmp_path / "t.json")
+    doc = json.loads(path.read_text())
+    for e in doc["traceEvents"]:
+        if e["name"] == UPDATE:
+            e["name"] = "some_other_kernel_for_bn"  # matches the catch-all pass ...
+        if e["name"] == TRANSFORM:
+            e["name"] = "renamed_kernel"  # ... but now the transform pass has no kernel
+    path.write_text(json.dumps(doc))
+    r = roofline_of_trace(path, peaks=PEAKS)
+    k = r.kernels().set_index("name")
+    total = 2 * 1048576 + 6 * 256 + 1048576 + 4 * 256
+    assert k.loc[STATS, "bytes"] == pytest.approx(total * 8 / 15)
+    assert k.loc["renamed_kernel", "bytes"] == pytest.approx(total * 6 / 15)
+
+
+def test_trace_without_shapes_is_all_unmodelled(tmp_path: Path) -> None:
+    r = roofline_of_trace(synthetic_trace(tmp_path / "t.json", shapes=False), peaks=PEAKS)
+    assert not r.has_shapes
+    assert r.ceiling_kernel_roofline == 1.0 and r.unmodelled_time_share == 1.0
+
+
+def test_a_kernel_faster_than_its_roofline_is_reported(tmp_path: Path) -> None:
+    r = roofline_of_trace(synthetic_trace(tmp_path / "t.json"), peaks={**PEAKS, "memory_gbps": 100})
+    over = set(r.over_peak()["name"])
+    assert ADD in over and STATS in over  # 41.96 µs of bytes in 10 µs: the model (or the peak) is wrong
+    # the ceiling never counts a kernel as slower than it ran
+    assert r.ceiling_kernel_roofline >= 1.0
+
+
+def test_peaks_from_the_trace_device_the_table_or_a_file(tmp_path: Path) -> None:
+    assert resolve_peaks(metadata={"deviceProperties": [{"name": "NVIDIA H200"}]}, datasheet_only=True).memory_gbps == 4800
+    assert gpu_peaks("NVIDIA A100-SXM4-80GB", use_calibrated=False).tflops["bf16"] == 312
+    assert resolve_peaks(gpu="MI300X").gpu == "MI300X"
+    f = tmp_path / "peaks.json"
+    f.write_text(json.dumps({"gpu": "NVIDIA H200", "copy_gbps": 4200, "read_gbps": 4400, "tflops": {"bf16": 800}}))
+    p = resolve_peaks(peaks=f)
+    assert p.memory_gbps == 4400 and p.measured["copy_gbps"] == 4200
+    assert resolve_peaks(manifest={"peaks": p.to_dict()}).memory_gbps == 4400
+    with pytest.raises(AddressableError, match="no peaks for GPU"):
+        gpu_peaks("Voodoo 3")
+    with pytest.raises(AddressableError, match="no GPU named"):
+        resolve_peaks(metadata={})
+    assert Peaks.from_dict(PEAKS).tflops_of("fp8") != Peaks.from_dict(PEAKS).tflops_of("fp8")  # NaN: unknown
+
+
+def test_real_trace_without_shapes(h200_traces: dict[str, Path]) -> None:
+    r = roofline_of_trace(h200_traces["llama8b4l_infer"])
+    assert r.peaks.gpu == "H200" and not r.has_shapes
+    assert r.ceiling_kernel == pytest.approx(1 / (1 - 0.231), rel=0.01)
+
+
+# ---------------------------------------------------------------- CLI
+
+
+def test_cli_roofline_table_json_and_errors(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from addressable.cli import main
+
+    path = synthetic_trace(tmp_path / "t.json")
+    runner = CliRunner()
+    res = runner.invoke(main, ["roofline", str(path), "--gpu", "H200", "--datasheet"])
+    assert res.exit_code == 0, res.output
+    assert "Ceiling, kernel time: Amdahl 2.00x, roofline" in res.output and "aten::foo" in res.output
+    res = runner.invoke(main, ["roofline", str(path), "--json", "--gpu", "H200", "--datasheet"])
+    doc = json.loads(res.output)
+    assert doc["peaks"]["memory_gbps"] == 4800 and doc["unmodelled_time_share"] == pytest.approx(5 / 30)
+    res = runner.invoke(main, ["roofline", str(path), "--gpu", "Voodoo 3"])
+    assert res.exit_code == 2 and "no peaks for GPU" in res.output and "Traceback" not in res.output
+    res = runner.invoke(main, ["roofline", str(tmp_path)])
+    assert res.exit_code == 2 and "no trace.json.gz" in res.output
+
+
+def test_cli_calibrate_needs_a_gpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import torch
+    from click.testing import CliRunner
+
+    from addressable.cli import main
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    res = CliRunner().invoke(main, ["calibrate", "--peaks", str(tmp_path / "p.json")])
+    assert res.exit_code == 2 and "calibrate needs a CUDA GPU" in res.output
+    assert not (tmp_path / "p.json").exists()
+
+
+@pytest.mark.gpu
+def test_calibrate_on_the_gpu(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from addressable.cli import main
+
+    res = CliRunner().invoke(main, ["calibrate", "--peaks", str(tmp_path / "p.json")])
+    assert res.exit_code == 0, res.output
+    p = json.loads((tmp_path / "p.json").read_text())
+    assert p["memory_gbps"] > 100 and p["tflops"]["bf16"] > p["tflops"]["fp32"] > 0
+
+
+def _run_with_roofline(tmp_path: Path) -> Path:
+    from addressable.breakdown import classify_trace
+    from addressable.runs import write_breakdown
+
+    path = synthetic_trace(tmp_path / "t.json")
+    folder = tmp_path / "run"
+    write_breakdown(classify_trace(path), folder, extra={"roofline": roofline_of_trace(path, peaks=PEAKS).to_dict()})
+    return folder
+
+
+def test_cli_plot_roofline(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from addressable.cli import main
+    from addressable.plot import roofline_points
+    from addressable.runs import load_run
+
+    run = _run_with_roofline(tmp_path)
+    k, peaks = roofline_points(load_run(run))
+    assert peaks["memory_gbps"] == 1000
+    assert set(k["name"]) == {ADD, GEMM, STATS, TRANSFORM, UPDATE}  # the unmodelled kernel has no bytes: no point
+    assert k.set_index("name").loc[ADD, "bytes_per_launch"] == 4196352
+    out = tmp_path / "roofline.png"
+    res = CliRunner().invoke(main, ["plot", "roofline", str(run), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert out.stat().st_size > 10_000
+    bare = tmp_path / "bare"
+    from addressable.breakdown import classify_trace
+    from addressable.runs import write_breakdown
+
+    write_breakdown(classify_trace(tmp_path / "t.json"), bare)
+    res = CliRunner().invoke(main, ["plot", "roofline", str(bare), "--out", str(tmp_path / "x.png")])
+    assert res.exit_code == 2 and "has no roofline" in res.output
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_project_prints_the_roofline_ceiling_beside_amdahl() -> None:
+    from addressable.project import format_projection, project
+
+    root = Path(__file__).resolve().parents[1]
+    run = root / "tests" / "fixtures" / "plot_runs" / "resnet50-train-b64"
+    expected = json.loads((run / "breakdown.json").read_text())["roofline"]["ceiling_kernel_roofline"]
+    p = project([run, root / "tests" / "fixtures" / "plot_runs" / "gpt2-train-b8-s1024"], root / "examples" / "wins.csv")
+    assert p.runs["ceiling_kernel_roofline"].iloc[0] == pytest.approx(expected)
+    assert math.isnan(p.runs["ceiling_kernel_roofline"].iloc[1])  # no roofline in that run
+    d = p.to_dict()
+    assert d["runs"][0]["ceiling_kernel_roofline"] == pytest.approx(expected)
+    assert d["runs"][1]["ceiling_kernel_roofline"] is None
+    assert f"{expected:.3f}x" in format_projection(p)
