@@ -99,7 +99,7 @@ def gpu_peaks(name: str, use_calibrated: bool = True) -> Peaks:
             return Peaks(g["name"], float(g["memory_gbps"]), {k: float(v) for k, v in g["tflops"].items()},
                          f"datasheet: {g['source']}")
     raise AddressableError(f"no peaks for GPU '{name}' (known: {', '.join(known_gpus())}); "
-                           "give --gpu NAME or --peaks FILE from `addressable calibrate`")
+                           "give --gpu NAME or --peaks FILE from `addressable calibrate --peaks FILE`")
 
 
 def device_name(metadata: dict[str, Any]) -> str | None:
