@@ -130,7 +130,7 @@ def resolve_peaks(gpu: str | None = None, peaks: Peaks | dict | str | Path | Non
         return gpu_peaks(gpu, not datasheet_only)
     manifest = manifest or {}
     if isinstance(manifest.get("peaks"), dict) and not datasheet_only:
-        return Peaks.from_dict(manifest["peaks"], "calibrated: run manifest")
+        return Peaks.from_dict(manifest["peaks"])  # keeps calibrate's own source line
     name = manifest.get("gpu") or device_name(metadata or {})
     if not name:
         raise AddressableError("no GPU named in the trace or run; give --gpu NAME "
