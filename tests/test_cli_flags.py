@@ -42,7 +42,8 @@ def test_each_flag_means_one_thing() -> None:
     assert set(calls) == {"verify", "verify-batch", "bench time"}, "--calls: timed calls of a model"
     devices = _options("--device")
     assert len(devices) >= 6 and {p.default for p in devices.values()} == {"auto"}, "--device: auto by default"
-    assert all(isinstance(p.type, click.Path) and not p.type.dir_okay for p in _options("--csv").values())
+    for flag in ("--csv", "--figure", "--peaks"):  # files
+        assert all(isinstance(p.type, click.Path) and not p.type.dir_okay for p in _options(flag).values()), flag
 
 
 @pytest.mark.parametrize(("args", "old", "new"), [
