@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -9,22 +10,30 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from addressable.errors import AddressableError
 from addressable.jsonutil import records
 from addressable.modules import ModuleBreakdown, attribute, module_breakdown
+from addressable.schema import KEY, VERSIONS
 from addressable.taxonomy import UNCLASSIFIED, Taxonomy, load_taxonomy
 from addressable.timeline import COMMUNICATION, TimelineResult, timeline_accounting
-from addressable.trace import Trace, load_trace
+from addressable.trace import Trace, count_matches, load_trace, trace_format
 
 BASIS_GPU = "gpu_kernel_time"
 BASIS_CPU = "cpu_op_time"
 
 
-def work_rows(trace: Trace) -> tuple[pd.DataFrame, str]:
-    """The rows that are work: GPU kernels/memcpy/memset, or CPU ops' self time when there are none."""
+def work_rows(trace: Trace, basis: str | None = None) -> tuple[pd.DataFrame, str]:
+    """The rows that are work: GPU kernels/memcpy/memset, or CPU ops' self time when there are none
+    (or when `basis` is BASIS_CPU)."""
     ev = trace.events
-    if trace.has_gpu_work:
+    if trace.has_gpu_work and basis != BASIS_CPU:
         return recorded_gpu_work(ev), BASIS_GPU
     return cpu_self_time(ev), BASIS_CPU
+
+
+def gpu_launches(path: str | Path) -> int:
+    """Kernel-launch runtime calls (trace_format's launch_names) in a trace file: a byte scan, no parsing."""
+    return count_matches(path, trace_format()["launch_names"].encode())
 
 
 def recorded_gpu_work(events: pd.DataFrame) -> pd.DataFrame:
@@ -136,6 +145,7 @@ class Breakdown:
     signals: pd.DataFrame | None = None  # signal, time_us, count, share (GPU traces)
     disagreements: pd.DataFrame | None = None  # kernels whose name and launching op disagree on the class
     unclassified: pd.DataFrame | None = None  # name, op, time_us, count of unclassified work
+    suggested_rule: str = ""  # a taxonomy.yaml line that would claim the unclassified kernels
     modules: ModuleBreakdown | None = None  # work time by nn.Module (addressable/modules.py)
 
     def time_of(self, cls: str) -> float:
@@ -197,6 +207,7 @@ class Breakdown:
         """The JSON form printed by `classify --json` and stored as breakdown.json."""
         cats = self.categories[["category", "class", "time_us", "share", "count"]]
         out: dict[str, Any] = {
+            KEY: VERSIONS["breakdown"],
             "source": self.source,
             "basis": self.basis,
             "addressable_fraction": self.addressable_fraction,
@@ -219,6 +230,8 @@ class Breakdown:
         if self.signals is not None:
             out["signals"] = {r["signal"]: {"time_us": r["time_us"], "share": r["share"], "count": r["count"]}
                               for r in records(self.signals)}
+        if self.suggested_rule:
+            out["suggested_rule"] = self.suggested_rule
         if self.disagreements is not None:
             out["n_disagreements"] = len(self.disagreements)
             out["disagreements"] = records(self.disagreements.head(top))
@@ -308,16 +321,65 @@ def launch_times(events: pd.DataFrame, rows: pd.DataFrame) -> np.ndarray:
     return launched.fillna(rows["ts"]).to_numpy()
 
 
-def breakdown_of_trace(trace: Trace, taxonomy: Taxonomy | None = None) -> Breakdown:
-    """Classify a loaded trace and aggregate it."""
-    taxonomy = taxonomy or load_taxonomy()
+def explain(trace: Trace, taxonomy: Taxonomy, pattern: str) -> pd.DataFrame:
+    """Why each work row whose name matches `pattern` got its category, one row per (name, launching op).
+
+    Columns: name, qualified, template, params, op, name_rule, op_rule, signal, category, class,
+    time_us, count. Rules are written as 'FILE KEY #INDEX: 'PATTERN''.
+    """
+    try:
+        wanted = re.compile(pattern, re.IGNORECASE)
+    except re.error as e:
+        raise AddressableError(f"--explain: invalid regex {pattern!r}: {e}") from None
     rows, basis = work_rows(trace)
+    names = rows["name"].astype(str)
+    rows = rows[names.str.contains(wanted)]
+    if rows.empty:
+        raise AddressableError(f"no {'kernel' if basis == BASIS_GPU else 'CPU op'} in {trace.path} matches {pattern!r}")
+    classified = classify_events(rows, taxonomy, basis)
+    if "signal" not in classified:
+        classified = classified.assign(signal="name", op_category=UNCLASSIFIED)
+    op = classified["op"].astype(object).fillna("") if "op" in classified else ""
+    table = (classified.assign(op=op).groupby(["name", "op", "category", "class", "signal"], observed=True)["dur"]
+             .agg(time_us="sum", count="size").reset_index().sort_values("time_us", ascending=False))
+    table["name"], table["op"] = table["name"].astype(str), table["op"].astype(str)
+    kind = "kernel" if basis == BASIS_GPU else "cpu_op"
+    uniq = list(dict.fromkeys(table["name"]))
+    name_rules = dict(zip(uniq, taxonomy.match_rules(uniq, kind), strict=True))
+    ops = [o for o in dict.fromkeys(table["op"]) if o]
+    op_rules = dict(zip(ops, taxonomy.match_rules(ops, "launch_op"), strict=True)) if kind == "kernel" else {}
+    parsed = {n: taxonomy.parse(n) for n in uniq} if kind == "kernel" else {}
+    table["qualified"] = [parsed[n].qualified if parsed else n for n in table["name"]]
+    table["template"] = [parsed[n].template if parsed else "" for n in table["name"]]
+    table["params"] = [parsed[n].params if parsed else "" for n in table["name"]]
+    table["name_rule"] = [taxonomy.describe(name_rules[n], q) for n, q in zip(table["name"], table["qualified"],
+                                                                               strict=True)]
+    table["op_rule"] = [taxonomy.describe(op_rules.get(o), o) if o else "no launching op" for o in table["op"]]
+    cols = ["name", "qualified", "template", "params", "op", "name_rule", "op_rule", "signal", "category", "class",
+            "time_us", "count"]
+    return table[cols].reset_index(drop=True)
+
+
+def breakdown_of_trace(trace: Trace, taxonomy: Taxonomy | None = None, basis: str | None = None) -> Breakdown:
+    """Classify a loaded trace and aggregate it (`basis=BASIS_CPU`: CPU-op self time even on a GPU trace).
+
+    A trace with kernel launches but no kernel rows is a GPU run whose CUDA activity was not
+    recorded: an AddressableError unless the CPU basis is asked for.
+    """
+    taxonomy = taxonomy or load_taxonomy()
+    if basis is None and not trace.has_gpu_work and trace.path and (n := gpu_launches(trace.path)):
+        raise AddressableError(f"{trace.path} holds {n:,} CUDA/HIP kernel launches but no kernel events: the "
+                               "profiler's CUDA activity was not recorded (add ProfilerActivity.CUDA); "
+                               "--basis cpu gives the CPU-op breakdown")
+    rows, basis = work_rows(trace, basis)
     classified = classify_events(rows, taxonomy, basis)
     ev = trace.events
     when = launch_times(ev, classified) if basis == BASIS_GPU else None
     b = breakdown_from_classified(classified, basis, taxonomy, trace.n_steps or None,
                                   trace.path, ev[ev["kind"] == "cpu_annotation"], when)
     b.unclassified = unclassified_kernels(classified)
+    if basis == BASIS_GPU and not b.unclassified.empty:
+        b.suggested_rule = taxonomy.rule_for(list(b.unclassified["name"].head(10)))
     if basis == BASIS_GPU:  # self times of nested CPU ops are not intervals on a timeline
         b.timeline = timeline_accounting(classified)
         b.signals, b.disagreements = signal_summary(classified, taxonomy)
@@ -326,12 +388,12 @@ def breakdown_of_trace(trace: Trace, taxonomy: Taxonomy | None = None) -> Breakd
 
 
 def classify_trace(path: str | Path, taxonomy: Taxonomy | str | Path | None = None,
-                   classes: dict[str, str] | None = None) -> Breakdown:
+                   classes: dict[str, str] | None = None, basis: str | None = None) -> Breakdown:
     """Load, classify and aggregate one trace file: the library form of `addressable classify`."""
     tax = taxonomy if isinstance(taxonomy, Taxonomy) else load_taxonomy(taxonomy)
     if classes:
         tax = tax.with_classes(classes)
-    return breakdown_of_trace(load_trace(path), tax)
+    return breakdown_of_trace(load_trace(path), tax, basis)
 
 
 def sum_breakdowns(breakdowns: list[Breakdown], source: str = "") -> Breakdown:

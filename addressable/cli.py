@@ -78,21 +78,28 @@ def main() -> None:
               help="Also write breakdown.json, categories.csv and kernels.csv here (several traces: rank<k>/ "
                    "per rank, the job's total and ranks.csv).")
 @click.option("--top", default=5, show_default=True, help="Kernels to list per section.")
-@click.option("--basis", type=click.Choice(["summed", "exposed"]), default="summed", show_default=True,
-              help="exposed: also print overlap-aware times (busy time, split among overlapping kernels).")
+@click.option("--basis", type=click.Choice(["summed", "exposed", "cpu"]), default="summed", show_default=True,
+              help="exposed: also print overlap-aware times (busy time, split among overlapping kernels); "
+                   "cpu: the CPU-op self-time breakdown (e.g. a GPU trace without kernel events).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Traces classified at once (default: the number of cores).")
 @click.option("--engine", type=click.Choice(["process", "serial", "dask"]),
               help="Several traces: a process pool (default), one at a time, or Dask.")
 @click.option("--scheduler", metavar="tcp://HOST:PORT", help="Run on this Dask scheduler (implies --engine dask).")
+@click.option("--explain", metavar="PATTERN",
+              help="For each kernel whose name matches this regex: its parsed name, launching op, the rule that "
+                   "matched (file, index, pattern), category and class.")
 @_user_errors
 def classify(paths: tuple[str, ...], taxonomy: Path | None, classes: tuple[str, ...], as_json: bool,
              out: Path | None, top: int, basis: str, jobs: int | None, engine: str | None,
-             scheduler: str | None) -> None:
+             scheduler: str | None, explain: str | None) -> None:
     """Classify every kernel of profiler traces and print the addressable fraction.
 
     PATHS: one trace file, or several files, folders and globs holding one trace per rank of a job
     (per-rank table, aggregate, straggler signal).
     """
+    if explain is not None:
+        _explain_one(paths, taxonomy, classes, as_json, explain)
+        return
     if len(paths) == 1 and Path(paths[0]).is_file() and not (engine or scheduler or jobs):
         _classify_one(Path(paths[0]), taxonomy, classes, as_json, out, top, basis)
         return
@@ -112,15 +119,31 @@ def classify(paths: tuple[str, ...], taxonomy: Path | None, classes: tuple[str, 
         sys.exit(2)
 
 
+def _explain_one(paths: tuple[str, ...], taxonomy: Path | None, classes: tuple[str, ...], as_json: bool,
+                 pattern: str) -> None:
+    """`classify TRACE --explain PATTERN`."""
+    from addressable.breakdown import explain
+    from addressable.jsonutil import records
+    from addressable.report import format_explain
+    from addressable.taxonomy import load_taxonomy
+    from addressable.trace import load_trace
+
+    if len(paths) != 1 or not Path(paths[0]).is_file():
+        raise AddressableError("--explain takes one trace file")
+    tax = load_taxonomy(taxonomy).with_classes(_parse_classes(classes))
+    table = explain(load_trace(paths[0]), tax, pattern)
+    click.echo(_json(records(table)) if as_json else format_explain(table))
+
+
 def _classify_one(trace: Path, taxonomy: Path | None, classes: tuple[str, ...], as_json: bool, out: Path | None,
                   top: int, basis: str) -> None:
     """`classify TRACE`: one trace's breakdown."""
-    from addressable.breakdown import classify_trace
+    from addressable.breakdown import BASIS_CPU, classify_trace
     from addressable.report import format_breakdown
     from addressable.runs import write_breakdown
     from addressable.timeline import format_overlap_note, format_timeline
 
-    b = classify_trace(trace, taxonomy, _parse_classes(classes))
+    b = classify_trace(trace, taxonomy, _parse_classes(classes), basis=BASIS_CPU if basis == "cpu" else None)
     if out:
         write_breakdown(b, out)
     click.echo(_json(b.to_dict(top)) if as_json else format_breakdown(b, top))
@@ -188,7 +211,7 @@ def calibrate(out: Path | None, as_json: bool) -> None:
 
     p = measure_peaks()
     if out:
-        write_text(out, _json(p.to_dict()) + "\n")
+        write_text(out, _json(p.to_dict()) + "\n")  # atomically
     click.echo(_json(p.to_dict()) if as_json else format_peaks(p))
     if out and not as_json:
         click.echo(f"Wrote {out}")
@@ -203,7 +226,7 @@ def taxonomy(file: Path | None) -> None:
 
     t = load_taxonomy(file)
     click.echo(f"{t.source}: {len(t.classes)} categories, {len(t.kernel_rules)} kernel rules, "
-               f"{len(t.cpu_op_rules)} CPU-op rules")
+               f"{len(t.launch_op_rules)} launch-op rules, {len(t.cpu_op_rules)} CPU-op rules")
     for cat, cls in t.classes.items():
         click.echo(f"  {cat:<15}{cls:<13}{t.descriptions.get(cat, '')}")
 

@@ -32,6 +32,7 @@ from addressable.errors import AddressableError
 from addressable.modules import combine_modules
 from addressable.progress import Progress, duration
 from addressable.quiet import quiet_profiler
+from addressable.schema import KEY, VERSIONS
 from addressable.scopes import module_scopes
 from addressable.taxonomy import Taxonomy
 from addressable.timeline import TimelineResult
@@ -396,6 +397,7 @@ def manifest(cfg: WorkloadConfig, m: Measurement, argv: list[str] | None = None)
     """Versions, hardware, git revision, argv and date of a run."""
     cuda = cfg.device == "cuda"
     return {
+        KEY: VERSIONS["manifest"],
         "config": asdict(cfg),
         "measurement": asdict(m),
         "torch": torch.__version__,

@@ -51,7 +51,8 @@ first scaled (`cpu_scale`) until the unmodified replay takes the unprofiled step
 profiler's own CPU overhead out; a trace without it is replayed as profiled (wall basis "profiled step"). A trace that cannot be replayed (no CPU runtime events; CUDA-graph launches) falls
 back to Amdahl and says why. `replay_residual` is (replayed span of the unmodified graph − profiled
 span) / profiled span. A group's `kernels_after` (wins.csv) replaces each of its calls (a run of
-consecutive group kernels on one stream) by that many kernels.
+consecutive group kernels on one stream) by that many kernels. module: groups are placed on the graph
+through each kernel's launching CPU op and its module scope (modules.attribute).
 
 Overlap: when breakdown.json has `exposed_category_time_us` and `streams_overlap: true`, shares use
 the exposed (non-overlapped) category times and the run's basis is "exposed"; otherwise "summed".
@@ -82,7 +83,7 @@ from addressable import runs as run_files
 from addressable.breakdown import breakdown_of_trace
 from addressable.errors import AddressableError
 from addressable.jsonutil import to_jsonable
-from addressable.modules import MODULE_PREFIX, NO_SCOPES_HINT, ModuleBreakdown, ModuleTarget
+from addressable.modules import MODULE_PREFIX, NO_SCOPES_HINT, ModuleBreakdown, ModuleTarget, attribute
 from addressable.taxonomy import UNCLASSIFIED, Taxonomy, load_taxonomy, read_yaml
 from addressable.trace import Trace, load_trace
 
@@ -96,7 +97,6 @@ REQUIRED_COLUMNS = ("target", "speedup")
 OPTIONAL_COLUMNS = ("verified", "source", "notes", "speedup_lo", "speedup_hi", "kernels_after")
 MODELS = ("replay", "amdahl")
 NO_TRACE = "no trace kept with the run (trace.json.gz) to replay"
-MODULE_REPLAY = "the replay model does not place module: targets yet"
 _TRUE = {"true", "t", "yes", "y", "1"}
 _FALSE = {"false", "f", "no", "n", "0"}
 
@@ -245,7 +245,8 @@ def run_from_trace(path: str | Path, step_ms: float | None = None) -> Run:
         step_ms = float(steps["dur"].mean() if not steps.empty else (ev["ts"] + ev["dur"]).max() - ev["ts"].min()) / 1e3
     n_steps = float(len(steps)) if not steps.empty else 1.0
     name = path.name.removesuffix(".gz").removesuffix(".json")
-    return Run(name, name, times, classes, "summed", kernels, n_steps, step_ms, [], path, None, [trace], basis)
+    return Run(name, name, times, classes, "summed", kernels, n_steps, step_ms, [], path, None, [trace], basis,
+               modules=b.modules)
 
 
 def _exposed_times(doc: dict, where: str, times: pd.Series, repeats: list[tuple[pd.Series, float | None]]
@@ -830,9 +831,6 @@ def _replay_run(run: Run, groups: list[Group], model: str) -> dict[str, Any]:
     if not run.traces:
         out["model_reason"] = NO_TRACE
         return out
-    if any(g.target.module is not None for g in groups):
-        out["model_reason"] = MODULE_REPLAY
-        return out
     tax = _taxonomy()
     cache: dict[int, tuple[np.ndarray, pd.Series]] = {}
 
@@ -842,8 +840,13 @@ def _replay_run(run: Run, groups: list[Group], model: str) -> dict[str, Any]:
             names = pd.Series(g.gpu_name, dtype="string")
             category = tax.classify(names).astype(str).reset_index(drop=True)
             owner = np.full(g.n_gpu, -1)
+            mods = [(i, grp) for i, grp in enumerate(groups) if grp.target.module is not None]
+            if mods:  # module groups claim first: each op's module, through its launching CPU op
+                attr = attribute(trace.events, trace.events.iloc[g.gpu_row], gpu=True)
+                for i, grp in mods:
+                    owner[(owner < 0) & grp.target.module.matches(attr.rows, attr.modules)] = i
             uniq, inverse = np.unique(g.gpu_name.astype(str), return_inverse=True)
-            for i, grp in enumerate(groups):  # regex groups claim their kernels first, in row order
+            for i, grp in enumerate(groups):  # then regex groups, in row order
                 if grp.target.regex is not None:
                     hit = np.fromiter((grp.target.regex.search(n) is not None for n in uniq), bool, len(uniq))
                     owner[(owner < 0) & hit[inverse]] = i

@@ -81,6 +81,16 @@ def _snake(ident: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", ident).lower()
 
 
+def _signal_line(b: Breakdown) -> list[str]:
+    """'Classified by kernel name 97.7%, by launching op 2.3% ...' (GPU traces)."""
+    if b.signals is None or not b.total_time_us:
+        return []
+    share = dict(zip(b.signals["signal"], b.signals["share"], strict=True))
+    n = 0 if b.disagreements is None else len(b.disagreements)
+    return [f"Classified by kernel name {share.get('name', 0):.1%}, by launching op {share.get('launch_op', 0):.1%}; "
+            f"{n} kernel(s) whose name and launching op disagree on the class (classify --json: disagreements)"]
+
+
 def format_breakdown(b: Breakdown, top: int = 5) -> str:
     """The breakdown as a readable table, with the addressable fraction on top."""
     basis = "GPU kernel time" if b.basis == "gpu_kernel_time" else "CPU-op self time (no GPU work in trace)"
@@ -89,6 +99,7 @@ def format_breakdown(b: Breakdown, top: int = 5) -> str:
         f"Addressable fraction: {b.addressable_fraction:6.1%}  of {basis} "
         f"({b.total_time_us / 1e3:,.2f} ms{f' over {b.n_steps} steps' if b.n_steps else ''})",
         f"Library: {b.library_fraction:6.1%}    Unclassified: {b.unclassified_fraction:6.2%}",
+        *_signal_line(b),
         "",
         f"{'category':<15}{'class':<13}{'time ms':>11}{'share':>8}{'count':>8}",
     ]
@@ -98,7 +109,10 @@ def format_breakdown(b: Breakdown, top: int = 5) -> str:
     unc = b.top_unclassified(top)
     if not unc.empty:
         lines += ["", f"Top unclassified {unit} (extend taxonomy.yaml to cover them):"]
-        lines += [f"  {r.time_us / 1e3:9.3f} ms  {r.name[:100]}" for r in unc.itertuples()]
+        lines += [f"  {r.time_us / 1e3:9.3f} ms  {r.name[:100]}"
+                  + (f"  [launched by {r.op}]" if getattr(r, "op", "") else "") for r in unc.itertuples()]
+        if b.suggested_rule:
+            lines.append(f"  a kernel_rules line that would claim them: {b.suggested_rule}")
     repl = b.kernels[b.kernels["class"] == "replaceable"].head(top)
     if not repl.empty:
         lines += ["", f"Largest replaceable {unit}:"]
@@ -110,3 +124,19 @@ def format_breakdown(b: Breakdown, top: int = 5) -> str:
 def format_table(df: pd.DataFrame, floatfmt: str = "{:.4g}") -> str:
     """Any small DataFrame as aligned text."""
     return df.to_string(index=False, float_format=lambda v: floatfmt.format(v))
+
+
+def format_explain(table: pd.DataFrame) -> str:
+    """`classify --explain`: for each matching kernel, how it was parsed and which rule decided."""
+    blocks = []
+    for r in table.itertuples():
+        lines = [f"{r.name}",
+                 f"  parsed:      {r.qualified}" + (f"  <{r.template}>" if r.template else "")
+                 + (f"  ({r.params})" if r.params else ""),
+                 f"  launched by: {r.op or 'unknown (no launching op in the trace)'}",
+                 f"  name rule:   {r.name_rule}",
+                 f"  op rule:     {r.op_rule}",
+                 f"  result:      {r.category} ({r[10]}), by {r.signal.replace('none', 'no rule')}; "
+                 f"{r.time_us / 1e3:.3f} ms in {r.count} calls"]
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)

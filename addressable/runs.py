@@ -15,6 +15,7 @@ from addressable.atomic import write_text
 from addressable.breakdown import Breakdown, classify_trace
 from addressable.errors import AddressableError
 from addressable.modules import DETAIL_COLUMNS, NO_SCOPES_HINT, ModuleBreakdown
+from addressable.schema import check_version
 from addressable.taxonomy import load_taxonomy
 
 
@@ -228,6 +229,7 @@ def load_run(path: str | Path) -> Run:
     doc = _read_json(folder / "breakdown.json")
     if not isinstance(doc, dict):
         raise AddressableError(f"{folder}/breakdown.json is not a JSON object")
+    check_version(doc, "breakdown", f"{folder}/breakdown.json")
     categories = read_csv(folder / "categories.csv") if (folder / "categories.csv").is_file() else \
         pd.DataFrame(doc.get("categories") or [], columns=["category", "class", "time_us", "share", "count"])
     if "class" not in categories.columns and "category" in categories.columns:  # older or hand-written runs
@@ -238,6 +240,7 @@ def load_run(path: str | Path) -> Run:
     kernels = read_csv(folder / "kernels.csv") if (folder / "kernels.csv").is_file() else \
         pd.DataFrame(columns=["name", "category", "class", "time_us", "count", "share"])
     manifest = _read_json(folder / "manifest.json") if (folder / "manifest.json").is_file() else {}
+    check_version(manifest, "manifest", f"{folder}/manifest.json")
     return Run(folder, doc, categories, kernels, manifest if isinstance(manifest, dict) else {})
 
 

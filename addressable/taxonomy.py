@@ -18,6 +18,7 @@ import yaml
 
 from addressable.errors import AddressableError
 from addressable.kernel_names import KernelName, parse_kernel_name, template_args
+from addressable.schema import check_version
 
 DEFAULT_TAXONOMY = Path(__file__).with_name("taxonomy.yaml")
 CLASSES = ("library", "replaceable")
@@ -120,6 +121,19 @@ class Taxonomy:
                 return replace(parsed, qualified=f"{parsed.qualified}<{kernel.qualified}>", template=inner)
         return parsed
 
+    def describe(self, rule: Rule | None, text: str) -> str:
+        """Where a rule is written and which of its patterns matched `text`: 'taxonomy.yaml kernel_rules #3: 'x''."""
+        if rule is None:
+            return "no rule"
+        where = f"{Path(self.source).name} {rule.key} #{rule.index} ({rule.category}): '{rule.matching_pattern(text)}'"
+        return where + (f" and template '{rule.template.pattern}'" if rule.template is not None else "")
+
+    def rule_for(self, names: list[str], category: str = "CATEGORY") -> str:
+        """A kernel_rules entry (one YAML line) that would claim these kernel names."""
+        stems = dict.fromkeys(re.escape(self.parse(n).qualified.split("::")[-1]) for n in names)
+        patterns = ", ".join(f"'{s}'" for s in stems if s)
+        return f"- {{category: {category}, patterns: [{patterns}]}}"
+
     def match_rules(self, names: list[str], kind: str = "kernel") -> list[Rule | None]:
         """The first rule that claims each (unique) name, or None."""
         rules = self.rules(kind)
@@ -170,6 +184,7 @@ def parse_taxonomy(doc: Any, source: str = "<taxonomy>") -> Taxonomy:
     """Build a Taxonomy from its YAML document, naming the first problem found."""
     if not isinstance(doc, dict) or not isinstance(doc.get("categories"), dict):
         raise AddressableError(f"taxonomy {source} needs a 'categories' mapping")
+    check_version(doc, "taxonomy", f"taxonomy {source}")
     classes, descriptions = {}, {}
     for name, spec in doc["categories"].items():
         cls = spec.get("class") if isinstance(spec, dict) else spec

@@ -37,6 +37,7 @@ except ImportError:  # the schema decoder is an optional speed-up; orjson parses
     msgspec = None
 
 from addressable.errors import AddressableError
+from addressable.schema import check_version
 
 CHUNK_BYTES = 1 << 20
 _KINDS = ("gpu", "annotation", "cpu_op", "cpu_annotation", "step", "runtime")
@@ -50,8 +51,11 @@ _MAX_TRIES = 4  # event boundaries tried per block (a "}, {" can sit inside a st
 @cache
 def trace_format() -> dict[str, Any]:
     """The trace format description shipped with the package."""
-    with open(Path(__file__).with_name("trace_format.yaml")) as f:
-        return yaml.safe_load(f)
+    path = Path(__file__).with_name("trace_format.yaml")
+    with open(path) as f:
+        fmt = yaml.safe_load(f)
+    check_version(fmt, "trace_format", str(path))
+    return fmt
 
 
 @dataclass
@@ -162,6 +166,17 @@ class _ReadAhead:
     def close(self) -> None:
         self._stop.set()
         self._thread.join()
+
+
+def count_matches(path: str | Path, pattern: bytes, overlap: int = 256) -> int:
+    """Matches of a bytes regex (each shorter than `overlap`) in a trace file's raw, un-gzipped text."""
+    regex, n, tail = re.compile(pattern), 0, b""
+    for block in _file_blocks(Path(path), CHUNK_BYTES):
+        buf = tail + block
+        cut = max(len(buf) - overlap, 0)
+        n += sum(1 for m in regex.finditer(buf) if m.start() < cut)
+        tail = buf[cut:]
+    return n + sum(1 for _ in regex.finditer(tail))
 
 
 # ---------------------------------------------------------------- cutting blocks into parsed events
@@ -370,11 +385,11 @@ def _compiled_format() -> _Format:
                   re.compile(fmt["step_pattern"]), fmt["complete_phase"], list(fmt["columns"]), text, tuple(parents),
                   scope["extract"])
     if msgspec is not None:
-        _add_schema(out, list(fmt["columns"].values()))
+        _add_schema(out, list(fmt["columns"].values()), filters)
     return out
 
 
-def _add_schema(fmt: _Format, keys: list[str]) -> None:
+def _add_schema(fmt: _Format, keys: list[str], filters: dict[str, Callable]) -> None:
     """The msgspec schema of one event (the named fields only, any JSON value each; a parent object
     such as args as a nested schema, or any non-object value) and an extractor over it."""
     top = list(dict.fromkeys(["ph", "cat", *(k for k in keys if "." not in k)]))
@@ -395,9 +410,11 @@ def _add_schema(fmt: _Format, keys: list[str]) -> None:
         loops.append(f" for a{i} in (e.p{i} if type(e.p{i}) is P{i} else E{i},)")
         getters.update({f"{parent}.{c}": f"a{i}.c{j}" for j, c in enumerate(children[parent])})
     event = msgspec.defstruct("Event", fields)
+    scope["FILTERS"] = filters  # name_filters, as in the dict extractor
+    named = f" and (e.f1 not in FILTERS or FILTERS[e.f1](str({getters['name']})))" if filters else ""
     src = (f"def extract(events, keep, X):\n"
            f"    return [({', '.join(getters[k] for k in keys)},) for e in events"
-           f" if e.f1 in keep and e.f0 == X{''.join(loops)}]\n")
+           f" if e.f1 in keep and e.f0 == X{named}{''.join(loops)}]\n")
     exec(compile(src, "<trace_format schema extractor>", "exec"), scope)
     fmt.decoder, fmt.event_type, fmt.extract_typed = msgspec.json.Decoder(list[event]), event, scope["extract"]
 

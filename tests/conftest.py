@@ -27,6 +27,18 @@ if not _has_cuda():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-references", action="store_true",
+                     help="Rewrite the pinned reference outputs in tests/references/ from the current code "
+                          "(on purpose: review the diff before committing it).")
+
+
+@pytest.fixture
+def update_references(request: pytest.FixtureRequest) -> bool:
+    """Whether this run rewrites the pinned reference outputs (--update-references)."""
+    return bool(request.config.getoption("--update-references"))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if _has_cuda():
         return

@@ -7,10 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from addressable import classify_trace, load_taxonomy
 from addressable.kernel_names import parse_kernel_name, template_args
-from addressable.taxonomy import UNCLASSIFIED
+from addressable.taxonomy import UNCLASSIFIED, parse_taxonomy
 
 TAX = load_taxonomy()
 
@@ -118,3 +119,104 @@ def test_cuda_graph_input_copies_are_data_movement() -> None:
     mta = b.kernels[b.kernels["name"].str.contains("multi_tensor_apply")]
     assert not mta.empty and (mta["category"] == "data_movement").all()
     assert "optimizer" not in set(b.categories["category"])
+
+
+# --- classify --explain, the unclassified list, and traces without kernel events ----------------
+
+def _run(*args: str):
+    from click.testing import CliRunner
+
+    from addressable.cli import main
+
+    return CliRunner().invoke(main, ["classify", *args])
+
+
+def test_explain_names_the_parsed_name_launching_op_and_rule(tmp_path) -> None:
+    trace = _kernel_trace(tmp_path / "t.json.gz", [
+        ("void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, __nv_bfloat16, (vllm::Fp8KVCacheDataType)0>"
+         "(__nv_bfloat16 const*, long const*)", "_C_cache_ops::reshape_and_cache_flash", 7.0),
+        ("my_vendor_kernel_v7", "aten::mm", 40.0),
+    ])
+    r = _run(str(trace), "--explain", "cache_flash|vendor")
+    assert r.exit_code == 0, r.output
+    blocks = r.output.split("\n\n")
+    assert len(blocks) == 2
+    vendor = next(b for b in blocks if b.startswith("my_vendor"))
+    assert "launched by: aten::mm" in vendor and "name rule:   no rule" in vendor
+    assert "launch_op_rules #" in vendor and "(gemm)" in vendor
+    assert "result:      gemm (library), by launch_op" in vendor
+    cache = next(b for b in blocks if "reshape_and_cache" in b)
+    assert "parsed:      vllm::reshape_and_cache_flash_kernel  <__nv_bfloat16, __nv_bfloat16" in cache
+    assert "kernel_rules #" in cache and "(data_movement): 'reshape_and_cache" in cache
+    assert "result:      data_movement (replaceable), by name" in cache
+    j = _run(str(trace), "--explain", "vendor", "--json")
+    row = json.loads(j.output)[0]
+    assert (row["op"], row["category"], row["signal"]) == ("aten::mm", "gemm", "launch_op")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--explain", "nothing_like_this"], "matches 'nothing_like_this'"),
+    (["--explain", "(unclosed"], "invalid regex"),
+])
+def test_explain_bad_input_is_one_line(tmp_path, args, message) -> None:
+    trace = _kernel_trace(tmp_path / "t.json.gz", [("nvjet_sm90_x", "aten::mm", 1.0)])
+    r = _run(str(trace), *args)
+    assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output
+
+
+def test_unclassified_list_shows_the_launching_op_and_a_rule_that_claims_them(tmp_path) -> None:
+    trace = _kernel_trace(tmp_path / "t.json.gz", [
+        ("void acme::fused_thing_kernel<float>(float*)", "acme::fused_thing", 30.0),
+        ("nvjet_sm90_x", "aten::mm", 70.0),
+    ])
+    r = _run(str(trace))
+    assert r.exit_code == 0, r.output
+    assert "[launched by acme::fused_thing]" in r.output
+    assert "Classified by kernel name 70.0%, by launching op 0.0%; 0 kernel(s)" in r.output
+    line = r.output.strip().splitlines()
+    rule = next(x for x in line if "kernel_rules line" in x).split(": ", 1)[1]
+    assert rule == "- {category: CATEGORY, patterns: ['fused_thing_kernel']}"
+    doc = {"categories": {"mine": {"class": "replaceable"}},
+           "kernel_rules": [yaml.safe_load(rule.replace("CATEGORY", "mine"))[0]]}
+    assert parse_taxonomy(doc).classify(["void acme::fused_thing_kernel<float>(float*)"]).iloc[0] == "mine"
+
+
+def test_gpu_trace_without_kernel_events_is_not_a_cpu_trace(tmp_path) -> None:
+    """Launches recorded, kernels not (CUDA activity off): say so; the CPU-op breakdown only on request."""
+    trace = _kernel_trace(tmp_path / "t.json.gz", [("k", "aten::mm", 1.0), ("k", "aten::add", 1.0)],
+                          launches_only=True)
+    r = _run(str(trace))
+    assert r.exit_code == 2
+    assert r.output.strip().splitlines() == [
+        f"error: {trace} holds 2 CUDA/HIP kernel launches but no kernel events: the profiler's CUDA activity "
+        "was not recorded (add ProfilerActivity.CUDA); --basis cpu gives the CPU-op breakdown"]
+    r = _run(str(trace), "--basis", "cpu", "--json")
+    assert r.exit_code == 0 and json.loads(r.output)["basis"] == "cpu_op_time"
+    b = classify_trace(trace, basis="cpu_op_time")
+    assert set(b.categories["category"]) == {"gemm", "elementwise"}
+
+
+@pytest.mark.parametrize("op, expected", [
+    ("aten::mm", "gemm"), ("aten::_scaled_mm", "gemm"), ("aten::_int_mm", "gemm"),
+    ("aten::convolution_backward", "conv"), ("aten::_cudnn_rnn", "rnn"),
+    ("aten::_scaled_dot_product_cudnn_attention", "attention"), ("vllm::unified_attention", "attention"),
+    ("c10d::allreduce_", "communication"), ("symm_mem::one_shot_all_reduce", "communication"),
+    ("aten::_foreach_copy_", "data_movement"), ("aten::_foreach_add_", "optimizer"),
+    ("fbgemm::jagged_to_padded_dense", UNCLASSIFIED), ("aten::broadcast_tensors", UNCLASSIFIED),
+    ("aten::add", UNCLASSIFIED),
+])
+def test_launch_op_rules(op: str, expected: str) -> None:
+    assert TAX.classify([op], "launch_op").iloc[0] == expected
+
+
+def test_launch_count_is_exact_across_read_blocks(tmp_path) -> None:
+    """The byte scan reads 1 MB blocks; names straddling a block boundary are counted once."""
+    from addressable.breakdown import gpu_launches
+
+    n = 30_000  # ~3 MB of JSON: several block boundaries
+    events = [{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel" if i % 3 else "hipLaunchKernel",
+               "ts": i, "dur": 1, "pid": 1, "tid": 1, "args": {"pad": "x" * (i % 50)}} for i in range(n)]
+    events.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 0, "dur": 1, "pid": 1, "tid": 1})
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    assert gpu_launches(path) == n

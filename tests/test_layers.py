@@ -21,7 +21,8 @@ PACKAGES = ("addressable", "workloads")
 LAYERS: list[tuple[str, ...]] = [
     ("addressable.errors",),
     ("addressable.atomic", "addressable.jsonutil", "addressable.phases", "addressable.device", "addressable.quiet",
-     "addressable.progress", "addressable.op_models", "addressable.kernel_names", "addressable.sandbox"),
+     "addressable.progress", "addressable.op_models", "addressable.kernel_names", "addressable.sandbox",
+     "addressable.schema"),
     ("addressable.taxonomy", "addressable.trace", "addressable.workload", "addressable.invariants",
      "addressable.scopes", "addressable.harness"),
     ("addressable.timeline", "addressable.replay", "addressable.modules", "addressable.checks"),

@@ -32,10 +32,21 @@ class TraceBuilder:
         return self.corr
 
     def launch(self, ts: float, dur: float, k_start: float, k_dur: float, name: str = ELEM, stream: int = 7,
-               tid: int = 1) -> None:
+               tid: int = 1, op: str | None = None) -> None:
+        """A launch call and its kernel; with `op`, the CPU op that launched it (joined by External id)."""
         corr = self.call("cudaLaunchKernel", ts, dur, tid)
+        args = {"stream": stream, "device": 0, "correlation": corr}
+        if op:
+            args["External id"] = corr
+            self.events.append({"ph": "X", "cat": "cpu_op", "name": op, "pid": 10, "tid": tid, "ts": BASE + ts - 1,
+                                "dur": dur + 2, "args": {"External id": corr}})
         self.events.append({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": stream, "ts": BASE + k_start,
-                            "dur": k_dur, "args": {"stream": stream, "device": 0, "correlation": corr}})
+                            "dur": k_dur, "args": args})
+
+    def scope(self, name: str, ts: float, dur: float, tid: int = 1) -> None:
+        """A record_function range on the CPU (e.g. a module scope)."""
+        self.events.append({"ph": "X", "cat": "user_annotation", "name": name, "pid": 10, "tid": tid,
+                            "ts": BASE + ts, "dur": dur})
 
     def step(self, n: int, ts: float, dur: float) -> None:
         self.events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{n}", "pid": 10, "tid": 1,
@@ -282,3 +293,21 @@ def test_project_replays_every_rank_of_a_run(tmp_path: Path) -> None:
     spans = {x["rank"]: x["span"] for x in r["replay_ranks"]}
     assert spans == {0: pytest.approx(1003), 1: pytest.approx(503)}
     assert 0 < r["cpu_scale"] <= 4.0  # calibrated to the run's step_time_ms
+
+
+def test_project_replays_module_targets(tmp_path: Path) -> None:
+    """module: targets are placed on the graph through each kernel's launching op and its module scope."""
+    tb = TraceBuilder()
+    for i in range(10):
+        tb.launch(100 * i + 90, 10, 100 * i + 98, 5, op="aten::mul")
+    tb.scope("nn.Module: h.0.mlp.act (NewGELUActivation)", 280, 720)  # kernels 2..9
+    tb.step(1, 0, 1000)
+    trace = tb.write(tmp_path / "scoped.json")
+    wins = tmp_path / "wins.csv"
+    wins.write_text("target,speedup,kernels_after\nmodule:NewGELUActivation,1,1\n")
+    code, d, err = project_json("--speedups", str(wins), "--runs", str(trace), "--json")
+    r = d["runs"][0]
+    assert code == 0 and r["model"] == "replay", err
+    # as in the launch-bound test: kernels 2..9 fused into one, launches 3..9 and their gaps gone
+    assert r["replay_speedup_wall"] == pytest.approx(1003 / 338)
+    assert d["unmatched"] == [] and r["amdahl_speedup_kernel"] == pytest.approx(1.0)  # Amdahl places it too

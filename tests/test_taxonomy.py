@@ -92,6 +92,7 @@ PITFALLS = {
 
 
 # Issue 12: words in template arguments or parameter lists, and rule order, must not decide.
+# Names as the issue quotes them, completed to the Kineto form where the issue shortened them.
 PITFALLS.update({
     # "flash" inside a template argument does not make a quantize kernel attention.
     "void quantize_with_block_size<(BlockScaleQuantizationType)0, __nv_bfloat16, 16, false, flashinfer::trtllm_alltoall::SfLayout>(int, int, __nv_bfloat16 const*, float const*, unsigned int*, unsigned int*, int*, flashinfer::QuantizationSFLayout, int)": "elementwise",
