@@ -282,7 +282,7 @@ def _joined_streams(events: list[dict[str, Any]], caller: Any, before: float) ->
 
 
 def stream_checks(ref: dict[str, Any] | None, cand: dict[str, Any] | None, error: str = "") -> dict[str, dict[str, Any]]:
-    """`stream_escape` (fails when the candidate's work escaped the caller's stream) and `gpu_work`
+    """`stream_escape` (fails when the candidate's work escaped the caller's stream) and `no_gpu_work`
     (review when the candidate launched no kernel where the reference launches some)."""
     if cand is None or ref is None:
         why = f"could not run: {error}" if error else "could not run"
@@ -291,5 +291,5 @@ def stream_checks(ref: dict[str, Any] | None, cand: dict[str, Any] | None, error
     value = f"{len(esc)} escaped ({', '.join(n[:60] for n in esc[:3])})" if esc else "0 escaped"
     out = {"stream_escape": check(value, "0 escaped", not esc)}
     none = cand["kernels"] == 0 and ref["kernels"] > 0
-    out["gpu_work"] = check(f"{cand['kernels']} kernels", f"> 0 (reference: {ref['kernels']})", None if none else True)
+    out["no_gpu_work"] = check(f"{cand['kernels']} kernels", f"> 0 (reference: {ref['kernels']})", None if none else True)
     return out

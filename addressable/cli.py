@@ -211,7 +211,7 @@ def calibrate(out: Path | None, as_json: bool) -> None:
 
     p = measure_peaks()
     if out:
-        write_text(out, _json(p.to_dict()) + "\n")
+        write_text(out, _json(p.to_dict()) + "\n")  # atomically
     click.echo(_json(p.to_dict()) if as_json else format_peaks(p))
     if out and not as_json:
         click.echo(f"Wrote {out}")

@@ -441,7 +441,8 @@ class ModuleBreakdown:
         mostly = inc["replaceable_time_us"] >= self.min_replaceable * inc["time_us"]
         ok = inc[mostly]
         listed = set(ok["module"])
-        outer = ok[[not any(m.startswith(p + ".") for p in listed if p != m) for m in ok["module"]]]
+        outer = ok[np.array([not any(m.startswith(p + ".") for p in listed if p != m) for m in ok["module"]],
+                            dtype=bool)]
         by_class = inc[inc["class"].isin(set(outer["class"]))].groupby("class", sort=False)[
             ["time_us", "replaceable_time_us", "kernels", "calls", "dispatch_us"]].sum(min_count=1).reset_index()
         by_class = by_class[by_class["replaceable_time_us"] >= self.min_replaceable * by_class["time_us"]]

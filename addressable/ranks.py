@@ -40,6 +40,7 @@ from addressable.trace import load_trace
 TRACE_SUFFIXES = (".json", ".json.gz")
 _RANK_IN_NAME = re.compile(r"(?:^|[^a-z])rank[-_.]?(\d+)", re.IGNORECASE)
 _GLOB = re.compile(r"[*?\[]")
+_RUN_FILES = frozenset({"breakdown.json", "manifest.json"})
 BASES = ("summed", "exposed", "compute")
 _FRACTION_KEY = {"summed": "addressable_fraction", "exposed": "addressable_fraction_exposed",
                  "compute": "addressable_fraction_compute"}
@@ -74,7 +75,8 @@ def find_trace_files(paths: Iterable[str | Path]) -> list[Path]:
 
 
 def _is_trace_name(name: str) -> bool:
-    return name.endswith(TRACE_SUFFIXES) and not name.startswith(".")
+    """A trace file in a folder: *.json or *.json.gz, not hidden, not a run folder's own JSON files."""
+    return name.endswith(TRACE_SUFFIXES) and not name.startswith(".") and name not in _RUN_FILES
 
 
 def rank_of(metadata: dict[str, Any], path: str | Path) -> tuple[int | None, int | None, str]:
@@ -504,8 +506,8 @@ def format_job(job: JobResult, top: int = 8) -> str:
         + f" ms; spread {ms(st.communication_spread_us)} ms = {st.communication_spread_share:.1%} of the median "
         f"kernel time; rank {st.likely_straggler_rank} waits least"]
     if st.last_arrival_rank is not None:
-        lines.append(f"Arrival at matched collectives: rank {st.last_arrival_rank} arrives last most costly; "
-                     f"the others wait {ms(max(st.waited_for_us))} ms for it in all")
+        lines.append(f"Matched collectives: the other ranks wait {ms(max(st.waited_for_us))} ms in all for rank "
+                     f"{st.last_arrival_rank}, the last to arrive (waiting: the 'waiting' column)")
     return "\n".join(lines)
 
 

@@ -106,7 +106,7 @@ class Change:
     """A what-if on one group of GPU ops: k times faster, optionally `kernels_after` kernels per call.
 
     `calls` numbers the group's calls (one id per GPU op, used where mask is true); by default a
-    call is a run of consecutive group ops on one stream.
+    call is a run of consecutive group ops on one stream, within one profiled step.
     """
 
     mask: np.ndarray
@@ -435,9 +435,10 @@ def _apply(g: Graph, s: _State, c: Change) -> None:
         order = np.lexsort((idx, call))
         idx, call = idx[order], call[order]
         _, call = np.unique(call, return_inverse=True)
-    else:  # runs of consecutive group ops on one stream
+    else:  # runs of consecutive group ops on one stream, within one step
+        step = np.searchsorted(g.steps["first_call"].to_numpy(), g.gpu_anchor[idx], "right")
         new = np.ones(len(idx), bool)
-        new[1:] = (np.diff(idx) != 1) | (g.gpu_stream[idx[1:]] != g.gpu_stream[idx[:-1]])
+        new[1:] = (np.diff(idx) != 1) | (g.gpu_stream[idx[1:]] != g.gpu_stream[idx[:-1]]) | (np.diff(step) != 0)
         call = np.cumsum(new) - 1
     n_calls = int(call.max()) + 1
     total = np.bincount(call, weights=s.gpu_dur[idx], minlength=n_calls)

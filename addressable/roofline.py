@@ -99,7 +99,7 @@ def gpu_peaks(name: str, use_calibrated: bool = True) -> Peaks:
             return Peaks(g["name"], float(g["memory_gbps"]), {k: float(v) for k, v in g["tflops"].items()},
                          f"datasheet: {g['source']}")
     raise AddressableError(f"no peaks for GPU '{name}' (known: {', '.join(known_gpus())}); "
-                           "give --gpu NAME or --peaks FILE from `addressable calibrate`")
+                           "give --gpu NAME or --peaks FILE from `addressable calibrate --peaks FILE`")
 
 
 def device_name(metadata: dict[str, Any]) -> str | None:
@@ -130,7 +130,7 @@ def resolve_peaks(gpu: str | None = None, peaks: Peaks | dict | str | Path | Non
         return gpu_peaks(gpu, not datasheet_only)
     manifest = manifest or {}
     if isinstance(manifest.get("peaks"), dict) and not datasheet_only:
-        return Peaks.from_dict(manifest["peaks"], "calibrated: run manifest")
+        return Peaks.from_dict(manifest["peaks"])  # keeps calibrate's own source line
     name = manifest.get("gpu") or device_name(metadata or {})
     if not name:
         raise AddressableError("no GPU named in the trace or run; give --gpu NAME "

@@ -385,11 +385,11 @@ def _compiled_format() -> _Format:
                   re.compile(fmt["step_pattern"]), fmt["complete_phase"], list(fmt["columns"]), text, tuple(parents),
                   scope["extract"])
     if msgspec is not None:
-        _add_schema(out, list(fmt["columns"].values()))
+        _add_schema(out, list(fmt["columns"].values()), filters)
     return out
 
 
-def _add_schema(fmt: _Format, keys: list[str]) -> None:
+def _add_schema(fmt: _Format, keys: list[str], filters: dict[str, Callable]) -> None:
     """The msgspec schema of one event (the named fields only, any JSON value each; a parent object
     such as args as a nested schema, or any non-object value) and an extractor over it."""
     top = list(dict.fromkeys(["ph", "cat", *(k for k in keys if "." not in k)]))
@@ -410,9 +410,11 @@ def _add_schema(fmt: _Format, keys: list[str]) -> None:
         loops.append(f" for a{i} in (e.p{i} if type(e.p{i}) is P{i} else E{i},)")
         getters.update({f"{parent}.{c}": f"a{i}.c{j}" for j, c in enumerate(children[parent])})
     event = msgspec.defstruct("Event", fields)
+    scope["FILTERS"] = filters  # name_filters, as in the dict extractor
+    named = f" and (e.f1 not in FILTERS or FILTERS[e.f1](str({getters['name']})))" if filters else ""
     src = (f"def extract(events, keep, X):\n"
            f"    return [({', '.join(getters[k] for k in keys)},) for e in events"
-           f" if e.f1 in keep and e.f0 == X{''.join(loops)}]\n")
+           f" if e.f1 in keep and e.f0 == X{named}{''.join(loops)}]\n")
     exec(compile(src, "<trace_format schema extractor>", "exec"), scope)
     fmt.decoder, fmt.event_type, fmt.extract_typed = msgspec.json.Decoder(list[event]), event, scope["extract"]
 

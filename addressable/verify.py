@@ -37,7 +37,7 @@ On a GPU, one more untimed call of each model runs under torch.profiler (`addres
 - ``stream_escape``: work the candidate left on a stream other than the caller's that was still
   running when the caller's next work started (the output would be read unfinished), or that the
   caller's stream never waited on (when the trace records stream waits) fails;
-- ``gpu_work``: no kernel at all where the reference launches some is flagged for review.
+- ``no_gpu_work``: no kernel at all where the reference launches some is flagged for review.
 
 Timing (only after every check passed) alternates reference and candidate on the trial-0 inputs after
 a warm-up (`addressable.harness.time_calls`: CUDA events, a 256 MB L2 flush before each call, the end
@@ -206,7 +206,7 @@ def _fail_reason(checks: dict[str, dict[str, Any]], trials: list[dict[str, Any]]
 
 
 def _stream_checks(ref_model: Any, cand_model: Any, inputs: list) -> dict[str, dict[str, Any]]:
-    """stream_escape and gpu_work from one profiled call of each model (GPU only)."""
+    """stream_escape and no_gpu_work from one profiled call of each model (GPU only)."""
     try:
         with tempfile.TemporaryDirectory(prefix="addressable-profile-") as d:
             ref = gpu_work(profile_call(ref_model, clone(inputs), Path(d) / "reference.json"))

@@ -15,7 +15,6 @@ import contextlib
 import gzip
 import json
 import math
-import os
 import shutil
 import statistics
 import sys
@@ -112,7 +111,6 @@ def peaks(out: Path) -> None:
     z = torch.empty_like(x)
     t = bench(lambda: torch.add(x, y, out=z))
     res["add_gbps"] = 3 * x.numel() * 2 / t / 1e9
-    del x, y, z
     m = 8192 if not SMOKE else 256
     rates = {}
     for name, dt, tf32 in (("bf16", torch.bfloat16, False), ("fp16", torch.float16, False),
@@ -416,7 +414,7 @@ def _mark_gpt2_act(m):
 
 def _rmsnorm_fused(m):
     """Every LlamaRMSNorm replaced by torch.nn.RMSNorm holding the same weight (one fused kernel)."""
-    for name, mod in list(m.named_modules()):
+    for mod in list(m.modules()):
         for cname, child in list(mod.named_children()):
             if type(child).__name__ == "LlamaRMSNorm":
                 new = nn.RMSNorm(child.weight.shape[0], eps=child.variance_epsilon, device=child.weight.device,

@@ -9,5 +9,5 @@ OUT=${OUT:-outputs/verify_adversarial}
 mkdir -p "$OUT"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 { command -v ninja c++ || echo "no ninja or c++: the C++ extension cheat cannot build"; } 2>&1 | tee "$OUT/verify_adversarial.log"
-python3 gpu/verify_adversarial.py --out "$OUT" --budget "${BUDGET:-200}" 2>&1 | tee -a "$OUT/verify_adversarial.log"
+timeout 235 python3 gpu/verify_adversarial.py --out "$OUT" --budget "${BUDGET:-190}" 2>&1 | tee -a "$OUT/verify_adversarial.log"
 exit "${PIPESTATUS[0]}"

@@ -26,7 +26,7 @@ start=$SECONDS
 log="$OUT/verify_triton.log"
 : > "$log"
 
-run() { echo "+ $*" | tee -a "$log"; "$@" 2>&1 | tee -a "$log"; }
+run() { echo "+ $*" | tee -a "$log"; "$@" 2>&1 | tee -a "$log" || echo "  exit $? (verify-batch: 1 when a pair failed, 3 when one needs review)" | tee -a "$log"; }
 
 "$PY" -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__,
       torch.cuda.get_device_name() if torch.cuda.is_available() else 'no GPU')" 2>&1 | tee -a "$log"

@@ -62,6 +62,11 @@ def test_aggregate_breakdowns_synthetic() -> None:
     assert d["addressable_fraction"]["min"] == pytest.approx(4 / 54)
     assert d["addressable_fraction"]["max"] == pytest.approx(4 / 24)
     assert d["addressable_fraction_wall"] == {"median": pytest.approx(0.075), "min": 0.05, "max": 0.1}
+    # the compute basis leaves NCCL out: both ranks do the same compute, so they agree on it exactly
+    assert d["addressable_fraction_compute"]["min"] == pytest.approx(4 / 14)
+    assert d["addressable_fraction_compute"]["max"] == pytest.approx(4 / 14)
+    assert d["addressable_fraction_compute"]["job"] == pytest.approx(8 / 28)
+    assert ranks[1]["compute_time_per_step_us"] == pytest.approx(7)
     cats = {c["category"]: c for c in d["categories"]}
     assert cats["communication"]["share_min"] == pytest.approx(10 / 24)
     assert cats["communication"]["share_max"] == pytest.approx(40 / 54)

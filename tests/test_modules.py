@@ -305,3 +305,14 @@ def test_profile_records_module_scopes_on_a_cpu_run(tmp_path) -> None:
     r = CliRunner().invoke(main, ["modules", str(res.path), "--top", "5"])
     assert r.exit_code == 0, r.output
     assert "Top fusion candidates" in r.output and "CPU ops/step" in r.output
+
+
+def test_a_model_of_one_library_layer_has_no_fusion_candidates() -> None:
+    from addressable.modules import ModuleBreakdown
+
+    detail = pd.DataFrame({"module": ["", ""], "module_class": ["Linear", "Linear"], "direction": ["forward"] * 2,
+                           "name": ["aten::addmm", "aten::t"], "category": ["gemm", "data_movement"],
+                           "class": ["library", "replaceable"], "time_us": [90.0, 10.0], "count": [1, 1]})
+    mods = pd.DataFrame({"module": [""], "module_class": ["Linear"], "calls": [1], "dispatch_us": [5.0]})
+    mb = ModuleBreakdown(detail, mods, 100.0, 1, "cpu_op_time")
+    assert mb.fusion_candidates().empty and mb.to_dict()["fusion_candidates"] == []

@@ -63,6 +63,7 @@ def test_find_trace_files(tmp_path: Path) -> None:
     d = job_folder(tmp_path)
     (d / "notes.txt").write_text("not a trace")
     (d / ".hidden.json").write_text("{}")
+    (d / "breakdown.json").write_text("{}")  # a run folder's own files are no traces
     files = find_trace_files([d])
     assert [f.name for f in files] == ["host_123.1.pt.trace.json", "host_456.2.pt.trace.json.gz"]
     assert find_trace_files([str(d / "*.gz")]) == [files[1]]
@@ -233,6 +234,7 @@ def test_cli_folder_table_json_out(tmp_path: Path) -> None:
     r = run("classify", d, "-j", "1")
     assert r.exit_code == 0, r.output
     assert "compute basis" in r.output and "Straggler signal" in r.output and "host_123.1.pt.trace.json" in r.output
+    assert "wait 0.004 ms in all for rank 0, the last to arrive" in r.output
     r = run("classify", d, "--json", "-j", "2")
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)

@@ -58,7 +58,7 @@ def readme_figures() -> list[dict[str, str]]:
 
 def test_readme_figures_match_the_references() -> None:
     rows = readme_figures()
-    assert {r["trace"] for r in rows} == {t.name.removesuffix(".json.gz") for t in TRACES}
+    assert rows and {r["trace"] for r in rows} <= {t.name.removesuffix(".json.gz") for t in TRACES}
     for r in rows:
         doc = json.loads((REFERENCES / f"{r['trace']}.json").read_text())
         share = {c["category"]: c["share"] for c in doc["categories"]}

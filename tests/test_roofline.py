@@ -6,6 +6,7 @@ import json
 import math
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from addressable.errors import AddressableError
@@ -240,3 +241,78 @@ def test_project_prints_the_roofline_ceiling_beside_amdahl() -> None:
     assert d["runs"][0]["ceiling_kernel_roofline"] == pytest.approx(expected)
     assert d["runs"][1]["ceiling_kernel_roofline"] is None
     assert f"{expected:.3f}x" in format_projection(p)
+
+
+# ---------------------------------------------------------------- real H200 traces with shapes (pinned figures)
+
+
+def test_real_resnet50_training_roofline(h200_traces: dict[str, Path]) -> None:
+    """ResNet-50 train b64 bf16 channels_last on the H200, against the shipped H200 calibration."""
+    r = roofline_of_trace(h200_traces["resnet50_train_b64_shapes"])
+    assert r.peaks.gpu == "H200" and r.peaks.memory_gbps == pytest.approx(4303.3)
+    assert r.ceiling_kernel == pytest.approx(3.160, abs=0.005)
+    assert r.ceiling_kernel_roofline == pytest.approx(1.479, abs=0.005)
+    assert r.unmodelled_time_share == pytest.approx(0.0269, abs=0.001)  # the optimizer's long tensor lists
+    assert set(r.unmodelled_ops()["op"]) == {"aten::_foreach_add_", "aten::_foreach_mul_"}
+    assert r.over_peak().empty  # no kernel beats the calibrated roofs by more than 5%
+    k = r.kernels()
+    stats = k[k["name"].str.contains("batch_norm_collect_statistics")].iloc[0]
+    assert stats["bound"] == "memory" and 0.2 < stats["headroom"] < 0.4
+
+
+def test_real_llama_prefill_roofline(h200_traces: dict[str, Path]) -> None:
+    """Llama-3-8B shapes, 4 layers, prefill b4 x 1024 on the H200: GEMMs near their roof, elementwise chains not."""
+    r = roofline_of_trace(h200_traces["llama8b_prefill_b4_shapes"])
+    assert r.ceiling_kernel == pytest.approx(1.290, abs=0.005)
+    assert r.ceiling_kernel_roofline == pytest.approx(1.114, abs=0.005)
+    assert r.unmodelled_time_share < 0.001 and r.over_peak().empty
+    cats = r.categories().set_index("category")
+    assert cats.loc["gemm", "headroom"] > 0.9
+
+
+@pytest.mark.gpu
+def test_profile_on_the_gpu_stores_calibrated_peaks_and_the_roofline(tmp_path: Path) -> None:
+    from addressable.profile import profile_workload, resolve_config
+
+    cfg = resolve_config("resnet50", "train", 8, None, None, "cuda")
+    res = profile_workload(cfg, 1, 1, 1, tmp_path, profile_steps=1)
+    doc = json.loads((res.path / "breakdown.json").read_text())
+    man = json.loads((res.path / "manifest.json").read_text())
+    assert man["peaks"]["memory_gbps"] > 100 and man["peaks"]["source"].startswith("calibrated")
+    roof = doc["roofline"]
+    assert roof["peaks"] == man["peaks"] and roof["has_shapes"]
+    assert 1.0 < roof["ceiling_kernel_roofline"] <= roof["ceiling_kernel"]
+    assert roof["unmodelled_time_share"] < 0.1
+
+
+def test_ncu_check_matches_kernels_by_order_and_name_and_lists_misses(tmp_path: Path) -> None:
+    """gpu/roofline_ncu.py's compare step on a synthetic trace and an ncu CSV written as ncu --csv writes it."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("roofline_ncu", Path(__file__).resolve().parents[1] / "gpu" /
+                                                  "roofline_ncu.py")
+    ncu = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ncu)
+    synthetic_trace(tmp_path / "w.trace.json.gz.json")
+    import gzip
+
+    (tmp_path / "w.trace.json.gz").write_bytes(gzip.compress((tmp_path / "w.trace.json.gz.json").read_bytes()))
+    head = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
+            '"Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"')
+    measured = {ADD: 4196352 * 1.1, GEMM: 6291456, STATS: 1049088 * 2, TRANSFORM: 2098176, UPDATE: 1024, FOO: 4096}
+    lines = ["==PROF== Connected to process 1", head]
+    for i, (name, b) in enumerate(measured.items()):
+        for metric, unit, v in (("dram__bytes_read.sum", "byte", b / 2), ("dram__bytes_write.sum", "byte", b / 2),
+                                ("gpu__time_duration.sum", "nsecond", 10_000)):
+            lines.append(f'"{i}","1","python3","h","{name}","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0",'
+                         f'"Command line profiler metrics","{metric}","{unit}","{v:.0f}"')
+    (tmp_path / "w.ncu.csv").write_text("\n".join(lines) + "\n")
+    assert ncu.base_name(STATS) == "batch_norm_collect_statistics_channels_last_kernel"
+    out = ncu.compare("w", tmp_path, Peaks.from_dict(PEAKS))
+    assert "6 kernels in the trace step, 6 under ncu, 6 matched" in out[0]
+    table = pd.read_csv(tmp_path / "roofline_ncu_w.csv").set_index("kernel")
+    assert table.loc["vectorized_elementwise_kernel", "ratio"].min() == pytest.approx(1 / 1.1)
+    assert bool(table.loc["batch_norm_collect_statistics_channels_last_kernel", "within_20pct"]) is False
+    assert any("MISS batch_norm_collect_statistics" in line for line in out)
+    assert any("MISS" in line and "unmodelled" in line for line in out)  # aten::foo
+    assert any(line.startswith("kernels whose measured DRAM bandwidth exceeds") for line in out)

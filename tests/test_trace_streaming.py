@@ -120,6 +120,13 @@ def test_schema_decoding_odd_values(tmp_path: Path) -> None:
     ev[5] = {**ev[5], "cat": ["kernel"]}
     ev[7] = {**ev[7], "name": ["a", "list"], "dur": "12"}
     ev[600] = 42  # a block that does not fit the schema: orjson parses it
+    for i, name in enumerate(["nn.Module: Linear_0", "torch/nn/modules/module.py(1750): _call_impl"] * 50):
+        ev.insert(20 + 7 * i, {"ph": "X", "cat": "python_function", "name": name, "pid": 1, "tid": 1,
+                               "ts": ev[20]["ts"], "dur": 1.0, "args": {"Python id": i}})  # name_filters
     path = tmp_path / "odd.json"
     path.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2))
     _assert_same(_load(path, 4 << 10), _load(path, 4 << 10, schema=False))
+    typed, plain = (load_trace(path, 4 << 10, schema=s, runtime=True).events for s in (True, False))
+    pd.testing.assert_frame_equal(typed, plain)
+    names = typed["name"].astype(str)
+    assert (names == "nn.Module: Linear_0").sum() == 50 and not names.str.contains("_call_impl").any()

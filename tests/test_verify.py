@@ -519,8 +519,8 @@ def test_no_gpu_work_is_a_review_and_a_broken_profile_is_undecided() -> None:
     none = gpu_work(_trace())
     assert none["kernels"] == 0
     checks = stream_checks({"kernels": 3}, none)
-    assert checks["gpu_work"]["passed"] is None and checks["stream_escape"]["passed"] is True
-    assert stream_checks({"kernels": 0}, none)["gpu_work"]["passed"] is True
+    assert checks["no_gpu_work"]["passed"] is None and checks["stream_escape"]["passed"] is True
+    assert stream_checks({"kernels": 0}, none)["no_gpu_work"]["passed"] is True
     with pytest.raises(RuntimeError, match="marker"):
         gpu_work([_k(7, 5, 1)])
 
@@ -634,7 +634,7 @@ def test_adversarial_kernels_fail_by_name_on_the_gpu(candidate: str, named: str)
 @pytest.mark.parametrize("candidate", ["honest_matmul", "honest_side_stream"])
 def test_honest_candidates_pass_the_stream_checks_on_the_gpu(candidate: str) -> None:
     r = verify(MATMUL, ZOO / f"{candidate}.py", device="cuda", overrides={"N": 2048}, calls=20, timeout=300)
-    assert r.checks["stream_escape"]["passed"] is True and r.checks["gpu_work"]["passed"] is True
+    assert r.checks["stream_escape"]["passed"] is True and r.checks["no_gpu_work"]["passed"] is True
     assert r.verdict == "pass" and 0.5 < r.speedup < 2.0, r.reason
 
 
