@@ -32,6 +32,7 @@ import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -118,15 +119,20 @@ def scrubbed_env(scratch: Path, pythonpath: list[str]) -> dict[str, str]:
     tmp.mkdir(exist_ok=True)
     import site
 
-    env.update(HOME=str(scratch), TMPDIR=str(tmp), XDG_CACHE_HOME=str(scratch / ".cache"),
+    cache = scratch / ".cache"
+    env.update(HOME=str(scratch), TMPDIR=str(tmp), XDG_CACHE_HOME=str(cache),
+               TORCHINDUCTOR_CACHE_DIR=str(cache / "torchinductor"), TRITON_CACHE_DIR=str(cache / "triton"),
                PYTHONUSERBASE=site.getuserbase(), PYTHONDONTWRITEBYTECODE="1",
                PYTHONPATH=os.pathsep.join(p for p in [*pythonpath, os.environ.get("PYTHONPATH", "")] if p))
     env.setdefault("PATH", os.defpath)
     return env
 
 
-def bwrap_command(scratch: Path, control: Path) -> list[str]:
-    """The bwrap prefix: read-only /, writable scratch and control folders, no network, GPUs passed through."""
+def bwrap_command(scratch: Path, control: Path, inputs: Iterable[Path] = ()) -> list[str]:
+    """The bwrap prefix: read-only /, writable scratch and control folders, no network, GPUs passed through.
+
+    `inputs` (the problem and candidate files) stay readable where they live, /tmp included (the
+    sandbox's own /tmp is empty)."""
     cmd = [shutil.which("bwrap") or "bwrap", "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev",
            "--tmpfs", "/dev/shm", "--proc", "/proc", "--tmpfs", "/tmp", "--unshare-net", "--unshare-pid",
            "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session"]
@@ -137,6 +143,9 @@ def bwrap_command(scratch: Path, control: Path) -> list[str]:
             cmd += ["--tmpfs", str(p)]
         elif p.exists():
             cmd += ["--ro-bind", "/dev/null", str(p)]
+    for folder in sorted({str(Path(p).resolve().parent) for p in inputs}):
+        if folder == "/tmp" or folder.startswith("/tmp/"):
+            cmd += ["--ro-bind", folder, folder]
     cmd += ["--bind", str(scratch), str(scratch), "--bind", str(control), str(control), "--chdir", str(scratch)]
     return cmd
 

@@ -414,7 +414,7 @@ def _run_isolated(spec: dict[str, Any], timeout: float, box: Sandbox) -> dict[st
         cmd = [sys.executable, "-c", "from addressable.verify import worker_main; worker_main()",
                str(paths["spec.json"]), str(paths["result.json"]), str(paths["progress"])]
         if box.sandboxed:
-            cmd = bwrap_command(scratch, control) + cmd
+            cmd = bwrap_command(scratch, control, [Path(spec["problem"]), Path(spec["candidate"])]) + cmd
         with open(paths["stderr"], "w") as err:
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
                                     env=env, cwd=scratch, start_new_session=True)

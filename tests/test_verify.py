@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -20,7 +21,7 @@ from addressable.checks import MARKER, check, gpu_work, stream_checks
 from addressable.cli import main
 from addressable.errors import AddressableError
 from addressable.invariants import parse_invariants
-from addressable.sandbox import Limits, Sandbox, sandbox_available, scrubbed_env
+from addressable.sandbox import Limits, Sandbox, bwrap_command, sandbox_available, scrubbed_env
 from addressable.verify import (
     EXIT_CODES,
     WINS_COLUMNS,
@@ -582,10 +583,26 @@ def test_candidates_get_a_scratch_folder_and_a_scrubbed_environment(monkeypatch:
     assert env["CUDA_VISIBLE_DEVICES"] == "0" and env["OMP_NUM_THREADS"] == "2"
     assert not {"GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "ADDRESSABLE_TEST_PLAIN", "TORCH_DEVICE_KEY"} & set(env)
     assert env["PYTHONPATH"].split(os.pathsep)[0] == "/pkg"
+    # compiler caches go to scratch even where the machine's environment points them elsewhere
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "/tmp/torchinductor_root")
+    env = scrubbed_env(tmp_path, ["/pkg"])
+    assert env["TORCHINDUCTOR_CACHE_DIR"].startswith(str(tmp_path))
+    assert env["TRITON_CACHE_DIR"].startswith(str(tmp_path))
     # end to end: the probe answers correctly only when it sees no secret and runs in its scratch home
     assert verify(SOFTMAX, ZOO / "env_probe.py", trials=2, calls=0, timeout=120, sandbox="off",
                   overrides={"dim": 1000}).verdict == "pass"
     assert verify(SOFTMAX, ZOO / "env_probe.py", overrides={"dim": 1000}, **FAST).verdict == "fail"  # uncontained
+
+
+def test_problem_files_under_tmp_are_readable_in_the_sandbox(tmp_path: Path) -> None:
+    """bwrap gives the candidate an empty /tmp: files the user keeps there must stay readable."""
+    problem, candidate = tmp_path / "problem.py", tmp_path / "candidate.py"
+    shutil.copy(SOFTMAX, problem)
+    shutil.copy(ZOO / "honest_torch.py", candidate)
+    cmd = " ".join(bwrap_command(tmp_path / "s", tmp_path / "c", [problem, candidate]))
+    assert "--tmpfs /tmp" in cmd and f"--ro-bind {tmp_path.resolve()} {tmp_path.resolve()}" in cmd
+    r = verify(problem, candidate, trials=2, calls=0, timeout=120, overrides={"dim": 1000})
+    assert r.verdict == "pass", r.reason
 
 
 def test_sandbox_required_refuses_without_bubblewrap_and_auto_says_so(monkeypatch: pytest.MonkeyPatch,
