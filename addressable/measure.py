@@ -57,10 +57,11 @@ class Measurement:
     estimate_s: float | None = None
 
     def plan(self) -> str:
-        """The plan in words, e.g. "3 repeats × (20 timed + 5 profiled steps), about 40 s"."""
+        """The plan in words, e.g. "3 repeats × (20 timed + 5 profiled steps), about 40 s of steps" (the
+        profiler's start-up and each repeat's trace analysis come on top; the log times them per repeat)."""
         text = f"{self.repeats} repeat{'s' * (self.repeats != 1)} × ({self.steps} timed + {self.profile_steps} " \
                f"profiled step{'s' * (self.profile_steps != 1)})"
-        return text + (f", about {duration(self.estimate_s)}" if self.estimate_s is not None else "")
+        return text + (f", about {duration(self.estimate_s)} of steps" if self.estimate_s is not None else "")
 
 
 GPU_DEFAULTS = Measurement(warmup=10, steps=20, profile_steps=5, repeats=3)
@@ -214,6 +215,7 @@ def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Pa
     step = meter.counting(step)
     repeats, medians, rows, trace = [], [], [], workdir / "trace.json.gz"
     for r in range(m.repeats):
+        started = time.perf_counter()
         times = timed(step, m.steps, cuda)
         path = workdir / f".trace.r{r}.json.gz"
         with _scopes(cfg, model):
@@ -233,9 +235,11 @@ def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Pa
         rows += [(r, i, t, False) for i, t in enumerate(times)]
         rows += [(r, m.steps + i, t, True) for i, t in enumerate(prof)]
         rec = _repeat_record(b, medians[-1])
+        took = time.perf_counter() - started
+        left = f"; about {duration(took * (m.repeats - r - 1))} left" if r < m.repeats - 1 else ""
         say(f"{label}: repeat {r + 1}/{m.repeats}: step {medians[-1]:,.1f} ms, addressable "
             f"{rec['addressable_fraction']:.1%} of {basis_words(b.basis)}, "
-            f"{rec['addressable_fraction_wall']:.1%} of wall time")
+            f"{rec['addressable_fraction_wall']:.1%} of wall time ({duration(took)} with its trace analysis{left})")
     meter.close()
     steps = pd.DataFrame(rows, columns=["repeat", "step", "time_ms", "profiled"])
     return Measured(cfg, repeats, medians, steps, trace, m)

@@ -200,7 +200,7 @@ def test_budget_fits_the_counts_to_the_warm_up_step_and_prints_the_plan(adapter:
     r = cli("profile", "tiny-mlp", "--adapter", adapter, "--device", "cpu", "--option", "sleep_s=0.1",
             "--option", "width=8", "--budget", 0.35, "--out", tmp_path)
     assert r.exit_code == 0, r.output
-    assert re.search(r"warm-up step 0\.1\d s; plan: 1 repeat × \(1 timed \+ 1 profiled step\), about \d s, "
+    assert re.search(r"warm-up step 0\.1\d s; plan: 1 repeat × \(1 timed \+ 1 profiled step\), about \d s of steps, "
                      r"cut to fit --budget 0\.35 s", r.stderr), r.stderr
     assert "\r" not in r.stderr  # no live progress line when stderr is not a terminal
     run = tmp_path / "tiny-mlp-train-b8-fp32-cpu-sleep_s0.1-width8"
@@ -208,6 +208,16 @@ def test_budget_fits_the_counts_to_the_warm_up_step_and_prints_the_plan(adapter:
     assert (m["repeats"], m["steps"], m["profile_steps"], m["budget_s"]) == (1, 1, 1, 0.35)
     assert len(json.loads((run / "breakdown.json").read_text())["repeats"]) == 1
     assert "Steps: warm-up 1, then 1 repeat × (1 timed + 1 profiled step)" in r.stdout
+
+
+def test_each_repeat_reports_its_time_and_what_is_left(adapter: str, tmp_path: Path) -> None:
+    # the plan counts steps only; the log times each repeat with its trace analysis and re-estimates
+    r = cli("profile", "tiny-mlp", "--adapter", adapter, "--device", "cpu", "--option", "width=8",
+            "--repeats", 2, "--out", tmp_path)
+    assert r.exit_code == 0, r.output
+    assert "profiled step), about" in r.stderr and "of steps" in r.stderr
+    assert re.search(r"repeat 1/2: .*\(\d[\d.,]* m?s with its trace analysis; about \S+ m?s left\)", r.stderr), r.stderr
+    assert re.search(r"repeat 2/2: .*\(\d[\d.,]* m?s with its trace analysis\)", r.stderr), r.stderr
 
 
 def test_progress_line_on_a_terminal(adapter: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
