@@ -22,7 +22,7 @@ else
 fi
 pins=$(mktemp)
 trap 'rm -f "$pins"' EXIT
-echo "torch==$tv" >"$pins"
+echo "torch==${tv%%+*}" >"$pins"  # without the local label (+cu130): pip matches it against installed builds
 if vv=$(version torchvision); then
     step 2 "torchvision $vv is installed: keeping it"
 else
@@ -30,7 +30,7 @@ else
     "$PY" -m pip install -c "$pins" torchvision || "$PY" -m pip install -c "$pins" "$TORCHVISION"
     vv=$(version torchvision)
 fi
-echo "torchvision==$vv" >>"$pins"
+echo "torchvision==${vv%%+*}" >>"$pins"
 step 3 "installing addressable and its test and dlrm extras (torch $tv, torchvision $vv kept)"
 "$PY" -m pip install -c "$pins" -e ".[test,dlrm]"
 step 4 "installing torchrec (no dependencies)"
