@@ -146,22 +146,11 @@ def _train_step(model, make_batch, loss_fn, dtype=torch.bfloat16, opt=None):
     return step
 
 
-def workload_convnext():
+def vision_train(arch: str, bsz: int = 32):
+    """A torchvision classifier's training step (SGD, bf16 autocast, channels_last, 224x224)."""
     import torchvision
-    m = torchvision.models.convnext_tiny().to(DEV).to(memory_format=torch.channels_last)
-    b = 32 if not SMOKE else 2
-    r = 224 if not SMOKE else 64
-
-    def batch():
-        return (torch.randn(b, 3, r, r, device=DEV).to(memory_format=torch.channels_last),
-                torch.randint(0, 1000, (b,), device=DEV))
-    return _train_step(m, batch, lambda m, x, y: F.cross_entropy(m(x), y))
-
-
-def workload_efficientnet():
-    import torchvision
-    m = torchvision.models.efficientnet_b0().to(DEV).to(memory_format=torch.channels_last)
-    b = 32 if not SMOKE else 2
+    m = getattr(torchvision.models, arch)().to(DEV).to(memory_format=torch.channels_last)
+    b = bsz if not SMOKE else 2
     r = 224 if not SMOKE else 64
 
     def batch():
@@ -320,8 +309,8 @@ def workload_gcn():
 
 
 WORKLOADS = {
-    "convnext_tiny_train_b32": workload_convnext,
-    "efficientnet_b0_train_b32": workload_efficientnet,
+    "convnext_tiny_train_b32": lambda: vision_train("convnext_tiny"),
+    "efficientnet_b0_train_b32": lambda: vision_train("efficientnet_b0"),
     "lstm_gru_train": workload_lstm,
     "mixtral_moe_infer": workload_moe,
     "fp8_int8_gemm": workload_lowp_gemm,
@@ -332,21 +321,11 @@ WORKLOADS = {
     # traces with shapes and Python stacks (module scopes), one profiled step each
     "gpt2_train_b8_shapes_stack": (lambda: _lm_train_step(_hf("gpt2", "gelu_new").train(), *((8, 1024) if not SMOKE else (1, 16)), 50257),
                                    dict(record_shapes=True, with_stack=True, active=1)),
-    "resnet50_train_b64_shapes": (lambda: workload_resnet_train(64), dict(record_shapes=True, active=1)),
+    "resnet50_train_b64_shapes": (lambda: vision_train("resnet50", 64), dict(record_shapes=True, active=1)),
     "llama8b_prefill_b4_shapes": (lambda: _prefill_step(_hf("llama8b", layers=4).eval(), *((4, 1024) if not SMOKE else (1, 16))),
                                   dict(record_shapes=True, active=1)),
 }
 
-
-def workload_resnet_train(bsz):
-    import torchvision
-    m = torchvision.models.resnet50().to(DEV).to(memory_format=torch.channels_last)
-    b = bsz if not SMOKE else 2
-
-    def batch():
-        return (torch.randn(b, 3, 224, 224, device=DEV).to(memory_format=torch.channels_last),
-                torch.randint(0, 1000, (b,), device=DEV))
-    return _train_step(m, batch, lambda m, x, y: F.cross_entropy(m(x), y))
 
 
 def workloads(out: Path) -> None:
