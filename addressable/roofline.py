@@ -24,6 +24,7 @@ from addressable import op_models
 from addressable.breakdown import BASIS_GPU, classify_events, work_rows
 from addressable.errors import AddressableError
 from addressable.jsonutil import records, to_jsonable
+from addressable.kernel_names import parse_kernel_name
 from addressable.taxonomy import Taxonomy, load_taxonomy, read_yaml
 from addressable.trace import Trace, load_trace
 
@@ -226,18 +227,22 @@ def kernel_costs(trace: Trace, rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def _apply_passes(out: pd.DataFrame, rec: np.ndarray, costs: list, call: np.ndarray) -> None:
-    """Per-kernel bytes from a model's passes, for calls whose kernels match its passes one to one."""
+    """Per-kernel bytes from a model's passes, for calls whose kernels match its passes one to one.
+
+    Pass patterns match the kernel's qualified name, not its template arguments (BatchNorm's
+    running-stats update is `unrolled_elementwise_kernel_for_multi_outputs<…batch_norm_update_stats…>`)."""
     with_passes = {i for i, c in enumerate(costs) if c is not None and c.passes}
     if not with_passes:
         return
     sel = np.flatnonzero(np.isin(rec, list(with_passes)) & (call >= 0))
     names = out["name"].astype(str).to_numpy()
+    qualified = {n: parse_kernel_name(n).qualified for n in pd.unique(names[sel])}
     bytes_col = out["bytes"].to_numpy().copy()
     dur = out["dur"].to_numpy()
     for _, idx in pd.Series(sel).groupby(call[sel]):
         idx = idx.to_numpy()
         passes = costs[rec[idx[0]]].passes
-        which = [_pass_of(names[i], passes) for i in idx]
+        which = [_pass_of(qualified[names[i]], passes) for i in idx]
         if any(w < 0 for w in which) or len(set(which)) != len(passes):
             continue
         for p, (_, b) in enumerate(passes):

@@ -19,7 +19,10 @@ ADD = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor
 GEMM = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT"
 STATS = "void at::native::batch_norm_collect_statistics_channels_last_kernel<c10::BFloat16, float>(int)"
 TRANSFORM = "void at::native::batch_norm_transform_input_channels_last_kernel<c10::BFloat16>(int)"
-UPDATE = "void at::native::(anonymous namespace)::unrolled_elementwise_kernel_for_multi_outputs<3>(int)"
+# the real name: the running-stats update's template argument says "stats", its own name does not
+UPDATE = ("void at::native::(anonymous namespace)::unrolled_elementwise_kernel_for_multi_outputs<3, "
+          "at::native::(anonymous namespace)::batch_norm_update_stats_and_invert(at::Tensor const&)"
+          "::{lambda()#1}::operator()() const::{lambda(float, float, float, float)#1}>(int)")
 FOO = "void at::native::vectorized_elementwise_kernel<4, at::native::foo_kernel>(int)"
 
 
@@ -86,7 +89,8 @@ def test_ceiling_by_hand(tmp_path: Path) -> None:
     assert k.loc[FOO, "bound"] == "unmodelled" and math.isnan(k.loc[FOO, "headroom"])
     assert list(r.unmodelled_ops()["op"]) == ["aten::foo"]
     cats = r.categories().set_index("category")
-    assert cats.loc["normalization", "time_roof_us"] == pytest.approx(1.049088 + 2.098176)
+    # the running-stats update is BatchNorm work too (its template names batch_norm_update_stats)
+    assert cats.loc["normalization", "time_roof_us"] == pytest.approx(1.049088 + 2.098176 + 0.001024)
     d = r.to_dict()
     assert set(d) >= {"peaks", "kernels", "ceiling_kernel_roofline", "ceiling_wall_roofline", "unmodelled_time_share"}
     assert set(d["kernels"][0]) == {"name", "category", "time_us", "bytes", "flops", "achieved_gbps",
@@ -257,7 +261,8 @@ def test_real_resnet50_training_roofline(h200_traces: dict[str, Path]) -> None:
     assert r.over_peak().empty  # no kernel beats the calibrated roofs by more than 5%
     k = r.kernels()
     stats = k[k["name"].str.contains("batch_norm_collect_statistics")].iloc[0]
-    assert stats["bound"] == "memory" and 0.2 < stats["headroom"] < 0.4
+    # about 14% of the roof: Nsight Compute put these kernels at 11% of a 4.2 TB/s copy peak (issue 19)
+    assert stats["bound"] == "memory" and 0.1 < stats["headroom"] < 0.2
 
 
 def test_real_llama_prefill_roofline(h200_traces: dict[str, Path]) -> None:
