@@ -252,8 +252,9 @@ def taxonomy(file: Path | None) -> None:
 def project(speedups: Path, run_dirs: tuple[Path, ...], as_json: bool, include_unverified: bool,
             combine: str, top: int, model: str, step_ms: float | None) -> None:
     """Project the end-to-end speedup that measured kernel speedups buy on each profiled run."""
-    from addressable.project import format_projection, load_runs
+    from addressable.project import format_projection
     from addressable.project import project as project_runs
+    from addressable.runs import load_runs
 
     p = project_runs(load_runs(run_dirs, step_ms), speedups, combine=combine, include_unverified=include_unverified,
                      model=model)

@@ -266,7 +266,7 @@ def projected_speedups(runs: list[Run], speedups: str | Path | pd.DataFrame) -> 
     """
     from addressable.project import project
 
-    p = project([r.path for r in runs], speedups).runs
+    p = project(runs, speedups).runs
     return pd.DataFrame({"speedup": p["speedup_kernel"].to_numpy(float),
                          "lo": p["speedup_kernel_lo"].to_numpy(float), "hi": p["speedup_kernel_hi"].to_numpy(float)})
 

@@ -79,18 +79,16 @@ import numpy as np
 import pandas as pd
 
 from addressable import replay as replay_model
-from addressable import runs as run_files
-from addressable.breakdown import breakdown_of_trace
 from addressable.errors import AddressableError
 from addressable.jsonutil import to_jsonable
-from addressable.modules import MODULE_PREFIX, NO_SCOPES_HINT, ModuleBreakdown, ModuleTarget, attribute
+from addressable.modules import MODULE_PREFIX, NO_SCOPES_HINT, ModuleTarget, attribute
+from addressable.runs import Run, load_run, run_from_trace, run_labels
 from addressable.taxonomy import UNCLASSIFIED, Taxonomy, load_taxonomy, read_yaml
-from addressable.trace import Trace, load_trace
+from addressable.trace import Trace
 
 KERNELBENCH_MAP = Path(__file__).with_name("kernelbench_map.yaml")
 KERNELBENCH_LEVEL2 = Path(__file__).with_name("kernelbench_level2.yaml")
 PROBLEM_DIRS = (Path(__file__).parent / "bench" / "problems",)
-DEFAULT_RUNS_ROOT = Path("outputs")
 COMBINE = ("best", "median")
 REGEX_PREFIX = "re:"
 REQUIRED_COLUMNS = ("target", "speedup")
@@ -119,187 +117,19 @@ def amdahl(times: Sequence[float], speedups: Sequence[float], total: float) -> f
 
 
 # ---------------------------------------------------------------------------------------------
-# Runs
-
-@dataclass
-class Run:
-    """What projection needs from one run folder; times in us, summed over all profiled steps."""
-
-    name: str
-    workload: str
-    times: pd.Series  # category -> time on the run's basis
-    classes: dict[str, str]  # category -> library | replaceable | unclassified
-    basis: str = "summed"  # or "exposed"
-    kernels: pd.DataFrame | None = None  # name, category, time_us (summed basis)
-    n_steps: float | None = None  # divides `times` into per-step times
-    step_time_ms: float | None = None
-    repeats: list[tuple[pd.Series, float | None]] = field(default_factory=list)  # per-step times, step ms
-    path: Path | None = None
-    source: run_files.Run | None = None  # the run folder as read, for labels
-    traces: list[Path | Trace] = field(default_factory=list)  # one per rank, for the replay model
-    wall_basis: str = "unprofiled step"  # or "--step-ms", or "profiled step" (a trace without step time)
-    ceiling_kernel_roofline: float = math.nan  # breakdown.json's roofline key (addressable.roofline), when present
-    modules: ModuleBreakdown | None = None  # time per module and kernel (modules.csv), for module: targets
-
-    def class_of(self, category: str) -> str:
-        return self.classes.get(category) or _taxonomy().class_of(category)
-
+# Runs (read by addressable.runs: Run, load_runs, run_from_trace)
 
 @functools.cache
 def _taxonomy() -> Taxonomy:
     return load_taxonomy()
 
 
-def find_runs(paths: Sequence[str | Path] | None = None) -> list[Path]:
-    """Run folders (holding breakdown.json): the given ones or those below them; default outputs/."""
-    roots = [Path(p) for p in paths] if paths else [DEFAULT_RUNS_ROOT]
-    out: list[Path] = []
-    for p in roots:
-        if p.is_file() and p.name != "breakdown.json":  # a trace file
-            out += [p] if p not in out else []
-            continue
-        found = run_files.find_runs(p.parent if p.name == "breakdown.json" else p) if p.exists() else []
-        if not found and not paths:
-            raise AddressableError(f"no runs found under {p}/ (no breakdown.json); "
-                                   "profile a workload first or pass --runs RUN_DIR")
-        if not p.exists():
-            raise AddressableError(f"no such run folder: {p}")
-        if not found:
-            raise AddressableError(f"{p} is not a run folder: no breakdown.json in it or below it")
-        out += [f for f in found if f not in out]
-    return out
-
-
-def load_runs(paths: Sequence[str | Path] | None = None, step_ms: float | None = None) -> list[Run]:
-    """Load every run find_runs() finds (trace files too); runs with the same name are named by their path."""
-    folders = find_runs(paths)
-    runs = [run_from_trace(p, step_ms) if p.is_file() else load_run(p) for p in folders]
-    names = [r.name for r in runs]
-    for r, p in zip(runs, folders, strict=True):
-        if names.count(r.name) > 1:
-            r.name = str(p)
-    return runs
-
-
 def _labels(runs: list[Run]) -> list[str]:
-    """Unique labels with workload, mode, batch, dtype, device (and compile, strategy, layers); else the run names."""
-    if not all(r.source for r in runs):
+    """Unique labels with workload, mode, batch, dtype, device (and compile, strategy, layers) for run
+    folders; else the run names."""
+    if not all(r.is_folder for r in runs):
         return [r.name for r in runs]
-    return [" ".join(p for p in pair if p) for pair in run_files.run_labels([r.source for r in runs], full=True)]
-
-
-def load_run(path: str | Path) -> Run:
-    """One run folder (read by addressable.runs), checked and reduced to what projection needs."""
-    r = run_files.load_run(path)
-    where = str(r.path / "breakdown.json")
-    csv = r.path / "categories.csv"
-    cats = _checked_times(r.categories, ("category", "time_us"), str(csv) if csv.is_file() else f"{where}: categories")
-    times = cats["time_us"].groupby(cats["category"], sort=False).sum()
-    classes = dict(zip(cats["category"], cats["class"].astype(str), strict=True))
-    kernels = None
-    if (r.path / "kernels.csv").is_file():
-        kernels = _checked_times(r.kernels, ("name", "category", "time_us"), str(r.path / "kernels.csv"))
-        kernels = kernels.assign(name=kernels["name"].astype(str))[["name", "category", "time_us"]]
-    doc = r.info
-    n_steps = _positive_or_none(doc.get("n_steps"))
-    if n_steps is None:
-        total, per_step = (_positive_or_none(doc.get(k)) for k in ("total_kernel_time_us", "kernel_time_per_step_us"))
-        n_steps = total / per_step if total and per_step else None
-    repeats = _read_repeats(doc, where)
-    basis = "summed"
-    if doc.get("streams_overlap") is True and isinstance(doc.get("exposed_category_time_us"), dict):
-        basis, times, repeats = "exposed", *_exposed_times(doc, where, times, repeats)
-    mw = r.manifest.get("workload")
-    workload = doc.get("workload") or ((mw.get("workload") or mw.get("name")) if isinstance(mw, dict) else mw)
-    workload = workload if isinstance(workload, str) and workload else r.name
-    roof = doc.get("roofline") if isinstance(doc.get("roofline"), dict) else {}
-    return Run(r.name, workload, times, classes, basis, kernels, n_steps,
-               _positive_or_none(doc.get("step_time_ms")), repeats, r.path, r, run_traces(r.path),
-               ceiling_kernel_roofline=_positive_or_none(roof.get("ceiling_kernel_roofline")) or math.nan,
-               modules=run_files.load_modules(r.path) if isinstance(doc.get("modules"), dict) else None)
-
-
-def run_traces(folder: Path) -> list[Path]:
-    """A run folder's trace, or its ranks' traces (rank0/trace.json.gz, ...); [] when not kept."""
-    if (folder / "trace.json.gz").is_file():
-        return [folder / "trace.json.gz"]
-    ranks = sorted(folder.glob("rank*/trace.json.gz"), key=lambda p: int(re.sub(r"\D", "", p.parent.name) or 0))
-    return ranks
-
-
-def run_from_trace(path: str | Path, step_ms: float | None = None) -> Run:
-    """A Kineto trace file as a run: its breakdown, and for the wall basis `step_ms` when given, else
-    the mean span of its ProfilerStep#N rows (profiled-step time)."""
-    path = Path(path)
-    if step_ms is not None and not (math.isfinite(step_ms) and step_ms > 0):
-        raise AddressableError(f"--step-ms must be a positive number of milliseconds, got {step_ms}")
-    trace = load_trace(path, runtime=True)
-    b = breakdown_of_trace(trace, _taxonomy())
-    times = b.categories.set_index("category")["time_us"].astype(float)
-    classes = dict(zip(b.categories["category"], b.categories["class"].astype(str), strict=True))
-    kernels = b.kernels.assign(name=b.kernels["name"].astype(str))[["name", "category", "time_us"]]
-    steps = trace.events[(trace.events["kind"] == "step").to_numpy()]
-    basis = "--step-ms" if step_ms else "profiled step"
-    if not step_ms:  # the mean ProfilerStep span; without steps, the whole trace is one step
-        ev = trace.events
-        step_ms = float(steps["dur"].mean() if not steps.empty else (ev["ts"] + ev["dur"]).max() - ev["ts"].min()) / 1e3
-    n_steps = float(len(steps)) if not steps.empty else 1.0
-    name = path.name.removesuffix(".gz").removesuffix(".json")
-    return Run(name, name, times, classes, "summed", kernels, n_steps, step_ms, [], path, None, [trace], basis,
-               modules=b.modules)
-
-
-def _exposed_times(doc: dict, where: str, times: pd.Series, repeats: list[tuple[pd.Series, float | None]]
-                   ) -> tuple[pd.Series, list[tuple[pd.Series, float | None]]]:
-    """Exposed category times, and each repeat's: its own exposed times when recorded, else its summed
-    times scaled by the run's exposed/summed ratio per category."""
-    exposed = _num_series(doc["exposed_category_time_us"], f"{where}: exposed_category_time_us")
-    ratio = (exposed / times.reindex(exposed.index)).replace([np.inf, -np.inf], np.nan).fillna(0.0)
-    out = []
-    for i, (raw, (summed, step_ms)) in enumerate(zip(doc.get("repeats") or [], repeats, strict=True), 1):
-        own = raw.get("exposed_category_time_per_step_us")
-        out.append((_num_series(own, f"{where}: repeat {i}") if isinstance(own, dict)
-                    else summed.reindex(exposed.index, fill_value=0.0) * ratio, step_ms))
-    return exposed, out
-
-
-def _checked_times(df: pd.DataFrame, columns: tuple[str, ...], where: str) -> pd.DataFrame:
-    """The table with `category` as str and `time_us` as float; an error naming the first bad row."""
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise AddressableError(f"{where}: missing column(s) {', '.join(missing)}")
-    t = pd.to_numeric(df["time_us"], errors="coerce")
-    bad = np.flatnonzero((t.isna() | (t < 0)).to_numpy())
-    if len(bad):
-        what = df["name"].iloc[bad[0]] if "name" in df.columns else df["category"].iloc[bad[0]]
-        raise AddressableError(f"{where}: bad time_us on row {bad[0] + 1} ('{str(what)[:80]}')")
-    return df.assign(category=df["category"].astype(str), time_us=t.astype(float))
-
-
-def _read_repeats(doc: dict, where: str) -> list[tuple[pd.Series, float | None]]:
-    reps = doc.get("repeats") or []
-    if not isinstance(reps, list):
-        raise AddressableError(f"{where}: 'repeats' must be a list")
-    out = []
-    for i, r in enumerate(reps, 1):
-        if not isinstance(r, dict) or not isinstance(r.get("category_time_per_step_us"), dict):
-            raise AddressableError(f"{where}: repeat {i} has no category_time_per_step_us")
-        out.append((_num_series(r["category_time_per_step_us"], f"{where}: repeat {i}"),
-                    _positive_or_none(r.get("step_time_ms"))))
-    return out
-
-
-def _num_series(d: dict, where: str) -> pd.Series:
-    s = pd.to_numeric(pd.Series(d, dtype=object), errors="coerce").astype(float)
-    if s.isna().any() or (s < 0).any():
-        raise AddressableError(f"{where}: non-numeric or negative time for '{s.index[(s.isna() | (s < 0))][0]}'")
-    return s
-
-
-def _positive_or_none(v: Any) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v <= 0:
-        return None
-    return float(v)
+    return [" ".join(p for p in pair if p) for pair in run_labels(runs, full=True)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -664,6 +494,8 @@ def project(runs: Sequence[Run | str | Path], wins: pd.DataFrame | str | Path, *
         raise AddressableError(f"model must be one of {', '.join(MODELS)}, not '{model}'")
     runs = [r if isinstance(r, Run) else run_from_trace(r) if Path(r).is_file() and Path(r).name != "breakdown.json"
             else load_run(r) for r in runs]
+    for r in runs:
+        r.check()
     if not runs:
         raise AddressableError("no runs to project")
     table = load_wins(wins) if isinstance(wins, str | Path) else parse_wins(wins)
@@ -762,9 +594,9 @@ def _group_weights(run: Run, groups: list[Group]
         taken = _module_weights(run, mods, weights, claimed, matched, counts)
     regex = [g for g in groups if g.target.regex is not None]
     if regex:
-        if run.kernels is None:
+        k = run.kernel_times
+        if k is None:
             raise AddressableError(f"run {run.name} has no kernels.csv, which re: targets need")
-        k = run.kernels
         kernel_time = k["time_us"].groupby(k["category"]).sum()
         left = k["time_us"].to_numpy() - taken.reindex(pd.MultiIndex.from_arrays(
             [k["name"], k["category"]]), fill_value=0.0).to_numpy() if len(taken) else k["time_us"].to_numpy()

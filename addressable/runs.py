@@ -1,22 +1,37 @@
-"""Run folders on disk: writing a breakdown, and reading runs back for projection and plots."""
+"""Run folders on disk: writing a breakdown, and reading runs back for projection and plots.
+
+This is the one reader of runs: `load_run` / `load_runs` / `find_runs` / `run_from_trace` return `Run`,
+which project, plot, sweep, report code and notebooks all use. What projection needs (category times
+on the run's basis, per-repeat times, steps, kernel times) are checked properties of `Run`: a bad file
+is one AddressableError naming it (`Run.check()` reads them all at once).
+"""
 
 from __future__ import annotations
 
+import functools
 import json
+import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, cast
 
+import numpy as np
 import pandas as pd
 
 from addressable.atomic import write_text
-from addressable.breakdown import Breakdown, classify_trace
+from addressable.breakdown import Breakdown, breakdown_of_trace, classify_trace
 from addressable.errors import AddressableError
 from addressable.modules import DETAIL_COLUMNS, NO_SCOPES_HINT, ModuleBreakdown
 from addressable.schema import check_version
-from addressable.taxonomy import load_taxonomy
+from addressable.taxonomy import Taxonomy, load_taxonomy
+from addressable.trace import Trace, load_trace
+
+DEFAULT_RUNS_ROOT = Path("outputs")
+KERNEL_COLUMNS = ["name", "category", "class", "time_us", "count", "share"]
+CATEGORY_COLUMNS = ["category", "class", "time_us", "share", "count"]
 
 
 def write_breakdown(b: Breakdown, out: str | Path, extra: dict | None = None) -> Path:
@@ -46,23 +61,48 @@ def write_run(folder: str | Path, b: Breakdown, keys: dict[str, Any], steps: pd.
 
 @dataclass
 class Run:
-    """One run folder read back: breakdown.json's keys, its category and kernel tables, its manifest."""
+    """One run read back: breakdown.json's keys, its category and kernel tables, its manifest; or a
+    trace file's breakdown (run_from_trace), or category times made in memory (Run.from_times)."""
 
     path: Path
     info: dict[str, Any]
     categories: pd.DataFrame  # category, class, time_us, share, count
     kernels: pd.DataFrame  # name, category, class, time_us, count, share
     manifest: dict[str, Any] = field(default_factory=dict)
+    name: str = ""  # the run folder's name (load_runs names same-named runs by their path)
+    trace: Trace | None = None  # the parsed trace of a run read from a trace file
+    breakdown: Breakdown | None = None  # the in-memory breakdown of a run read from a trace file
+    wall_basis: str = "unprofiled step"  # or "--step-ms", or "profiled step" (a trace without step time)
+
+    def __post_init__(self) -> None:
+        self.name = self.name or self.path.name
+
+    @classmethod
+    def from_times(cls, name: str, times: Mapping[str, float], classes: Mapping[str, str] | None = None, *,
+                   n_steps: float | None = None, step_time_ms: float | None = None) -> Run:
+        """A run made in memory from category times (us over n_steps), e.g. for a what-if projection;
+        a category missing from `classes` takes the taxonomy's class."""
+        t = pd.Series(dict(times), dtype=float)
+        cats = pd.DataFrame({"category": [str(c) for c in t.index], "time_us": t.to_numpy()})
+        cats["class"] = [(classes or {}).get(c) or _taxonomy().class_of(c) for c in cats["category"]]
+        total = float(t.sum())
+        cats["share"] = cats["time_us"] / total if total > 0 else 0.0
+        info = {"workload": name, "n_steps": n_steps, "step_time_ms": step_time_ms}
+        return cls(Path(name), info, cats[CATEGORY_COLUMNS[:4]], pd.DataFrame(columns=KERNEL_COLUMNS), {}, name)
 
     @property
-    def name(self) -> str:
-        """The run folder's name."""
-        return self.path.name
+    def is_folder(self) -> bool:
+        """Whether the run was read from a run folder (not a trace file, not made in memory)."""
+        return self.breakdown is None and (self.path / "breakdown.json").is_file()
 
     @property
     def workload(self) -> str:
-        """The workload name (the folder name when breakdown.json has none)."""
-        return str(self.info.get("workload") or self.name)
+        """The workload name (from breakdown.json, else the manifest, else the run's name)."""
+        w = self.info.get("workload")
+        if not (isinstance(w, str) and w):
+            mw = self.manifest.get("workload")
+            w = (mw.get("workload") or mw.get("name")) if isinstance(mw, dict) else mw
+        return w if isinstance(w, str) and w else self.name
 
     @property
     def family(self) -> str:
@@ -189,6 +229,162 @@ class Run:
         """A short label from the run keys, e.g. "llama3-8b train b8 s1024 FSDP2×2 (8 layers)"."""
         return " ".join(p for p in self.label_parts() if p)
 
+    # ----------------------------------------------------------------- what projection reads (checked)
+
+    @property
+    def _where(self) -> str:
+        return str(self.path) if self.breakdown is not None else str(self.path / "breakdown.json")
+
+    @cached_property
+    def _checked_categories(self) -> pd.DataFrame:
+        csv = self.path / "categories.csv"
+        return checked_times(self.categories, ("category", "time_us"),
+                             str(csv) if self.is_folder and csv.is_file() else f"{self._where}: categories")
+
+    @cached_property
+    def classes(self) -> dict[str, str]:
+        """category -> library | replaceable | unclassified, as the run recorded it."""
+        cats = self._checked_categories
+        return dict(zip(cats["category"], cats["class"].astype(str), strict=True))
+
+    def class_of(self, category: str) -> str:
+        """The run's class of a category (the taxonomy's for one the run does not have)."""
+        return self.classes.get(category) or _taxonomy().class_of(category)
+
+    @cached_property
+    def n_steps(self) -> float | None:
+        """Profiled steps the times are summed over (from n_steps, else total / per-step kernel time)."""
+        n = positive_or_none(self.info.get("n_steps"))
+        if n is None:
+            total, per_step = (positive_or_none(self.info.get(k))
+                               for k in ("total_kernel_time_us", "kernel_time_per_step_us"))
+            n = total / per_step if total and per_step else None
+        return n
+
+    @property
+    def step_time_ms(self) -> float | None:
+        """Unprofiled step time (or --step-ms, or a trace's profiled step); None when absent or not positive."""
+        return positive_or_none(self.info.get("step_time_ms"))
+
+    @cached_property
+    def _on_basis(self) -> tuple[str, pd.Series, list[tuple[pd.Series, float | None]]]:
+        cats = self._checked_categories
+        times = cats["time_us"].groupby(cats["category"], sort=False).sum()
+        repeats = _read_repeats(self.info, self._where)
+        doc = self.info
+        if doc.get("streams_overlap") is True and isinstance(doc.get("exposed_category_time_us"), dict):
+            return "exposed", *_exposed_times(doc, self._where, times, repeats)
+        return "summed", times, repeats
+
+    @property
+    def basis(self) -> str:
+        """exposed when streams overlap and breakdown.json has exposed category times, else summed."""
+        return self._on_basis[0]
+
+    @property
+    def times(self) -> pd.Series:
+        """category -> time (us, all profiled steps) on the run's basis."""
+        return self._on_basis[1]
+
+    @property
+    def repeats(self) -> list[tuple[pd.Series, float | None]]:
+        """Per repeat: category -> time per step on the run's basis, and the repeat's step time (ms)."""
+        return self._on_basis[2]
+
+    @cached_property
+    def kernel_times(self) -> pd.DataFrame | None:
+        """name, category, time_us of the run's kernels (summed basis); None for a folder without kernels.csv."""
+        csv = self.path / "kernels.csv"
+        if self.breakdown is None and not csv.is_file():
+            return None
+        k = checked_times(self.kernels, ("name", "category", "time_us"),
+                          str(csv) if self.breakdown is None else f"{self._where}: kernels")
+        return k.assign(name=k["name"].astype(str))[["name", "category", "time_us"]]
+
+    @property
+    def ceiling_kernel_roofline(self) -> float:
+        """breakdown.json's roofline ceiling (addressable.roofline); NaN when absent."""
+        roof = self.info.get("roofline")
+        return (positive_or_none(roof.get("ceiling_kernel_roofline")) if isinstance(roof, dict) else None) or math.nan
+
+    @cached_property
+    def traces(self) -> list[Path | Trace]:
+        """The run's trace, or its ranks' traces, for the replay model; [] when none was kept."""
+        if self.trace is not None:
+            return [self.trace]
+        return list(run_traces(self.path)) if self.is_folder else []
+
+    @cached_property
+    def modules(self) -> ModuleBreakdown | None:
+        """Time per module and kernel (modules.csv), for module: targets; None when the run has none."""
+        if self.breakdown is not None:
+            return self.breakdown.modules
+        return load_modules(self.path) if self.is_folder and isinstance(self.info.get("modules"), dict) else None
+
+    def check(self) -> Run:
+        """Read every checked property now (a bad file fails here, not halfway through); returns self."""
+        _ = self.classes, self.n_steps, self.times, self.kernel_times
+        return self
+
+
+@functools.cache
+def _taxonomy() -> Taxonomy:
+    return load_taxonomy()
+
+
+def checked_times(df: pd.DataFrame, columns: tuple[str, ...], where: str) -> pd.DataFrame:
+    """The table with `category` as str and `time_us` as float; an error naming the first bad row."""
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise AddressableError(f"{where}: missing column(s) {', '.join(missing)}")
+    t = pd.to_numeric(df["time_us"], errors="coerce")
+    bad = np.flatnonzero((t.isna() | (t < 0)).to_numpy())
+    if len(bad):
+        what = df["name"].iloc[bad[0]] if "name" in df.columns else df["category"].iloc[bad[0]]
+        raise AddressableError(f"{where}: bad time_us on row {bad[0] + 1} ('{str(what)[:80]}')")
+    return df.assign(category=df["category"].astype(str), time_us=t.astype(float))
+
+
+def _read_repeats(doc: dict, where: str) -> list[tuple[pd.Series, float | None]]:
+    reps = doc.get("repeats") or []
+    if not isinstance(reps, list):
+        raise AddressableError(f"{where}: 'repeats' must be a list")
+    out = []
+    for i, r in enumerate(reps, 1):
+        if not isinstance(r, dict) or not isinstance(r.get("category_time_per_step_us"), dict):
+            raise AddressableError(f"{where}: repeat {i} has no category_time_per_step_us")
+        out.append((_num_series(r["category_time_per_step_us"], f"{where}: repeat {i}"),
+                    positive_or_none(r.get("step_time_ms"))))
+    return out
+
+
+def _exposed_times(doc: dict, where: str, times: pd.Series, repeats: list[tuple[pd.Series, float | None]]
+                   ) -> tuple[pd.Series, list[tuple[pd.Series, float | None]]]:
+    """Exposed category times, and each repeat's: its own exposed times when recorded, else its summed
+    times scaled by the run's exposed/summed ratio per category."""
+    exposed = _num_series(doc["exposed_category_time_us"], f"{where}: exposed_category_time_us")
+    ratio = (exposed / times.reindex(exposed.index)).replace([np.inf, -np.inf], np.nan).fillna(0.0)
+    out = []
+    for i, (raw, (summed, step_ms)) in enumerate(zip(doc.get("repeats") or [], repeats, strict=True), 1):
+        own = raw.get("exposed_category_time_per_step_us")
+        out.append((_num_series(own, f"{where}: repeat {i}") if isinstance(own, dict)
+                    else summed.reindex(exposed.index, fill_value=0.0) * ratio, step_ms))
+    return exposed, out
+
+
+def _num_series(d: dict, where: str) -> pd.Series:
+    s = pd.to_numeric(pd.Series(d, dtype=object), errors="coerce").astype(float)
+    if s.isna().any() or (s < 0).any():
+        raise AddressableError(f"{where}: non-numeric or negative time for '{s.index[(s.isna() | (s < 0))][0]}'")
+    return s
+
+
+def positive_or_none(v: Any) -> float | None:
+    """A finite positive number as float; None for anything else (missing, zero, bool, text)."""
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v <= 0:
+        return None
+    return float(v)
+
 
 def run_labels(runs: list[Run], full: bool = False) -> list[tuple[str, str]]:
     """Unique, readable labels from the run keys, each as (base, qualifier): ("gpt2 train b8 s1024", "compile DDP×2").
@@ -244,12 +440,30 @@ def load_run(path: str | Path) -> Run:
     return Run(folder, doc, categories, kernels, manifest if isinstance(manifest, dict) else {})
 
 
-def find_runs(root: str | Path) -> list[Path]:
-    """Every run folder (one holding breakdown.json) under root, in natural order.
+def find_runs(paths: str | Path | Iterable[str | Path] | None = None) -> list[Path]:
+    """Runs: the given run folders and trace files, or every run folder below a given folder, in
+    natural order; default outputs/. A missing path, or one with no run in or below it, is an
+    AddressableError. Hidden (temporary) folders and runs nested inside another run are skipped."""
+    given = [paths] if isinstance(paths, str | Path) else list(paths or [])
+    out: list[Path] = []
+    for p in map(Path, given or [DEFAULT_RUNS_ROOT]):
+        if p.is_file() and p.name != "breakdown.json":  # a trace file
+            out += [p] if p not in out else []
+            continue
+        found = runs_below(p.parent if p.name == "breakdown.json" else p) if p.exists() else []
+        if not found and not given:
+            raise AddressableError(f"no runs found under {p}/ (no breakdown.json); "
+                                   "profile a workload first or pass --runs RUN_DIR")
+        if not p.exists():
+            raise AddressableError(f"no such run folder: {p}")
+        if not found:
+            raise AddressableError(f"no runs (folders with breakdown.json) found in {p}: no breakdown.json in it or below it")
+        out += [f for f in found if f not in out]
+    return out
 
-    Hidden (temporary) folders and runs nested inside another run are skipped.
-    """
-    root = Path(root)
+
+def runs_below(root: Path) -> list[Path]:
+    """Every run folder at or below root, in natural order (none: an empty list)."""
     if (root / "breakdown.json").is_file():
         return [root]
     found = {p.parent for p in root.rglob("breakdown.json")
@@ -264,18 +478,42 @@ def _natural_key(path: Path) -> list[Any]:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(path))]
 
 
-def load_runs(paths: str | Path | Iterable[str | Path]) -> list[Run]:
-    """Load run folders; a folder that is not a run is searched for runs below it."""
-    paths = [paths] if isinstance(paths, str | Path) else list(paths)
-    runs = []
-    for p in map(Path, paths):
-        if not p.exists():
-            raise AddressableError(f"no such run folder: {p}")
-        runs += [load_run(f) for f in find_runs(p.parent if p.name == "breakdown.json" else p)]
-    if not runs:
-        where = ", ".join(str(p) for p in paths) or "(none given)"
-        raise AddressableError(f"no runs (folders with breakdown.json) found in {where}")
+def load_runs(paths: str | Path | Iterable[str | Path] | None = None, step_ms: float | None = None) -> list[Run]:
+    """Load every run find_runs finds (default: under outputs/; trace files through run_from_trace with
+    `step_ms`); runs with the same name are named by their path."""
+    found = find_runs(paths)
+    runs = [run_from_trace(p, step_ms) if p.is_file() else load_run(p) for p in found]
+    names = [r.name for r in runs]
+    for r, p in zip(runs, found, strict=True):
+        if names.count(r.name) > 1:
+            r.name = str(p)
     return runs
+
+
+def run_traces(folder: Path) -> list[Path]:
+    """A run folder's trace, or its ranks' traces (rank0/trace.json.gz, ...); [] when not kept."""
+    if (folder / "trace.json.gz").is_file():
+        return [folder / "trace.json.gz"]
+    return sorted(folder.glob("rank*/trace.json.gz"), key=lambda p: int(re.sub(r"\D", "", p.parent.name) or 0))
+
+
+def run_from_trace(path: str | Path, step_ms: float | None = None) -> Run:
+    """A Kineto trace file as a run: its breakdown, and for the wall basis `step_ms` when given, else
+    the mean span of its ProfilerStep#N rows (profiled-step time)."""
+    path = Path(path)
+    if step_ms is not None and not (math.isfinite(step_ms) and step_ms > 0):
+        raise AddressableError(f"--step-ms must be a positive number of milliseconds, got {step_ms}")
+    trace = load_trace(path, runtime=True)
+    b = breakdown_of_trace(trace, _taxonomy())
+    steps = trace.events[(trace.events["kind"] == "step").to_numpy()]
+    basis = "--step-ms" if step_ms else "profiled step"
+    if not step_ms:  # the mean ProfilerStep span; without steps, the whole trace is one step
+        ev = trace.events
+        step_ms = float(steps["dur"].mean() if not steps.empty else (ev["ts"] + ev["dur"]).max() - ev["ts"].min()) / 1e3
+    n_steps = float(len(steps)) if not steps.empty else 1.0
+    name = path.name.removesuffix(".gz").removesuffix(".json")
+    info = {"workload": name, "n_steps": n_steps, "step_time_ms": step_ms}
+    return Run(path, info, b.categories, b.kernels, {}, name, trace, b, basis)
 
 
 def runs_table(runs: list[Run]) -> pd.DataFrame:

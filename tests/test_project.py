@@ -30,15 +30,13 @@ from addressable.project import (
     KERNELBENCH_MAP,
     PROBLEM_DIRS,
     Resolver,
-    Run,
     amdahl,
-    find_runs,
     load_problem_map,
-    load_run,
     load_wins,
     problem_categories,
     project,
 )
+from addressable.runs import Run, find_runs, load_run
 from addressable.taxonomy import load_taxonomy
 
 RUNS = Path(__file__).resolve().parent / "fixtures" / "runs"
@@ -295,8 +293,7 @@ def test_bench_problem_category_constant(tmp_path: Path) -> None:
     assert problem_categories([probs]) == {"1_EmbeddingBagSum": "embedding", "2_JaggedToPadded": "data_movement"}
     pm = load_problem_map(problem_dirs=[probs])
     assert pm["1_EmbeddingBagSum"] == "embedding" and pm["23_Softmax"] == "softmax"
-    run = Run("dlrm", "dlrm", pd.Series({"embedding": 300.0, "gemm": 700.0}),
-              {"embedding": "replaceable", "gemm": "library"})
+    run = Run.from_times("dlrm", {"embedding": 300.0, "gemm": 700.0}, {"embedding": "replaceable", "gemm": "library"})
     p = project([run], pd.DataFrame({"target": ["EmbeddingBagSum"], "speedup": [3.0]}), problem_map=pm)
     assert p.runs.iloc[0].speedup_kernel == pytest.approx(1 / (0.7 + 0.1))
 
@@ -499,7 +496,7 @@ def test_bad_run_files(tmp_path: Path) -> None:
     shutil.copy(TOY / "breakdown.json", run / "breakdown.json")
     (run / "categories.csv").write_text("category,class,time_us\nsoftmax,replaceable,lots\n")
     with pytest.raises(AddressableError, match=re.escape("categories.csv: bad time_us on row 1 ('softmax')")):
-        load_run(run)
+        load_run(run).check()
     (run / "categories.csv").unlink()  # falls back to breakdown.json's categories
     assert load_run(run).times["softmax"] == 200.0
 
@@ -530,7 +527,7 @@ def test_json_schema(tmp_path: Path) -> None:
 
 
 def test_json_infinity_is_a_string() -> None:
-    run = Run("all", "all", pd.Series({"elementwise": 10.0}), {"elementwise": "replaceable"})
+    run = Run.from_times("all", {"elementwise": 10.0}, {"elementwise": "replaceable"})
     d = project([run], pd.DataFrame({"target": ["elementwise"], "speedup": ["inf"]})).to_dict()
     assert d["runs"][0]["speedup_kernel"] == "inf" and d["runs"][0]["ceiling_kernel"] == "inf"
     json.loads(json.dumps(d, allow_nan=False))
@@ -547,7 +544,7 @@ k_st = st.floats(1, 1e9, allow_nan=False)
 
 
 def _run(times: dict[str, float], step_ms: float | None = None) -> Run:
-    return Run("prop", "prop", pd.Series(times, dtype=float), dict(CATS), n_steps=1.0, step_time_ms=step_ms)
+    return Run.from_times("prop", times, CATS, n_steps=1.0, step_time_ms=step_ms)
 
 
 def _speedup(run: Run, ks: dict[str, float]) -> pd.Series:
@@ -669,3 +666,23 @@ def test_example_wins_file_is_valid() -> None:
     # toy-train: softmax is 10% of kernel time (k 2.0456), the LayerNorm forward kernel 6% (k 1.3311)
     assert p.runs.iloc[0].speedup_kernel == pytest.approx(1 / (0.84 + 0.10 / 2.0456 + 0.06 / 1.3311))
     assert list(p.unmatched["target"]) == ["01_embedding_bag_sum_uniform", "re:(?i)rms_?norm"]
+
+
+def test_one_run_reader_for_folders_and_trace_files() -> None:
+    """runs.load_runs reads run folders and trace files into one Run type, which project and plot both take."""
+    from addressable import plot
+    from addressable.runs import load_runs
+
+    trace = Path(__file__).resolve().parent / "data" / "resnet50_train.json.gz"
+    folder, from_trace = load_runs([TOY, trace], step_ms=50.0)
+    assert folder.is_folder and not from_trace.is_folder
+    assert from_trace.name == from_trace.workload == "resnet50_train"
+    assert from_trace.wall_basis == "--step-ms" and from_trace.step_time_ms == 50.0
+    assert from_trace.traces == [from_trace.trace] and folder.traces == []
+    assert from_trace.times.sum() == pytest.approx(from_trace.kernel_times["time_us"].sum())
+    assert from_trace.n_steps >= 1 and from_trace.basis == "summed"
+    assert folder.kernel_times is not None and folder.times.sum() > 0
+    assert math.isnan(folder.ceiling_kernel_roofline)
+    wins = pd.DataFrame({"target": ["softmax"], "speedup": [2.0]})
+    assert list(project([folder, from_trace], wins, model="amdahl").runs["run"]) == ["toy-train", "resnet50_train"]
+    assert len(plot.projected_speedups([folder], wins)) == 1
