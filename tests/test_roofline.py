@@ -6,7 +6,6 @@ import json
 import math
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from addressable.errors import AddressableError
@@ -288,36 +287,3 @@ def test_profile_on_the_gpu_stores_calibrated_peaks_and_the_roofline(tmp_path: P
     assert roof["peaks"] == man["peaks"] and roof["has_shapes"]
     assert 1.0 < roof["ceiling_kernel_roofline"] <= roof["ceiling_kernel"]
     assert roof["unmodelled_time_share"] < 0.1
-
-
-def test_ncu_check_matches_kernels_by_order_and_name_and_lists_misses(tmp_path: Path) -> None:
-    """gpu/roofline_ncu.py's compare step on a synthetic trace and an ncu CSV written as ncu --csv writes it."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("roofline_ncu", Path(__file__).resolve().parents[1] / "gpu" /
-                                                  "roofline_ncu.py")
-    ncu = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ncu)
-    synthetic_trace(tmp_path / "w.trace.json.gz.json")
-    import gzip
-
-    (tmp_path / "w.trace.json.gz").write_bytes(gzip.compress((tmp_path / "w.trace.json.gz.json").read_bytes()))
-    head = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
-            '"Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"')
-    measured = {ADD: 4196352 * 1.1, GEMM: 6291456, STATS: 1049088 * 2, TRANSFORM: 2098176, UPDATE: 1024, FOO: 4096}
-    lines = ["==PROF== Connected to process 1", head]
-    for i, (name, b) in enumerate(measured.items()):
-        for metric, unit, v in (("dram__bytes_read.sum", "byte", b / 2), ("dram__bytes_write.sum", "byte", b / 2),
-                                ("gpu__time_duration.sum", "nsecond", 10_000)):
-            lines.append(f'"{i}","1","python3","h","{name}","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0",'
-                         f'"Command line profiler metrics","{metric}","{unit}","{v:.0f}"')
-    (tmp_path / "w.ncu.csv").write_text("\n".join(lines) + "\n")
-    assert ncu.base_name(STATS) == "batch_norm_collect_statistics_channels_last_kernel"
-    out = ncu.compare("w", tmp_path, Peaks.from_dict(PEAKS))
-    assert "6 kernels in the trace step, 6 under ncu, 6 matched" in out[0]
-    table = pd.read_csv(tmp_path / "roofline_ncu_w.csv").set_index("kernel")
-    assert table.loc["vectorized_elementwise_kernel", "ratio"].min() == pytest.approx(1 / 1.1)
-    assert bool(table.loc["batch_norm_collect_statistics_channels_last_kernel", "within_20pct"]) is False
-    assert any("MISS batch_norm_collect_statistics" in line for line in out)
-    assert any("MISS" in line and "unmodelled" in line for line in out)  # aten::foo
-    assert any(line.startswith("kernels whose measured DRAM bandwidth exceeds") for line in out)
