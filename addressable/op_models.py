@@ -496,7 +496,8 @@ def batch_norm(c: OpCall) -> Cost | None:
 @model("batch_norm", "native_batch_norm_backward", "cudnn_batch_norm_backward", "miopen_batch_norm_backward",
        "batch_norm_backward")
 def batch_norm_backward(c: OpCall) -> Cost | None:
-    """BatchNorm backward: in training, one pass reads dy and x (per-channel sums), a second reads both and writes dx.
+    """BatchNorm backward: in training, one kernel reads dy and x (per-channel sums, grad_weight and grad_bias),
+    a second reads both and writes dx.
 
     native_batch_norm_backward(dy, x, w, running_mean, running_var, save_mean, save_invstd, train, eps, mask);
     cudnn_batch_norm_backward(x, dy, ...); batch_norm_backward(dy, x, ..., update, eps, mask, reserve).
@@ -512,10 +513,11 @@ def batch_norm_backward(c: OpCall) -> Cost | None:
     per_channel = _channels(x) * _STATS
     if not training:
         return Cost(dy.touched + 3 * per_channel, x.nbytes + 2 * per_channel)
-    reduce = dy.touched + x.touched + 4 * per_channel  # reads the saved mean and invstd, writes two sums
+    # the reduce kernel reads the saved mean and invstd and writes two sums, grad_weight and grad_bias
+    reduce = dy.touched + x.touched + 6 * per_channel
     elemt = dy.touched + x.touched + 5 * per_channel + x.nbytes  # reads w, mean, invstd and the sums; writes dx
     return Cost(2 * (dy.touched + x.touched) + 7 * per_channel, x.nbytes + 4 * per_channel,
-                passes=(("backward_reduce|reduce", reduce), ("backward_elemt|elemt", elemt), (".", 2 * per_channel)))
+                passes=(("backward_reduce|reduce", reduce), ("backward_elemt|elemt", elemt)))
 
 
 @model("group_norm", "native_group_norm")

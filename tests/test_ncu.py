@@ -169,7 +169,7 @@ def test_profile_ncu_on_the_gpu(tmp_path: Path) -> None:
     from addressable.cli import main
 
     if shutil.which("ncu") is None:
-        pytest.skip("no ncu on PATH")
+        pytest.skip("Nsight Compute (ncu) is not installed")
     res = CliRunner().invoke(main, ["profile", "resnet50", "--batch", "8", "--warmup", "1", "--steps", "1",
                                     "--profile-steps", "1", "--repeats", "1", "--out", str(tmp_path), "--ncu", "5"])
     assert res.exit_code == 0, res.output

@@ -335,3 +335,21 @@ def test_unrecorded_optimizer_lists_are_the_steps_parameters_where_the_blocks_ag
     assert rows.loc[3, "bytes"].sum() == pytest.approx(2 * 400_040)
     assert rows.loc[3, "modelled"].all() and not rows.loc[4, "modelled"]
     assert list(r.unmodelled_ops()["op"]) == ["aten::_foreach_add_"]
+
+
+def test_batchnorm_backward_splits_its_bytes_between_its_two_kernels(tmp_path: Path) -> None:
+    """x and dy: 1 MiB each (bf16, channels_last), 64 channels (256 B per float statistic). The reduce kernel
+    reads dy and x and the saved mean and invstd and writes two sums, grad_weight and grad_bias; the elemt
+    kernel reads dy, x, w, mean, invstd and the sums and writes dx."""
+    x_cl = ([8, 64, 32, 32], BF16, [65536, 1, 2048, 64])
+    p = ([64], F32, [1])
+    s = lambda v: ([], "Scalar", [], str(v))  # noqa: E731
+    reduce = "void at::native::batch_norm_backward_reduce_channels_last_kernel<4, c10::BFloat16, float>(int)"
+    elemt = "void at::native::batch_norm_backward_elemt_channels_last_kernel<4, c10::BFloat16, float>(int)"
+    ev = [_op("aten::native_batch_norm_backward", 10, 1, [x_cl, x_cl, p, p, p, p, p, s(True), s(1e-5),
+                                                          ([], "GenericList", [], "[True, True, True]")]),
+          _kernel(reduce, 100, 10, 1), _kernel(elemt, 111, 30, 1)]
+    k = roofline_of_trace(_step(ev, tmp_path / "t.json"), peaks=PEAKS).kernels().set_index("name")
+    mib = 1048576
+    assert k.loc[reduce, "bytes"] == 2 * mib + 6 * 256
+    assert k.loc[elemt, "bytes"] == 3 * mib + 5 * 256

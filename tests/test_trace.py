@@ -22,7 +22,7 @@ from addressable.trace import iter_event_chunks, load_trace
 
 COLUMNS = ["name", "cat", "ts", "dur", "pid", "tid", "stream", "device", "correlation", "external_id",
            "input_dims", "input_type", "input_strides", "concrete_inputs", "sequence",
-           "fwd_thread",
+           "fwd_thread", "grid", "block",
            "kind", "op", "step"]
 
 
