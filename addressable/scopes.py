@@ -128,6 +128,11 @@ def _key(t: torch.Tensor) -> tuple:
     return t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype
 
 
+def _versions(obj: Any) -> dict[tuple, int]:
+    """Version counters of the tensors in a call's arguments (inference tensors have none)."""
+    return {_key(t): t._version for t in tensors(obj) if not t.is_inference()}
+
+
 @dataclass
 class _Call:
     """One open module call: its name, its positional inputs' version counters, and the parameters read inside."""
@@ -158,13 +163,13 @@ class ModuleIO:
 
     def pre(self, module: torch.nn.Module, args: Any) -> None:
         q = self.names.name(module)
-        self.names.stack().append((q, _Call(q, {_key(t): t._version for t in tensors(args)})))
+        self.names.stack().append((q, _Call(q, _versions(args))))
 
     def pre_kwargs(self, module: torch.nn.Module, args: Any, kwargs: Any) -> None:
         """The keyword arguments' version counters (a model's modules only: global hooks see no kwargs)."""
         open_ = self.names.stack()
         if open_:
-            open_[-1][1].versions.update({_key(t): t._version for t in tensors(kwargs)})
+            open_[-1][1].versions.update(_versions(kwargs))
 
     def post(self, module: torch.nn.Module, args: Any, kwargs: Any, output: Any) -> None:
         open_ = self.names.stack()
@@ -197,6 +202,8 @@ class ModuleIO:
         base = {k[0]: k for k in inputs}  # storage -> an input view of it
 
         def changed(k: tuple, t: torch.Tensor) -> bool:  # written in place during the call
+            if t.is_inference():  # no version counter: an input returned as itself was updated in place
+                return k in outputs and inputs.get(k) is t
             before = call.versions.get(k, call.versions.get(base.get(k[0])))
             return before is not None and t._version != before
 

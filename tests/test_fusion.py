@@ -81,6 +81,16 @@ def test_module_io_by_hand_inference() -> None:
     assert t.loc["act", "class"] == "GELU"
 
 
+def test_module_io_under_inference_mode_has_no_version_counters() -> None:
+    model, h = MLP(), 4 * 16 * F32
+    with module_io(model) as rec, torch.inference_mode():
+        model(torch.randn(4, 8))
+    t = rec.table().set_index("module")
+    assert t.loc["relu", "output_bytes"] == h  # returned as itself: updated in place
+    assert t.loc["flat", "output_bytes"] == 0  # another view of its input: nothing written
+    assert t.loc["act", "forward_bytes"] == 2 * h and (t["backward_bytes"] == 0).all()
+
+
 def test_module_io_by_hand_training() -> None:
     t = _io(train=True)
     h, x = 4 * 16 * F32, 4 * 8 * F32
