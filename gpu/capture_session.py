@@ -3,7 +3,7 @@
   peaks      copy bandwidth and dense matmul rates (issue 19's calibrated peaks)
   workloads  Kineto traces of models the package does not ship (issue 12's classifier check)
   pairs      A/B swap pairs: profile A, profile B (one module or kernel group replaced by a faster one),
-             unprofiled step times of both measured alternately in the same process (issue 14)
+             unprofiled step times of both measured interleaved step by step in the same process (issue 14)
 
 python3 gpu/capture_session.py OUT [--only peaks,workloads,pairs] [--smoke]   (--smoke: tiny sizes, runs on the CPU)
 """
@@ -556,6 +556,13 @@ PAIRS = {
 }
 
 
+def interleaved(step_a, step_b, n: int, times: dict[str, list[float]]) -> None:
+    """n timed steps of each, A and B adjacent (AB, BA, AB, ...): drift and mode changes hit both alike."""
+    for i in range(n):
+        for key, step in (("A", step_a), ("B", step_b)) if i % 2 == 0 else (("B", step_b), ("A", step_a)):
+            times[key] += time_steps(step, 1)
+
+
 def pairs(out: Path, rounds: int, steps: int) -> None:
     d = out / "pairs"
     d.mkdir(exist_ok=True)
@@ -568,20 +575,18 @@ def pairs(out: Path, rounds: int, steps: int) -> None:
                 step_b()
             sync()
             times = {"A": [], "B": []}
-            for _ in range(rounds):  # alternate so drift hits both
-                times["A"] += time_steps(step_a, steps)
-                times["B"] += time_steps(step_b, steps)
+            interleaved(step_a, step_b, rounds * steps, times)
             profile_steps(step_a, d / f"{name}.A.json.gz", active=3)
             profile_steps(step_b, d / f"{name}.B.json.gz", active=3)
-            # timed again after profiling, to see drift
-            for _ in range(rounds):
-                times["A"] += time_steps(step_a, steps)
-                times["B"] += time_steps(step_b, steps)
+            interleaved(step_a, step_b, rounds * steps, times)  # timed again after profiling, to see drift
             meta = {"pair": name, "regime": regime, "description": desc,
                     "step_ms": times, "step_ms_median": {k: statistics.median(v) for k, v in times.items()},
+                    "step_ms_p25": {k: statistics.quantiles(v, n=4, method="inclusive")[0]
+                                    for k, v in times.items()},
                     "device": torch.cuda.get_device_name() if DEV == "cuda" else "cpu",
                     "torch": torch.__version__, "profiled_steps": 3, "timing": "perf_counter around one step, "
-                    "synchronised before and after; A and B alternated in blocks"}
+                    "synchronised before and after; A and B interleaved step by step (A_i and B_i adjacent, "
+                    "the order within each pair alternating), so host and clock modes hit both alike"}
             (d / f"{name}.json").write_text(json.dumps(meta, indent=1))
             med = meta["step_ms_median"]
             log(f"pair {name}: A {med['A']:.2f} ms  B {med['B']:.2f} ms  speedup {med['A'] / med['B']:.3f}x "
@@ -626,7 +631,7 @@ def main() -> None:
     ap.add_argument("out")
     ap.add_argument("--only", default="peaks,workloads,pairs")
     ap.add_argument("--smoke", action="store_true")
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--steps", type=int, default=10)
     args = ap.parse_args()
     SMOKE = args.smoke
