@@ -162,16 +162,23 @@ def _classify_one(trace: Path, taxonomy: Path | None, classes: tuple[str, ...], 
 @click.option("--json", "as_json", is_flag=True, help="Print the `modules` object of breakdown.json instead.")
 @_user_errors
 def modules(source: Path, by: str, top: int, as_json: bool) -> None:
-    """Which nn.Module owns the time of a run folder or trace SOURCE, and the top fusion candidates."""
+    """Which nn.Module owns the time of a run folder or trace SOURCE, and the top fusion candidates (with their
+    fusion headroom where the run's roofline has it)."""
     from addressable.modules import format_modules
-    from addressable.runs import load_modules
+    from addressable.roofline import format_fusion, stored_fusion
+    from addressable.runs import load_modules, load_run
 
     if not source.exists():
         raise AddressableError(f"no such run folder or trace: {source}")
     mb = load_modules(source)
     if not mb.has_scopes:
         raise AddressableError(f"{source}: {mb.note}")
-    click.echo(_json(mb.to_dict(top)) if as_json else format_modules(mb, by, top))
+    if as_json:
+        click.echo(_json(mb.to_dict(top)))
+        return
+    fusion, note = stored_fusion(load_run(source).info) if source.is_dir() else (None, "")
+    click.echo(format_modules(mb, by, top) + ("\n\n" + "\n".join(format_fusion(fusion, note, top))
+                                              if fusion is not None or note else ""))
 
 
 @main.command()

@@ -33,7 +33,7 @@ from addressable.modules import combine_modules
 from addressable.progress import Progress, duration
 from addressable.quiet import quiet_profiler
 from addressable.schema import KEY, VERSIONS
-from addressable.scopes import module_scopes
+from addressable.scopes import module_io, module_scopes
 from addressable.taxonomy import Taxonomy
 from addressable.timeline import TimelineResult
 from addressable.trace import load_trace
@@ -130,6 +130,7 @@ class Measured:
     steps: pd.DataFrame  # repeat, step, time_ms, profiled
     trace: Path
     measurement: Measurement  # the counts run (after the budget)
+    module_io: pd.DataFrame | None = None  # each module's external bytes over one step (scopes.module_io)
 
 
 def timed(step: Step, n: int, cuda: bool, after: Callable[[int], None] | None = None,
@@ -193,8 +194,12 @@ def profiled(step: Step, n: int, cuda: bool, path: Path) -> list[float]:
 
 
 def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Path, tax: Taxonomy,
-            progress: Callable[[str], None]) -> Measured:
-    """Build the workload, warm it up, then per repeat: timed steps, profiled steps, a breakdown."""
+            progress: Callable[[str], None], record_io: bool = False) -> Measured:
+    """Build the workload, warm it up, then per repeat: timed steps, profiled steps, a breakdown.
+
+    With `record_io` (and an eager nn.Module model), one more step after warm-up runs under
+    scopes.module_io: each module's external bytes, for the roofline's fusion headroom.
+    """
     cuda = cfg.device == "cuda"
     torch.manual_seed(0)
     step = spec.build(cfg)
@@ -211,6 +216,14 @@ def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Pa
         progress(f"{label}: warm-up step {warm[-1] / 1e3:,.2f} s; plan: {m.plan()}{cut}")
     else:
         progress(f"{label}: plan: {m.plan()} (no warm-up step to time, so no --budget)")
+    io = None
+    if record_io and not cfg.compile and isinstance(model, torch.nn.Module):
+        progress(f"{label}: one step recording each module's inputs and outputs (fusion headroom)")
+        with module_io(model) as rec:
+            step()
+        if cuda:
+            torch.cuda.synchronize()
+        io = rec.table()
     per_repeat = m.steps + m.profile_steps + (1 if cuda else 0)
     meter = Progress(m.repeats * per_repeat, label)
     say = meter.log(progress)
@@ -244,7 +257,7 @@ def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Pa
             f"{rec['addressable_fraction_wall']:.1%} of wall time ({duration(took)} with its trace analysis{left})")
     meter.close()
     steps = pd.DataFrame(rows, columns=["repeat", "step", "time_ms", "profiled"])
-    return Measured(cfg, repeats, medians, steps, trace, m)
+    return Measured(cfg, repeats, medians, steps, trace, m, io)
 
 
 COMPILE_NOTE = "no module scopes: a --compile run is not scoped (its fused kernels span modules)"

@@ -42,7 +42,7 @@ from addressable.measure import (
     run_keys,
 )
 from addressable.modules import format_candidates
-from addressable.roofline import roofline_of_trace
+from addressable.roofline import format_fusion, roofline_of_trace, stored_fusion
 from addressable.runs import load_run, write_run
 from addressable.taxonomy import Taxonomy, load_taxonomy
 from addressable.workload import WorkloadConfig, WorkloadSpec, get_workload
@@ -215,7 +215,8 @@ def profile_workload(config: WorkloadConfig, measurement: Measurement, out: str 
             cfg = config if layers is None else replace(config, options={**config.options, "layers": layers})
             sub = tmp if layers is None else tmp / f"layers{layers}"
             sub.mkdir(exist_ok=True)
-            res = measure(spec, cfg, measurement, sub, tax, progress)
+            res = measure(spec, cfg, measurement, sub, tax, progress,
+                          record_io=layers_subset is None and config.device == "cuda")
             measured.append(res)
             if layers is not None:
                 b = combine(res.repeats)
@@ -242,9 +243,9 @@ def profile_workload(config: WorkloadConfig, measurement: Measurement, out: str 
             keys["layers"] = spec.full_layers
             keys["extrapolated"] = {"from_layers": list(layers_subset), "to_layers": spec.full_layers}
         elif config.device == "cuda":  # the last repeat's trace against the calibrated peaks
-            keys["roofline"] = roofline_of_trace(tmp / "trace.json.gz", tax, manifest=man,
-                                                 step_time_ms=step_ms).to_dict()
-        write_run(tmp, b, keys, steps_table, man)
+            keys["roofline"] = roofline_of_trace(tmp / "trace.json.gz", tax, manifest=man, step_time_ms=step_ms,
+                                                 module_io=measured[0].module_io).to_dict()
+        write_run(tmp, b, keys, steps_table, man, module_io=measured[0].module_io if layers_subset is None else None)
     return ProfileResult(b, keys, folder, man)
 
 
@@ -388,5 +389,8 @@ def format_profile(res: ProfileResult, requested_device: str = "auto") -> str:
         lines += ["", f"Modules: {mods.coverage:.1%} of {basis} attributed to an nn.Module "
                   f"(`addressable modules {res.path}` for the table)",
                   *format_candidates(mods.fusion_candidates(5), "kernels" if r["device"] == "cuda" else "CPU ops"), ""]
+        fusion, note = stored_fusion(r)
+        if fusion is not None or note:
+            lines += [*format_fusion(fusion, note, 5), ""]
     lines.append(f"Run folder: {res.path}")
     return "\n".join(lines)

@@ -25,6 +25,7 @@ from addressable.breakdown import BASIS_GPU, classify_events, work_rows
 from addressable.errors import AddressableError
 from addressable.jsonutil import records, to_jsonable
 from addressable.kernel_names import parse_kernel_name
+from addressable.modules import BACKWARD, LOSS, PSEUDO, ancestors, attribute, module_breakdown
 from addressable.taxonomy import Taxonomy, load_taxonomy, read_yaml
 from addressable.trace import Trace, load_trace
 
@@ -291,7 +292,8 @@ class Roofline:
     n_steps: int | None = None
     step_time_ms: float | None = None
     has_shapes: bool = True
-    fusion: pd.DataFrame | None = None  # per module (fusion candidate), when module scopes exist
+    fusion: pd.DataFrame | None = None  # FUSION_COLUMNS per fusion candidate, when the trace has module scopes
+    fusion_note: str = ""  # why there is no fusion table, or what limits it
 
     @property
     def total_time_us(self) -> float:
@@ -380,7 +382,9 @@ class Roofline:
             "over_peak": records(self.over_peak()[["name", "category", "time_us", "bytes", "flops", "headroom"]]),
         }
         if self.fusion is not None:
-            out["fusion_candidates"] = records(self.fusion.head(20))
+            out["fusion_candidates"] = records(self.fusion.head(2 * top))
+        if self.fusion_note:
+            out["fusion_note"] = self.fusion_note
         return to_jsonable(out, nan_as=None, inf_as="inf")
 
 
@@ -424,22 +428,105 @@ def roofline_of_rows(rows: pd.DataFrame, peaks: Peaks, n_steps: int | None = Non
 def roofline_of_trace(trace: Trace | str | Path, taxonomy: Taxonomy | str | Path | None = None, *,
                       gpu: str | None = None, peaks: Peaks | dict | str | Path | None = None,
                       manifest: dict[str, Any] | None = None, step_time_ms: float | None = None,
-                      datasheet_only: bool = False) -> Roofline:
-    """The roofline of a GPU trace: classify its kernels, cost them from their launching ops, compare with the peaks."""
+                      datasheet_only: bool = False, module_io: pd.DataFrame | None = None) -> Roofline:
+    """The roofline of a GPU trace: classify its kernels, cost them from their launching ops, compare with the
+    peaks; with module scopes, the fusion headroom of each fusion candidate (its external bytes from
+    `module_io`, the run's module_io.json: see fusion_table)."""
     trace = trace if isinstance(trace, Trace) else load_trace(trace)
     tax = taxonomy if isinstance(taxonomy, Taxonomy) else load_taxonomy(taxonomy)
     rows, basis = work_rows(trace)
     if basis != BASIS_GPU:
         raise AddressableError(f"{trace.path or 'the trace'} has no GPU kernels: a roofline needs a GPU trace")
     p = resolve_peaks(gpu, peaks, manifest, trace.metadata, datasheet_only)
-    costed = kernel_costs(trace, classify_events(rows, tax, basis))
-    return roofline_of_rows(costed, p, trace.n_steps or None, step_time_ms, has_shapes(trace))
+    att = attribute(trace.events, kernel_costs(trace, classify_events(rows, tax, basis)), gpu=True)
+    r = roofline_of_rows(att.rows, p, trace.n_steps or None, step_time_ms, has_shapes(trace))
+    if not att.has_scopes:
+        r.fusion_note = "no module scopes in this trace (profile with `addressable profile`): no fusion candidates"
+        return r
+    mb = module_breakdown(att, r.total_time_us, r.n_steps, basis)
+    r.fusion = fusion_table(r.rows, mb.fusion_candidates(), att.modules, module_io, p, r.n_steps or 1)
+    if module_io is None:
+        r.fusion_note = NO_IO_NOTE
+    return r
+
+
+# ---------------------------------------------------------------- fusion headroom per module
+
+NO_IO_NOTE = ("no module I/O record (module_io.json, written by `addressable profile`): a fused module's bytes "
+              "are not known from a trace, so fusion headroom is not computed")
+FUSION_COLUMNS = ["scope", "module", "class", "time_per_step_us", "replaceable_share", "kernel_bytes_per_step",
+                  "fused_bytes_per_step", "forward_bytes_per_step", "backward_bytes_per_step", "kernel_roof_us",
+                  "fused_roof_us", "bound", "fusion_headroom", "fusion_speedup", "note"]
+
+
+def fusion_table(rows: pd.DataFrame, candidates: pd.DataFrame, modules: pd.DataFrame, io: pd.DataFrame | None,
+                 peaks: Peaks, n_steps: int) -> pd.DataFrame:
+    """Fusion headroom of each fusion candidate (modules.ModuleBreakdown.fusion_candidates), per step.
+
+    A candidate (one module, or every module of a class) replaced by one fused kernel per call must
+    still move its external bytes: the module I/O record's forward bytes, plus its backward bytes
+    where the trace shows backward work in it. Its time at the roof is max(those bytes / memory
+    peak, the FLOPs of its kernels / their matmul peak); fusion_headroom is that time over the
+    candidate's measured kernel time (1.0: at the roof), fusion_speedup its inverse. Beside it:
+    the bytes its kernels move now (each op's model) and their time if each ran at its own roof.
+    A candidate whose modules are not all in the record (or `<loss>`, which has no module
+    boundary) has no fused figures, and its note says why.
+    """
+    real = modules[~modules["module"].isin(PSEUDO)]
+    by_module = io.set_index("module") if io is not None and not io.empty else None
+    anc = ancestors(pd.unique(rows["module"]))
+    rows = rows.assign(t_comp=np.where(rows["modelled"], rows["t_comp_us"], 0.0),
+                       b=np.where(rows["modelled"], rows["bytes"], 0.0))
+    out = []
+    for c in candidates.to_dict(orient="records"):
+        members = set(real.loc[real["module_class"] == c["module"], "module"]) if c["scope"] == "class" \
+            else {c["module"]}
+        inside = set(anc.loc[anc["ancestor"].isin(members), "module"])
+        mine = rows[rows["module"].isin(inside)]
+        time = float(mine["dur"].sum()) / n_steps
+        rec = {"scope": c["scope"], "module": c["module"], "class": c["class"],
+               "time_per_step_us": time, "replaceable_share": c["replaceable_share"],
+               "kernel_bytes_per_step": float(mine["b"].sum()) / n_steps,
+               "kernel_roof_us": float(mine["t_roof_us"].sum()) / n_steps}
+        note = _fused_bytes(rec, members, mine, anc, by_module, io is None)
+        if not note:
+            t_mem = rec["fused_bytes_per_step"] / (peaks.memory_gbps * 1e3)
+            t_comp = float(mine["t_comp"].sum()) / n_steps
+            rec["fused_roof_us"] = max(t_mem, t_comp)
+            rec["bound"] = "compute" if t_comp > t_mem else "memory"
+            rec["fusion_headroom"] = rec["fused_roof_us"] / time if time > 0 else math.nan
+            rec["fusion_speedup"] = time / rec["fused_roof_us"] if rec["fused_roof_us"] > 0 else math.inf
+        rec["note"] = note
+        out.append(rec)
+    return pd.DataFrame(out, columns=FUSION_COLUMNS)
+
+
+def _fused_bytes(rec: dict[str, Any], members: set[str], mine: pd.DataFrame, anc: pd.DataFrame,
+                 by_module: pd.DataFrame | None, no_record: bool) -> str:
+    """Fill rec's fused, forward and backward bytes per step from the I/O record; else return why not."""
+    if rec["module"] == LOSS:
+        return "<loss> is work outside every module (no module boundary to fuse)"
+    if no_record:
+        return "no module I/O record"
+    have = members & set(by_module.index) if by_module is not None else set()
+    if have != members:
+        return f"{len(members - have)} of {len(members)} module(s) not in the module I/O record"
+    recs = by_module.loc[sorted(members)]
+    if not recs["complete"].all():
+        return "a tensor of a layout without a byte count (not strided or sparse COO) at the module boundary"
+    bwd_mods = set(mine.loc[mine["direction"] == BACKWARD, "module"])
+    with_bwd = set(anc.loc[anc["module"].isin(bwd_mods) & anc["ancestor"].isin(members), "ancestor"])
+    rec["forward_bytes_per_step"] = float(recs["forward_bytes"].sum())
+    rec["backward_bytes_per_step"] = float(recs.loc[recs.index.isin(with_bwd), "backward_bytes"].sum())
+    rec["fused_bytes_per_step"] = rec["forward_bytes_per_step"] + rec["backward_bytes_per_step"]
+    return ""
 
 
 def roofline_of_path(path: str | Path, taxonomy: Taxonomy | str | Path | None = None, *, gpu: str | None = None,
                      peaks: Peaks | dict | str | Path | None = None, datasheet_only: bool = False) -> Roofline:
-    """roofline_of_trace for a trace file or a run folder (its trace.json.gz, manifest peaks and step time)."""
-    from addressable.runs import load_run
+    """roofline_of_trace for a trace file or a run folder (its trace.json.gz, manifest peaks, step time and
+    module_io.json)."""
+    from addressable.runs import load_module_io, load_run
 
     path = Path(path)
     if not path.is_dir():
@@ -452,7 +539,7 @@ def roofline_of_path(path: str | Path, taxonomy: Taxonomy | str | Path | None = 
     step = run.info.get("step_time_ms")
     return roofline_of_trace(trace, taxonomy, gpu=gpu, peaks=peaks, manifest=run.manifest,
                              step_time_ms=float(step) if isinstance(step, int | float) else None,
-                             datasheet_only=datasheet_only)
+                             datasheet_only=datasheet_only, module_io=load_module_io(path))
 
 
 # ---------------------------------------------------------------- text
@@ -501,4 +588,42 @@ def format_roofline(r: Roofline, top: int = 15) -> str:
     if not over.empty:
         lines += ["", f"Faster than the roofline by more than {OVER_PEAK - 1:.0%} (a bytes or FLOPs model is wrong):"]
         lines += [f"  {o.name[:70]:<70} headroom {o.headroom:.0%}" for o in over.head(10).itertuples()]
+    if r.fusion is not None or r.fusion_note:
+        lines += ["", *format_fusion(r.fusion, r.fusion_note)]
     return "\n".join(lines)
+
+
+def stored_fusion(info: dict[str, Any]) -> tuple[pd.DataFrame | None, str]:
+    """The fusion table and note stored in a run's breakdown.json (its `roofline` key); (None, "") without one."""
+    roof = info.get("roofline")
+    if not isinstance(roof, dict) or ("fusion_candidates" not in roof and "fusion_note" not in roof):
+        return None, ""
+    rows = roof.get("fusion_candidates")
+    table = pd.DataFrame(rows, columns=FUSION_COLUMNS) if isinstance(rows, list) else None
+    if table is not None:
+        num = [c for c in FUSION_COLUMNS if c not in ("scope", "module", "class", "bound", "note")]
+        table[num] = table[num].apply(pd.to_numeric, errors="coerce")
+        table[["bound", "note"]] = table[["bound", "note"]].fillna("")
+    return table, str(roof.get("fusion_note") or "")
+
+
+def format_fusion(fusion: pd.DataFrame | None, note: str = "", top: int = 10) -> list[str]:
+    """Lines of the fusion table (roofline, modules and profile print it): per candidate, its time, the bytes
+    its kernels move, the bytes one fused kernel must move, and the fusion headroom."""
+    lines = ["Fusion headroom per candidate (one fused kernel per module call moves only the module's external "
+             "bytes; per step):"]
+    if note:
+        lines.append(f"  {note}")
+    if fusion is None or fusion.empty:
+        return lines if fusion is None else [*lines, "  no fusion candidates (no module is mostly replaceable work)"]
+    lines.append(f"  {'scope':<7}{'module / class':<40}{'ms':>8}{'kernel MB':>11}{'fused MB':>10}{'roof ms':>9}"
+                 f"{'fused ms':>10}{'headroom':>10}{'speedup':>9}")
+    for c in fusion.head(top).to_dict(orient="records"):
+        name = c["module"] or "(root)"
+        name = name if len(name) <= 39 else "…" + name[-38:]
+        lines.append(f"  {c['scope']:<7}{name:<40}{c['time_per_step_us'] / 1e3:>8.3f}"
+                     f"{c['kernel_bytes_per_step'] / 1e6:>11.1f}{_fmt(c['fused_bytes_per_step'] / 1e6, '.1f'):>10}"
+                     f"{c['kernel_roof_us'] / 1e3:>9.3f}{_fmt(c['fused_roof_us'] / 1e3, '.3f'):>10}"
+                     f"{_fmt(c['fusion_headroom'], '.0%'):>10}{_fmt(c['fusion_speedup'], '.1f', 'x'):>9}"
+                     + (f"  ({c['note']})" if c["note"] and not note else ""))
+    return lines
