@@ -258,8 +258,9 @@ def taxonomy(file: Path | None) -> None:
 @click.option("--model", type=click.Choice(["replay", "amdahl"]), default="replay", show_default=True,
               help="replay: replay the trace's timeline with the wins (Amdahl where there is no replayable "
                    "trace); amdahl: Amdahl's law over the breakdown.")
-@click.option("--step-ms", type=float, help="Measured step time (ms) for the wall basis of a trace file "
-                                            "(default: its profiled ProfilerStep spans).")
+@click.option("--step-ms", type=float, help="Measured unprofiled step time (ms) for the wall basis of a trace "
+                                            "file, e.g. the lower quartile of your steps (default: its "
+                                            "profiled ProfilerStep spans).")
 @_user_errors
 def project(speedups: Path, run_dirs: tuple[Path, ...], as_json: bool, include_unverified: bool,
             combine: str, top: int, model: str, step_ms: float | None) -> None:
