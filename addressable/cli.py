@@ -162,16 +162,23 @@ def _classify_one(trace: Path, taxonomy: Path | None, classes: tuple[str, ...], 
 @click.option("--json", "as_json", is_flag=True, help="Print the `modules` object of breakdown.json instead.")
 @_user_errors
 def modules(source: Path, by: str, top: int, as_json: bool) -> None:
-    """Which nn.Module owns the time of a run folder or trace SOURCE, and the top fusion candidates."""
+    """Which nn.Module owns the time of a run folder or trace SOURCE, and the top fusion candidates (with their
+    fusion headroom where the run's roofline has it)."""
     from addressable.modules import format_modules
-    from addressable.runs import load_modules
+    from addressable.roofline import format_fusion, stored_fusion
+    from addressable.runs import load_modules, load_run
 
     if not source.exists():
         raise AddressableError(f"no such run folder or trace: {source}")
     mb = load_modules(source)
     if not mb.has_scopes:
         raise AddressableError(f"{source}: {mb.note}")
-    click.echo(_json(mb.to_dict(top)) if as_json else format_modules(mb, by, top))
+    if as_json:
+        click.echo(_json(mb.to_dict(top)))
+        return
+    fusion, note = stored_fusion(load_run(source).info) if source.is_dir() else (None, "")
+    click.echo(format_modules(mb, by, top) + ("\n\n" + "\n".join(format_fusion(fusion, note, top))
+                                              if fusion is not None or note else ""))
 
 
 @main.command()
@@ -188,10 +195,15 @@ def modules(source: Path, by: str, top: int, as_json: bool) -> None:
 def roofline(source: Path, gpu: str | None, peaks_file: Path | None, datasheet: bool, taxonomy: Path | None,
              as_json: bool, top: int) -> None:
     """Headroom of every kernel of a TRACE or run folder against the roofline, and the roofline ceiling."""
+    from addressable.ncu import check_of_run, format_check
     from addressable.roofline import format_roofline, roofline_of_path
 
     r = roofline_of_path(source, taxonomy, gpu=gpu, peaks=peaks_file, datasheet_only=datasheet)
-    click.echo(_json(r.to_dict(top)) if as_json else format_roofline(r, top))
+    check = check_of_run(source, taxonomy) if source.is_dir() else None  # a run profiled with --ncu
+    if as_json:
+        click.echo(_json({**r.to_dict(top), **({"ncu": check.to_dict()} if check else {})}))
+    else:
+        click.echo(format_roofline(r, top) + ("\n\n" + format_check(check) if check else ""))
 
 
 @main.command()
@@ -246,8 +258,9 @@ def taxonomy(file: Path | None) -> None:
 @click.option("--model", type=click.Choice(["replay", "amdahl"]), default="replay", show_default=True,
               help="replay: replay the trace's timeline with the wins (Amdahl where there is no replayable "
                    "trace); amdahl: Amdahl's law over the breakdown.")
-@click.option("--step-ms", type=float, help="Measured step time (ms) for the wall basis of a trace file "
-                                            "(default: its profiled ProfilerStep spans).")
+@click.option("--step-ms", type=float, help="Measured unprofiled step time (ms) for the wall basis of a trace "
+                                            "file, e.g. the lower quartile of your steps (default: its "
+                                            "profiled ProfilerStep spans).")
 @_user_errors
 def project(speedups: Path, run_dirs: tuple[Path, ...], as_json: bool, include_unverified: bool,
             combine: str, top: int, model: str, step_ms: float | None) -> None:
@@ -311,31 +324,51 @@ def _workload_options(fn: Callable) -> Callable:
 @click.option("--budget", type=float, metavar="SECONDS",
               help="About how long the repeats may take (default 60; inf: no limit): step counts not given "
                    "are lowered to fit, from the warm-up step's time.")
+@click.option("--ncu", "ncu_top", type=click.IntRange(min=1), is_flag=False, flag_value=20, default=None,
+              metavar="[N]", help="GPU only: then measure the DRAM bytes and FLOPs of the top N (20) replaceable "
+              "kernels of one step with Nsight Compute, beside the roofline's estimates (ncu.csv).")
+@click.option("--ncu-flops/--ncu-bytes-only", default=True, show_default=True,
+              help="With --ncu: also count FLOPs (SASS instrumentation: slower), or measure bytes only.")
 @_user_errors
 def profile(workload: str, mode: str | None, batch: int | None, seq_len: int | None, dtype: str | None,
             device: str, warmup: int | None, steps: int | None, profile_steps: int | None, repeats: int | None,
             out: Path, name: str | None, compile_: bool, adapters: tuple[str, ...], options: tuple[str, ...],
-            layers_subset: str | None, nproc: int | None, force: bool, budget: float | None) -> None:
+            layers_subset: str | None, nproc: int | None, force: bool, budget: float | None,
+            ncu_top: int | None, ncu_flops: bool) -> None:
     """Run WORKLOAD, profile it, and write a run folder with its addressable fraction."""
     from addressable import distributed
     from addressable import profile as prof
+    from addressable.measure import measurement
     from addressable.workload import get_workload
 
     cfg = prof.resolve_config(workload, mode, batch, seq_len, dtype, device, compile_,
                               prof.parse_options(options), adapters)
+    m = measurement(cfg.device, warmup, steps, profile_steps, repeats, budget)
     subset = prof.parse_layers_subset(layers_subset) if layers_subset else None
+    if ncu_top is not None:
+        from addressable.ncu import find_ncu
+
+        if cfg.device != "cuda":
+            raise AddressableError("--ncu needs a CUDA GPU (Nsight Compute measures GPU kernels)")
+        if nproc is not None or subset:
+            raise AddressableError("--ncu measures one process at full depth: drop --nproc and --layers-subset")
+        find_ncu()
     if nproc is not None and distributed.check_nproc(get_workload(workload, adapters), nproc, subset):
         # re-launch this command under torchrun, into a folder chosen here; the children see WORLD_SIZE
         folder = prof.run_folder(cfg, out, name, world=nproc, force=force, progress=_progress)
         argv = _command_argv(click.get_current_context(), skip=("nproc", "name", "force"))
         sys.exit(distributed.launch(nproc, [*argv, "--name", folder.name]))
-    res = prof.profile_workload(cfg, warmup, steps, repeats, out, profile_steps=profile_steps, name=name,
-                                layers_subset=subset, adapters=adapters, argv=sys.argv, progress=_progress,
-                                force=force, budget_s=budget)
+    res = prof.profile_workload(cfg, m, out, name=name, layers_subset=subset, adapters=adapters, argv=sys.argv,
+                                progress=_progress, force=force)
     if distributed.rank() == 0:
         click.echo(prof.format_profile(res, device))
         if "distributed" in res.run:
             click.echo("\n" + distributed.format_ranks(res.run["distributed"]))
+    if ncu_top is not None:
+        from addressable.ncu import check_run, format_check
+
+        check = check_run(res.path, cfg, ncu_top, adapters, ncu_flops, progress=_progress)
+        click.echo("\n" + format_check(check) + f"\n(per kernel: {res.path / 'ncu.csv'})")
     if distributed.world_size() > 1:  # a torchrun child whose run is written: skip C++ teardown,
         sys.stdout.flush()            # where gloo's threads can abort the process after the fact
         sys.stderr.flush()
@@ -406,13 +439,16 @@ def sweep(workload: str | None, batch: str | None, seq_len: str | None, workload
     """Profile WORKLOAD at each --batch or --seq-len value (or each of --workloads): one run folder per value."""
     from addressable import profile as prof
     from addressable import sweep as sw
+    from addressable.measure import measurement
 
-    df = sw.sweep(workload, batch=sw.parse_list(batch, int, "--batch"), seq_len=sw.parse_list(seq_len, int, "--seq-len"),
-                  workloads=sw.parse_list(workloads, str, "--workloads"), mode=mode, dtype=dtype, device=device,
-                  out=out, warmup=warmup, steps=steps, repeats=repeats, profile_steps=profile_steps,
-                  options=prof.parse_options(options), compile=compile_, adapters=adapters,
-                  layers_subset=prof.parse_layers_subset(layers_subset) if layers_subset else None,
-                  argv=sys.argv, progress=_progress, force=force, budget_s=budget)
+    subset = prof.parse_layers_subset(layers_subset) if layers_subset else None
+    param, configs = sw.sweep_configs(
+        workload, batch=sw.parse_list(batch, int, "--batch"), seq_len=sw.parse_list(seq_len, int, "--seq-len"),
+        workloads=sw.parse_list(workloads, str, "--workloads"), mode=mode, dtype=dtype, device=device,
+        compile=compile_, options=prof.parse_options(options), adapters=adapters)
+    m = measurement(configs[0].device, warmup, steps, profile_steps, repeats, budget)
+    df = sw.sweep(param, configs, m, out, layers_subset=subset, adapters=adapters, argv=sys.argv,
+                  progress=_progress, force=force)
     click.echo(sw.format_sweep(df))
     done = df.loc[df["error"].isna(), "run"].tolist()
     if plot_out and len(done) > 1:

@@ -33,7 +33,7 @@ from addressable.modules import combine_modules
 from addressable.progress import Progress, duration
 from addressable.quiet import quiet_profiler
 from addressable.schema import KEY, VERSIONS
-from addressable.scopes import module_scopes
+from addressable.scopes import module_io, module_scopes
 from addressable.taxonomy import Taxonomy
 from addressable.timeline import TimelineResult
 from addressable.trace import load_trace
@@ -42,19 +42,26 @@ from addressable.workload import Step, WorkloadConfig, WorkloadSpec
 
 @dataclass(frozen=True)
 class Measurement:
-    """How many steps to run: warm-up once, then per repeat timed and profiled steps.
+    """How a workload is measured: warm-up once, then per repeat timed and profiled steps.
 
     With `budget_s`, the counts not named in `fixed` are lowered after warm-up (see `fit_budget`)
     so that the repeats take about that long; `estimate_s` is then what they were expected to take.
+    `measurement()` makes one from a device's defaults. Bad counts raise AddressableError.
     """
 
     warmup: int
     steps: int  # timed, unprofiled steps per repeat
     profile_steps: int  # profiled steps per repeat
     repeats: int
-    budget_s: float | None = None
+    budget_s: float | None = None  # None: no limit
     fixed: tuple[str, ...] = ()  # counts the user set, which the budget leaves alone
     estimate_s: float | None = None
+
+    def __post_init__(self) -> None:
+        if min(self.steps, self.profile_steps, self.repeats) < 1 or self.warmup < 0:
+            raise AddressableError("--steps, --profile-steps and --repeats must be at least 1, --warmup at least 0")
+        if self.budget_s is not None and not self.budget_s > 0:  # NaN too
+            raise AddressableError("--budget must be a positive number of seconds")
 
     def plan(self) -> str:
         """The plan in words, e.g. "3 repeats × (20 timed + 5 profiled steps), about 40 s of steps" (the
@@ -83,13 +90,8 @@ def measurement(device: str, warmup: int | None = None, steps: int | None = None
     d = default_measurement(device)
     budget_s = DEFAULT_BUDGET_S if budget_s is None else budget_s
     given = {"warmup": warmup, "steps": steps, "profile_steps": profile_steps, "repeats": repeats}
-    m = Measurement(**{k: getattr(d, k) if v is None else v for k, v in given.items()}, budget_s=budget_s,
-                    fixed=tuple(k for k in COUNTS if given[k] is not None))
-    if min(m.steps, m.profile_steps, m.repeats) < 1 or m.warmup < 0:
-        raise AddressableError("--steps, --profile-steps and --repeats must be at least 1, --warmup at least 0")
-    if not budget_s > 0:  # NaN too
-        raise AddressableError("--budget must be a positive number of seconds")
-    return m
+    return Measurement(**{k: getattr(d, k) if v is None else v for k, v in given.items()}, budget_s=budget_s,
+                       fixed=tuple(k for k in COUNTS if given[k] is not None))
 
 
 def cost_s(m: Measurement, step_s: float, cuda: bool) -> float:
@@ -128,6 +130,7 @@ class Measured:
     steps: pd.DataFrame  # repeat, step, time_ms, profiled
     trace: Path
     measurement: Measurement  # the counts run (after the budget)
+    module_io: pd.DataFrame | None = None  # each module's external bytes over one step (scopes.module_io)
 
 
 def timed(step: Step, n: int, cuda: bool, after: Callable[[int], None] | None = None,
@@ -191,8 +194,12 @@ def profiled(step: Step, n: int, cuda: bool, path: Path) -> list[float]:
 
 
 def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Path, tax: Taxonomy,
-            progress: Callable[[str], None]) -> Measured:
-    """Build the workload, warm it up, then per repeat: timed steps, profiled steps, a breakdown."""
+            progress: Callable[[str], None], record_io: bool = False) -> Measured:
+    """Build the workload, warm it up, then per repeat: timed steps, profiled steps, a breakdown.
+
+    With `record_io` (and an eager nn.Module model), one more step after warm-up runs under
+    scopes.module_io: each module's external bytes, for the roofline's fusion headroom.
+    """
     cuda = cfg.device == "cuda"
     torch.manual_seed(0)
     step = spec.build(cfg)
@@ -209,6 +216,14 @@ def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Pa
         progress(f"{label}: warm-up step {warm[-1] / 1e3:,.2f} s; plan: {m.plan()}{cut}")
     else:
         progress(f"{label}: plan: {m.plan()} (no warm-up step to time, so no --budget)")
+    io = None
+    if record_io and not cfg.compile and isinstance(model, torch.nn.Module):
+        progress(f"{label}: one step recording each module's inputs and outputs (fusion headroom)")
+        with module_io(model) as rec:
+            step()
+        if cuda:
+            torch.cuda.synchronize()
+        io = rec.table()
     per_repeat = m.steps + m.profile_steps + (1 if cuda else 0)
     meter = Progress(m.repeats * per_repeat, label)
     say = meter.log(progress)
@@ -242,7 +257,7 @@ def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Pa
             f"{rec['addressable_fraction_wall']:.1%} of wall time ({duration(took)} with its trace analysis{left})")
     meter.close()
     steps = pd.DataFrame(rows, columns=["repeat", "step", "time_ms", "profiled"])
-    return Measured(cfg, repeats, medians, steps, trace, m)
+    return Measured(cfg, repeats, medians, steps, trace, m, io)
 
 
 COMPILE_NOTE = "no module scopes: a --compile run is not scoped (its fused kernels span modules)"

@@ -47,12 +47,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from addressable.taxonomy import load_taxonomy
 from addressable.trace import Trace, load_trace, trace_format
 
 STREAM_GAP_US = 5.0  # an op that starts within this of its stream predecessor's end was held back by it
 DEP_WINDOW_US = 5.0  # a cross-stream wait: the op starts within this of another stream's op end (either side:
 # an op can start while the kernel that held the GPU's SMs drains its last blocks)
 SMALL_CHUNK = 24  # chunks with fewer GPU ops than this replay op by op (cheaper than numpy calls)
+SHARE_ITERATIONS = 20  # at most this many replays to settle the durations of kernels that share the GPU
+SHARE_TOL_US = 0.01  # ... until no kernel's duration moves by more than this
 
 
 @cache
@@ -88,6 +91,9 @@ class Graph:
     gpu_dep: np.ndarray  # GPU op on another stream it waits for (-1: none)
     gpu_dep_gap: np.ndarray
     gpu_position: np.ndarray  # the CPU call after which the op is replayed (its anchor or a later one)
+    gpu_kernel: np.ndarray  # bool: a kernel that shares the SMs (not a copy, memset or collective)
+    gpu_solo: np.ndarray  # the kernel's duration alone on the GPU (`_sharing`); = gpu_dur where it overlapped nothing
+    gpu_share: np.ndarray  # the fraction of its overlap with other streams' kernels that stretched it (0..1)
     steps: pd.DataFrame  # step, start, end (CPU span of each ProfilerStep), first_call, last_call
     n_launch_calls: int = 0
     typical: dict[str, float] = field(default_factory=dict)  # launch latency, stream gap, wake-up, ...
@@ -198,6 +204,10 @@ def build_graph(trace: Trace) -> Graph:
     g_dev = stream_key["device"].to_numpy()[order]
     g_name = gpu["name"].cat.categories.astype(str).to_numpy(object)[gpu["name"].cat.codes.to_numpy()[order]]
     g_row = np.flatnonzero((ev["kind"] == "gpu").to_numpy())[order]
+    # kernels that share the SMs: not copies, memsets or collectives (a collective's time is its peers')
+    kinds = gpu["name"].cat.categories.astype(str)
+    solo_kind = np.isin(load_taxonomy().classify(list(kinds)).to_numpy(), ["communication", "memory"])
+    g_kernel = ((gpu["cat"].astype(str).to_numpy() == "kernel") & ~solo_kind[gpu["name"].cat.codes.to_numpy()])[order]
     g_corr = gpu["correlation"].to_numpy(dtype=np.int64, na_value=-1)[order]
     g_end = g_ts + g_dur
     n = len(g_ts)
@@ -260,11 +270,17 @@ def build_graph(trace: Trace) -> Graph:
     waits, base, wake = _waits(cpu_ts, cpu_dur, cpu_name, cpu_kind, launch, position, codes,
                                g_end, n_cpu)
     steps = _steps(trace, cpu_ts, cpu_end, t0)
+    # what a kernel does: its name and launch configuration (grid, block), where the trace has them
+    cols = [gpu[c] for c in ("name", "grid", "block") if c in gpu]
+    work = pd.MultiIndex.from_arrays([c.cat.codes.to_numpy()[order] if isinstance(c.dtype, pd.CategoricalDtype)
+                                      else c.to_numpy()[order] for c in cols]).factorize()[0]
+    solo, share = _sharing(g_ts, g_end, codes, g_dev, g_kernel, work)
     return Graph(cpu_ts, cpu_dur, cpu_gap, base, wake, cpu_name, cpu_row, waits,
                  g_ts, g_dur, codes, g_dev, g_name, g_row, anchor, launched, gpu_lat, gpu_gap, dep, dep_gap, position,
-                 steps,
+                 g_kernel, solo, share, steps,
                  int(launched.sum()), {"launch_latency_us": lat_typ, "stream_gap_us": gap_typ,
-                                       "n_cross_stream_waits": int((dep >= 0).sum()), "n_waiting_calls": len(waits)})
+                                       "n_cross_stream_waits": int((dep >= 0).sum()), "n_waiting_calls": len(waits),
+                                       "n_shared_kernels": int((share > 0).sum())})
 
 
 def _call_kinds(names: Sequence[str], calls: dict[str, re.Pattern]) -> dict[str, str]:
@@ -321,6 +337,83 @@ def _cross_stream_deps(ts: np.ndarray, end: np.ndarray, stream: np.ndarray, devi
         if len(cand):
             dep[j] = cand[np.argmin(np.abs(end[cand] - ts[j]))]
     return dep
+
+
+def _union(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The disjoint intervals covered by [start, end) intervals, in order."""
+    o = np.argsort(start, kind="stable")
+    st, en = start[o], end[o]
+    reach = np.maximum.accumulate(en)
+    new = np.r_[True, st[1:] > reach[:-1]]
+    first = np.flatnonzero(new)
+    return st[first], np.maximum.reduceat(en, first)
+
+
+def _overlap(start: np.ndarray, end: np.ndarray, stream: np.ndarray, device: np.ndarray,
+             kernel: np.ndarray) -> np.ndarray:
+    """Time each kernel runs while kernels of other streams of its device run (the union of theirs)."""
+    out = np.zeros(len(start))
+    live = kernel & (end > start)
+    for d in np.unique(device[live]):
+        on = live & (device == d)
+        streams = np.unique(stream[on])
+        if len(streams) < 2:
+            continue
+        for st in streams:
+            seg_s, seg_e = _union(start[on & (stream != st)], end[on & (stream != st)])
+            cum = np.r_[0.0, np.cumsum(seg_e - seg_s)]
+            mine = np.flatnonzero(on & (stream == st))
+
+            def covered(t: np.ndarray, seg_s: np.ndarray = seg_s, seg_e: np.ndarray = seg_e,
+                        cum: np.ndarray = cum) -> np.ndarray:
+                k = np.searchsorted(seg_s, t, "right") - 1
+                kk = np.clip(k, 0, None)
+                return np.where(k >= 0, cum[kk] + np.clip(t - seg_s[kk], 0.0, seg_e[kk] - seg_s[kk]), 0.0)
+            out[mine] = covered(end[mine]) - covered(start[mine])
+    return out
+
+
+def _sharing(start: np.ndarray, end: np.ndarray, stream: np.ndarray, device: np.ndarray, kernel: np.ndarray,
+             work: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each kernel's solo duration and the share of its overlap with other streams that stretched it;
+    `work` numbers the kernels that do the same work (same name, grid and block).
+
+    Kernels of two streams that run at once share the SMs. The model is work-conserving: a cluster of
+    kernels that overlap (on one device) takes as long as their solo durations summed, so the
+    cluster's kernels lost, together, sum(duration) - cluster span. A kernel whose work also ran
+    alone in the trace lost its duration minus that work's median solo duration (at most its
+    overlap); kernels without a solo sample share what is left, in proportion to their overlaps.
+    A kernel's share = its loss / its overlap: replayed with an overlap o, it takes solo + share x o.
+    """
+    dur = end - start
+    n = len(dur)
+    solo, share = dur.copy(), np.zeros(n)
+    over = _overlap(start, end, stream, device, kernel)
+    shared = kernel & (over > SHARE_TOL_US)
+    if not shared.any():
+        return solo, share
+    alone = kernel & ~shared & (dur > 0)
+    solo_of_work = pd.Series(dur[alone]).groupby(work[alone]).median()
+    ref = pd.Series(work).map(solo_of_work).to_numpy(float)
+    known = shared & ~np.isnan(ref)
+    loss = np.zeros(n)
+    loss[known] = np.clip(dur[known] - ref[known], 0.0, over[known])
+    unknown = shared & np.isnan(ref)
+    for d in np.unique(device[unknown]):  # work conservation inside each cluster of overlapping kernels
+        o = np.flatnonzero(kernel & (dur > 0) & (device == d))
+        o = o[np.argsort(start[o], kind="stable")]
+        reach = np.maximum.accumulate(end[o])
+        new = np.r_[True, start[o][1:] > reach[:-1]]
+        first = np.flatnonzero(new)
+        cl = np.cumsum(new) - 1
+        lost = np.bincount(cl, weights=dur[o] - loss[o]) - (np.maximum.reduceat(end[o], first) - start[o][first])
+        unk = o[unknown[o]]
+        c = cl[unknown[o]]
+        weight = np.bincount(c, weights=over[unk], minlength=len(first))
+        loss[unk] = np.minimum(np.clip(lost[c], 0.0, None) * over[unk] / weight[c], over[unk])
+    share[shared] = loss[shared] / over[shared]
+    solo[shared] = dur[shared] - loss[shared]
+    return solo, share
 
 
 def _waits(cpu_ts: np.ndarray, cpu_dur: np.ndarray, cpu_name: np.ndarray, kind: np.ndarray,
@@ -412,12 +505,31 @@ class _State:
 
 
 def replay(g: Graph, changes: Sequence[Change] = (), cpu_scale: float = 1.0) -> Replay:
-    """Replay the graph, after applying `changes` in order, with CPU time (gaps, calls) times `cpu_scale`."""
+    """Replay the graph, after applying `changes` in order, with CPU time (gaps, calls) times `cpu_scale`.
+
+    Kernels that shared the GPU with other streams' kernels in the trace (`Graph.gpu_share` > 0) take
+    their solo duration plus their share of the overlap the replay gives them: with changes, the
+    replay is repeated until those durations settle (a fixed point; the unmodified graph is one).
+    """
     s = _State(g.cpu_gap * cpu_scale, g.cpu_dur * cpu_scale, g.cpu_base * cpu_scale, g.gpu_dur.copy(),
                g.gpu_lat.copy(), g.gpu_gap.copy())
     for c in changes:
         _apply(g, s, c)
-    return _run(g, s, cpu_scale)
+    r = _run(g, s, cpu_scale)
+    if not changes or not g.typical.get("n_shared_kernels"):
+        return r
+    # a changed kernel keeps its solo fraction (the group's k was measured under the same sharing)
+    solo = np.where(g.gpu_dur > 0, s.gpu_dur * np.divide(g.gpu_solo, g.gpu_dur, out=np.ones(g.n_gpu),
+                                                         where=g.gpu_dur > 0), 0.0)
+    shares = g.gpu_share > 0
+    for _ in range(SHARE_ITERATIONS):
+        over = _overlap(r.gpu_start, r.gpu_end, g.gpu_stream, g.gpu_device, g.gpu_kernel)
+        dur = np.where(shares, solo + g.gpu_share * over, s.gpu_dur)
+        if np.max(np.abs(dur - s.gpu_dur), initial=0.0) <= SHARE_TOL_US:
+            break
+        s.gpu_dur = dur
+        r = _run(g, s, cpu_scale)
+    return r
 
 
 def _apply(g: Graph, s: _State, c: Change) -> None:

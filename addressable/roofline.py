@@ -25,6 +25,7 @@ from addressable.breakdown import BASIS_GPU, classify_events, work_rows
 from addressable.errors import AddressableError
 from addressable.jsonutil import records, to_jsonable
 from addressable.kernel_names import parse_kernel_name
+from addressable.modules import BACKWARD, LOSS, PSEUDO, ancestors, attribute, module_breakdown
 from addressable.taxonomy import Taxonomy, load_taxonomy, read_yaml
 from addressable.trace import Trace, load_trace
 
@@ -177,20 +178,65 @@ def _working_itemsize(table: pd.DataFrame) -> int:
     return max(counts, key=counts.__getitem__) if counts else 4
 
 
-OPTIMIZER_LIST_ITEMSIZE = 4  # optimizer tensor lists: fp32 parameters and states (autocast keeps fp32 masters)
+OPTIMIZER_LIST_ITEMSIZE = 4  # optimizer tensor lists without known parameters: fp32 (autocast keeps fp32 masters)
+ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"  # one per parameter that gets a gradient; its input: the gradient
+MULTI_TENSOR_CHUNK = 65536  # elements per thread block of torch's multi_tensor_apply (foreach and fused optimizers)
 
 
-def record_costs(table: pd.DataFrame) -> list[op_models.Cost | None]:
-    """The Cost of each unique op record (None: no model, or not enough recorded)."""
+def step_parameters(events: pd.DataFrame) -> tuple[op_models.Tensor, ...]:
+    """The parameters that got a gradient in the trace's last step with any: each AccumulateGrad op's
+    recorded gradient (shape and dtype). () without record_shapes or backward."""
+    acc = events[(events["kind"] == "cpu_op") & (events["name"].astype(str) == ACCUMULATE_GRAD)]
+    if "input_dims" not in acc or acc.empty:
+        return ()
+    if "step" in acc and acc["step"].notna().any():
+        acc = acc[acc["step"] == acc["step"].max()]
+    out = []
+    for dims, types in zip(acc["input_dims"].astype(str), acc["input_type"].astype(str), strict=True):
+        d, t = op_models.json_list(dims), op_models.json_list(types)
+        if d and isinstance(d[0], list) and t and t[0] in op_models.DTYPE_BYTES:
+            out.append(op_models.Tensor(tuple(d[0]), op_models.DTYPE_BYTES[t[0]], None, t[0]))
+    return tuple(out)
+
+
+def multi_tensor_blocks(tensors: tuple[op_models.Tensor, ...]) -> int:
+    """Thread blocks multi_tensor_apply launches over these tensors: one per chunk of each."""
+    return sum(-(-t.numel // MULTI_TENSOR_CHUNK) for t in tensors)
+
+
+def record_costs(table: pd.DataFrame, params: tuple[op_models.Tensor, ...] = ()) -> list[op_models.Cost | None]:
+    """The Cost of each unique op record (None: no model, or not enough recorded).
+
+    Optimizer ops (_foreach_*, _fused_*) whose tensor lists Kineto left out (long lists are
+    recorded as []) take the step's parameters as those lists; kernel_costs keeps that only where
+    the op's kernels launched the thread blocks those parameters need.
+    """
     working = _working_itemsize(table)
+    param_size = max(({t.itemsize for t in params}), key=lambda s: sum(t.itemsize == s for t in params)) \
+        if params else OPTIMIZER_LIST_ITEMSIZE
     out = []
     for op, dims, types, strides, concrete in table.itertuples(index=False):
         if dims in ("nan", "<NA>", ""):
             out.append(None)
             continue
-        size = OPTIMIZER_LIST_ITEMSIZE if op.startswith(("aten::_fused_", "aten::_foreach_")) else working
-        out.append(op_models.cost(op_models.parse_call(op, dims, types, strides, concrete, size)))
+        optimizer = op.startswith(("aten::_fused_", "aten::_foreach_"))
+        out.append(op_models.cost(op_models.parse_call(op, dims, types, strides, concrete,
+                                                       param_size if optimizer else working,
+                                                       params if optimizer else ())))
     return out
+
+
+def _unrecorded_lists(table: pd.DataFrame) -> np.ndarray:
+    """Whether each op record is an optimizer op with a tensor list Kineto left out."""
+    return np.array([op.startswith(("aten::_fused_", "aten::_foreach_")) and any(
+        t == "TensorList" and d == [] for d, t in zip(op_models.json_list(dims), op_models.json_list(types),
+                                                       strict=False))
+        for op, dims, types in zip(table["op"], table["input_dims"], table["input_type"], strict=True)], dtype=bool)
+
+
+def _first_int(values: pd.Series) -> np.ndarray:
+    """The x of each launch grid text "[x,y,z]"; 0 where none."""
+    return pd.to_numeric(values.astype(str).str.extract(r"(\d+)")[0], errors="coerce").fillna(0).to_numpy()
 
 
 def kernel_costs(trace: Trace, rows: pd.DataFrame) -> pd.DataFrame:
@@ -204,7 +250,16 @@ def kernel_costs(trace: Trace, rows: pd.DataFrame) -> pd.DataFrame:
     n = len(out)
     rec, table = _launch_records(trace.events, out) if has_shapes(trace) else \
         (np.full(n, -1, np.int64), pd.DataFrame(columns=["op", *_RECORD]))
-    costs = record_costs(table)
+    params = step_parameters(trace.events) if len(table) else ()
+    costs = record_costs(table, params)
+    if params and "grid" in out:  # parameters stood in for unrecorded lists: keep that where the blocks agree
+        blocks = multi_tensor_blocks(params)
+        stood_in = np.append(_unrecorded_lists(table), False)[rec]
+        call_blocks = pd.Series(_first_int(out["grid"])).groupby(out["external_id"].astype("Int64").fillna(-1)
+                                                                 .to_numpy()).transform("sum").to_numpy()
+        wrong = stood_in & (call_blocks != blocks)
+        costs = [None if c is not None and i in set(rec[wrong]) else c for i, c in enumerate(costs)] \
+            if wrong.any() else costs
     nbytes = np.array([c.bytes if c else np.nan for c in costs] + [np.nan])
     flops = np.array([c.flops if c else np.nan for c in costs] + [np.nan])
     dtype = np.array([c.dtype if c else "" for c in costs] + [""], dtype=object)
@@ -227,11 +282,12 @@ def kernel_costs(trace: Trace, rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def _apply_passes(out: pd.DataFrame, rec: np.ndarray, costs: list, call: np.ndarray) -> None:
-    """Per-kernel bytes from a model's passes, for calls whose kernels match its passes one to one.
+    """Per-kernel bytes from a model's passes, for calls whose kernels match its passes one to one; an
+    op's bytes from its variant, for calls whose kernels all match that variant.
 
-    Pass patterns match the kernel's qualified name, not its template arguments (BatchNorm's
+    Pass and variant patterns match the kernel's qualified name, not its template arguments (BatchNorm's
     running-stats update is `unrolled_elementwise_kernel_for_multi_outputs<…batch_norm_update_stats…>`)."""
-    with_passes = {i for i, c in enumerate(costs) if c is not None and c.passes}
+    with_passes = {i for i, c in enumerate(costs) if c is not None and (c.passes or c.variants)}
     if not with_passes:
         return
     sel = np.flatnonzero(np.isin(rec, list(with_passes)) & (call >= 0))
@@ -239,16 +295,25 @@ def _apply_passes(out: pd.DataFrame, rec: np.ndarray, costs: list, call: np.ndar
     qualified = {n: parse_kernel_name(n).qualified for n in pd.unique(names[sel])}
     bytes_col = out["bytes"].to_numpy().copy()
     dur = out["dur"].to_numpy()
+
+    def spread(members: np.ndarray, b: float) -> None:
+        t = dur[members].sum()
+        bytes_col[members] = b * (dur[members] / t if t > 0 else 1.0 / len(members))
+
     for _, idx in pd.Series(sel).groupby(call[sel]):
         idx = idx.to_numpy()
-        passes = costs[rec[idx[0]]].passes
-        which = [_pass_of(qualified[names[i]], passes) for i in idx]
-        if any(w < 0 for w in which) or len(set(which)) != len(passes):
+        cost = costs[rec[idx[0]]]
+        for pattern, b in cost.variants:
+            if all(_pass_regex(pattern).search(qualified[names[i]]) for i in idx):
+                spread(idx, b)
+                break
+        if not cost.passes:
             continue
-        for p, (_, b) in enumerate(passes):
-            members = idx[np.array(which) == p]
-            t = dur[members].sum()
-            bytes_col[members] = b * (dur[members] / t if t > 0 else 1.0 / len(members))
+        which = [_pass_of(qualified[names[i]], cost.passes) for i in idx]
+        if any(w < 0 for w in which) or len(set(which)) != len(cost.passes):
+            continue
+        for p, (_, b) in enumerate(cost.passes):
+            spread(idx[np.array(which) == p], b)
     out["bytes"] = bytes_col
 
 
@@ -291,7 +356,8 @@ class Roofline:
     n_steps: int | None = None
     step_time_ms: float | None = None
     has_shapes: bool = True
-    fusion: pd.DataFrame | None = None  # per module (fusion candidate), when module scopes exist
+    fusion: pd.DataFrame | None = None  # FUSION_COLUMNS per fusion candidate, when the trace has module scopes
+    fusion_note: str = ""  # why there is no fusion table, or what limits it
 
     @property
     def total_time_us(self) -> float:
@@ -380,7 +446,9 @@ class Roofline:
             "over_peak": records(self.over_peak()[["name", "category", "time_us", "bytes", "flops", "headroom"]]),
         }
         if self.fusion is not None:
-            out["fusion_candidates"] = records(self.fusion.head(20))
+            out["fusion_candidates"] = records(self.fusion.head(2 * top))
+        if self.fusion_note:
+            out["fusion_note"] = self.fusion_note
         return to_jsonable(out, nan_as=None, inf_as="inf")
 
 
@@ -424,22 +492,105 @@ def roofline_of_rows(rows: pd.DataFrame, peaks: Peaks, n_steps: int | None = Non
 def roofline_of_trace(trace: Trace | str | Path, taxonomy: Taxonomy | str | Path | None = None, *,
                       gpu: str | None = None, peaks: Peaks | dict | str | Path | None = None,
                       manifest: dict[str, Any] | None = None, step_time_ms: float | None = None,
-                      datasheet_only: bool = False) -> Roofline:
-    """The roofline of a GPU trace: classify its kernels, cost them from their launching ops, compare with the peaks."""
+                      datasheet_only: bool = False, module_io: pd.DataFrame | None = None) -> Roofline:
+    """The roofline of a GPU trace: classify its kernels, cost them from their launching ops, compare with the
+    peaks; with module scopes, the fusion headroom of each fusion candidate (its external bytes from
+    `module_io`, the run's module_io.json: see fusion_table)."""
     trace = trace if isinstance(trace, Trace) else load_trace(trace)
     tax = taxonomy if isinstance(taxonomy, Taxonomy) else load_taxonomy(taxonomy)
     rows, basis = work_rows(trace)
     if basis != BASIS_GPU:
         raise AddressableError(f"{trace.path or 'the trace'} has no GPU kernels: a roofline needs a GPU trace")
     p = resolve_peaks(gpu, peaks, manifest, trace.metadata, datasheet_only)
-    costed = kernel_costs(trace, classify_events(rows, tax, basis))
-    return roofline_of_rows(costed, p, trace.n_steps or None, step_time_ms, has_shapes(trace))
+    att = attribute(trace.events, kernel_costs(trace, classify_events(rows, tax, basis)), gpu=True)
+    r = roofline_of_rows(att.rows, p, trace.n_steps or None, step_time_ms, has_shapes(trace))
+    if not att.has_scopes:
+        r.fusion_note = "no module scopes in this trace (profile with `addressable profile`): no fusion candidates"
+        return r
+    mb = module_breakdown(att, r.total_time_us, r.n_steps, basis)
+    r.fusion = fusion_table(r.rows, mb.fusion_candidates(), att.modules, module_io, p, r.n_steps or 1)
+    if module_io is None:
+        r.fusion_note = NO_IO_NOTE
+    return r
+
+
+# ---------------------------------------------------------------- fusion headroom per module
+
+NO_IO_NOTE = ("no module I/O record (module_io.json, written by `addressable profile`): a fused module's bytes "
+              "are not known from a trace, so fusion headroom is not computed")
+FUSION_COLUMNS = ["scope", "module", "class", "time_per_step_us", "replaceable_share", "kernel_bytes_per_step",
+                  "fused_bytes_per_step", "forward_bytes_per_step", "backward_bytes_per_step", "kernel_roof_us",
+                  "fused_roof_us", "bound", "fusion_headroom", "fusion_speedup", "note"]
+
+
+def fusion_table(rows: pd.DataFrame, candidates: pd.DataFrame, modules: pd.DataFrame, io: pd.DataFrame | None,
+                 peaks: Peaks, n_steps: int) -> pd.DataFrame:
+    """Fusion headroom of each fusion candidate (modules.ModuleBreakdown.fusion_candidates), per step.
+
+    A candidate (one module, or every module of a class) replaced by one fused kernel per call must
+    still move its external bytes: the module I/O record's forward bytes, plus its backward bytes
+    where the trace shows backward work in it. Its time at the roof is max(those bytes / memory
+    peak, the FLOPs of its kernels / their matmul peak); fusion_headroom is that time over the
+    candidate's measured kernel time (1.0: at the roof), fusion_speedup its inverse. Beside it:
+    the bytes its kernels move now (each op's model) and their time if each ran at its own roof.
+    A candidate whose modules are not all in the record (or `<loss>`, which has no module
+    boundary) has no fused figures, and its note says why.
+    """
+    real = modules[~modules["module"].isin(PSEUDO)]
+    by_module = io.set_index("module") if io is not None and not io.empty else None
+    anc = ancestors(pd.unique(rows["module"]))
+    rows = rows.assign(t_comp=np.where(rows["modelled"], rows["t_comp_us"], 0.0),
+                       b=np.where(rows["modelled"], rows["bytes"], 0.0))
+    out = []
+    for c in candidates.to_dict(orient="records"):
+        members = set(real.loc[real["module_class"] == c["module"], "module"]) if c["scope"] == "class" \
+            else {c["module"]}
+        inside = set(anc.loc[anc["ancestor"].isin(members), "module"])
+        mine = rows[rows["module"].isin(inside)]
+        time = float(mine["dur"].sum()) / n_steps
+        rec = {"scope": c["scope"], "module": c["module"], "class": c["class"],
+               "time_per_step_us": time, "replaceable_share": c["replaceable_share"],
+               "kernel_bytes_per_step": float(mine["b"].sum()) / n_steps,
+               "kernel_roof_us": float(mine["t_roof_us"].sum()) / n_steps}
+        note = _fused_bytes(rec, members, mine, anc, by_module, io is None)
+        if not note:
+            t_mem = rec["fused_bytes_per_step"] / (peaks.memory_gbps * 1e3)
+            t_comp = float(mine["t_comp"].sum()) / n_steps
+            rec["fused_roof_us"] = max(t_mem, t_comp)
+            rec["bound"] = "compute" if t_comp > t_mem else "memory"
+            rec["fusion_headroom"] = rec["fused_roof_us"] / time if time > 0 else math.nan
+            rec["fusion_speedup"] = time / rec["fused_roof_us"] if rec["fused_roof_us"] > 0 else math.inf
+        rec["note"] = note
+        out.append(rec)
+    return pd.DataFrame(out, columns=FUSION_COLUMNS)
+
+
+def _fused_bytes(rec: dict[str, Any], members: set[str], mine: pd.DataFrame, anc: pd.DataFrame,
+                 by_module: pd.DataFrame | None, no_record: bool) -> str:
+    """Fill rec's fused, forward and backward bytes per step from the I/O record; else return why not."""
+    if rec["module"] == LOSS:
+        return "<loss> is work outside every module (no module boundary to fuse)"
+    if no_record:
+        return "no module I/O record"
+    have = members & set(by_module.index) if by_module is not None else set()
+    if have != members:
+        return f"{len(members - have)} of {len(members)} module(s) not in the module I/O record"
+    recs = by_module.loc[sorted(members)]
+    if not recs["complete"].all():
+        return "a tensor of a layout without a byte count (not strided or sparse COO) at the module boundary"
+    bwd_mods = set(mine.loc[mine["direction"] == BACKWARD, "module"])
+    with_bwd = set(anc.loc[anc["module"].isin(bwd_mods) & anc["ancestor"].isin(members), "ancestor"])
+    rec["forward_bytes_per_step"] = float(recs["forward_bytes"].sum())
+    rec["backward_bytes_per_step"] = float(recs.loc[recs.index.isin(with_bwd), "backward_bytes"].sum())
+    rec["fused_bytes_per_step"] = rec["forward_bytes_per_step"] + rec["backward_bytes_per_step"]
+    return ""
 
 
 def roofline_of_path(path: str | Path, taxonomy: Taxonomy | str | Path | None = None, *, gpu: str | None = None,
                      peaks: Peaks | dict | str | Path | None = None, datasheet_only: bool = False) -> Roofline:
-    """roofline_of_trace for a trace file or a run folder (its trace.json.gz, manifest peaks and step time)."""
-    from addressable.runs import load_run
+    """roofline_of_trace for a trace file or a run folder (its trace.json.gz, manifest peaks, step time and
+    module_io.json)."""
+    from addressable.runs import load_module_io, load_run
 
     path = Path(path)
     if not path.is_dir():
@@ -452,7 +603,7 @@ def roofline_of_path(path: str | Path, taxonomy: Taxonomy | str | Path | None = 
     step = run.info.get("step_time_ms")
     return roofline_of_trace(trace, taxonomy, gpu=gpu, peaks=peaks, manifest=run.manifest,
                              step_time_ms=float(step) if isinstance(step, int | float) else None,
-                             datasheet_only=datasheet_only)
+                             datasheet_only=datasheet_only, module_io=load_module_io(path))
 
 
 # ---------------------------------------------------------------- text
@@ -501,4 +652,42 @@ def format_roofline(r: Roofline, top: int = 15) -> str:
     if not over.empty:
         lines += ["", f"Faster than the roofline by more than {OVER_PEAK - 1:.0%} (a bytes or FLOPs model is wrong):"]
         lines += [f"  {o.name[:70]:<70} headroom {o.headroom:.0%}" for o in over.head(10).itertuples()]
+    if r.fusion is not None or r.fusion_note:
+        lines += ["", *format_fusion(r.fusion, r.fusion_note)]
     return "\n".join(lines)
+
+
+def stored_fusion(info: dict[str, Any]) -> tuple[pd.DataFrame | None, str]:
+    """The fusion table and note stored in a run's breakdown.json (its `roofline` key); (None, "") without one."""
+    roof = info.get("roofline")
+    if not isinstance(roof, dict) or ("fusion_candidates" not in roof and "fusion_note" not in roof):
+        return None, ""
+    rows = roof.get("fusion_candidates")
+    table = pd.DataFrame(rows, columns=FUSION_COLUMNS) if isinstance(rows, list) else None
+    if table is not None:
+        num = [c for c in FUSION_COLUMNS if c not in ("scope", "module", "class", "bound", "note")]
+        table[num] = table[num].apply(pd.to_numeric, errors="coerce")
+        table[["bound", "note"]] = table[["bound", "note"]].fillna("")
+    return table, str(roof.get("fusion_note") or "")
+
+
+def format_fusion(fusion: pd.DataFrame | None, note: str = "", top: int = 10) -> list[str]:
+    """Lines of the fusion table (roofline, modules and profile print it): per candidate, its time, the bytes
+    its kernels move, the bytes one fused kernel must move, and the fusion headroom."""
+    lines = ["Fusion headroom per candidate (one fused kernel per module call moves only the module's external "
+             "bytes; per step):"]
+    if note:
+        lines.append(f"  {note}")
+    if fusion is None or fusion.empty:
+        return lines if fusion is None else [*lines, "  no fusion candidates (no module is mostly replaceable work)"]
+    lines.append(f"  {'scope':<7}{'module / class':<40}{'ms':>8}{'kernel MB':>11}{'fused MB':>10}{'roof ms':>9}"
+                 f"{'fused ms':>10}{'headroom':>10}{'speedup':>9}")
+    for c in fusion.head(top).to_dict(orient="records"):
+        name = c["module"] or "(root)"
+        name = name if len(name) <= 39 else "…" + name[-38:]
+        lines.append(f"  {c['scope']:<7}{name:<40}{c['time_per_step_us'] / 1e3:>8.3f}"
+                     f"{c['kernel_bytes_per_step'] / 1e6:>11.1f}{_fmt(c['fused_bytes_per_step'] / 1e6, '.1f'):>10}"
+                     f"{c['kernel_roof_us'] / 1e3:>9.3f}{_fmt(c['fused_roof_us'] / 1e3, '.3f'):>10}"
+                     f"{_fmt(c['fusion_headroom'], '.0%'):>10}{_fmt(c['fusion_speedup'], '.1f', 'x'):>9}"
+                     + (f"  ({c['note']})" if c["note"] and not note else ""))
+    return lines

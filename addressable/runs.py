@@ -24,8 +24,9 @@ import pandas as pd
 from addressable.atomic import write_text
 from addressable.breakdown import Breakdown, breakdown_of_trace, classify_trace
 from addressable.errors import AddressableError
+from addressable.jsonutil import records
 from addressable.modules import DETAIL_COLUMNS, NO_SCOPES_HINT, ModuleBreakdown
-from addressable.schema import check_version
+from addressable.schema import KEY, VERSIONS, check_version
 from addressable.taxonomy import Taxonomy, load_taxonomy
 from addressable.trace import Trace, load_trace
 
@@ -49,14 +50,53 @@ def write_breakdown(b: Breakdown, out: str | Path, extra: dict | None = None) ->
 
 
 def write_run(folder: str | Path, b: Breakdown, keys: dict[str, Any], steps: pd.DataFrame,
-              manifest: dict[str, Any]) -> Path:
+              manifest: dict[str, Any], module_io: pd.DataFrame | None = None) -> Path:
     """Write a profiled run folder's files: breakdown.json (with the run keys), categories.csv,
-    kernels.csv, steps.csv and manifest.json (each atomically)."""
+    kernels.csv, steps.csv, manifest.json and, when given, module_io.json (each atomically)."""
     folder = Path(folder)
     write_breakdown(b, folder, extra=keys)
     write_text(folder / "steps.csv", steps.to_csv(index=False))
     write_text(folder / "manifest.json", json.dumps(manifest, indent=2, default=str) + "\n")
+    if module_io is not None:
+        write_module_io(folder / MODULE_IO_FILE, module_io)
     return folder
+
+
+MODULE_IO_FILE = "module_io.json"
+MODULE_IO_NEEDS = ("module", "class", "calls", "forward_bytes", "backward_bytes", "complete")
+
+
+def write_module_io(path: str | Path, table: pd.DataFrame) -> Path:
+    """module_io.json: each module's external bytes over one step (addressable.scopes.module_io's table)."""
+    doc = {KEY: VERSIONS["module_io"], "steps": 1, "modules": records(table)}
+    write_text(path, json.dumps(doc, indent=1) + "\n")
+    return Path(path)
+
+
+def load_module_io(folder: str | Path) -> pd.DataFrame | None:
+    """A run folder's module_io.json as a table (one row per module), None when the run has none."""
+    path = Path(folder) / MODULE_IO_FILE
+    if not path.is_file():
+        return None
+    try:
+        doc = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise AddressableError(f"{path} is not valid JSON: {e}") from None
+    check_version(doc, "module_io", str(path))
+    mods = doc.get("modules") if isinstance(doc, dict) else None
+    table = pd.DataFrame(mods) if isinstance(mods, list) else pd.DataFrame()
+    missing = [c for c in MODULE_IO_NEEDS if c not in table.columns]
+    if not isinstance(mods, list) or (mods and missing):
+        raise AddressableError(f"{path}: not a module I/O record (needs modules: [{{{', '.join(MODULE_IO_NEEDS)}}}])")
+    if table.empty:
+        return pd.DataFrame(columns=list(MODULE_IO_NEEDS))
+    table = table.astype({"module": str, "class": str})
+    for c in ("calls", "forward_bytes", "backward_bytes"):
+        table[c] = pd.to_numeric(table[c], errors="coerce")
+    if table[["calls", "forward_bytes", "backward_bytes"]].isna().any().any():
+        raise AddressableError(f"{path}: non-numeric calls or bytes")
+    table["complete"] = table["complete"].astype(bool)
+    return table
 
 
 @dataclass

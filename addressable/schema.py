@@ -1,7 +1,7 @@
 """Format versions: every file addressable writes or ships says which version of its format it is.
 
 `schema_version` is an integer in taxonomy.yaml, trace_format.yaml, breakdown.json and a run's
-manifest.json. Readers call `check_version`: a file without the key predates versioning and is read
+manifest.json and module_io.json. Readers call `check_version`: a file without the key predates versioning and is read
 as version 1 (results/h200/ runs), a version this addressable does not know is one clear error.
 """
 
@@ -13,7 +13,7 @@ from addressable.errors import AddressableError
 
 KEY = "schema_version"
 # format -> the version written now; readers know versions 1..current
-VERSIONS = {"taxonomy": 1, "trace_format": 1, "breakdown": 1, "manifest": 1}
+VERSIONS = {"taxonomy": 1, "trace_format": 1, "breakdown": 1, "manifest": 1, "module_io": 1}
 
 
 def check_version(doc: Any, fmt: str, where: str) -> int:

@@ -25,7 +25,7 @@ from addressable.trace import iter_event_chunks, load_trace
 
 COLUMNS = ["name", "cat", "ts", "dur", "pid", "tid", "stream", "device", "correlation", "external_id",
            "input_dims", "input_type", "input_strides", "concrete_inputs", "sequence",
-           "fwd_thread",
+           "fwd_thread", "grid", "block",
            "kind", "op", "step"]
 
 
@@ -436,3 +436,12 @@ def test_truncations(tmp_path: Path, n: int, gz: bool, chunk: int | None) -> Non
     with pytest.raises(AddressableError):
         classify_trace(path) if chunk is None else load_trace(path, chunk_bytes=chunk)
     only_addressable_errors(path)
+
+
+def test_kernel_launch_configuration_is_loaded(h200_traces) -> None:
+    """grid and block (what work a kernel does, with its name) are kept as compact JSON text."""
+    gpu = load_trace(h200_traces["llama8b4l_infer"]).gpu
+    kernels = gpu[gpu["cat"] == "kernel"]
+    assert kernels["grid"].notna().all() and kernels["block"].notna().all()
+    assert all(g.startswith("[") and g.count(",") == 2 for g in kernels["grid"].astype(str).unique())
+    assert gpu.loc[gpu["cat"] != "kernel", "grid"].isna().all()  # memsets and memcpys have none
