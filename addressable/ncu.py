@@ -81,7 +81,7 @@ def base_name(kernel: str) -> str:
 def available_flop_metrics(ncu: str) -> list[str]:
     """The FLOP metrics this GPU's ncu offers (`ncu --query-metrics`); [] when it cannot say."""
     try:
-        text = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True, timeout=120).stdout
+        text = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
         return []
     names = set(re.findall(r"^(\w+)\s", text, re.MULTILINE))
@@ -376,8 +376,11 @@ def check_run(folder: str | Path, config: Any, top: int, adapters: tuple[str, ..
               taxonomy: Taxonomy | None = None, progress: Callable[[str], None] | None = None) -> NcuCheck:
     """Measure the top `top` replaceable kernels of a profiled GPU run folder with ncu and record the check:
     ncu_raw.csv (ncu's CSV), ncu.csv (per kernel) and breakdown.json's roofline.ncu, each written atomically."""
+    import torch
+
     folder = Path(folder)
     rows = step_kernels(load_trace(folder / "trace.json.gz"), taxonomy)
+    torch.cuda.empty_cache()  # the measured process needs the memory, not this one's cache
     with tempfile.TemporaryDirectory(prefix="addressable-ncu-") as tmp:
         text, per_config = measure_step(config_dict(config), rows, top, Path(tmp), adapters, flops,
                                         progress=progress)
