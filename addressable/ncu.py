@@ -81,7 +81,7 @@ def base_name(kernel: str) -> str:
 def available_flop_metrics(ncu: str) -> list[str]:
     """The FLOP metrics this GPU's ncu offers (`ncu --query-metrics`); [] when it cannot say."""
     try:
-        text = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True, timeout=120).stdout
+        text = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
         return []
     names = set(re.findall(r"^(\w+)\s", text, re.MULTILINE))
@@ -154,7 +154,7 @@ def launch_config(values: pd.Series) -> pd.Series:
     return values.astype(str).str.findall(r"\d+").str.join(",")
 
 
-def match(rows: pd.DataFrame, ncu: pd.DataFrame, per_config: int = PER_CONFIG) -> pd.DataFrame:
+def match(rows: pd.DataFrame, ncu: pd.DataFrame, per_config: int | None = PER_CONFIG) -> pd.DataFrame:
     """Trace kernels with ncu's figures beside each (NaN where ncu measured none): dram_read, dram_write,
     l2_write, ncu_time_ns, ncu_flops and measured_bytes.
 
@@ -162,11 +162,12 @@ def match(rows: pd.DataFrame, ncu: pd.DataFrame, per_config: int = PER_CONFIG) -
     of the step; the same launches of the trace (a configuration: its full kernel name, grid and
     block), in launch order, are paired with ncu's by the longest runs of equal base name, grid and
     block (difflib.SequenceMatcher: ncu spells template arguments differently, and a launch seen on
-    one side only shifts nothing else).
+    one side only shifts nothing else). per_config None: ncu measured the first launches of the
+    kernels' functions in the step, whatever their configuration.
     """
     t = rows.reset_index(drop=True)
     grid, block = launch_config(t["grid"]), launch_config(t["block"])
-    first = t.groupby([t["name"].astype(str), grid, block]).cumcount() < per_config
+    first = t.groupby([t["name"].astype(str), grid, block]).cumcount() < (per_config or len(t) + 1)
     bases = set(ncu["kernel"].map(base_name))
     idx = np.flatnonzero(first & t["name"].astype(str).map(base_name).isin(bases))
     a = list(t["name"].astype(str).map(base_name).iloc[idx] + "|" + grid.iloc[idx] + "|" + block.iloc[idx])
@@ -198,6 +199,7 @@ class NcuCheck:
     small_bytes: float = SMALL_BYTES
     over_peak: pd.DataFrame | None = None  # measured launches faster than the memory roof by > 5%: kernel, gbps
     peak_gbps: float | None = None
+    per_config: int | None = PER_CONFIG  # launches ncu measured per launch configuration (None: a prefix of all)
 
     @property
     def checked(self) -> pd.DataFrame:
@@ -216,7 +218,7 @@ class NcuCheck:
         cols = ["name", "kernel", "category", "launch_op", "launches", "launches_in_step", "time_us", "est_bytes", "measured_bytes",
                 "dram_read", "dram_write", "l2_write", "ratio", "est_flops", "measured_flops", "within", "status"]
         return to_jsonable({
-            "top": self.top, "per_config": PER_CONFIG, "tolerance": self.tolerance, "small_bytes_per_launch": self.small_bytes,
+            "top": self.top, "per_config": self.per_config, "tolerance": self.tolerance, "small_bytes_per_launch": self.small_bytes,
             "measured_bytes": "DRAM bytes read + max(L2 bytes written by the kernel's stores, DRAM bytes written)",
             "kernels_in_step": self.n_trace, "launches_measured": self.n_ncu, "launches_matched": self.n_matched,
             "checked": len(c), "within": int(c["within"].sum()),
@@ -234,7 +236,8 @@ def _status(k: pd.DataFrame, tolerance: float) -> pd.Series:
 
 
 def compare(rows: pd.DataFrame, ncu: pd.DataFrame, top: int, tolerance: float = TOLERANCE,
-            small_bytes: float = SMALL_BYTES, peak_gbps: float | None = None, per_config: int = PER_CONFIG) -> NcuCheck:
+            small_bytes: float = SMALL_BYTES, peak_gbps: float | None = None,
+            per_config: int | None = PER_CONFIG) -> NcuCheck:
     """The check of the top `top` replaceable kernels (by summed time in the step) against ncu's launches.
 
     Per kernel name: launches measured (of launches_in_step), time in the step, estimated and measured
@@ -271,15 +274,15 @@ def compare(rows: pd.DataFrame, ncu: pd.DataFrame, top: int, tolerance: float = 
         over = pd.DataFrame({"kernel": fast["name"].astype(str).map(base_name), "launch_op": fast["launch_op"],
                              "measured_bytes": fast["measured_bytes"], "gbps": gbps[fast.index]}).reset_index(drop=True)
     return NcuCheck(k.reset_index(drop=True), len(rows), len(ncu), int(m["measured_bytes"].notna().sum()), top,
-                    tolerance, small_bytes, over, peak_gbps)
+                    tolerance, small_bytes, over, peak_gbps, per_config)
 
 
 def check_files(trace: Trace | str | Path, ncu_csv: str | Path, top: int, taxonomy: Taxonomy | None = None,
-                peak_gbps: float | None = None) -> NcuCheck:
+                peak_gbps: float | None = None, per_config: int | None = PER_CONFIG) -> NcuCheck:
     """compare() from a trace (its last profiled step) and a saved ncu CSV."""
     trace = trace if isinstance(trace, Trace) else load_trace(trace)
     ncu = read_ncu_csv(Path(ncu_csv).read_text())
-    return compare(step_kernels(trace, taxonomy), ncu, top, peak_gbps=peak_gbps)
+    return compare(step_kernels(trace, taxonomy), ncu, top, peak_gbps=peak_gbps, per_config=per_config)
 
 
 def _run_peak_gbps(folder: Path) -> float | None:
@@ -315,25 +318,31 @@ def format_check(c: NcuCheck, title: str = "") -> str:
 
 
 def ncu_command(ncu: str, config: dict[str, Any], names: list[str], log_file: Path, adapters: tuple[str, ...] = (),
-                flop_metrics: list[str] | None = None, per_config: int = PER_CONFIG) -> list[str]:
+                flop_metrics: list[str] | None = None, per_config: int | None = PER_CONFIG,
+                launches: int = 0) -> list[str]:
     """The ncu command line that measures one step of `config` (a WorkloadConfig as a dict): the first
-    `per_config` launches of each launch configuration of the kernels' functions, between the step's
-    cudaProfilerStart and cudaProfilerStop (process-wide, so autograd's backward thread is included)."""
+    `per_config` launches of each launch configuration of the kernels' functions (per_config None:
+    their first `launches` launches), between the step's cudaProfilerStart and cudaProfilerStop
+    (process-wide, so autograd's backward thread is included)."""
     metrics = ",".join([*BYTES_METRICS.values(), *(flop_metrics or [])])
     step = [sys.executable, "-m", "addressable.ncu", json.dumps(config), *adapters]
     return [ncu, "--clock-control", "none", "--cache-control", "all", "--target-processes", "all",
             "--profile-from-start", "off", "--csv", "--print-units", "base", "--metrics", metrics,
             "--kernel-name-base", "function", "--kernel-name", kernel_filter(names),
-            "--filter-mode", "per-launch-config", "--launch-count", str(per_config),
+            *(["--filter-mode", "per-launch-config", "--launch-count", str(per_config)] if per_config else
+              ["--launch-count", str(max(launches, 1))]),
             "--log-file", str(log_file), *step]
 
 
 def measure_step(config: dict[str, Any], rows: pd.DataFrame, top: int, workdir: Path,
                  adapters: tuple[str, ...] = (), flops: bool = True, timeout_s: float = 900,
-                 progress: Callable[[str], None] | None = None) -> str:
-    """Run one step of the workload under ncu, restricted to the top kernels' names; return ncu's CSV text.
+                 progress: Callable[[str], None] | None = None) -> tuple[str, int | None]:
+    """Run one step of the workload under ncu, restricted to the top kernels' names; return ncu's CSV text
+    and the launches per configuration it measured.
 
-    FLOPs (flops=True) need more replay passes per kernel (SASS instrumentation), so they cost time."""
+    FLOPs (flops=True) need more replay passes per kernel (SASS instrumentation), so they cost time.
+    Should ncu measure nothing per launch configuration, it measures the same number of launches
+    as the first of the step's instead (per_config None)."""
     ncu = find_ncu()
     names = top_kernels(rows, top)
     if not names:
@@ -341,30 +350,41 @@ def measure_step(config: dict[str, Any], rows: pd.DataFrame, top: int, workdir: 
     bases = {base_name(n) for n in names}
     r = rows[rows["name"].astype(str).map(base_name).isin(bases)]
     configs = r.groupby([r["name"].astype(str), launch_config(r["grid"]), launch_config(r["block"])]).size()
-    log = workdir / RAW_FILE
-    cmd = ncu_command(ncu, config, names, log, adapters, available_flop_metrics(ncu) if flops else [])
-    (progress or (lambda _: None))(f"Nsight Compute: about {int(configs.clip(upper=PER_CONFIG).sum())} launches "
-                                   f"({len(configs)} launch configurations of {len(bases)} kernel functions), one step")
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=os.environ.copy())
-    except subprocess.TimeoutExpired:
-        raise AddressableError(f"Nsight Compute took longer than {timeout_s:.0f} s") from None
-    text = log.read_text() if log.is_file() else ""
-    if p.returncode != 0 or '"ID"' not in text:
-        tail = (p.stderr or p.stdout or text).strip().splitlines()[-1:] or [f"exit {p.returncode}"]
-        raise AddressableError(f"Nsight Compute failed: {tail[0][:300]}")
-    return text
+    sampled = int(configs.clip(upper=PER_CONFIG).sum())
+    flop_metrics = available_flop_metrics(ncu) if flops else []
+    say = progress or (lambda _: None)
+    say(f"Nsight Compute: about {sampled} launches ({len(configs)} launch configurations of {len(bases)} kernel "
+        "functions), one step")
+    for per_config in (PER_CONFIG, None):
+        log = workdir / f"{per_config}.{RAW_FILE}"
+        cmd = ncu_command(ncu, config, names, log, adapters, flop_metrics, per_config, sampled)
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=os.environ.copy())
+        except subprocess.TimeoutExpired:
+            raise AddressableError(f"Nsight Compute took longer than {timeout_s:.0f} s") from None
+        text = log.read_text() if log.is_file() else ""
+        if p.returncode != 0:
+            tail = (p.stderr or p.stdout or text).strip().splitlines()[-1:] or [f"exit {p.returncode}"]
+            raise AddressableError(f"Nsight Compute failed: {tail[0][:300]}")
+        if '"ID"' in text:
+            return text, per_config
+        say("Nsight Compute measured no launch per launch configuration: measuring the step's first launches")
+    raise AddressableError("Nsight Compute measured no launch of the top kernels in the step")
 
 
 def check_run(folder: str | Path, config: Any, top: int, adapters: tuple[str, ...] = (), flops: bool = True,
               taxonomy: Taxonomy | None = None, progress: Callable[[str], None] | None = None) -> NcuCheck:
     """Measure the top `top` replaceable kernels of a profiled GPU run folder with ncu and record the check:
     ncu_raw.csv (ncu's CSV), ncu.csv (per kernel) and breakdown.json's roofline.ncu, each written atomically."""
+    import torch
+
     folder = Path(folder)
     rows = step_kernels(load_trace(folder / "trace.json.gz"), taxonomy)
+    torch.cuda.empty_cache()  # the measured process needs the memory, not this one's cache
     with tempfile.TemporaryDirectory(prefix="addressable-ncu-") as tmp:
-        text = measure_step(config_dict(config), rows, top, Path(tmp), adapters, flops, progress=progress)
-    check = compare(rows, read_ncu_csv(text), top, peak_gbps=_run_peak_gbps(folder))
+        text, per_config = measure_step(config_dict(config), rows, top, Path(tmp), adapters, flops,
+                                        progress=progress)
+    check = compare(rows, read_ncu_csv(text), top, peak_gbps=_run_peak_gbps(folder), per_config=per_config)
     write_text(folder / RAW_FILE, text)
     write_text(folder / CHECK_FILE, check.kernels.to_csv(index=False))
     doc = json.loads((folder / "breakdown.json").read_text())
@@ -380,10 +400,11 @@ def check_of_run(folder: str | Path, taxonomy: Taxonomy | None = None) -> NcuChe
     if not (folder / RAW_FILE).is_file() or not (folder / "trace.json.gz").is_file():
         return None
     try:
-        top = int(json.loads((folder / "breakdown.json").read_text())["roofline"]["ncu"]["top"])
+        recorded = json.loads((folder / "breakdown.json").read_text())["roofline"]["ncu"]
+        top, per_config = int(recorded["top"]), recorded.get("per_config", PER_CONFIG)
     except (OSError, ValueError, KeyError, TypeError):
-        top = 20
-    return check_files(folder / "trace.json.gz", folder / RAW_FILE, top, taxonomy, _run_peak_gbps(folder))
+        top, per_config = 20, PER_CONFIG
+    return check_files(folder / "trace.json.gz", folder / RAW_FILE, top, taxonomy, _run_peak_gbps(folder), per_config)
 
 
 def run_step(config: dict[str, Any], adapters: tuple[str, ...] = (), warmup: int = 3) -> None:

@@ -5,10 +5,10 @@
 # Each profile runs 1 profiled step with shapes, then re-runs one step of the same workload under ncu
 # (addressable/ncu.py: DRAM bytes read and written, L2 bytes written by the kernels' stores, time; FLOPs for
 # llama3-8b only, as SASS instrumentation costs replay time), restricted to the top 20 replaceable kernels'
-# function names. Writes to $OUT (6 files): summary.txt (per workload: how many of the top 20 are within
+# function names. Writes to $OUT (8 files): summary.txt (per workload: how many of the top 20 are within
 # ±20%, every miss, every launch beating the memory roof by >5%), roofline_ncu_<workload>.csv (3: ncu.csv of
-# each run), runs.tgz (the run folders: trace.json.gz, ncu_raw.csv, breakdown.json, manifest.json, ...; re-check
-# with `addressable roofline RUN`), run.log.
+# each run), run_<workload>.tgz (3: the run folders: trace.json.gz, ncu_raw.csv, breakdown.json, manifest.json,
+# ...; re-check one with `addressable roofline RUN`), run.log.
 # Usage (repo root, on the device): OUT=/path bash gpu/roofline_ncu.sh
 set -u
 OUT=${OUT:-/tmp/roofline_ncu}; mkdir -p "$OUT"; W=/tmp/roofline_ncu_runs; rm -rf $W; mkdir -p $W
@@ -42,4 +42,5 @@ print("\n\n".join(text))
 PY
   for r in resnet50-train gpt2-train llama3-8b-infer; do cp "$W/$r/ncu.csv" "$OUT/roofline_ncu_$r.csv" 2>/dev/null; done
 } 2>&1 | tee "$OUT/run.log"
-tar czf "$OUT/runs.tgz" -C $W --exclude='*.csv.gz' . 2>/dev/null; ls -la "$OUT"
+for r in resnet50-train gpt2-train llama3-8b-infer; do [ -d "$W/$r" ] && tar czf "$OUT/run_$r.tgz" -C $W "$r"; done
+ls -la "$OUT"

@@ -177,3 +177,35 @@ def test_profile_ncu_on_the_gpu(tmp_path: Path) -> None:
     doc = json.loads((run / "breakdown.json").read_text())["roofline"]["ncu"]
     assert doc["launches_matched"] > 0 and len(doc["kernels"]) == 5
     assert (run / "ncu.csv").is_file() and (run / "ncu_raw.csv").is_file()
+
+
+def test_measure_step_falls_back_to_the_steps_first_launches(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A stand-in `ncu` on PATH that measures nothing per launch configuration: the check then measures the
+    first launches of the top kernels' functions and pairs them in order."""
+    rows = ncu.step_kernels(load_trace(RESNET))
+    bases = {ncu.base_name(n) for n in ncu.top_kernels(rows, 20)}
+    first = rows[rows["name"].astype(str).map(ncu.base_name).isin(bases)].head(50)
+    launches = [{"kernel": x.name, "grid": x.grid, "block": x.block, "read": 2e6, "write": 0, "l2": 1e6}
+                for x in first.itertuples()]
+    (tmp_path / "prefix.csv").write_text(ncu_csv(launches))
+    fake = tmp_path / "bin" / "ncu"
+    fake.parent.mkdir()
+    fake.write_text(f"""#!{shutil.which("python3") or "/usr/bin/python3"}
+import sys
+args = sys.argv[1:]
+if "--query-metrics" in args:
+    sys.exit(0)
+log = args[args.index("--log-file") + 1]
+text = "==PROF== Connected" if "per-launch-config" in args else open({str(tmp_path / "prefix.csv")!r}).read()
+assert args[args.index("--launch-count") + 1] == ("2" if "per-launch-config" in args else "{182}")
+open(log, "w").write(text)
+""")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:/usr/bin:/bin")
+    said: list[str] = []
+    text, per_config = ncu.measure_step({"name": "resnet50"}, rows, 20, tmp_path, progress=said.append)
+    assert per_config is None and "measuring the step's first launches" in said[-1]
+    c = ncu.compare(rows, ncu.read_ncu_csv(text), 20, per_config=per_config)
+    assert c.n_matched == 50
+    m = ncu.match(rows, ncu.read_ncu_csv(text), None)
+    assert list(m.loc[m["measured_bytes"].notna(), "name"]) == list(first["name"])

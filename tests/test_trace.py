@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import itertools
 import shutil
+import zlib
 from pathlib import Path
 
 import orjson
@@ -14,7 +15,9 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from zlib_ng import zlib_ng
 
+import addressable.trace as trace_module
 from addressable.breakdown import BASIS_CPU, BASIS_GPU, classify_trace, cpu_self_time, work_rows
 from addressable.cli import main
 from addressable.errors import AddressableError
@@ -105,7 +108,15 @@ def test_real_traces_load(h200_traces, name: str, n_gpu: int) -> None:
     assert t.gpu["correlation"].notna().all()
 
 
-def test_plain_json_equals_gzip(h200_traces, tmp_path: Path) -> None:
+@pytest.fixture(params=["zlib-ng", "zlib"])
+def gzip_codec(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Un-gzip with zlib-ng (where installed) and with the standard zlib, its fallback."""
+    codec = zlib_ng if request.param == "zlib-ng" else zlib  # zlib-ng: a dependency, optional at run time only
+    monkeypatch.setattr(trace_module, "gzip_codec", codec)
+    return request.param
+
+
+def test_plain_json_equals_gzip(h200_traces, tmp_path: Path, gzip_codec: str) -> None:
     src = h200_traces["llama8b4l_infer"]
     plain = tmp_path / "llama.json"
     with gzip.open(src) as f, open(plain, "wb") as out:
@@ -265,7 +276,7 @@ def test_missing_file(tmp_path: Path) -> None:
     one_line_error(tmp_path, "no such trace file")  # a directory
 
 
-def test_truncated_gzip(h200_traces, tmp_path: Path) -> None:
+def test_truncated_gzip(h200_traces, tmp_path: Path, gzip_codec: str) -> None:
     data = h200_traces["llama8b4l_infer"].read_bytes()
     cut = tmp_path / "cut.json.gz"
     cut.write_bytes(data[: len(data) // 2])
