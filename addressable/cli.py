@@ -330,19 +330,20 @@ def profile(workload: str, mode: str | None, batch: int | None, seq_len: int | N
     """Run WORKLOAD, profile it, and write a run folder with its addressable fraction."""
     from addressable import distributed
     from addressable import profile as prof
+    from addressable.measure import measurement
     from addressable.workload import get_workload
 
     cfg = prof.resolve_config(workload, mode, batch, seq_len, dtype, device, compile_,
                               prof.parse_options(options), adapters)
+    m = measurement(cfg.device, warmup, steps, profile_steps, repeats, budget)
     subset = prof.parse_layers_subset(layers_subset) if layers_subset else None
     if nproc is not None and distributed.check_nproc(get_workload(workload, adapters), nproc, subset):
         # re-launch this command under torchrun, into a folder chosen here; the children see WORLD_SIZE
         folder = prof.run_folder(cfg, out, name, world=nproc, force=force, progress=_progress)
         argv = _command_argv(click.get_current_context(), skip=("nproc", "name", "force"))
         sys.exit(distributed.launch(nproc, [*argv, "--name", folder.name]))
-    res = prof.profile_workload(cfg, warmup, steps, repeats, out, profile_steps=profile_steps, name=name,
-                                layers_subset=subset, adapters=adapters, argv=sys.argv, progress=_progress,
-                                force=force, budget_s=budget)
+    res = prof.profile_workload(cfg, m, out, name=name, layers_subset=subset, adapters=adapters, argv=sys.argv,
+                                progress=_progress, force=force)
     if distributed.rank() == 0:
         click.echo(prof.format_profile(res, device))
         if "distributed" in res.run:
@@ -417,13 +418,16 @@ def sweep(workload: str | None, batch: str | None, seq_len: str | None, workload
     """Profile WORKLOAD at each --batch or --seq-len value (or each of --workloads): one run folder per value."""
     from addressable import profile as prof
     from addressable import sweep as sw
+    from addressable.measure import measurement
 
-    df = sw.sweep(workload, batch=sw.parse_list(batch, int, "--batch"), seq_len=sw.parse_list(seq_len, int, "--seq-len"),
-                  workloads=sw.parse_list(workloads, str, "--workloads"), mode=mode, dtype=dtype, device=device,
-                  out=out, warmup=warmup, steps=steps, repeats=repeats, profile_steps=profile_steps,
-                  options=prof.parse_options(options), compile=compile_, adapters=adapters,
-                  layers_subset=prof.parse_layers_subset(layers_subset) if layers_subset else None,
-                  argv=sys.argv, progress=_progress, force=force, budget_s=budget)
+    subset = prof.parse_layers_subset(layers_subset) if layers_subset else None
+    param, configs = sw.sweep_configs(
+        workload, batch=sw.parse_list(batch, int, "--batch"), seq_len=sw.parse_list(seq_len, int, "--seq-len"),
+        workloads=sw.parse_list(workloads, str, "--workloads"), mode=mode, dtype=dtype, device=device,
+        compile=compile_, options=prof.parse_options(options), adapters=adapters)
+    m = measurement(configs[0].device, warmup, steps, profile_steps, repeats, budget)
+    df = sw.sweep(param, configs, m, out, layers_subset=subset, adapters=adapters, argv=sys.argv,
+                  progress=_progress, force=force)
     click.echo(sw.format_sweep(df))
     done = df.loc[df["error"].isna(), "run"].tolist()
     if plot_out and len(done) > 1:

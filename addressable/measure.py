@@ -42,19 +42,26 @@ from addressable.workload import Step, WorkloadConfig, WorkloadSpec
 
 @dataclass(frozen=True)
 class Measurement:
-    """How many steps to run: warm-up once, then per repeat timed and profiled steps.
+    """How a workload is measured: warm-up once, then per repeat timed and profiled steps.
 
     With `budget_s`, the counts not named in `fixed` are lowered after warm-up (see `fit_budget`)
     so that the repeats take about that long; `estimate_s` is then what they were expected to take.
+    `measurement()` makes one from a device's defaults. Bad counts raise AddressableError.
     """
 
     warmup: int
     steps: int  # timed, unprofiled steps per repeat
     profile_steps: int  # profiled steps per repeat
     repeats: int
-    budget_s: float | None = None
+    budget_s: float | None = None  # None: no limit
     fixed: tuple[str, ...] = ()  # counts the user set, which the budget leaves alone
     estimate_s: float | None = None
+
+    def __post_init__(self) -> None:
+        if min(self.steps, self.profile_steps, self.repeats) < 1 or self.warmup < 0:
+            raise AddressableError("--steps, --profile-steps and --repeats must be at least 1, --warmup at least 0")
+        if self.budget_s is not None and not self.budget_s > 0:  # NaN too
+            raise AddressableError("--budget must be a positive number of seconds")
 
     def plan(self) -> str:
         """The plan in words, e.g. "3 repeats × (20 timed + 5 profiled steps), about 40 s of steps" (the
@@ -83,13 +90,8 @@ def measurement(device: str, warmup: int | None = None, steps: int | None = None
     d = default_measurement(device)
     budget_s = DEFAULT_BUDGET_S if budget_s is None else budget_s
     given = {"warmup": warmup, "steps": steps, "profile_steps": profile_steps, "repeats": repeats}
-    m = Measurement(**{k: getattr(d, k) if v is None else v for k, v in given.items()}, budget_s=budget_s,
-                    fixed=tuple(k for k in COUNTS if given[k] is not None))
-    if min(m.steps, m.profile_steps, m.repeats) < 1 or m.warmup < 0:
-        raise AddressableError("--steps, --profile-steps and --repeats must be at least 1, --warmup at least 0")
-    if not budget_s > 0:  # NaN too
-        raise AddressableError("--budget must be a positive number of seconds")
-    return m
+    return Measurement(**{k: getattr(d, k) if v is None else v for k, v in given.items()}, budget_s=budget_s,
+                       fixed=tuple(k for k in COUNTS if given[k] is not None))
 
 
 def cost_s(m: Measurement, step_s: float, cuda: bool) -> float:

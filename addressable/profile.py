@@ -38,7 +38,6 @@ from addressable.measure import (
     default_measurement,
     manifest,
     measure,
-    measurement,
     memory_errors,
     run_keys,
 )
@@ -46,7 +45,7 @@ from addressable.modules import format_candidates
 from addressable.roofline import format_fusion, roofline_of_trace, stored_fusion
 from addressable.runs import load_run, write_run
 from addressable.taxonomy import Taxonomy, load_taxonomy
-from addressable.workload import DTYPES, MODES, WorkloadConfig, WorkloadSpec, get_workload
+from addressable.workload import WorkloadConfig, WorkloadSpec, get_workload
 
 
 @dataclass
@@ -95,20 +94,16 @@ def resolve_config(workload: str, mode: str | None = None, batch: int | None = N
     spec = get_workload(workload, adapters)
     dev = resolve_device(device)
     mode = mode or spec.default_mode
-    if mode not in MODES or mode not in spec.modes:
+    if mode not in spec.modes:
         raise AddressableError(f"{spec.name} has no mode '{mode}' (modes: {', '.join(spec.modes)})")
     if dtype is None:
         dtype = "fp32" if dev == "cpu" and "fp32" in spec.dtypes else spec.default_dtype
-    if dtype not in DTYPES or dtype not in spec.dtypes:
+    if dtype not in spec.dtypes:
         raise AddressableError(f"{spec.name} does not run in {dtype} (dtypes: {', '.join(spec.dtypes)})")
-    if dtype == "fp16" and dev == "cpu":
-        raise AddressableError("fp16 is not supported on the CPU; use --dtype bf16 or fp32")
     if seq_len is not None and spec.default_seq_len is None:
         raise AddressableError(f"{spec.name} takes no --seq-len")
     spec.check_options(options or {})
     batch = spec.default_batch if batch is None else batch
-    if batch < 1 or (seq_len is not None and seq_len < 1):
-        raise AddressableError("--batch and --seq-len must be positive")
     return WorkloadConfig(name=spec.name, mode=mode, batch=batch, dtype=dtype, device=dev,
                           seq_len=spec.default_seq_len if seq_len is None else seq_len,
                           compile=compile, options=dict(options or {}))
@@ -175,18 +170,15 @@ def extrapolate_breakdown(b1: Breakdown, b2: Breakdown, l1: int, l2: int, n: int
                                  categories=cats[cats["time_us"] > 0])
 
 
-def profile_workload(config: WorkloadConfig, warmup: int | None = None, steps: int | None = None,
-                     repeats: int | None = None, out: str | Path = "outputs", *,
-                     profile_steps: int | None = None, name: str | None = None,
-                     layers_subset: tuple[int, int] | None = None, adapters: tuple[str, ...] = (),
-                     taxonomy: Taxonomy | str | Path | None = None, argv: list[str] | None = None,
-                     progress: Callable[[str], None] | None = None, force: bool = False,
-                     budget_s: float | None = None) -> ProfileResult:
-    """Measure one workload and write its run folder `out/<name>` atomically.
+def profile_workload(config: WorkloadConfig, measurement: Measurement, out: str | Path = "outputs", *,
+                     name: str | None = None, layers_subset: tuple[int, int] | None = None,
+                     adapters: tuple[str, ...] = (), taxonomy: Taxonomy | str | Path | None = None,
+                     argv: list[str] | None = None, progress: Callable[[str], None] | None = None,
+                     force: bool = False) -> ProfileResult:
+    """Measure one workload (`config`: what runs; `measurement`: how, e.g. from measure.measurement)
+    and write its run folder `out/<name>` atomically.
 
-    Step counts left None take the device's defaults (GPU_DEFAULTS / CPU_DEFAULTS), lowered after
-    warm-up where the repeats would take longer than `budget_s` seconds (None: DEFAULT_BUDGET_S,
-    inf: no limit). An existing
+    The counts `measurement.fixed` leaves free are lowered after warm-up to fit its budget. An existing
     run folder of the same name is kept (the run goes to NAME-2, ...) unless `force`. With
     `layers_subset=(L1, L2)` the model is measured at both depths (options["layers"]) and
     every category's time per step is extrapolated linearly to the workload's full_layers;
@@ -194,7 +186,6 @@ def profile_workload(config: WorkloadConfig, warmup: int | None = None, steps: i
     (WORLD_SIZE > 1) each rank writes `<run>/rank<k>/` and rank 0 the aggregate: see profile_ranks.
     """
     spec = get_workload(config.name, adapters)
-    m = measurement(config.device, warmup, steps, profile_steps, repeats, budget_s)
     depths: list[int | None] = [None]
     if layers_subset:
         l1, l2 = layers_subset
@@ -212,9 +203,9 @@ def profile_workload(config: WorkloadConfig, warmup: int | None = None, steps: i
         if layers_subset:
             raise AddressableError("--layers-subset cannot be combined with several processes (--nproc)")
         folder = run_folder(config, out, name, world=world, force=True)  # the launcher chose a free name
-        return profile_ranks(spec, config, m, folder, tax, argv, progress)
+        return profile_ranks(spec, config, measurement, folder, tax, argv, progress)
     folder = run_folder(config, out, name, layers_subset, force=force, progress=progress)
-    man = manifest(config, m, argv)
+    man = manifest(config, measurement, argv)
     if config.device == "cuda":  # the roofline's peaks (addressable.calibrate), measured once per process
         man["peaks"] = session_peaks().to_dict()
 
@@ -224,7 +215,8 @@ def profile_workload(config: WorkloadConfig, warmup: int | None = None, steps: i
             cfg = config if layers is None else replace(config, options={**config.options, "layers": layers})
             sub = tmp if layers is None else tmp / f"layers{layers}"
             sub.mkdir(exist_ok=True)
-            res = measure(spec, cfg, m, sub, tax, progress, record_io=layers_subset is None and config.device == "cuda")
+            res = measure(spec, cfg, measurement, sub, tax, progress,
+                          record_io=layers_subset is None and config.device == "cuda")
             measured.append(res)
             if layers is not None:
                 b = combine(res.repeats)

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from addressable.errors import AddressableError
 from addressable.runs import load_run, pct_range, runs_table
+from addressable.workload import WorkloadConfig
+
+if TYPE_CHECKING:
+    from addressable.measure import Measurement
 
 SWEEP_COLUMNS = ["param", "value", "run", "workload", "batch", "seq_len", "addressable_fraction",
                  "addressable_min", "addressable_max", "addressable_fraction_wall", "wall_min", "wall_max",
@@ -49,41 +53,49 @@ def swept_parameter(workload: str | None, batch: Sequence[int], seq_len: Sequenc
     return param, values
 
 
-def sweep(workload: str | None = None, *, batch: Sequence[int] = (), seq_len: Sequence[int] = (),
-          workloads: Sequence[str] = (), mode: str | None = None, dtype: str | None = None,
-          device: str = "auto", out: str | Path = "outputs", warmup: int | None = None,
-          steps: int | None = None, repeats: int | None = None, profile_steps: int | None = None,
-          options: dict[str, Any] | None = None, compile: bool = False, adapters: tuple[str, ...] = (),
-          layers_subset: tuple[int, int] | None = None, argv: list[str] | None = None,
-          progress: Callable[[str], None] | None = None,
-          profile_fn: Callable[..., Any] | None = None, force: bool = False,
-          budget_s: float | None = None) -> pd.DataFrame:
-    """Profile each value of one swept parameter and return one row per value (SWEEP_COLUMNS).
+def sweep_configs(workload: str | None = None, *, batch: Sequence[int] = (), seq_len: Sequence[int] = (),
+                  workloads: Sequence[str] = (), mode: str | None = None, dtype: str | None = None,
+                  device: str = "auto", compile: bool = False, options: dict[str, Any] | None = None,
+                  adapters: tuple[str, ...] = ()) -> tuple[str, list[WorkloadConfig]]:
+    """The swept parameter and one checked WorkloadConfig per value (see swept_parameter).
 
     Exactly one of `batch`, `seq_len`, `workloads` holds two or more values; the others may fix one
-    value. Every configuration is checked before anything runs. A value that fails while running
-    (e.g. out of memory at the largest batch) gets its `error` and the sweep goes on; if every
-    value fails, the first error is raised. `profile_fn` stands in for profile_workload in tests.
+    value. Every configuration is checked here, before anything runs.
     """
-    from addressable import profile as prof
+    from addressable.profile import resolve_config
 
     param, values = swept_parameter(workload, batch, seq_len, workloads)
-    profile_fn = profile_fn or prof.profile_workload
-    progress = progress or (lambda _: None)
     fixed = {"workload": workload or (workloads[0] if workloads else None),
              "batch": batch[0] if batch else None, "seq_len": seq_len[0] if seq_len else None}
     configs = []
     for v in values:
         p = {**fixed, param: v}
-        configs.append(prof.resolve_config(p["workload"], mode, p["batch"], p["seq_len"], dtype, device,
-                                           compile, options, adapters))
+        configs.append(resolve_config(p["workload"], mode, p["batch"], p["seq_len"], dtype, device, compile,
+                                      options, adapters))
+    return param, configs
+
+
+def sweep(param: str, configs: Sequence[WorkloadConfig], measurement: Measurement, out: str | Path = "outputs", *,
+          layers_subset: tuple[int, int] | None = None, adapters: tuple[str, ...] = (),
+          argv: list[str] | None = None, progress: Callable[[str], None] | None = None,
+          profile_fn: Callable[..., Any] | None = None, force: bool = False) -> pd.DataFrame:
+    """Profile each configuration of a sweep (from sweep_configs) and return one row per value (SWEEP_COLUMNS).
+
+    Every configuration is measured alike (`measurement`). A value that fails while running (e.g.
+    out of memory at the largest batch) gets its `error` and the sweep goes on; if every value
+    fails, the first error is raised. `profile_fn` stands in for profile_workload in tests.
+    """
+    from addressable import profile as prof
+
+    profile_fn = profile_fn or prof.profile_workload
+    progress = progress or (lambda _: None)
     rows, errors = [], []
-    for v, cfg in zip(values, configs, strict=True):
-        progress(f"sweep {param}={v} ({len(rows) + 1}/{len(values)})")
+    for cfg in configs:
+        v = cfg.name if param == "workload" else getattr(cfg, param)
+        progress(f"sweep {param}={v} ({len(rows) + 1}/{len(configs)})")
         try:
-            res = profile_fn(cfg, warmup, steps, repeats, out, profile_steps=profile_steps,
-                             layers_subset=layers_subset, adapters=adapters, argv=argv, progress=progress,
-                             force=force, budget_s=budget_s)
+            res = profile_fn(cfg, measurement, out, layers_subset=layers_subset, adapters=adapters, argv=argv,
+                             progress=progress, force=force)
         except AddressableError as e:
             errors.append(f"{param}={v}: {e}")
             progress(f"sweep {param}={v} failed: {e}")
@@ -91,7 +103,7 @@ def sweep(workload: str | None = None, *, batch: Sequence[int] = (), seq_len: Se
                          "seq_len": cfg.seq_len, "error": str(e)})
             continue
         rows.append({"param": param, "value": v, **_row(Path(res.path))})
-    if len(errors) == len(values):
+    if len(errors) == len(configs):
         raise AddressableError(f"every sweep value failed; first: {errors[0]}")
     return pd.DataFrame(rows, columns=SWEEP_COLUMNS)
 

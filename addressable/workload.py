@@ -28,7 +28,8 @@ MODES = ("train", "infer")
 
 @dataclass(frozen=True)
 class WorkloadConfig:
-    """Everything needed to build one workload instance."""
+    """What is run: everything needed to build one workload instance (how it is measured is
+    addressable.measure.Measurement). Values no workload can take raise AddressableError."""
 
     name: str
     mode: str
@@ -38,6 +39,16 @@ class WorkloadConfig:
     seq_len: int | None = None
     compile: bool = False
     options: dict[str, Any] = field(default_factory=dict)  # adapter-specific, e.g. {"layers": 4}
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise AddressableError(f"mode must be one of {', '.join(MODES)}, got '{self.mode}'")
+        if self.dtype not in DTYPES:
+            raise AddressableError(f"dtype must be one of {', '.join(DTYPES)}, got '{self.dtype}'")
+        if self.dtype == "fp16" and self.device == "cpu":
+            raise AddressableError("fp16 is not supported on the CPU; use --dtype bf16 or fp32")
+        if self.batch < 1 or (self.seq_len is not None and self.seq_len < 1):
+            raise AddressableError("--batch and --seq-len must be positive")
 
 
 Step = Callable[[], None]

@@ -32,6 +32,7 @@ from typing import Any
 
 import torch
 
+from addressable.measure import measurement
 from addressable.modules import OPTIMIZER, PSEUDO, format_candidates
 from addressable.profile import profile_workload, resolve_config
 from addressable.scopes import module_scopes
@@ -123,10 +124,9 @@ def main() -> None:
         item: dict[str, Any] = {}
         try:
             cfg = resolve_config(workload, mode, batch, seq, None, "cuda", False, options)
-            res = profile_workload(cfg, counts["warmup"], counts["steps"], counts["repeats"], runs,
-                                   profile_steps=counts["profile_steps"], argv=["gpu/modules_suite.py", label],
-                                   progress=lambda s: print("   ", s, flush=True), force=True,
-                                   budget_s=math.inf)
+            res = profile_workload(cfg, measurement(cfg.device, **counts, budget_s=math.inf), runs,
+                                   argv=["gpu/modules_suite.py", label],
+                                   progress=lambda s: print("   ", s, flush=True), force=True)
             item.update(summarize(res))
             print(f"    modules {item['coverage_real_modules']:.1%}, pseudo {item['pseudo_shares']}", flush=True)
             print("\n".join("    " + line for line in item["candidates_text"]), flush=True)

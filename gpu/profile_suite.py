@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
+from addressable.measure import measurement
 from addressable.profile import profile_workload, resolve_config, validate_extrapolation
 
 LLM = {"warmup": 2, "steps": 5, "profile_steps": 2, "repeats": 3}
@@ -56,8 +57,7 @@ def main() -> None:
             options = dict(options)
             dtype = options.pop("dtype", None)
             cfg = resolve_config(workload, mode, batch, seq, dtype, "cuda", False, options)
-            res = profile_workload(cfg, counts["warmup"], counts["steps"], counts["repeats"], out,
-                                   profile_steps=counts["profile_steps"], layers_subset=subset,
+            res = profile_workload(cfg, measurement(cfg.device, **counts), out, layers_subset=subset,
                                    argv=["gpu/profile_suite.py", label], progress=lambda s: print("   ", s, flush=True))
             results[(workload, mode, subset)] = res
             r = res.run

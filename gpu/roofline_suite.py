@@ -23,6 +23,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
+from addressable.measure import measurement
 from addressable.profile import profile_workload, resolve_config
 from addressable.runs import load_run
 
@@ -69,7 +70,8 @@ def main() -> None:
         print(f"=== {label}", flush=True)
         try:
             cfg = resolve_config(workload, mode, batch, seq, dtype, "cuda", False, dict(options))
-            res = profile_workload(cfg, 3, 3, 1, work, profile_steps=1, force=True)
+            res = profile_workload(cfg, measurement(cfg.device, warmup=3, steps=3, profile_steps=1, repeats=1), work,
+                                   force=True)
             roof = load_run(res.path).info.get("roofline") or {}
             lines.append(f"| {label} | {res.breakdown.addressable_fraction:.1%} | {_x(roof.get('ceiling_kernel'))} "
                          f"| {_x(roof.get('ceiling_kernel_roofline'))} | {_x(roof.get('ceiling_wall_roofline'))} "

@@ -326,10 +326,11 @@ def test_measure_records_module_io_in_one_extra_step(tmp_path: Path) -> None:
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_profile_on_the_gpu_writes_module_io_and_fusion_headroom(tmp_path: Path) -> None:
+    from addressable.measure import measurement
     from addressable.profile import profile_workload, resolve_config
 
     cfg = resolve_config("resnet50", "train", 8, None, None, "cuda")
-    res = profile_workload(cfg, 2, 2, 1, tmp_path, profile_steps=1)
+    res = profile_workload(cfg, measurement("cuda", warmup=2, steps=2, profile_steps=1, repeats=1), tmp_path)
     io = load_module_io(res.path)
     assert io is not None and (io["calls"] > 0).all()
     bn = io[io["class"] == "BatchNorm2d"]

@@ -10,6 +10,7 @@ import torch
 
 from addressable import classify_trace
 from addressable.errors import AddressableError
+from addressable.measure import measurement
 from addressable.profile import profile_workload, resolve_config
 from addressable.verify import verify
 
@@ -19,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_profile_resnet_training_on_the_gpu(tmp_path: Path) -> None:
     cfg = resolve_config("resnet50", "train", 8, None, None, "cuda", False, {"image_size": 64})
-    res = profile_workload(cfg, 2, 3, 2, tmp_path, profile_steps=2)
+    res = profile_workload(cfg, measurement("cuda", warmup=2, steps=3, profile_steps=2, repeats=2), tmp_path)
     doc = json.loads((res.path / "breakdown.json").read_text())
     assert doc["basis"] == "gpu_kernel_time" and doc["unclassified_fraction"] < 0.005
     cats = {c["category"]: c["class"] for c in doc["categories"]}
@@ -65,5 +66,5 @@ def test_triton_softmax_candidate_verifies_on_the_gpu() -> None:
 def test_out_of_memory_names_the_batch(tmp_path: Path) -> None:
     cfg = resolve_config("resnet50", "infer", 65536, None, None, "cuda", False, {})
     with pytest.raises(AddressableError, match=r"batch 65536.*--batch 32768"):
-        profile_workload(cfg, 1, 1, 1, tmp_path, profile_steps=1)
+        profile_workload(cfg, measurement("cuda", warmup=1, steps=1, profile_steps=1, repeats=1), tmp_path)
     assert not any(tmp_path.iterdir())

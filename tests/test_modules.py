@@ -290,11 +290,12 @@ def test_module_targets_on_a_cpu_only_trace_fall_back_to_amdahl(toy_trace, tmp_p
 
 
 def test_profile_records_module_scopes_on_a_cpu_run(tmp_path) -> None:
+    from addressable.measure import measurement
     from addressable.profile import profile_workload, resolve_config
 
     cfg = resolve_config("gpt2", "train", 1, 8, None, "cpu", False,
                          {"layers": 1, "hidden": 32, "heads": 2, "mlp": 64, "vocab": 128})
-    res = profile_workload(cfg, 0, 1, 1, tmp_path, profile_steps=1)
+    res = profile_workload(cfg, measurement("cpu", warmup=0, steps=1, profile_steps=1, repeats=1), tmp_path)
     mb = res.breakdown.modules
     by = mb.by("name").set_index("module")
     assert mb.has_scopes and mb.coverage > 0.3

@@ -20,9 +20,10 @@ from addressable import plot
 from addressable.atomic import umask
 from addressable.cli import main
 from addressable.errors import AddressableError
+from addressable.measure import measurement
 from addressable.report import short_kernel_name
 from addressable.runs import find_runs, load_run, load_runs, runs_summary, runs_table
-from addressable.sweep import format_sweep, parse_list, sweep, swept_parameter
+from addressable.sweep import format_sweep, parse_list, sweep, sweep_configs, swept_parameter
 
 PLOT_RUNS = Path(__file__).resolve().parent / "fixtures" / "plot_runs"
 MODULE_RUN = Path(__file__).resolve().parent / "fixtures" / "module_runs" / "gpt2-tiny-train-cpu"
@@ -618,8 +619,8 @@ def _stub_profile(calls: list, fail: set[int] = frozenset()):
     from addressable.errors import AddressableError as Err
     from addressable.profile import run_name
 
-    def fn(cfg, warmup, steps, repeats, out, **kw):
-        calls.append((cfg, warmup, steps, repeats, kw))
+    def fn(cfg, m, out, **kw):
+        calls.append((cfg, m, kw))
         if cfg.batch in fail:
             raise Err(f"out of memory running {cfg.name} at batch {cfg.batch}")
         folder = Path(out) / run_name(cfg)
@@ -637,10 +638,11 @@ def _stub_profile(calls: list, fail: set[int] = frozenset()):
 
 def test_sweep_is_a_loop_over_profile(tmp_path: Path) -> None:
     calls: list = []
-    df = sweep("resnet50", batch=[16, 32, 64], device="cpu", out=tmp_path, warmup=0, steps=1, repeats=2,
-               profile_fn=_stub_profile(calls))
+    param, configs = sweep_configs("resnet50", batch=[16, 32, 64], device="cpu")
+    m = measurement("cpu", warmup=0, steps=1, repeats=2)
+    df = sweep(param, configs, m, tmp_path, profile_fn=_stub_profile(calls))
     assert [c[0].batch for c in calls] == [16, 32, 64]
-    assert all(c[0].name == "resnet50" and c[1:4] == (0, 1, 2) for c in calls)
+    assert all(c[0].name == "resnet50" and c[1] is m for c in calls)
     assert list(df["value"]) == [16, 32, 64] and (df["param"] == "batch").all()
     for row in df.itertuples():
         r = load_run(row.run)
@@ -656,22 +658,26 @@ def test_sweep_is_a_loop_over_profile(tmp_path: Path) -> None:
 
 def test_sweep_goes_on_past_a_failed_value(tmp_path: Path) -> None:
     calls: list = []
-    df = sweep("resnet50", batch=[16, 32, 64], device="cpu", out=tmp_path, profile_fn=_stub_profile(calls, {64}))
+    m = measurement("cpu")
+    df = sweep(*sweep_configs("resnet50", batch=[16, 32, 64], device="cpu"), m, tmp_path,
+               profile_fn=_stub_profile(calls, {64}))
     assert len(calls) == 3
     assert df["error"].notna().tolist() == [False, False, True]
     assert "out of memory" in df["error"].iloc[2]
     assert "failed: out of memory" in format_sweep(df)
     with pytest.raises(AddressableError, match="every sweep value failed; first: batch=16"):
-        sweep("resnet50", batch=[16, 32], device="cpu", out=tmp_path / "b", profile_fn=_stub_profile([], {16, 32}))
+        sweep(*sweep_configs("resnet50", batch=[16, 32], device="cpu"), m, tmp_path / "b",
+              profile_fn=_stub_profile([], {16, 32}))
 
 
-def test_sweep_checks_every_config_before_running(tmp_path: Path) -> None:
-    calls: list = []
+def test_sweep_configs_checks_every_config_before_running() -> None:
     with pytest.raises(AddressableError, match="unknown workload 'nope'"):
-        sweep(None, workloads=["resnet50", "nope"], device="cpu", out=tmp_path, profile_fn=_stub_profile(calls))
+        sweep_configs(None, workloads=["resnet50", "nope"], device="cpu")
     with pytest.raises(AddressableError, match="must be positive"):
-        sweep("resnet50", batch=[16, 0], device="cpu", out=tmp_path, profile_fn=_stub_profile(calls))
-    assert calls == []
+        sweep_configs("resnet50", batch=[16, 0], device="cpu")
+    param, configs = sweep_configs(None, workloads=["gpt2", "llama3-1b"], seq_len=[64], device="cpu")
+    assert param == "workload" and [(c.name, c.seq_len, c.device) for c in configs] == [
+        ("gpt2", 64, "cpu"), ("llama3-1b", 64, "cpu")]
 
 
 def test_cli_sweep_with_stub_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -683,7 +689,8 @@ def test_cli_sweep_with_stub_profile(tmp_path: Path, monkeypatch: pytest.MonkeyP
     res = CliRunner().invoke(main, ["sweep", "resnet50", "--batch", "16,32,64", "--device", "cpu",
                                     "--out", str(tmp_path / "runs"), "--repeats", "2", "--plot", str(fig)])
     assert res.exit_code == 0, res.output
-    assert [c[0].batch for c in calls] == [16, 32, 64] and calls[0][3] == 2
+    assert [c[0].batch for c in calls] == [16, 32, 64]
+    assert calls[0][1].repeats == 2 and calls[0][1].fixed == ("repeats",)
     assert "resnet50-train-b32-fp32-cpu" in res.output
     assert fig.is_file()
 
@@ -692,6 +699,8 @@ def test_cli_sweep_with_stub_profile(tmp_path: Path, monkeypatch: pytest.MonkeyP
     (["sweep", "resnet50", "--batch", "16"], "error: give exactly one list"),
     (["sweep", "resnet50", "--batch", "16,a"], "error: --batch takes comma-separated values"),
     (["sweep", "--batch", "16,32"], "error: name the WORKLOAD"),
+    (["sweep", "resnet50", "--batch", "16,32", "--device", "cpu", "--steps", "0"],
+     "error: --steps, --profile-steps and --repeats must be at least 1"),
 ])
 def test_cli_sweep_errors_are_one_line_exit_2(args: list[str], message: str) -> None:
     res = CliRunner().invoke(main, args)

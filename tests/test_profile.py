@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import re
@@ -19,6 +20,7 @@ from click.testing import CliRunner
 from addressable.breakdown import Breakdown
 from addressable.cli import main
 from addressable.errors import AddressableError
+from addressable.measure import Measurement, measurement
 from addressable.profile import (
     extrapolate,
     extrapolate_breakdown,
@@ -26,7 +28,7 @@ from addressable.profile import (
     resolve_config,
     validate_extrapolation,
 )
-from addressable.workload import get_workload, registry, workload_table
+from addressable.workload import WorkloadConfig, get_workload, registry, workload_table
 
 TINY_ADAPTER = '''
 import time
@@ -173,7 +175,7 @@ def test_profile_resnet50_on_cpu_writes_a_complete_run_folder(tmp_path: Path) ->
 
 def test_profile_infer_marks_only_forward(adapter: str, tmp_path: Path) -> None:
     cfg = resolve_config("resnet50", mode="infer", batch=1, device="cpu", options={"image_size": 32})
-    res = profile_workload(cfg, 0, 1, 1, tmp_path)
+    res = profile_workload(cfg, measurement("cpu", warmup=0, steps=1, repeats=1), tmp_path)
     assert set(res.breakdown.to_dict()["phases"]) == {"forward"}
     assert res.run["mode"] == "infer" and res.path.name == "resnet50-infer-b1-fp32-cpu-image_size32"
 
@@ -228,7 +230,8 @@ def test_progress_line_on_a_terminal(adapter: str, tmp_path: Path, monkeypatch: 
     err = Terminal()
     monkeypatch.setattr(sys, "stderr", err)
     cfg = tiny(adapter, width=8)
-    profile_workload(cfg, 1, 2, 2, tmp_path, profile_steps=1, adapters=(adapter,), progress=print)
+    profile_workload(cfg, measurement("cpu", warmup=1, steps=2, profile_steps=1, repeats=2), tmp_path,
+                     adapters=(adapter,), progress=print)
     text = err.getvalue()
     assert "\r\033[Ktiny-mlp: warm-up: 1/1 steps" in text
     assert "\r\033[Ktiny-mlp: 6/6 steps" in text and "steps, about" in text  # done/total with the time left
@@ -258,6 +261,8 @@ def _one_line_error(r: object, *fragments: str) -> None:
     (["resnet50", "--option", "bogus=1"], ["resnet50: unknown option 'bogus'", "image_size"]),
     (["gpt2", "--option", "layer=2"], ["gpt2: unknown option 'layer'", "layers", "decode_tokens"]),
     (["dlrm", "--option", "row=2"], ["dlrm: unknown option 'row'", "rows"]),
+    (["tiny-mlp", "--steps", "0"], ["--steps, --profile-steps and --repeats must be at least 1"]),
+    (["tiny-mlp", "--budget", "0"], ["--budget must be a positive number of seconds"]),
     (["tiny-mlp", "--layers-subset", "4,2"], ["0 < L1 < L2"]),
     (["tiny-mlp", "--layers-subset", "2,16"], ["<= 8"]),
     (["tiny-oom", "--layers-subset", "1,2"], ["cannot be profiled on a subset of layers"]),
@@ -267,6 +272,39 @@ def test_bad_input_is_one_line_and_leaves_nothing(adapter: str, tmp_path: Path, 
     out = tmp_path / "runs"
     _one_line_error(cli("profile", *args, "--device", "cpu", "--adapter", adapter, "--out", out), *fragments)
     assert not out.exists() or not any(out.iterdir())
+
+
+def test_profile_takes_a_workload_config_and_a_measurement(adapter: str, tmp_path: Path) -> None:
+    cfg = WorkloadConfig("tiny-mlp", "infer", batch=4, dtype="fp32", device="cpu", options={"width": 8})
+    m = Measurement(warmup=0, steps=2, profile_steps=1, repeats=1)
+    res = profile_workload(cfg, m, tmp_path, name="direct", adapters=(adapter,))
+    assert res.path == tmp_path / "direct"
+    assert (res.run["workload"], res.run["mode"], res.run["batch"], res.run["options"]) == ("tiny-mlp", "infer", 4,
+                                                                                          {"width": 8})
+    man = json.loads((res.path / "manifest.json").read_text())
+    assert man["config"] == dataclasses.asdict(cfg)
+    ran = {k: man["measurement"][k] for k in ("warmup", "steps", "profile_steps", "repeats", "budget_s")}
+    assert ran == {"warmup": 0, "steps": 2, "profile_steps": 1, "repeats": 1, "budget_s": None}  # as given
+    assert len(pd.read_csv(res.path / "steps.csv")) == 3
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.batch = 8  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(("make", "message"), [
+    (lambda: WorkloadConfig("resnet50", "train", 0, "fp32", "cpu"), "--batch and --seq-len must be positive"),
+    (lambda: WorkloadConfig("gpt2", "train", 1, "fp32", "cpu", seq_len=0), "--batch and --seq-len must be positive"),
+    (lambda: WorkloadConfig("resnet50", "serve", 1, "fp32", "cpu"), "mode must be one of train, infer, got 'serve'"),
+    (lambda: WorkloadConfig("resnet50", "train", 1, "fp8", "cpu"), "dtype must be one of bf16, fp16, fp32"),
+    (lambda: WorkloadConfig("resnet50", "train", 1, "fp16", "cpu"), "fp16 is not supported on the CPU"),
+    (lambda: Measurement(warmup=-1, steps=1, profile_steps=1, repeats=1), "--warmup at least 0"),
+    (lambda: Measurement(warmup=0, steps=1, profile_steps=0, repeats=1), "must be at least 1"),
+    (lambda: Measurement(warmup=0, steps=1, profile_steps=1, repeats=1, budget_s=float("nan")), "--budget"),
+    (lambda: measurement("cpu", repeats=0), "must be at least 1"),
+])
+def test_bad_config_or_measurement_is_one_line_error(make: Any, message: str) -> None:
+    with pytest.raises(AddressableError) as e:
+        make()
+    assert message in str(e.value) and "\n" not in str(e.value)
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
@@ -284,12 +322,14 @@ def test_unwritable_output_folder(adapter: str, tmp_path: Path) -> None:
 
 def test_failure_mid_run_leaves_no_run_folder(adapter: str, tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="failed mid-run"):
-        profile_workload(tiny(adapter, fail_at=4), 1, 1, 2, tmp_path, adapters=(adapter,))
+        profile_workload(tiny(adapter, fail_at=4), measurement("cpu", warmup=1, steps=1, repeats=2), tmp_path,
+                         adapters=(adapter,))
     assert list(tmp_path.iterdir()) == []
     # an earlier complete run of the same name is kept when a rerun fails
-    profile_workload(tiny(adapter), 0, 1, 1, tmp_path, name="keep", adapters=(adapter,))
+    once = measurement("cpu", warmup=0, steps=1, repeats=1)
+    profile_workload(tiny(adapter), once, tmp_path, name="keep", adapters=(adapter,))
     with pytest.raises(RuntimeError):
-        profile_workload(tiny(adapter, fail_at=2), 0, 1, 1, tmp_path, name="keep", adapters=(adapter,))
+        profile_workload(tiny(adapter, fail_at=2), once, tmp_path, name="keep", adapters=(adapter,))
     assert [p.name for p in tmp_path.iterdir()] == ["keep"]
     assert {p.name for p in (tmp_path / "keep").iterdir()} >= RUN_FILES
 
@@ -345,7 +385,7 @@ def test_layers_subset_extrapolates_and_validates_against_full_depth(adapter: st
     line = {c: max(0.0, c2.get(c, 0.0) + (c4.get(c, 0.0) - c2.get(c, 0.0)) * 3) for c in c2.keys() | c4.keys()}
     assert b["kernel_time_per_step_us"] == pytest.approx(sum(line.values()), rel=1e-6)
 
-    full = profile_workload(tiny(adapter), 1, 2, 2, tmp_path, adapters=(adapter,))
+    full = profile_workload(tiny(adapter), measurement("cpu", warmup=1, steps=2, repeats=2), tmp_path, adapters=(adapter,))
     v = validate_extrapolation(run, full)
     assert list(v.columns) == ["metric", "extrapolated", "full", "error", "rel_error"]
     m = v.set_index("metric")

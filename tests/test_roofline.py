@@ -277,10 +277,11 @@ def test_real_llama_prefill_roofline(h200_traces: dict[str, Path]) -> None:
 
 @pytest.mark.gpu
 def test_profile_on_the_gpu_stores_calibrated_peaks_and_the_roofline(tmp_path: Path) -> None:
+    from addressable.measure import measurement
     from addressable.profile import profile_workload, resolve_config
 
     cfg = resolve_config("resnet50", "train", 8, None, None, "cuda")
-    res = profile_workload(cfg, 1, 1, 1, tmp_path, profile_steps=1)
+    res = profile_workload(cfg, measurement("cuda", warmup=1, steps=1, profile_steps=1, repeats=1), tmp_path)
     doc = json.loads((res.path / "breakdown.json").read_text())
     man = json.loads((res.path / "manifest.json").read_text())
     assert man["peaks"]["memory_gbps"] > 100 and man["peaks"]["source"].startswith("calibrated")
