@@ -199,10 +199,15 @@ def roofline(source: Path, gpu: str | None, peaks_file: Path | None, datasheet: 
              as_json: bool, top: int, module_io: Path | None) -> None:
     """Headroom of every kernel of a TRACE or run folder against the roofline, the roofline ceiling, and the
     fusion headroom of each fusion candidate."""
+    from addressable.ncu import check_of_run, format_check
     from addressable.roofline import format_roofline, roofline_of_path
 
     r = roofline_of_path(source, taxonomy, gpu=gpu, peaks=peaks_file, datasheet_only=datasheet, module_io=module_io)
-    click.echo(_json(r.to_dict(top)) if as_json else format_roofline(r, top))
+    check = check_of_run(source, taxonomy) if source.is_dir() else None  # a run profiled with --ncu
+    if as_json:
+        click.echo(_json({**r.to_dict(top), **({"ncu": check.to_dict()} if check else {})}))
+    else:
+        click.echo(format_roofline(r, top) + ("\n\n" + format_check(check) if check else ""))
 
 
 @main.command()
@@ -257,8 +262,9 @@ def taxonomy(file: Path | None) -> None:
 @click.option("--model", type=click.Choice(["replay", "amdahl"]), default="replay", show_default=True,
               help="replay: replay the trace's timeline with the wins (Amdahl where there is no replayable "
                    "trace); amdahl: Amdahl's law over the breakdown.")
-@click.option("--step-ms", type=float, help="Measured step time (ms) for the wall basis of a trace file "
-                                            "(default: its profiled ProfilerStep spans).")
+@click.option("--step-ms", type=float, help="Measured unprofiled step time (ms) for the wall basis of a trace "
+                                            "file, e.g. the lower quartile of your steps (default: its "
+                                            "profiled ProfilerStep spans).")
 @_user_errors
 def project(speedups: Path, run_dirs: tuple[Path, ...], as_json: bool, include_unverified: bool,
             combine: str, top: int, model: str, step_ms: float | None) -> None:
@@ -322,11 +328,17 @@ def _workload_options(fn: Callable) -> Callable:
 @click.option("--budget", type=float, metavar="SECONDS",
               help="About how long the repeats may take (default 60; inf: no limit): step counts not given "
                    "are lowered to fit, from the warm-up step's time.")
+@click.option("--ncu", "ncu_top", type=click.IntRange(min=1), is_flag=False, flag_value=20, default=None,
+              metavar="[N]", help="GPU only: then measure the DRAM bytes and FLOPs of the top N (20) replaceable "
+              "kernels of one step with Nsight Compute, beside the roofline's estimates (ncu.csv).")
+@click.option("--ncu-flops/--ncu-bytes-only", default=True, show_default=True,
+              help="With --ncu: also count FLOPs (SASS instrumentation: slower), or measure bytes only.")
 @_user_errors
 def profile(workload: str, mode: str | None, batch: int | None, seq_len: int | None, dtype: str | None,
             device: str, warmup: int | None, steps: int | None, profile_steps: int | None, repeats: int | None,
             out: Path, name: str | None, compile_: bool, adapters: tuple[str, ...], options: tuple[str, ...],
-            layers_subset: str | None, nproc: int | None, force: bool, budget: float | None) -> None:
+            layers_subset: str | None, nproc: int | None, force: bool, budget: float | None,
+            ncu_top: int | None, ncu_flops: bool) -> None:
     """Run WORKLOAD, profile it, and write a run folder with its addressable fraction."""
     from addressable import distributed
     from addressable import profile as prof
@@ -337,6 +349,14 @@ def profile(workload: str, mode: str | None, batch: int | None, seq_len: int | N
                               prof.parse_options(options), adapters)
     m = measurement(cfg.device, warmup, steps, profile_steps, repeats, budget)
     subset = prof.parse_layers_subset(layers_subset) if layers_subset else None
+    if ncu_top is not None:
+        from addressable.ncu import find_ncu
+
+        if cfg.device != "cuda":
+            raise AddressableError("--ncu needs a CUDA GPU (Nsight Compute measures GPU kernels)")
+        if nproc is not None or subset:
+            raise AddressableError("--ncu measures one process at full depth: drop --nproc and --layers-subset")
+        find_ncu()
     if nproc is not None and distributed.check_nproc(get_workload(workload, adapters), nproc, subset):
         # re-launch this command under torchrun, into a folder chosen here; the children see WORLD_SIZE
         folder = prof.run_folder(cfg, out, name, world=nproc, force=force, progress=_progress)
@@ -348,6 +368,11 @@ def profile(workload: str, mode: str | None, batch: int | None, seq_len: int | N
         click.echo(prof.format_profile(res, device))
         if "distributed" in res.run:
             click.echo("\n" + distributed.format_ranks(res.run["distributed"]))
+    if ncu_top is not None:
+        from addressable.ncu import check_run, format_check
+
+        check = check_run(res.path, cfg, ncu_top, adapters, ncu_flops, progress=_progress)
+        click.echo("\n" + format_check(check) + f"\n(per kernel: {res.path / 'ncu.csv'})")
     if distributed.world_size() > 1:  # a torchrun child whose run is written: skip C++ teardown,
         sys.stdout.flush()            # where gloo's threads can abort the process after the fact
         sys.stderr.flush()

@@ -135,6 +135,9 @@ class Cost:
     flops: float = 0.0
     dtype: str = ""  # the matmul peak FLOPs run at (bf16, fp16, fp32, fp8), for GEMM, conv, attention
     passes: tuple[tuple[str, float], ...] = field(default=(), compare=False)  # (kernel-name regex, bytes)
+    # (kernel-name regex, bytes): when every kernel the op launched matches, the op moves these bytes
+    # instead (an implementation that reads its input more than once, chosen at run time)
+    variants: tuple[tuple[str, float], ...] = field(default=(), compare=False)
 
     @property
     def bytes(self) -> float:
@@ -189,8 +192,12 @@ def json_list(text: str) -> list:
 
 
 def parse_call(name: str, dims: str, types: str, strides: str = "", concrete: str = "",
-               list_itemsize: int = 4) -> OpCall:
-    """An OpCall from the JSON texts of a trace's Input Dims / Input type / Input Strides / Concrete Inputs."""
+               list_itemsize: int = 4, unrecorded: tuple[Tensor, ...] = ()) -> OpCall:
+    """An OpCall from the JSON texts of a trace's Input Dims / Input type / Input Strides / Concrete Inputs.
+
+    Kineto records a long tensor list as []: such a list is `unrecorded` when given (the step's
+    parameters, for an optimizer's lists), else unknown (None), never empty.
+    """
     d, t, s, c = json_list(dims), json_list(types), json_list(strides), json_list(concrete)
     inputs: list[Tensor | tuple[Tensor, ...] | None] = []
     for i, shape in enumerate(d):
@@ -200,8 +207,10 @@ def parse_call(name: str, dims: str, types: str, strides: str = "", concrete: st
             strides_i = tuple(st) if isinstance(st, list) and len(st) == len(shape) else None
             inputs.append(Tensor(tuple(shape), DTYPE_BYTES[dtype], strides_i, dtype))
         elif dtype in ("TensorList", "GenericList") and isinstance(shape, list) and shape and \
-                all(isinstance(x, list) for x in shape):  # long lists are recorded as []: unknown, not empty
+                all(isinstance(x, list) for x in shape):
             inputs.append(tuple(Tensor(tuple(x), list_itemsize) for x in shape))
+        elif dtype == "TensorList" and shape == [] and unrecorded:
+            inputs.append(unrecorded)
         else:
             inputs.append(None)
     values = tuple(str(v) for v in c)
@@ -487,7 +496,8 @@ def batch_norm(c: OpCall) -> Cost | None:
 @model("batch_norm", "native_batch_norm_backward", "cudnn_batch_norm_backward", "miopen_batch_norm_backward",
        "batch_norm_backward")
 def batch_norm_backward(c: OpCall) -> Cost | None:
-    """BatchNorm backward: in training, one pass reads dy and x (per-channel sums), a second reads both and writes dx.
+    """BatchNorm backward: in training, one kernel reads dy and x (per-channel sums, grad_weight and grad_bias),
+    a second reads both and writes dx.
 
     native_batch_norm_backward(dy, x, w, running_mean, running_var, save_mean, save_invstd, train, eps, mask);
     cudnn_batch_norm_backward(x, dy, ...); batch_norm_backward(dy, x, ..., update, eps, mask, reserve).
@@ -503,10 +513,11 @@ def batch_norm_backward(c: OpCall) -> Cost | None:
     per_channel = _channels(x) * _STATS
     if not training:
         return Cost(dy.touched + 3 * per_channel, x.nbytes + 2 * per_channel)
-    reduce = dy.touched + x.touched + 4 * per_channel  # reads the saved mean and invstd, writes two sums
+    # the reduce kernel reads the saved mean and invstd and writes two sums, grad_weight and grad_bias
+    reduce = dy.touched + x.touched + 6 * per_channel
     elemt = dy.touched + x.touched + 5 * per_channel + x.nbytes  # reads w, mean, invstd and the sums; writes dx
     return Cost(2 * (dy.touched + x.touched) + 7 * per_channel, x.nbytes + 4 * per_channel,
-                passes=(("backward_reduce|reduce", reduce), ("backward_elemt|elemt", elemt), (".", 2 * per_channel)))
+                passes=(("backward_reduce|reduce", reduce), ("backward_elemt|elemt", elemt)))
 
 
 @model("group_norm", "native_group_norm")
@@ -533,24 +544,40 @@ def group_norm_backward(c: OpCall) -> Cost | None:
 # ---------------------------------------------------------------- softmax
 
 
+# CUDA's softmax kernels for rows too long for one warp's registers or a block's shared memory
+# (cunn_SoftMaxForward / cunn_SoftMaxBackward, not their Smem forms) stream each row from memory once
+# per pass: forward max, sum of exponentials, then the output; backward the sum of gradients, then the output
+SOFTMAX_MULTIPASS_FORWARD = r"(^|::)cunn_SoftMaxForward$"
+SOFTMAX_MULTIPASS_BACKWARD = r"(^|::)cunn_SoftMaxBackward$"
+
+
 @model("softmax", "_softmax", "_log_softmax")
 def softmax(c: OpCall) -> Cost | None:
-    """_softmax(x, dim, half_to_float): reads x, writes y (float32 when half_to_float)."""
+    """_softmax(x, dim, half_to_float): reads x, writes y (float32 when half_to_float).
+
+    Rows read once (softmax_warp_forward, cunn_SoftMaxForwardSmem); three times by the multi-pass
+    cunn_SoftMaxForward (max, sum of exponentials, output).
+    """
     x = c.t(0)
     if x is None:
         return None
-    return Cost(x.touched, x.numel * (4 if c.flag(2) else x.itemsize))
+    out = x.numel * (4 if c.flag(2) else x.itemsize)
+    return Cost(x.touched, out, variants=((SOFTMAX_MULTIPASS_FORWARD, 3 * x.touched + out),))
 
 
 @model("softmax", "_softmax_backward_data", "_log_softmax_backward_data")
 def softmax_backward(c: OpCall) -> Cost | None:
-    """_softmax_backward_data(grad_out, out, dim, input_dtype): reads both, writes grad_in in input_dtype."""
+    """_softmax_backward_data(grad_out, out, dim, input_dtype): reads both, writes grad_in in input_dtype.
+
+    The multi-pass cunn_SoftMaxBackward reads grad_out twice (its row sum, then the output).
+    """
     g, y = c.t(0), c.t(1)
     if g is None or y is None:
         return None
     code = c.ints(3)
     size = SCALAR_TYPE_BYTES.get(code[0], g.itemsize) if code else g.itemsize
-    return Cost(g.touched + y.touched, g.numel * size)
+    out = g.numel * size
+    return Cost(g.touched + y.touched, out, variants=((SOFTMAX_MULTIPASS_BACKWARD, 2 * g.touched + y.touched + out),))
 
 
 # ---------------------------------------------------------------- embedding
@@ -611,9 +638,11 @@ def embedding_bag_backward(c: OpCall) -> Cost | None:
 
 @model("optimizer", "_fused_adam_", "_fused_adamw_")
 def fused_adam(c: OpCall) -> Cost | None:
-    """_fused_adam_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, ...): reads p, g, m, v
-    (and max_v with amsgrad), writes p, m, v (and max_v)."""
-    p, g, m, v, mx = (c.tensors(i) for i in range(5))
+    """_fused_adam_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2,
+    weight_decay, eps, amsgrad, ...): reads p, g, m, v (and max_v with amsgrad), writes p, m, v (and
+    max_v). The one-element step counters are not counted."""
+    p, g, m, v = (c.tensors(i) for i in range(4))
+    mx = c.tensors(4) if c.flag(11) else ()
     if not p:
         return None
     n = lambda ts: sum(t.nbytes for t in ts)  # noqa: E731
@@ -622,8 +651,10 @@ def fused_adam(c: OpCall) -> Cost | None:
 
 @model("optimizer", "_fused_sgd_")
 def fused_sgd(c: OpCall) -> Cost | None:
-    """_fused_sgd_(params, grads, momentum_buffers, ...): reads p, g (and the momentum), writes p (and it)."""
-    p, g, m = c.tensors(0), c.tensors(1), c.tensors(2)
+    """_fused_sgd_(params, grads, momentum_buffers, weight_decay, momentum, ...): reads p, g (and, with a
+    momentum, its buffers), writes p (and them)."""
+    p, g = c.tensors(0), c.tensors(1)
+    m = () if c.value(4).strip() in ("0", "0.0") else c.tensors(2)
     if not p:
         return None
     n = lambda ts: sum(t.nbytes for t in ts)  # noqa: E731

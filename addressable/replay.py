@@ -32,7 +32,7 @@ What-ifs (`Change`): a group of GPU ops (a boolean mask over `Graph.gpu_*`) gets
 with `kernels_after`, each call of the group (a module call, or by default a run of consecutive
 group ops on one stream) is replaced by that many kernels that together take the call's time / k,
 and the launches of the ops that vanish leave the CPU timeline with the gap before them (their
-op's dispatch time), so what is left is the per-launch cost this trace measured for the kept ones.
+op's dispatch time); a kept launch keeps at most the trace's typical CPU time before a launch.
 """
 
 from __future__ import annotations
@@ -47,12 +47,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from addressable.taxonomy import load_taxonomy
 from addressable.trace import Trace, load_trace, trace_format
 
 STREAM_GAP_US = 5.0  # an op that starts within this of its stream predecessor's end was held back by it
 DEP_WINDOW_US = 5.0  # a cross-stream wait: the op starts within this of another stream's op end (either side:
 # an op can start while the kernel that held the GPU's SMs drains its last blocks)
 SMALL_CHUNK = 24  # chunks with fewer GPU ops than this replay op by op (cheaper than numpy calls)
+SHARE_ITERATIONS = 20  # at most this many replays to settle the durations of kernels that share the GPU
+SHARE_TOL_US = 0.01  # ... until no kernel's duration moves by more than this
 
 
 @cache
@@ -88,6 +91,9 @@ class Graph:
     gpu_dep: np.ndarray  # GPU op on another stream it waits for (-1: none)
     gpu_dep_gap: np.ndarray
     gpu_position: np.ndarray  # the CPU call after which the op is replayed (its anchor or a later one)
+    gpu_kernel: np.ndarray  # bool: a kernel that shares the SMs (not a copy, memset or collective)
+    gpu_solo: np.ndarray  # the kernel's duration alone on the GPU (`_sharing`); = gpu_dur where it overlapped nothing
+    gpu_share: np.ndarray  # the fraction of its overlap with other streams' kernels that stretched it (0..1)
     steps: pd.DataFrame  # step, start, end (CPU span of each ProfilerStep), first_call, last_call
     n_launch_calls: int = 0
     typical: dict[str, float] = field(default_factory=dict)  # launch latency, stream gap, wake-up, ...
@@ -106,13 +112,17 @@ class Change:
     """A what-if on one group of GPU ops: k times faster, optionally `kernels_after` kernels per call.
 
     `calls` numbers the group's calls (one id per GPU op, used where mask is true); by default a
-    call is a run of consecutive group ops on one stream, within one profiled step.
+    call is a run of consecutive group ops on one stream, within one profiled step. `dispatch`: the
+    CPU time before each launch a call keeps: "typical" (the trace's median CPU time before a
+    launch, at most the launch's own) or "own" (the launch's own, which also holds the first eager
+    op's dispatch and whatever Python ran before it). The two bracket the fused op's real cost.
     """
 
     mask: np.ndarray
     k: float = 1.0
     kernels_after: float | None = None
     calls: np.ndarray | None = None
+    dispatch: str = "typical"
 
 
 @dataclass
@@ -198,6 +208,10 @@ def build_graph(trace: Trace) -> Graph:
     g_dev = stream_key["device"].to_numpy()[order]
     g_name = gpu["name"].cat.categories.astype(str).to_numpy(object)[gpu["name"].cat.codes.to_numpy()[order]]
     g_row = np.flatnonzero((ev["kind"] == "gpu").to_numpy())[order]
+    # kernels that share the SMs: not copies, memsets or collectives (a collective's time is its peers')
+    kinds = gpu["name"].cat.categories.astype(str)
+    solo_kind = np.isin(load_taxonomy().classify(list(kinds)).to_numpy(), ["communication", "memory"])
+    g_kernel = ((gpu["cat"].astype(str).to_numpy() == "kernel") & ~solo_kind[gpu["name"].cat.codes.to_numpy()])[order]
     g_corr = gpu["correlation"].to_numpy(dtype=np.int64, na_value=-1)[order]
     g_end = g_ts + g_dur
     n = len(g_ts)
@@ -260,11 +274,19 @@ def build_graph(trace: Trace) -> Graph:
     waits, base, wake = _waits(cpu_ts, cpu_dur, cpu_name, cpu_kind, launch, position, codes,
                                g_end, n_cpu)
     steps = _steps(trace, cpu_ts, cpu_end, t0)
+    # what a kernel does: its name and launch configuration (grid, block), where the trace has them
+    cols = [gpu[c] for c in ("name", "grid", "block") if c in gpu]
+    work = pd.MultiIndex.from_arrays([c.cat.codes.to_numpy()[order] if isinstance(c.dtype, pd.CategoricalDtype)
+                                      else c.to_numpy()[order] for c in cols]).factorize()[0]
+    solo, share = _sharing(g_ts, g_end, codes, g_dev, g_kernel, work)
+    launch_calls = np.unique(anchor[launched])
+    launch_gap = float(np.median(cpu_gap[launch_calls])) if len(launch_calls) else 0.0
     return Graph(cpu_ts, cpu_dur, cpu_gap, base, wake, cpu_name, cpu_row, waits,
                  g_ts, g_dur, codes, g_dev, g_name, g_row, anchor, launched, gpu_lat, gpu_gap, dep, dep_gap, position,
-                 steps,
+                 g_kernel, solo, share, steps,
                  int(launched.sum()), {"launch_latency_us": lat_typ, "stream_gap_us": gap_typ,
-                                       "n_cross_stream_waits": int((dep >= 0).sum()), "n_waiting_calls": len(waits)})
+                                       "n_cross_stream_waits": int((dep >= 0).sum()), "n_waiting_calls": len(waits),
+                                       "n_shared_kernels": int((share > 0).sum()), "launch_gap_us": launch_gap})
 
 
 def _call_kinds(names: Sequence[str], calls: dict[str, re.Pattern]) -> dict[str, str]:
@@ -321,6 +343,83 @@ def _cross_stream_deps(ts: np.ndarray, end: np.ndarray, stream: np.ndarray, devi
         if len(cand):
             dep[j] = cand[np.argmin(np.abs(end[cand] - ts[j]))]
     return dep
+
+
+def _union(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The disjoint intervals covered by [start, end) intervals, in order."""
+    o = np.argsort(start, kind="stable")
+    st, en = start[o], end[o]
+    reach = np.maximum.accumulate(en)
+    new = np.r_[True, st[1:] > reach[:-1]]
+    first = np.flatnonzero(new)
+    return st[first], np.maximum.reduceat(en, first)
+
+
+def _overlap(start: np.ndarray, end: np.ndarray, stream: np.ndarray, device: np.ndarray,
+             kernel: np.ndarray) -> np.ndarray:
+    """Time each kernel runs while kernels of other streams of its device run (the union of theirs)."""
+    out = np.zeros(len(start))
+    live = kernel & (end > start)
+    for d in np.unique(device[live]):
+        on = live & (device == d)
+        streams = np.unique(stream[on])
+        if len(streams) < 2:
+            continue
+        for st in streams:
+            seg_s, seg_e = _union(start[on & (stream != st)], end[on & (stream != st)])
+            cum = np.r_[0.0, np.cumsum(seg_e - seg_s)]
+            mine = np.flatnonzero(on & (stream == st))
+
+            def covered(t: np.ndarray, seg_s: np.ndarray = seg_s, seg_e: np.ndarray = seg_e,
+                        cum: np.ndarray = cum) -> np.ndarray:
+                k = np.searchsorted(seg_s, t, "right") - 1
+                kk = np.clip(k, 0, None)
+                return np.where(k >= 0, cum[kk] + np.clip(t - seg_s[kk], 0.0, seg_e[kk] - seg_s[kk]), 0.0)
+            out[mine] = covered(end[mine]) - covered(start[mine])
+    return out
+
+
+def _sharing(start: np.ndarray, end: np.ndarray, stream: np.ndarray, device: np.ndarray, kernel: np.ndarray,
+             work: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each kernel's solo duration and the share of its overlap with other streams that stretched it;
+    `work` numbers the kernels that do the same work (same name, grid and block).
+
+    Kernels of two streams that run at once share the SMs. The model is work-conserving: a cluster of
+    kernels that overlap (on one device) takes as long as their solo durations summed, so the
+    cluster's kernels lost, together, sum(duration) - cluster span. A kernel whose work also ran
+    alone in the trace lost its duration minus that work's median solo duration (at most its
+    overlap); kernels without a solo sample share what is left, in proportion to their overlaps.
+    A kernel's share = its loss / its overlap: replayed with an overlap o, it takes solo + share x o.
+    """
+    dur = end - start
+    n = len(dur)
+    solo, share = dur.copy(), np.zeros(n)
+    over = _overlap(start, end, stream, device, kernel)
+    shared = kernel & (over > SHARE_TOL_US)
+    if not shared.any():
+        return solo, share
+    alone = kernel & ~shared & (dur > 0)
+    solo_of_work = pd.Series(dur[alone]).groupby(work[alone]).median()
+    ref = pd.Series(work).map(solo_of_work).to_numpy(float)
+    known = shared & ~np.isnan(ref)
+    loss = np.zeros(n)
+    loss[known] = np.clip(dur[known] - ref[known], 0.0, over[known])
+    unknown = shared & np.isnan(ref)
+    for d in np.unique(device[unknown]):  # work conservation inside each cluster of overlapping kernels
+        o = np.flatnonzero(kernel & (dur > 0) & (device == d))
+        o = o[np.argsort(start[o], kind="stable")]
+        reach = np.maximum.accumulate(end[o])
+        new = np.r_[True, start[o][1:] > reach[:-1]]
+        first = np.flatnonzero(new)
+        cl = np.cumsum(new) - 1
+        lost = np.bincount(cl, weights=dur[o] - loss[o]) - (np.maximum.reduceat(end[o], first) - start[o][first])
+        unk = o[unknown[o]]
+        c = cl[unknown[o]]
+        weight = np.bincount(c, weights=over[unk], minlength=len(first))
+        loss[unk] = np.minimum(np.clip(lost[c], 0.0, None) * over[unk] / weight[c], over[unk])
+    share[shared] = loss[shared] / over[shared]
+    solo[shared] = dur[shared] - loss[shared]
+    return solo, share
 
 
 def _waits(cpu_ts: np.ndarray, cpu_dur: np.ndarray, cpu_name: np.ndarray, kind: np.ndarray,
@@ -412,15 +511,34 @@ class _State:
 
 
 def replay(g: Graph, changes: Sequence[Change] = (), cpu_scale: float = 1.0) -> Replay:
-    """Replay the graph, after applying `changes` in order, with CPU time (gaps, calls) times `cpu_scale`."""
+    """Replay the graph, after applying `changes` in order, with CPU time (gaps, calls) times `cpu_scale`.
+
+    Kernels that shared the GPU with other streams' kernels in the trace (`Graph.gpu_share` > 0) take
+    their solo duration plus their share of the overlap the replay gives them: with changes, the
+    replay is repeated until those durations settle (a fixed point; the unmodified graph is one).
+    """
     s = _State(g.cpu_gap * cpu_scale, g.cpu_dur * cpu_scale, g.cpu_base * cpu_scale, g.gpu_dur.copy(),
                g.gpu_lat.copy(), g.gpu_gap.copy())
     for c in changes:
-        _apply(g, s, c)
-    return _run(g, s, cpu_scale)
+        _apply(g, s, c, cpu_scale)
+    r = _run(g, s, cpu_scale)
+    if not changes or not g.typical.get("n_shared_kernels"):
+        return r
+    # a changed kernel keeps its solo fraction (the group's k was measured under the same sharing)
+    solo = np.where(g.gpu_dur > 0, s.gpu_dur * np.divide(g.gpu_solo, g.gpu_dur, out=np.ones(g.n_gpu),
+                                                         where=g.gpu_dur > 0), 0.0)
+    shares = g.gpu_share > 0
+    for _ in range(SHARE_ITERATIONS):
+        over = _overlap(r.gpu_start, r.gpu_end, g.gpu_stream, g.gpu_device, g.gpu_kernel)
+        dur = np.where(shares, solo + g.gpu_share * over, s.gpu_dur)
+        if np.max(np.abs(dur - s.gpu_dur), initial=0.0) <= SHARE_TOL_US:
+            break
+        s.gpu_dur = dur
+        r = _run(g, s, cpu_scale)
+    return r
 
 
-def _apply(g: Graph, s: _State, c: Change) -> None:
+def _apply(g: Graph, s: _State, c: Change, cpu_scale: float = 1.0) -> None:
     mask = np.asarray(c.mask, bool)
     if mask.shape != (g.n_gpu,):
         raise ValueError("a Change's mask must have one entry per GPU op of the graph")
@@ -449,6 +567,11 @@ def _apply(g: Graph, s: _State, c: Change) -> None:
     m = np.minimum(count, keep)
     kept = rank < m[call]
     s.gpu_dur[idx[kept]] = (total / (c.k * np.maximum(m, 1)))[call[kept]]
+    if c.dispatch == "typical":  # a kept kernel's dispatch: the trace's typical CPU time before a launch
+        stay = g.gpu_anchor[idx[kept & g.gpu_launched[idx]]]
+        s.cpu_gap[stay] = np.minimum(s.cpu_gap[stay], g.typical["launch_gap_us"] * cpu_scale)
+    elif c.dispatch != "own":
+        raise ValueError(f"Change.dispatch must be 'typical' or 'own', not {c.dispatch!r}")
     gone = idx[~kept]
     s.gpu_dur[gone] = 0.0
     s.gpu_gap[gone] = 0.0
@@ -664,11 +787,13 @@ def project_traces(paths: Sequence[str | Path | Trace], whatifs: Sequence[WhatIf
         scale = calibrate(g, step_us) if step_us else 1.0
         base = unscaled if scale == 1.0 else replay(g, cpu_scale=scale)
 
-        def changes(which: str, g: Graph = g, trace: Trace = trace) -> list[Change]:
+        def changes(which: str, dispatch: str = "typical", g: Graph = g, trace: Trace = trace) -> list[Change]:
             return [Change(w.select(trace, g), getattr(w, which), w.kernels_after,
-                           w.calls(trace, g) if w.calls else None) for w in whatifs]
+                           w.calls(trace, g) if w.calls else None, dispatch) for w in whatifs]
 
-        point, lo, hi = (replay(g, changes(w), scale) for w in ("k", "k_lo", "k_hi"))
+        # the low end: k at its low end, and each kept launch keeping its own CPU time (Change.dispatch)
+        point, lo, hi = (replay(g, changes(w, d), scale) for w, d in (("k", "typical"), ("k_lo", "own"),
+                                                                      ("k_hi", "typical")))
         top = replay(g, [Change(ceiling(trace, g), np.inf)], scale)
         rows.append({"rank": rank, "trace": trace.path, "residual": residual(g, unscaled), "cpu_scale": scale,
                      "span": original(g).span, "base": base.span, "point": point.span, "lo": lo.span,

@@ -178,20 +178,65 @@ def _working_itemsize(table: pd.DataFrame) -> int:
     return max(counts, key=counts.__getitem__) if counts else 4
 
 
-OPTIMIZER_LIST_ITEMSIZE = 4  # optimizer tensor lists: fp32 parameters and states (autocast keeps fp32 masters)
+OPTIMIZER_LIST_ITEMSIZE = 4  # optimizer tensor lists without known parameters: fp32 (autocast keeps fp32 masters)
+ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"  # one per parameter that gets a gradient; its input: the gradient
+MULTI_TENSOR_CHUNK = 65536  # elements per thread block of torch's multi_tensor_apply (foreach and fused optimizers)
 
 
-def record_costs(table: pd.DataFrame) -> list[op_models.Cost | None]:
-    """The Cost of each unique op record (None: no model, or not enough recorded)."""
+def step_parameters(events: pd.DataFrame) -> tuple[op_models.Tensor, ...]:
+    """The parameters that got a gradient in the trace's last step with any: each AccumulateGrad op's
+    recorded gradient (shape and dtype). () without record_shapes or backward."""
+    acc = events[(events["kind"] == "cpu_op") & (events["name"].astype(str) == ACCUMULATE_GRAD)]
+    if "input_dims" not in acc or acc.empty:
+        return ()
+    if "step" in acc and acc["step"].notna().any():
+        acc = acc[acc["step"] == acc["step"].max()]
+    out = []
+    for dims, types in zip(acc["input_dims"].astype(str), acc["input_type"].astype(str), strict=True):
+        d, t = op_models.json_list(dims), op_models.json_list(types)
+        if d and isinstance(d[0], list) and t and t[0] in op_models.DTYPE_BYTES:
+            out.append(op_models.Tensor(tuple(d[0]), op_models.DTYPE_BYTES[t[0]], None, t[0]))
+    return tuple(out)
+
+
+def multi_tensor_blocks(tensors: tuple[op_models.Tensor, ...]) -> int:
+    """Thread blocks multi_tensor_apply launches over these tensors: one per chunk of each."""
+    return sum(-(-t.numel // MULTI_TENSOR_CHUNK) for t in tensors)
+
+
+def record_costs(table: pd.DataFrame, params: tuple[op_models.Tensor, ...] = ()) -> list[op_models.Cost | None]:
+    """The Cost of each unique op record (None: no model, or not enough recorded).
+
+    Optimizer ops (_foreach_*, _fused_*) whose tensor lists Kineto left out (long lists are
+    recorded as []) take the step's parameters as those lists; kernel_costs keeps that only where
+    the op's kernels launched the thread blocks those parameters need.
+    """
     working = _working_itemsize(table)
+    param_size = max(({t.itemsize for t in params}), key=lambda s: sum(t.itemsize == s for t in params)) \
+        if params else OPTIMIZER_LIST_ITEMSIZE
     out = []
     for op, dims, types, strides, concrete in table.itertuples(index=False):
         if dims in ("nan", "<NA>", ""):
             out.append(None)
             continue
-        size = OPTIMIZER_LIST_ITEMSIZE if op.startswith(("aten::_fused_", "aten::_foreach_")) else working
-        out.append(op_models.cost(op_models.parse_call(op, dims, types, strides, concrete, size)))
+        optimizer = op.startswith(("aten::_fused_", "aten::_foreach_"))
+        out.append(op_models.cost(op_models.parse_call(op, dims, types, strides, concrete,
+                                                       param_size if optimizer else working,
+                                                       params if optimizer else ())))
     return out
+
+
+def _unrecorded_lists(table: pd.DataFrame) -> np.ndarray:
+    """Whether each op record is an optimizer op with a tensor list Kineto left out."""
+    return np.array([op.startswith(("aten::_fused_", "aten::_foreach_")) and any(
+        t == "TensorList" and d == [] for d, t in zip(op_models.json_list(dims), op_models.json_list(types),
+                                                       strict=False))
+        for op, dims, types in zip(table["op"], table["input_dims"], table["input_type"], strict=True)], dtype=bool)
+
+
+def _first_int(values: pd.Series) -> np.ndarray:
+    """The x of each launch grid text "[x,y,z]"; 0 where none."""
+    return pd.to_numeric(values.astype(str).str.extract(r"(\d+)")[0], errors="coerce").fillna(0).to_numpy()
 
 
 def kernel_costs(trace: Trace, rows: pd.DataFrame) -> pd.DataFrame:
@@ -205,7 +250,16 @@ def kernel_costs(trace: Trace, rows: pd.DataFrame) -> pd.DataFrame:
     n = len(out)
     rec, table = _launch_records(trace.events, out) if has_shapes(trace) else \
         (np.full(n, -1, np.int64), pd.DataFrame(columns=["op", *_RECORD]))
-    costs = record_costs(table)
+    params = step_parameters(trace.events) if len(table) else ()
+    costs = record_costs(table, params)
+    if params and "grid" in out:  # parameters stood in for unrecorded lists: keep that where the blocks agree
+        blocks = multi_tensor_blocks(params)
+        stood_in = np.append(_unrecorded_lists(table), False)[rec]
+        call_blocks = pd.Series(_first_int(out["grid"])).groupby(out["external_id"].astype("Int64").fillna(-1)
+                                                                 .to_numpy()).transform("sum").to_numpy()
+        wrong = stood_in & (call_blocks != blocks)
+        costs = [None if c is not None and i in set(rec[wrong]) else c for i, c in enumerate(costs)] \
+            if wrong.any() else costs
     nbytes = np.array([c.bytes if c else np.nan for c in costs] + [np.nan])
     flops = np.array([c.flops if c else np.nan for c in costs] + [np.nan])
     dtype = np.array([c.dtype if c else "" for c in costs] + [""], dtype=object)
@@ -228,11 +282,12 @@ def kernel_costs(trace: Trace, rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def _apply_passes(out: pd.DataFrame, rec: np.ndarray, costs: list, call: np.ndarray) -> None:
-    """Per-kernel bytes from a model's passes, for calls whose kernels match its passes one to one.
+    """Per-kernel bytes from a model's passes, for calls whose kernels match its passes one to one; an
+    op's bytes from its variant, for calls whose kernels all match that variant.
 
-    Pass patterns match the kernel's qualified name, not its template arguments (BatchNorm's
+    Pass and variant patterns match the kernel's qualified name, not its template arguments (BatchNorm's
     running-stats update is `unrolled_elementwise_kernel_for_multi_outputs<…batch_norm_update_stats…>`)."""
-    with_passes = {i for i, c in enumerate(costs) if c is not None and c.passes}
+    with_passes = {i for i, c in enumerate(costs) if c is not None and (c.passes or c.variants)}
     if not with_passes:
         return
     sel = np.flatnonzero(np.isin(rec, list(with_passes)) & (call >= 0))
@@ -240,16 +295,25 @@ def _apply_passes(out: pd.DataFrame, rec: np.ndarray, costs: list, call: np.ndar
     qualified = {n: parse_kernel_name(n).qualified for n in pd.unique(names[sel])}
     bytes_col = out["bytes"].to_numpy().copy()
     dur = out["dur"].to_numpy()
+
+    def spread(members: np.ndarray, b: float) -> None:
+        t = dur[members].sum()
+        bytes_col[members] = b * (dur[members] / t if t > 0 else 1.0 / len(members))
+
     for _, idx in pd.Series(sel).groupby(call[sel]):
         idx = idx.to_numpy()
-        passes = costs[rec[idx[0]]].passes
-        which = [_pass_of(qualified[names[i]], passes) for i in idx]
-        if any(w < 0 for w in which) or len(set(which)) != len(passes):
+        cost = costs[rec[idx[0]]]
+        for pattern, b in cost.variants:
+            if all(_pass_regex(pattern).search(qualified[names[i]]) for i in idx):
+                spread(idx, b)
+                break
+        if not cost.passes:
             continue
-        for p, (_, b) in enumerate(passes):
-            members = idx[np.array(which) == p]
-            t = dur[members].sum()
-            bytes_col[members] = b * (dur[members] / t if t > 0 else 1.0 / len(members))
+        which = [_pass_of(qualified[names[i]], cost.passes) for i in idx]
+        if any(w < 0 for w in which) or len(set(which)) != len(cost.passes):
+            continue
+        for p, (_, b) in enumerate(cost.passes):
+            spread(idx[np.array(which) == p], b)
     out["bytes"] = bytes_col
 
 

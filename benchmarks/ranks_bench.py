@@ -1,6 +1,6 @@
 """A folder of rank traces: `addressable classify DIR` serial, in a process pool and on a Dask
-LocalCluster; one trace against the orjson parse floor; HolisticTraceAnalysis on the same folder
-where it fits in memory.
+LocalCluster; one trace's loader against the orjson parse floor; HolisticTraceAnalysis on the
+same folder where it fits in memory.
 
     python -m benchmarks.ranks_bench --ranks 64 --events 1e6 --hta-python /tmp/hta-venv/bin/python
 
@@ -9,7 +9,16 @@ events each, named rank<k>.pt.trace.json.gz with distributedInfo.rank = k. One t
 the others reuse its gzipped event list behind their own gzipped head (a multi-member gzip file,
 as `cat a.gz b.gz` makes), so building the folder costs one trace and copies. Each command runs
 in a fresh subprocess (benchmarks.trace_scale.measure: wall time, CPU time, peak RSS of the
-process and its children).
+process and its children); the machine's 1-minute load average is sampled while it runs.
+
+The parse ratio: each side in its own fresh process, the CPU time (process_time: every thread of
+the process, user + system) of the call alone, imports and interpreter start left out, best of
+`--repeat`:
+  floor          orjson.loads(data), data = the whole decompressed trace, already read into memory
+  load_trace     addressable.trace.load_trace(rank0.json): reading the plain file included
+  ratio          load_trace / floor: decompression counted on neither side
+and, decompression counted on both sides: gzip.decompress + orjson.loads against
+load_trace(rank0.pt.trace.json.gz) (which un-gzips with zlib-ng where installed, else zlib).
 """
 
 from __future__ import annotations
@@ -18,7 +27,11 @@ import argparse
 import gzip
 import os
 import re
+import shutil
+import statistics
+import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -26,12 +39,67 @@ from benchmarks.synth import ensure_trace
 from benchmarks.trace_scale import FLOOR, HTA, Run, fmt_mb, fmt_s, measure, mem_available
 
 _INFO = re.compile(rb'"distributedInfo": \{[^}]*\}')
-_LOAD = """
-import gc, sys
+_CALL_CPU = """
+import gc, gzip, os, sys, time
 gc.disable()
-from addressable.trace import load_trace
-load_trace(sys.argv[1], schema=sys.argv[2] == "schema")
+what, path = sys.argv[1], sys.argv[2]
+if what == "load_trace":
+    from addressable.trace import load_trace
+    t = time.process_time()
+    load_trace(path)
+else:
+    import orjson
+    with open(path, "rb") as f:
+        data = f.read()
+    t = time.process_time()
+    if what == "gunzip+loads":
+        data = gzip.decompress(data)
+    elif what == "gunzip":
+        t, data = time.process_time(), gzip.decompress(data)
+        print(time.process_time() - t)
+        os._exit(0)
+    orjson.loads(data)
+print(time.process_time() - t)
+os._exit(0)
 """
+
+
+class LoadAverage:
+    """The 1-minute load average, sampled every few seconds on a thread while a step runs."""
+
+    def __init__(self, every: float = 5.0) -> None:
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._every = every
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while True:
+            with open("/proc/loadavg") as f:
+                self.samples.append(float(f.read().split()[0]))
+            if self._stop.wait(self._every):
+                return
+
+    def __enter__(self) -> LoadAverage:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def __str__(self) -> str:
+        return f"{statistics.fmean(self.samples):.1f} (max {max(self.samples):.1f})" if self.samples else ""
+
+
+def call_cpu(what: str, path: Path, repeat: int, repo: Path) -> float:
+    """Best CPU seconds of one call (_CALL_CPU) over `repeat` fresh processes."""
+    runs = []
+    for _ in range(repeat):
+        out = subprocess.run([sys.executable, "-c", _CALL_CPU, what, str(path)], cwd=repo, capture_output=True,
+                             text=True, check=True)
+        runs.append(float(out.stdout.split()[-1]))
+    return min(runs)
 
 
 def build_folder(folder: Path, ranks: int, events: int) -> tuple[int, float]:
@@ -68,11 +136,11 @@ def main() -> None:
     ap.add_argument("--events", type=float, default=1e6, help="events per trace")
     ap.add_argument("--jobs", type=int, default=2, help="pool and Dask workers")
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/addressable_ranks_bench"))
-    ap.add_argument("--repeat", type=int, default=2, help="runs of the one-trace commands, the fastest reported")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of the one-trace commands, the fastest reported")
     ap.add_argument("--hta-python", help="python of an environment with HolisticTraceAnalysis (skipped without)")
-    ap.add_argument("--hta-ranks", type=int, default=4, help="ranks HTA gets (its own folder; it holds every "
+    ap.add_argument("--hta-ranks", type=int, default=2, help="ranks HTA gets (its own folder; it holds every "
                     "trace in memory)")
-    ap.add_argument("--skip", default="", help="comma-separated steps to skip: serial,pool,dask,one,hta")
+    ap.add_argument("--skip", default="", help="comma-separated steps to skip: ratio,one,serial,pool,dask,hta")
     ap.add_argument("--timeout", type=float, default=3600)
     a = ap.parse_args()
 
@@ -87,13 +155,29 @@ def main() -> None:
     print(f"{a.ranks} traces x {n_events:,} events ({json_mb:,.0f} MB of JSON each, {disk:,.0f} MB on disk in all), "
           f"ready in {time.perf_counter() - t0:.0f} s; {os.cpu_count()} cores", flush=True)
 
-    one = str(folder / "rank0.pt.trace.json.gz")
+    one = folder / "rank0.pt.trace.json.gz"
+    if "ratio" not in skip:
+        plain = a.workdir / f"rank0_{n}.json"  # the same trace decompressed: the floor's input, and ours
+        if not plain.exists():
+            with gzip.open(one) as f, open(plain.with_suffix(".part"), "wb") as out:
+                shutil.copyfileobj(f, out)
+            plain.with_suffix(".part").replace(plain)
+        with LoadAverage() as load:
+            cpu = {(what, p.name): call_cpu(what, p, a.repeat, repo)
+                   for what, p in [("loads", plain), ("load_trace", plain), ("gunzip", one),
+                                   ("gunzip+loads", one), ("load_trace", one)]}
+        floor, ours = cpu["loads", plain.name], cpu["load_trace", plain.name]
+        floor_gz, ours_gz = cpu["gunzip+loads", one.name], cpu["load_trace", one.name]
+        print(f"\nparse ratio, CPU s of the call alone, best of {a.repeat} fresh processes (load average {load}):\n"
+              f"| decompression | floor (orjson.loads) | load_trace | ratio |\n|---|---:|---:|---:|\n"
+              f"| on neither side (plain file) | {floor:.2f} | {ours:.2f} | {ours / floor:.2f}x |\n"
+              f"| on both sides (gzip file; gunzip alone {cpu['gunzip', one.name]:.2f}) | {floor_gz:.2f} | "
+              f"{ours_gz:.2f} | {ours_gz / floor_gz:.2f}x |\n", flush=True)
+
     py = [sys.executable, "-m", "addressable", "classify"]
     steps: dict[str, list[str]] = {
-        "one: classify": [*py, one, "--json"],
-        "one: load (schema)": [sys.executable, "-c", _LOAD, one, "schema"],
-        "one: load (orjson)": [sys.executable, "-c", _LOAD, one, "orjson"],
-        "one: floor": [sys.executable, "-c", FLOOR, one],
+        "one: classify": [*py, str(one), "--json"],
+        "one: floor": [sys.executable, "-c", FLOOR, str(one)],
         "serial": [*py, str(folder), "--engine", "serial", "--json"],
         "pool": [*py, str(folder), "-j", str(a.jobs), "--json"],
         "dask": [*py, str(folder), "--engine", "dask", "-j", str(a.jobs), "--json"],
@@ -103,24 +187,25 @@ def main() -> None:
         build_folder(hta_dir, a.hta_ranks, n)
         steps[f"hta ({a.hta_ranks} ranks)"] = [a.hta_python, "-c", HTA, str(hta_dir)]
         steps[f"pool ({a.hta_ranks} ranks)"] = [*py, str(hta_dir), "-j", str(a.jobs), "--json"]
-    results: dict[str, Run] = {}
+    results: dict[str, tuple[Run, LoadAverage]] = {}
     for name, cmd in steps.items():
         if name.split(" ")[0].rstrip(":") in skip:
             continue
         repeat = a.repeat if name.startswith("one") else 1
-        runs = [measure(cmd, limit, a.timeout, repo) for _ in range(repeat)]
-        results[name] = min(runs, key=lambda r: (not r.ok, r.wall))
-        r = results[name]
-        print(f"  {name:<22}{fmt_s(r):>10} s  {r.cpu:9.2f} s CPU  {fmt_mb(r):>9} MB peak RSS  {r.note}", flush=True)
+        runs = []
+        for _ in range(repeat):
+            with LoadAverage() as load:
+                runs.append((measure(cmd, limit, a.timeout, repo), load))
+        r, load = results[name] = min(runs, key=lambda x: (not x[0].ok, x[0].wall))
+        print(f"  {name:<22}{fmt_s(r):>10} s  {r.cpu:9.2f} s CPU  {fmt_mb(r):>9} MB peak RSS  "
+              f"load {load}  {r.note}", flush=True)
 
-    floor = results.get("one: floor")
-    print("\n| run | wall s | CPU s | peak RSS MB | per trace s | vs floor |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for name, r in results.items():
+    print("\n| run | wall s | CPU s | peak RSS MB | wall s per trace | CPU s per trace | load average (max) |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, (r, load) in results.items():
         traces = 1 if name.startswith("one") else a.hta_ranks if "ranks)" in name else a.ranks
-        per = r.wall / traces
-        ratio = f"{per / floor.wall:.2f}x" if floor and floor.ok and r.ok else ""
-        print(f"| {name} | {fmt_s(r)} | {r.cpu:.1f} | {fmt_mb(r)} | {per:.2f} | {ratio} |")
+        print(f"| {name} | {fmt_s(r)} | {r.cpu:.1f} | {fmt_mb(r)} | {r.wall / traces:.2f} | {r.cpu / traces:.2f} "
+              f"| {load} |")
 
 
 if __name__ == "__main__":

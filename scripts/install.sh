@@ -31,7 +31,7 @@ else
     vv=$(version torchvision)
 fi
 echo "torchvision==${vv%%+*}" >>"$pins"
-step 3 "installing addressable and its test and dlrm extras (torch $tv, torchvision $vv kept)"
+step 3 "installing addressable (with msgspec and zlib-ng, the trace loader's speed-ups) and its test and dlrm extras (torch $tv, torchvision $vv kept)"
 "$PY" -m pip install -c "$pins" -e ".[test,dlrm]"
 step 4 "installing torchrec (no dependencies)"
 "$PY" -m pip install -c "$pins" --no-deps torchrec==1.9.2

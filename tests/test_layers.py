@@ -31,7 +31,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("addressable.roofline", "addressable.ranks", "addressable.project", "addressable.audit", "addressable.bench"),
     ("addressable.distributed", "addressable.calibrate"),
     ("addressable.measure", "workloads", "workloads.dlrm", "workloads.resnet", "workloads.transformer"),
-    ("addressable.profile", "addressable.plot"),
+    ("addressable.profile", "addressable.plot", "addressable.ncu"),
     ("addressable.sweep",),
     ("addressable.cli",),
     ("addressable.__main__", "addressable"),  # the entry point and the package's public names

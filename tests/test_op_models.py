@@ -247,6 +247,37 @@ def test_foreach_ops_read_all_lists_and_write_the_first() -> None:
     assert rw(call("_foreach_add_", L([3, 4], [4]), L([3, 4], [4]), -0.1)) == (128, 64)
 
 
+def test_unrecorded_optimizer_lists_take_the_given_parameters() -> None:
+    """Kineto records long lists as []: the step's parameters (bf16, 2 + 6 elements: 16 bytes) stand in."""
+    params = (Tensor((2,), 2, None, BF16), Tensor((2, 3), 2, None, BF16))
+    def with_params(op: str, types: list[str], concrete: list[str]) -> Cost | None:
+        return cost(parse_call(f"aten::{op}", json.dumps([[]] * len(types)), json.dumps(types), "",
+                               json.dumps(concrete), 2, params))
+    assert rw(with_params("_foreach_mul_", ["TensorList", "Scalar"], ["", "0.9"])) == (16, 16)
+    assert rw(with_params("_foreach_add_", ["TensorList", "TensorList", "Scalar"], ["", "", "1"])) == (32, 16)
+    adam = ["TensorList"] * 6 + ["Scalar"] * 5 + ["Scalar", "Scalar"]
+    # amsgrad False: the (empty) max_exp_avg_sqs and the step counters are not counted
+    assert rw(with_params("_fused_adamw_", adam, [""] * 6 + ["0.001", "0.9", "0.999", "0.01", "1e-08",
+                                                             "False", "False"])) == (4 * 16, 3 * 16)
+    assert rw(with_params("_fused_adamw_", adam, [""] * 6 + ["0.001", "0.9", "0.999", "0.01", "1e-08",
+                                                             "True", "False"])) == (5 * 16, 4 * 16)
+    sgd = ["TensorList"] * 3 + ["Scalar"] * 2
+    assert rw(with_params("_fused_sgd_", sgd, ["", "", "", "0.0", "0.9"])) == (3 * 16, 2 * 16)
+    assert rw(with_params("_fused_sgd_", sgd, ["", "", "", "0.0", "0.0"])) == (2 * 16, 16)  # no momentum buffers
+    assert cost(parse_call("aten::_foreach_mul_", "[[], []]", '["TensorList", "Scalar"]', "", '["", "0.9"]')) is None
+
+
+def test_softmax_reads_long_rows_once_per_pass_of_the_multipass_kernel() -> None:
+    """GPT-2's loss: log_softmax over 8192 rows of 50257 fp32 logits (1,646,821,376 bytes)."""
+    n = 8192 * 50257 * 4
+    c = call("_log_softmax", T([8192, 50257], F32), 1, False)
+    assert rw(c) == (n, n)
+    assert dict(c.variants) == {op_models.SOFTMAX_MULTIPASS_FORWARD: 3 * n + n}  # max, sum of exp, output
+    b = call("_log_softmax_backward_data", T([8192, 50257], F32), T([8192, 50257], F32), 1, 6)
+    assert rw(b) == (2 * n, n)
+    assert dict(b.variants) == {op_models.SOFTMAX_MULTIPASS_BACKWARD: 2 * n + n + n}  # grad twice, output once
+
+
 def test_nll_loss_gathers_one_sector_per_target() -> None:
     assert rw(call("nll_loss_forward", T([64, 1000], F32), T([64], I64), "", 1, -100)) == (512 + 64 * 32, 8)
 

@@ -32,10 +32,13 @@ class TraceBuilder:
         return self.corr
 
     def launch(self, ts: float, dur: float, k_start: float, k_dur: float, name: str = ELEM, stream: int = 7,
-               tid: int = 1, op: str | None = None) -> None:
-        """A launch call and its kernel; with `op`, the CPU op that launched it (joined by External id)."""
+               tid: int = 1, op: str | None = None, grid: list[int] | None = None) -> None:
+        """A launch call and its kernel; with `op`, the CPU op that launched it (joined by External id);
+        `grid`: the kernel's launch grid (the same name and grid: the same work)."""
         corr = self.call("cudaLaunchKernel", ts, dur, tid)
         args = {"stream": stream, "device": 0, "correlation": corr}
+        if grid:
+            args["grid"], args["block"] = grid, [128, 1, 1]
         if op:
             args["External id"] = corr
             self.events.append({"ph": "X", "cat": "cpu_op", "name": op, "pid": 10, "tid": tid, "ts": BASE + ts - 1,
@@ -99,6 +102,28 @@ def test_launch_bound_faster_kernels_change_nothing_fewer_launches_do(tmp_path: 
     assert wall == pytest.approx(1003 / 338) and kernel == pytest.approx(1.0)
 
 
+def test_a_fused_call_keeps_a_typical_launch_on_the_cpu(tmp_path: Path) -> None:
+    """Kernels 3-5 fused into one: the kept launch costs the CPU the trace's typical time before a
+    launch (40 us), not its own 100 us (the first eager op's dispatch); `dispatch="own"` keeps it."""
+    tb = TraceBuilder()
+    starts = [40, 90, 140, 250, 300, 350, 400, 450]  # 10 us calls; 40 us of CPU before each, 100 before call 3
+    for t in starts:
+        tb.launch(t, 10, t + 8, 5)
+    tb.step(1, 0, 460)
+    g = graph(tmp_path, tb)
+    assert g.typical["launch_gap_us"] == pytest.approx(40)
+    fuse = (np.arange(g.n_gpu) >= 3) & (np.arange(g.n_gpu) <= 5)
+    assert original(g).span == pytest.approx(463)
+    # own: call 3 keeps 250-260, calls 4-5 go; call 6 at 260 + 40 = 300, call 7 at 350-360, its kernel ends 363
+    assert replay(g, [Change(fuse, kernels_after=1, dispatch="own")]).span == pytest.approx(363)
+    # typical: call 3 at 150 + 40 = 190; call 6 at 240, call 7 at 290-300, its kernel ends 303
+    r = replay(g, [Change(fuse, kernels_after=1)])
+    assert r.span == pytest.approx(303)
+    assert r.gpu_end[3] - r.gpu_start[3] == pytest.approx(15)  # the fused kernel takes the call's 3 x 5 us
+    with pytest.raises(ValueError, match="dispatch"):
+        replay(g, [Change(fuse, kernels_after=1, dispatch="fast")])
+
+
 def test_gpu_bound_amdahl_holds(tmp_path: Path) -> None:
     tb = TraceBuilder()
     for j in range(10):  # launches every 10 us; 100 us kernels back to back with 1 us between them
@@ -119,10 +144,10 @@ def two_streams(tmp_path: Path):
     """A on stream 7 (100 us), B on stream 8 (200 us), C on stream 7 waits (event) for B, then a sync."""
     tb = TraceBuilder()
     tb.launch(10, 5, 18, 100, name=GEMM)  # A: 18-118
-    tb.launch(20, 5, 28, 200, stream=8)  # B: 28-228
+    tb.launch(20, 5, 28, 200, stream=8, grid=[4096, 1, 1])  # B: 28-228
     tb.call("cudaEventRecord", 30, 3)
     tb.call("cudaStreamWaitEvent", 40, 3)
-    tb.launch(50, 5, 229, 10)  # C: held back by B, starts 1 us after B's end
+    tb.launch(50, 5, 229, 10, grid=[64, 1, 1])  # C: held back by B, starts 1 us after B's end
     tb.call("cudaDeviceSynchronize", 60, 239 + 2 - 60)
     tb.step(1, 0, 242)
     return graph(tmp_path, tb)
@@ -131,13 +156,59 @@ def two_streams(tmp_path: Path):
 def test_two_streams_event_wait(tmp_path: Path) -> None:
     g = two_streams(tmp_path)
     assert g.typical["n_cross_stream_waits"] == 1
+    # A and B shared the GPU for 90 us (18-118): together they lost 90 us (the pair took 210 us, not
+    # 300); neither ran alone, so each lost 45: A alone takes 55 us, B 155 us, each stretched by half its overlap
+    ab = [np.flatnonzero(g.gpu_dur == d)[0] for d in (100, 200)]
+    assert np.allclose(g.gpu_solo[ab], [55, 155]) and np.allclose(g.gpu_share[ab], [0.5, 0.5])
     side = g.gpu_stream == g.gpu_stream[np.flatnonzero(g.gpu_dur == 200)[0]]
     before, after = spans(g, Change(side, k=2))
     assert before == pytest.approx(242)
-    # B: 28-128, C at 128 + 1 (its measured wait), ends 139; the sync returns 2 us later; step + 1 us
-    assert after == pytest.approx(142)
+    # B alone would take 155 / 2 = 77.5 us, + 45 us for its 90 us beside A: 28-150.5; C at 150.5 + 1
+    # (its measured wait), ends 161.5; the sync returns 2 us later; step + 1 us
+    assert after == pytest.approx(164.5)
     a = g.gpu_dur == 100
-    assert spans(g, Change(a, k=10))[1] == pytest.approx(242)  # A is hidden behind B's wait
+    # A 10x faster: 18-23.5 alone, so B runs alone (155 us, 28-183); C 184-194; sync 196; step 197
+    assert spans(g, Change(a, k=10))[1] == pytest.approx(197)
+
+
+def sharing(tmp_path: Path, long_name: str = GEMM):
+    """K alone on stream 7 (50 us); L on stream 8 (200 us) with K again beside it, taking 80 us; a sync."""
+    tb = TraceBuilder()
+    tb.launch(0, 5, 10, 50, grid=[64, 1, 1])  # K1: 10-60, alone: K's solo duration
+    tb.launch(90, 5, 100, 200, name=long_name, stream=8, grid=[132, 1, 1])  # L: 100-300
+    tb.launch(110, 5, 120, 80, grid=[64, 1, 1])  # K2: 120-200, beside L all the way
+    tb.call("cudaDeviceSynchronize", 120, 302 - 120)  # returns 2 us after L
+    tb.step(1, 0, 303)
+    return graph(tmp_path, tb)
+
+
+def test_kernels_sharing_the_gpu(tmp_path: Path) -> None:
+    g = sharing(tmp_path)
+    k2, long = np.flatnonzero(g.gpu_dur == 80)[0], np.flatnonzero(g.gpu_dur == 200)[0]
+    # K2 lost 80 - 50 = 30 us of its 80 us beside L; the pair took 200 us for 280 us of work, so L lost 50
+    assert (g.gpu_solo[k2], g.gpu_share[k2]) == (pytest.approx(50), pytest.approx(30 / 80))
+    assert (g.gpu_solo[long], g.gpu_share[long]) == (pytest.approx(150), pytest.approx(50 / 80))
+    assert g.typical["n_shared_kernels"] == 2
+    base = replay(g)
+    assert residual(g, base) == pytest.approx(0, abs=1e-12)  # the unmodified graph replays the profile
+    # K infinitely fast: L runs alone, 100-250; the sync returns at 252, the step ends 1 us later.
+    # Without the sharing model, L would keep its 200 us and nothing would change (303).
+    r = replay(g, [Change(g.gpu_dur != 200, k=np.inf)])
+    assert r.span == pytest.approx(253)
+    assert r.gpu_end[long] == pytest.approx(250)
+    assert r.busy == pytest.approx(150) and base.busy == pytest.approx(250)  # K1 10-60 + L 100-300
+    # L 2x faster (solo 75 us), K2 still inside it: K2 = 50 + 0.375 x K2 -> 80 us (120-200), L = 75 + 0.625 x 80
+    # = 125 us (100-225): the union of the two is their solo work, 75 + 50
+    r = replay(g, [Change(g.gpu_dur == 200, k=2)])
+    assert r.gpu_end[long] - r.gpu_start[long] == pytest.approx(125, abs=0.05)
+    assert r.gpu_end[k2] - r.gpu_start[k2] == pytest.approx(80, abs=0.05)
+
+
+def test_collectives_do_not_share_the_gpu(tmp_path: Path) -> None:
+    """A collective's time is set by its peers, not by the SMs it shares: no stretch either way."""
+    g = sharing(tmp_path, long_name="ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)")
+    assert g.typical["n_shared_kernels"] == 0 and np.array_equal(g.gpu_solo, g.gpu_dur)
+    assert replay(g, [Change(g.gpu_dur != 200, k=np.inf)]).span == pytest.approx(303)
 
 
 def test_sync_in_the_middle_of_the_step(tmp_path: Path) -> None:
@@ -266,9 +337,16 @@ def test_validation_on_real_pairs(tmp_path: Path) -> None:
     p = t.loc["llama8b-prefill-b4-rmsnorm"]
     assert (p["kernels_forward_a"], p["kernels_after_forward"]) == (8, 1)
     assert abs(p["amdahl_error_kernel"]) < 0.03
-    # two streams: Amdahl over summed kernel time overshoots, the replay of the real waits does not
+    # two streams: Amdahl over summed kernel time overshoots, the replay of the real waits does not; the
+    # main stream's GEMMs run faster once the GELUs no longer share the SMs (without the sharing model
+    # the replay is -7.7% on the wall and -5.5% on the kernel basis)
     s = t.loc["two-stream-gelu"]
     assert abs(s["replay_error_wall"]) < abs(s["amdahl_error_wall"])
+    assert abs(s["replay_error_wall"]) < 0.05 and abs(s["replay_error_kernel"]) < 0.02
+    # measured wall: the ratio of the lower quartiles of the unprofiled step times
+    meta = json.loads((root / "tests/data/pairs/two-stream-gelu.json").read_text())
+    a, b = (np.quantile(meta["step_ms"][x], 0.25) for x in "AB")
+    assert s["measured_speedup_wall"] == pytest.approx(a / b, abs=1e-4) and s["step_ms_a"] == pytest.approx(a, abs=1e-4)
 
 
 def test_project_replays_every_rank_of_a_run(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import itertools
 import shutil
+import zlib
 from pathlib import Path
 
 import orjson
@@ -14,7 +15,9 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from zlib_ng import zlib_ng
 
+import addressable.trace as trace_module
 from addressable.breakdown import BASIS_CPU, BASIS_GPU, classify_trace, cpu_self_time, work_rows
 from addressable.cli import main
 from addressable.errors import AddressableError
@@ -22,7 +25,7 @@ from addressable.trace import iter_event_chunks, load_trace
 
 COLUMNS = ["name", "cat", "ts", "dur", "pid", "tid", "stream", "device", "correlation", "external_id",
            "input_dims", "input_type", "input_strides", "concrete_inputs", "sequence",
-           "fwd_thread",
+           "fwd_thread", "grid", "block",
            "kind", "op", "step"]
 
 
@@ -105,7 +108,15 @@ def test_real_traces_load(h200_traces, name: str, n_gpu: int) -> None:
     assert t.gpu["correlation"].notna().all()
 
 
-def test_plain_json_equals_gzip(h200_traces, tmp_path: Path) -> None:
+@pytest.fixture(params=["zlib-ng", "zlib"])
+def gzip_codec(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Un-gzip with zlib-ng (where installed) and with the standard zlib, its fallback."""
+    codec = zlib_ng if request.param == "zlib-ng" else zlib  # zlib-ng: a dependency, optional at run time only
+    monkeypatch.setattr(trace_module, "gzip_codec", codec)
+    return request.param
+
+
+def test_plain_json_equals_gzip(h200_traces, tmp_path: Path, gzip_codec: str) -> None:
     src = h200_traces["llama8b4l_infer"]
     plain = tmp_path / "llama.json"
     with gzip.open(src) as f, open(plain, "wb") as out:
@@ -249,6 +260,15 @@ def test_cpu_only_trace_breaks_down_cpu_self_time(tmp_path: Path) -> None:
     assert b.phases is not None and set(b.phases["phase"]) == {"forward"}
 
 
+def test_cpu_self_time_without_thread_ids(tmp_path: Path) -> None:
+    """CPU ops with no pid/tid (found by Hypothesis) form a thread of their own instead of crashing."""
+    events = [{"ph": "X", "cat": "cpu_op", "name": "aten::add", "ts": 0, "dur": 10},
+              {"ph": "X", "cat": "cpu_op", "name": "aten::mul", "ts": 2, "dur": 3}]
+    t = load_trace(write(tmp_path / "noids.json", events))
+    self_us = cpu_self_time(t.events).set_index("name")["dur"]
+    assert self_us["aten::add"] == 7 and self_us["aten::mul"] == 3
+
+
 # ------------------------------------------------------------------ bad input
 
 
@@ -265,7 +285,7 @@ def test_missing_file(tmp_path: Path) -> None:
     one_line_error(tmp_path, "no such trace file")  # a directory
 
 
-def test_truncated_gzip(h200_traces, tmp_path: Path) -> None:
+def test_truncated_gzip(h200_traces, tmp_path: Path, gzip_codec: str) -> None:
     data = h200_traces["llama8b4l_infer"].read_bytes()
     cut = tmp_path / "cut.json.gz"
     cut.write_bytes(data[: len(data) // 2])
@@ -425,3 +445,12 @@ def test_truncations(tmp_path: Path, n: int, gz: bool, chunk: int | None) -> Non
     with pytest.raises(AddressableError):
         classify_trace(path) if chunk is None else load_trace(path, chunk_bytes=chunk)
     only_addressable_errors(path)
+
+
+def test_kernel_launch_configuration_is_loaded(h200_traces) -> None:
+    """grid and block (what work a kernel does, with its name) are kept as compact JSON text."""
+    gpu = load_trace(h200_traces["llama8b4l_infer"]).gpu
+    kernels = gpu[gpu["cat"] == "kernel"]
+    assert kernels["grid"].notna().all() and kernels["block"].notna().all()
+    assert all(g.startswith("[") and g.count(",") == 2 for g in kernels["grid"].astype(str).unique())
+    assert gpu.loc[gpu["cat"] != "kernel", "grid"].isna().all()  # memsets and memcpys have none
