@@ -126,6 +126,20 @@ def test_module_io_embedding_reads_the_rows_it_gathers_and_kwargs_count() -> Non
     assert t.loc["", "input_bytes"] == 56 and t.loc["", "param_bytes"] == 2 * 5 * 4 * F32
 
 
+def test_module_io_of_a_layout_without_byte_count_is_incomplete_not_a_crash() -> None:
+    class Double(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x * 2
+
+    m = Double()
+    jagged = torch.nested.nested_tensor([torch.randn(2, 3), torch.randn(4, 3)], layout=torch.jagged)
+    with module_io(m) as rec:
+        m(jagged)
+        m(torch.randn(3))
+    t = rec.table().set_index("module")
+    assert t.loc["", "calls"] == 2 and not t.loc["", "complete"]
+
+
 def test_module_io_names_match_the_scopes() -> None:
     model = MLP()
     with module_io(model) as rec, torch.no_grad():
