@@ -61,7 +61,8 @@ def cpu_self_time(events: pd.DataFrame) -> pd.DataFrame:
     """
     cpu = events[events["kind"] == "cpu_op"].sort_values(["pid", "tid", "ts", "dur"],
                                                          ascending=[True, True, True, False])
-    thread = (cpu["pid"].astype("int64").to_numpy() << 32) + cpu["tid"].astype("int64").to_numpy()
+    pid, tid = (cpu[c].fillna(-1).astype("int64").to_numpy() for c in ("pid", "tid"))  # no id: a thread of its own
+    thread = (pid << 32) + tid
     ts, dur = cpu["ts"].to_numpy(), cpu["dur"].to_numpy()
     end = ts + dur
     children = np.zeros(len(cpu))

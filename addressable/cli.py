@@ -191,14 +191,18 @@ def modules(source: Path, by: str, top: int, as_json: bool) -> None:
 @click.option("--taxonomy", type=click.Path(dir_okay=False, path_type=Path), help="Rule file (default: packaged taxonomy.yaml).")
 @click.option("--json", "as_json", is_flag=True, help="Print the roofline JSON (breakdown.json's roofline key).")
 @click.option("--top", default=15, show_default=True, help="Kernels to list.")
+@click.option("--module-io", "module_io", type=click.Path(dir_okay=False, path_type=Path),
+              help="A module_io.json (addressable.scopes.module_io) for the fusion headroom of a trace's modules "
+              "(default: the run folder's).")
 @_user_errors
 def roofline(source: Path, gpu: str | None, peaks_file: Path | None, datasheet: bool, taxonomy: Path | None,
-             as_json: bool, top: int) -> None:
-    """Headroom of every kernel of a TRACE or run folder against the roofline, and the roofline ceiling."""
+             as_json: bool, top: int, module_io: Path | None) -> None:
+    """Headroom of every kernel of a TRACE or run folder against the roofline, the roofline ceiling, and the
+    fusion headroom of each fusion candidate."""
     from addressable.ncu import check_of_run, format_check
     from addressable.roofline import format_roofline, roofline_of_path
 
-    r = roofline_of_path(source, taxonomy, gpu=gpu, peaks=peaks_file, datasheet_only=datasheet)
+    r = roofline_of_path(source, taxonomy, gpu=gpu, peaks=peaks_file, datasheet_only=datasheet, module_io=module_io)
     check = check_of_run(source, taxonomy) if source.is_dir() else None  # a run profiled with --ncu
     if as_json:
         click.echo(_json({**r.to_dict(top), **({"ncu": check.to_dict()} if check else {})}))

@@ -436,7 +436,8 @@ def manifest(cfg: WorkloadConfig, m: Measurement, argv: list[str] | None = None)
 
 @contextmanager
 def memory_errors(cfg: WorkloadConfig) -> Iterator[None]:
-    """Out of memory -> one line naming the batch size that failed."""
+    """Out of memory -> one line naming the batch size that failed; a model that rejects the
+    configuration (a ValueError, e.g. BatchNorm training on one value per channel) -> its first line."""
     hint = f"out of memory running {cfg.name} {cfg.mode} at batch {cfg.batch} on {cfg.device}; " \
            f"try --batch {max(1, cfg.batch // 2)}"
     try:
@@ -445,6 +446,9 @@ def memory_errors(cfg: WorkloadConfig) -> Iterator[None]:
         raise AddressableError(hint) from None
     except MemoryError:
         raise AddressableError(hint) from None
+    except ValueError as e:
+        reason = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise AddressableError(f"{cfg.name} {cfg.mode} at batch {cfg.batch} on {cfg.device} failed: {reason}") from None
     except RuntimeError as e:
         if "can't allocate memory" in str(e) or "out of memory" in str(e).lower():
             raise AddressableError(hint) from None

@@ -32,7 +32,7 @@ What-ifs (`Change`): a group of GPU ops (a boolean mask over `Graph.gpu_*`) gets
 with `kernels_after`, each call of the group (a module call, or by default a run of consecutive
 group ops on one stream) is replaced by that many kernels that together take the call's time / k,
 and the launches of the ops that vanish leave the CPU timeline with the gap before them (their
-op's dispatch time), so what is left is the per-launch cost this trace measured for the kept ones.
+op's dispatch time); a kept launch keeps at most the trace's typical CPU time before a launch.
 """
 
 from __future__ import annotations
@@ -112,13 +112,17 @@ class Change:
     """A what-if on one group of GPU ops: k times faster, optionally `kernels_after` kernels per call.
 
     `calls` numbers the group's calls (one id per GPU op, used where mask is true); by default a
-    call is a run of consecutive group ops on one stream, within one profiled step.
+    call is a run of consecutive group ops on one stream, within one profiled step. `dispatch`: the
+    CPU time before each launch a call keeps: "typical" (the trace's median CPU time before a
+    launch, at most the launch's own) or "own" (the launch's own, which also holds the first eager
+    op's dispatch and whatever Python ran before it). The two bracket the fused op's real cost.
     """
 
     mask: np.ndarray
     k: float = 1.0
     kernels_after: float | None = None
     calls: np.ndarray | None = None
+    dispatch: str = "typical"
 
 
 @dataclass
@@ -275,12 +279,14 @@ def build_graph(trace: Trace) -> Graph:
     work = pd.MultiIndex.from_arrays([c.cat.codes.to_numpy()[order] if isinstance(c.dtype, pd.CategoricalDtype)
                                       else c.to_numpy()[order] for c in cols]).factorize()[0]
     solo, share = _sharing(g_ts, g_end, codes, g_dev, g_kernel, work)
+    launch_calls = np.unique(anchor[launched])
+    launch_gap = float(np.median(cpu_gap[launch_calls])) if len(launch_calls) else 0.0
     return Graph(cpu_ts, cpu_dur, cpu_gap, base, wake, cpu_name, cpu_row, waits,
                  g_ts, g_dur, codes, g_dev, g_name, g_row, anchor, launched, gpu_lat, gpu_gap, dep, dep_gap, position,
                  g_kernel, solo, share, steps,
                  int(launched.sum()), {"launch_latency_us": lat_typ, "stream_gap_us": gap_typ,
                                        "n_cross_stream_waits": int((dep >= 0).sum()), "n_waiting_calls": len(waits),
-                                       "n_shared_kernels": int((share > 0).sum())})
+                                       "n_shared_kernels": int((share > 0).sum()), "launch_gap_us": launch_gap})
 
 
 def _call_kinds(names: Sequence[str], calls: dict[str, re.Pattern]) -> dict[str, str]:
@@ -514,7 +520,7 @@ def replay(g: Graph, changes: Sequence[Change] = (), cpu_scale: float = 1.0) -> 
     s = _State(g.cpu_gap * cpu_scale, g.cpu_dur * cpu_scale, g.cpu_base * cpu_scale, g.gpu_dur.copy(),
                g.gpu_lat.copy(), g.gpu_gap.copy())
     for c in changes:
-        _apply(g, s, c)
+        _apply(g, s, c, cpu_scale)
     r = _run(g, s, cpu_scale)
     if not changes or not g.typical.get("n_shared_kernels"):
         return r
@@ -532,7 +538,7 @@ def replay(g: Graph, changes: Sequence[Change] = (), cpu_scale: float = 1.0) -> 
     return r
 
 
-def _apply(g: Graph, s: _State, c: Change) -> None:
+def _apply(g: Graph, s: _State, c: Change, cpu_scale: float = 1.0) -> None:
     mask = np.asarray(c.mask, bool)
     if mask.shape != (g.n_gpu,):
         raise ValueError("a Change's mask must have one entry per GPU op of the graph")
@@ -561,6 +567,11 @@ def _apply(g: Graph, s: _State, c: Change) -> None:
     m = np.minimum(count, keep)
     kept = rank < m[call]
     s.gpu_dur[idx[kept]] = (total / (c.k * np.maximum(m, 1)))[call[kept]]
+    if c.dispatch == "typical":  # a kept kernel's dispatch: the trace's typical CPU time before a launch
+        stay = g.gpu_anchor[idx[kept & g.gpu_launched[idx]]]
+        s.cpu_gap[stay] = np.minimum(s.cpu_gap[stay], g.typical["launch_gap_us"] * cpu_scale)
+    elif c.dispatch != "own":
+        raise ValueError(f"Change.dispatch must be 'typical' or 'own', not {c.dispatch!r}")
     gone = idx[~kept]
     s.gpu_dur[gone] = 0.0
     s.gpu_gap[gone] = 0.0
@@ -776,11 +787,13 @@ def project_traces(paths: Sequence[str | Path | Trace], whatifs: Sequence[WhatIf
         scale = calibrate(g, step_us) if step_us else 1.0
         base = unscaled if scale == 1.0 else replay(g, cpu_scale=scale)
 
-        def changes(which: str, g: Graph = g, trace: Trace = trace) -> list[Change]:
+        def changes(which: str, dispatch: str = "typical", g: Graph = g, trace: Trace = trace) -> list[Change]:
             return [Change(w.select(trace, g), getattr(w, which), w.kernels_after,
-                           w.calls(trace, g) if w.calls else None) for w in whatifs]
+                           w.calls(trace, g) if w.calls else None, dispatch) for w in whatifs]
 
-        point, lo, hi = (replay(g, changes(w), scale) for w in ("k", "k_lo", "k_hi"))
+        # the low end: k at its low end, and each kept launch keeping its own CPU time (Change.dispatch)
+        point, lo, hi = (replay(g, changes(w, d), scale) for w, d in (("k", "typical"), ("k_lo", "own"),
+                                                                      ("k_hi", "typical")))
         top = replay(g, [Change(ceiling(trace, g), np.inf)], scale)
         rows.append({"rank": rank, "trace": trace.path, "residual": residual(g, unscaled), "cpu_scale": scale,
                      "span": original(g).span, "base": base.span, "point": point.span, "lo": lo.span,

@@ -25,7 +25,7 @@ from addressable.breakdown import BASIS_GPU, classify_events, work_rows
 from addressable.errors import AddressableError
 from addressable.jsonutil import records, to_jsonable
 from addressable.kernel_names import parse_kernel_name
-from addressable.modules import BACKWARD, LOSS, PSEUDO, ancestors, attribute, module_breakdown
+from addressable.modules import BACKWARD, FORWARD, LOSS, PSEUDO, ancestors, attribute, module_breakdown
 from addressable.taxonomy import Taxonomy, load_taxonomy, read_yaml
 from addressable.trace import Trace, load_trace
 
@@ -528,8 +528,8 @@ def fusion_table(rows: pd.DataFrame, candidates: pd.DataFrame, modules: pd.DataF
     """Fusion headroom of each fusion candidate (modules.ModuleBreakdown.fusion_candidates), per step.
 
     A candidate (one module, or every module of a class) replaced by one fused kernel per call must
-    still move its external bytes: the module I/O record's forward bytes, plus its backward bytes
-    where the trace shows backward work in it. Its time at the roof is max(those bytes / memory
+    still move its external bytes: the module I/O record's forward bytes where the trace shows
+    forward kernels in it, plus its backward bytes where it shows backward kernels. Its time at the roof is max(those bytes / memory
     peak, the FLOPs of its kernels / their matmul peak); fusion_headroom is that time over the
     candidate's measured kernel time (1.0: at the roof), fusion_speedup its inverse. Beside it:
     the bytes its kernels move now (each op's model) and their time if each ran at its own roof.
@@ -572,29 +572,35 @@ def _fused_bytes(rec: dict[str, Any], members: set[str], mine: pd.DataFrame, anc
         return "<loss> is work outside every module (no module boundary to fuse)"
     if no_record:
         return "no module I/O record"
-    have = members & set(by_module.index) if by_module is not None else set()
-    if have != members:
-        return f"{len(members - have)} of {len(members)} module(s) not in the module I/O record"
-    recs = by_module.loc[sorted(members)]
+    def working(direction: str) -> set[str]:  # members with kernels of that direction (in them or a submodule)
+        mods = set(mine.loc[mine["direction"] == direction, "module"])
+        return set(anc.loc[anc["module"].isin(mods) & anc["ancestor"].isin(members), "ancestor"])
+
+    fwd, bwd = working(FORWARD), working(BACKWARD)
+    need = fwd | bwd  # a member that launches no kernel needs no fused kernel
+    missing = need - set(by_module.index) if by_module is not None else need
+    if missing:
+        return f"{len(missing)} of {len(need)} module(s) with kernels not in the module I/O record"
+    recs = by_module.loc[sorted(need)]
     if not recs["complete"].all():
         return "a tensor of a layout without a byte count (not strided or sparse COO) at the module boundary"
-    bwd_mods = set(mine.loc[mine["direction"] == BACKWARD, "module"])
-    with_bwd = set(anc.loc[anc["module"].isin(bwd_mods) & anc["ancestor"].isin(members), "ancestor"])
-    rec["forward_bytes_per_step"] = float(recs["forward_bytes"].sum())
-    rec["backward_bytes_per_step"] = float(recs.loc[recs.index.isin(with_bwd), "backward_bytes"].sum())
+    rec["forward_bytes_per_step"] = float(recs.loc[recs.index.isin(fwd), "forward_bytes"].sum())
+    rec["backward_bytes_per_step"] = float(recs.loc[recs.index.isin(bwd), "backward_bytes"].sum())
     rec["fused_bytes_per_step"] = rec["forward_bytes_per_step"] + rec["backward_bytes_per_step"]
     return ""
 
 
 def roofline_of_path(path: str | Path, taxonomy: Taxonomy | str | Path | None = None, *, gpu: str | None = None,
-                     peaks: Peaks | dict | str | Path | None = None, datasheet_only: bool = False) -> Roofline:
+                     peaks: Peaks | dict | str | Path | None = None, datasheet_only: bool = False,
+                     module_io: str | Path | None = None) -> Roofline:
     """roofline_of_trace for a trace file or a run folder (its trace.json.gz, manifest peaks, step time and
-    module_io.json)."""
+    module_io.json); `module_io`, a module_io.json file, overrides the run's (and gives a trace one)."""
     from addressable.runs import load_module_io, load_run
 
     path = Path(path)
+    io = load_module_io(module_io, required=True) if module_io is not None else None
     if not path.is_dir():
-        return roofline_of_trace(path, taxonomy, gpu=gpu, peaks=peaks, datasheet_only=datasheet_only)
+        return roofline_of_trace(path, taxonomy, gpu=gpu, peaks=peaks, datasheet_only=datasheet_only, module_io=io)
     trace = path / "trace.json.gz"
     if not trace.is_file():
         raise AddressableError(f"{path} holds no trace.json.gz (a committed run keeps only its tables): "
@@ -603,7 +609,7 @@ def roofline_of_path(path: str | Path, taxonomy: Taxonomy | str | Path | None = 
     step = run.info.get("step_time_ms")
     return roofline_of_trace(trace, taxonomy, gpu=gpu, peaks=peaks, manifest=run.manifest,
                              step_time_ms=float(step) if isinstance(step, int | float) else None,
-                             datasheet_only=datasheet_only, module_io=load_module_io(path))
+                             datasheet_only=datasheet_only, module_io=io if io is not None else load_module_io(path))
 
 
 # ---------------------------------------------------------------- text

@@ -73,10 +73,14 @@ def write_module_io(path: str | Path, table: pd.DataFrame) -> Path:
     return Path(path)
 
 
-def load_module_io(folder: str | Path) -> pd.DataFrame | None:
-    """A run folder's module_io.json as a table (one row per module), None when the run has none."""
-    path = Path(folder) / MODULE_IO_FILE
+def load_module_io(path: str | Path, required: bool = False) -> pd.DataFrame | None:
+    """A module_io.json (a file, or a run folder's) as a table, one row per module; None when a run folder has
+    none (an AddressableError when `required`)."""
+    path = Path(path)
+    path = path / MODULE_IO_FILE if path.is_dir() else path
     if not path.is_file():
+        if required:
+            raise AddressableError(f"no module I/O record {path}")
         return None
     try:
         doc = json.loads(path.read_text())

@@ -122,15 +122,22 @@ def tensor_bytes(t: torch.Tensor) -> int:
 
 
 def _key(t: torch.Tensor) -> tuple:
-    """One view of one storage: the same tensor passed twice counts once."""
-    if t.layout != torch.strided:
-        return id(t), 0, tuple(t.shape), (), t.dtype
-    return t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype
+    """One view of one storage: the same tensor passed twice counts once (a tensor without a plain storage,
+    e.g. a DTensor or a nested tensor, is its own key)."""
+    try:
+        storage = t.untyped_storage().data_ptr() if t.layout == torch.strided else id(t)
+    except (RuntimeError, NotImplementedError):
+        storage = id(t)
+    return storage, t.storage_offset() if storage != id(t) else 0, tuple(t.shape), \
+        tuple(t.stride()) if storage != id(t) else (), t.dtype
 
 
 def _versions(obj: Any) -> dict[tuple, int]:
     """Version counters of the tensors in a call's arguments (inference tensors have none)."""
-    return {_key(t): t._version for t in tensors(obj) if not t.is_inference()}
+    try:
+        return {_key(t): t._version for t in tensors(obj) if not t.is_inference()}
+    except (RuntimeError, NotImplementedError):  # a tensor subclass without one: in-place writes go unseen
+        return {}
 
 
 @dataclass
@@ -180,7 +187,7 @@ class ModuleIO:
         row = self.rows.setdefault(key, [0] * 5)
         try:
             counts = self._count(module, call, args, kwargs, output)
-        except (TypeError, RuntimeError):  # a tensor without a byte count (layout, no storage): record incomplete
+        except (TypeError, RuntimeError, NotImplementedError):  # a tensor without a byte count: record incomplete
             self.incomplete.add(key)
             counts = (1, 0, 0, 0, 0)
         for i, v in enumerate(counts):

@@ -126,6 +126,20 @@ def test_module_io_embedding_reads_the_rows_it_gathers_and_kwargs_count() -> Non
     assert t.loc["", "input_bytes"] == 56 and t.loc["", "param_bytes"] == 2 * 5 * 4 * F32
 
 
+def test_module_io_of_a_layout_without_byte_count_is_incomplete_not_a_crash() -> None:
+    class Double(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x * 2
+
+    m = Double()
+    jagged = torch.nested.nested_tensor([torch.randn(2, 3), torch.randn(4, 3)], layout=torch.jagged)
+    with module_io(m) as rec:
+        m(jagged)
+        m(torch.randn(3))
+    t = rec.table().set_index("module")
+    assert t.loc["", "calls"] == 2 and not t.loc["", "complete"]
+
+
 def test_module_io_names_match_the_scopes() -> None:
     model = MLP()
     with module_io(model) as rec, torch.no_grad():
@@ -180,14 +194,15 @@ def _kernel(name: str, ts: float, dur: float, ext: int) -> dict:
 
 
 def scoped_trace(path: Path) -> Path:
-    """One step of a model `` (Net) with two GELU modules (an add kernel each: 10 and 5 µs), a Linear
-    (a 30 µs GEMM), and the backward of `act` (a 4 µs kernel on autograd's thread)."""
+    """One step of a model `` (Net) with three GELU modules (an add kernel in two of them: 10 and 5 µs), a
+    Linear (a 30 µs GEMM), and the backward of `act` (a 4 µs kernel on autograd's thread)."""
     ev = [
         {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 300},
         _scope(" (Net)", 1, 90),
         _scope("act (GELU)", 5, 10), _op("aten::add", 6, 1, [X, X], **{"Sequence number": 7, "Fwd thread id": 0}),
         _scope("fc (Linear)", 20, 10), _op("aten::mm", 21, 2, [X, X]),
         _scope("act2 (GELU)", 40, 10), _op("aten::add", 41, 3, [X, X]),
+        _scope("act3 (GELU)", 60, 5),  # launches nothing: needs no fused kernel, nor a record
         {"ph": "X", "cat": "cpu_op", "name": "autograd::engine::evaluate_function: AddBackward0", "pid": 1,
          "tid": 2, "ts": 100, "dur": 10, "args": {"Sequence number": 7, "Fwd thread id": 1}},
         _op("aten::mul", 101, 4, [X, X], tid=2),
@@ -230,7 +245,7 @@ def test_fusion_without_a_record_or_scopes_says_why(tmp_path: Path) -> None:
     assert r.fusion.set_index("module").loc["GELU", "time_per_step_us"] == pytest.approx(19)
     partial = roofline_of_trace(path, peaks=PEAKS, module_io=IO[IO["module"] != "act2"])
     g = partial.fusion.set_index("module").loc["GELU"]
-    assert math.isnan(g["fusion_headroom"]) and g["note"] == "1 of 2 module(s) not in the module I/O record"
+    assert math.isnan(g["fusion_headroom"]) and g["note"] == "1 of 2 module(s) with kernels not in the module I/O record"
     incomplete = roofline_of_trace(path, peaks=PEAKS, module_io=IO.assign(complete=[True, False, True, True]))
     assert "layout" in incomplete.fusion.set_index("module").loc["act", "note"]
     doc = json.loads(path.read_text())
@@ -263,6 +278,14 @@ def test_cli_roofline_of_a_run_with_its_module_io(tmp_path: Path) -> None:
     assert "Fusion headroom" in res.output and "GELU" in res.output and "32%" in res.output
     res = CliRunner().invoke(main, ["roofline", str(run), "--peaks", str(peaks), "--json"])
     assert json.loads(res.output)["fusion_candidates"][0]["fused_bytes_per_step"] == 6_000_000
+    # a trace from elsewhere with a record written by the Python API
+    write_module_io(tmp_path / "io.json", IO.assign(forward_bytes=IO["forward_bytes"] * 2))
+    res = CliRunner().invoke(main, ["roofline", str(trace), "--peaks", str(peaks), "--module-io",
+                                    str(tmp_path / "io.json"), "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["fusion_candidates"][0]["fused_bytes_per_step"] == 10_000_000
+    res = CliRunner().invoke(main, ["roofline", str(trace), "--peaks", str(peaks), "--module-io", str(tmp_path / "no")])
+    assert res.exit_code == 2 and "no module I/O record" in res.output
     (run / "module_io.json").write_text("{")
     res = CliRunner().invoke(main, ["roofline", str(run), "--peaks", str(peaks)])
     assert res.exit_code == 2 and "module_io.json is not valid JSON" in res.output

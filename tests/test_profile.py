@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from addressable.breakdown import Breakdown
 from addressable.cli import main
 from addressable.errors import AddressableError
-from addressable.measure import Measurement, measurement
+from addressable.measure import Measurement, measurement, memory_errors
 from addressable.profile import (
     extrapolate,
     extrapolate_breakdown,
@@ -413,3 +413,14 @@ def test_profile_and_sweep_share_the_workload_options() -> None:
     assert shared <= set(p) & set(s)
     same = shared - {"out", "force"}  # their help says run folder(s)
     assert {k: p[k] for k in same} == {k: s[k] for k in same}
+
+
+def test_a_model_that_rejects_its_configuration_fails_in_one_line() -> None:
+    """BatchNorm training on one value per channel (resnet50 at batch 1 on 32-pixel images) raises a
+    ValueError inside the model: the user gets its first line and the configuration, not a traceback."""
+    cfg = WorkloadConfig(name="resnet50", mode="train", batch=1, dtype="fp32", device="cpu")
+    bn = torch.nn.BatchNorm2d(4).train()
+    with pytest.raises(AddressableError) as e, memory_errors(cfg):
+        bn(torch.ones(1, 4, 1, 1))
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith("resnet50 train at batch 1 on cpu failed: Expected more than 1 value")

@@ -102,6 +102,28 @@ def test_launch_bound_faster_kernels_change_nothing_fewer_launches_do(tmp_path: 
     assert wall == pytest.approx(1003 / 338) and kernel == pytest.approx(1.0)
 
 
+def test_a_fused_call_keeps_a_typical_launch_on_the_cpu(tmp_path: Path) -> None:
+    """Kernels 3-5 fused into one: the kept launch costs the CPU the trace's typical time before a
+    launch (40 us), not its own 100 us (the first eager op's dispatch); `dispatch="own"` keeps it."""
+    tb = TraceBuilder()
+    starts = [40, 90, 140, 250, 300, 350, 400, 450]  # 10 us calls; 40 us of CPU before each, 100 before call 3
+    for t in starts:
+        tb.launch(t, 10, t + 8, 5)
+    tb.step(1, 0, 460)
+    g = graph(tmp_path, tb)
+    assert g.typical["launch_gap_us"] == pytest.approx(40)
+    fuse = (np.arange(g.n_gpu) >= 3) & (np.arange(g.n_gpu) <= 5)
+    assert original(g).span == pytest.approx(463)
+    # own: call 3 keeps 250-260, calls 4-5 go; call 6 at 260 + 40 = 300, call 7 at 350-360, its kernel ends 363
+    assert replay(g, [Change(fuse, kernels_after=1, dispatch="own")]).span == pytest.approx(363)
+    # typical: call 3 at 150 + 40 = 190; call 6 at 240, call 7 at 290-300, its kernel ends 303
+    r = replay(g, [Change(fuse, kernels_after=1)])
+    assert r.span == pytest.approx(303)
+    assert r.gpu_end[3] - r.gpu_start[3] == pytest.approx(15)  # the fused kernel takes the call's 3 x 5 us
+    with pytest.raises(ValueError, match="dispatch"):
+        replay(g, [Change(fuse, kernels_after=1, dispatch="fast")])
+
+
 def test_gpu_bound_amdahl_holds(tmp_path: Path) -> None:
     tb = TraceBuilder()
     for j in range(10):  # launches every 10 us; 100 us kernels back to back with 1 us between them

@@ -260,6 +260,15 @@ def test_cpu_only_trace_breaks_down_cpu_self_time(tmp_path: Path) -> None:
     assert b.phases is not None and set(b.phases["phase"]) == {"forward"}
 
 
+def test_cpu_self_time_without_thread_ids(tmp_path: Path) -> None:
+    """CPU ops with no pid/tid (found by Hypothesis) form a thread of their own instead of crashing."""
+    events = [{"ph": "X", "cat": "cpu_op", "name": "aten::add", "ts": 0, "dur": 10},
+              {"ph": "X", "cat": "cpu_op", "name": "aten::mul", "ts": 2, "dur": 3}]
+    t = load_trace(write(tmp_path / "noids.json", events))
+    self_us = cpu_self_time(t.events).set_index("name")["dur"]
+    assert self_us["aten::add"] == 7 and self_us["aten::mul"] == 3
+
+
 # ------------------------------------------------------------------ bad input
 
 
