@@ -2,8 +2,11 @@
 
 `addressable profile ... --ncu N` profiles as usual, then re-runs one step of the same workload in
 a subprocess under Nsight Compute (`ncu`), restricted to that step (cudaProfilerStart/Stop), to the
-function names of the top N replaceable kernels by time, and to the first PER_CONFIG launches of
-each launch configuration (function, grid, block), and pairs ncu's launches with the trace's by
+function names of the top N replaceable kernels by time, and to the first K launches of each launch
+configuration, which ncu keys by the function's base name, grid and block (not its template
+arguments: every `vectorized_elementwise_kernel<...>` with one grid shares a configuration). K is
+the smallest that reaches a launch of every top kernel within a launch budget (choose_per_config,
+from the trace). The trace's launches are selected the same way and paired with ncu's by base
 name, grid, block and order. Per kernel it reports the estimated bytes (addressable.op_models),
 summed over the measured launches, beside the measured ones:
 
@@ -47,7 +50,9 @@ from addressable.roofline import OVER_PEAK, kernel_costs, resolve_peaks
 from addressable.taxonomy import Taxonomy, load_taxonomy
 from addressable.trace import Trace, load_trace
 
-PER_CONFIG = 2  # launches measured per launch configuration (kernel function, grid, block) of the step
+PER_CONFIG = 2  # the least launches measured per launch configuration (function base name, grid, block) of the step
+MAX_LAUNCHES = 450  # launch budget of one measured step, bytes only (about 0.1-0.2 s of ncu replay each)
+MAX_LAUNCHES_FLOPS = 150  # with FLOP metrics (SASS instrumentation: about 0.5 s each)
 TOLERANCE = 0.20  # the bytes check: estimate within ±20% of the measurement
 SMALL_BYTES = 1e6  # kernels moving less than this per launch are listed apart (latency, not bytes, rules them)
 SECTOR = 32
@@ -74,8 +79,10 @@ def find_ncu() -> str:
 
 
 def base_name(kernel: str) -> str:
-    """A kernel's function name without namespaces, template arguments, parameters or return type."""
-    return parse_kernel_name(kernel).qualified.split("::")[-1].strip()
+    """A kernel's function name without namespaces, template arguments, parameters or return type.
+
+    ncu spells the anonymous namespace `unnamed>::` (`void unnamed>::multi_tensor_apply_kernel<...>`)."""
+    return parse_kernel_name(kernel.replace("unnamed>::", "(anonymous namespace)::")).qualified.split("::")[-1].strip()
 
 
 def available_flop_metrics(ncu: str) -> list[str]:
@@ -154,20 +161,46 @@ def launch_config(values: pd.Series) -> pd.Series:
     return values.astype(str).str.findall(r"\d+").str.join(",")
 
 
+def config_rank(rows: pd.DataFrame) -> pd.Series:
+    """Each launch's place (0, 1, ...) among the step's launches of its ncu launch configuration: function
+    base name, grid and block, as ncu's --filter-mode per-launch-config counts them."""
+    names = rows["name"].astype(str)
+    return rows.groupby([names.map(base_name), launch_config(rows["grid"]), launch_config(rows["block"])]).cumcount()
+
+
+def choose_per_config(rows: pd.DataFrame, names: list[str], budget: int) -> tuple[int, int]:
+    """(K, launches): the smallest K launches per launch configuration that reach a launch of every kernel
+    in `names` (the step's launches of their functions), or, when that exceeds `budget` launches, the
+    largest K within it (at least PER_CONFIG); launches: how many ncu then measures."""
+    r = rows[rows["name"].astype(str).map(base_name).isin({base_name(n) for n in names})]
+    rank = config_rank(r)
+    need = int(rank[r["name"].astype(str).isin(names)].groupby(r["name"].astype(str)).min().max()) + 1 \
+        if r["name"].astype(str).isin(names).any() else PER_CONFIG
+    sizes = r.groupby([r["name"].astype(str).map(base_name), launch_config(r["grid"]),
+                       launch_config(r["block"])]).size().to_numpy()
+
+    def launches(k: int) -> int:
+        return int(np.minimum(sizes, k).sum())
+
+    k = max(need, PER_CONFIG)
+    while k > PER_CONFIG and launches(k) > budget:
+        k = max(PER_CONFIG, min(k - 1, int(k * 0.9)))
+    return k, launches(k)
+
+
 def match(rows: pd.DataFrame, ncu: pd.DataFrame, per_config: int | None = PER_CONFIG) -> pd.DataFrame:
     """Trace kernels with ncu's figures beside each (NaN where ncu measured none): dram_read, dram_write,
     l2_write, ncu_time_ns, ncu_flops and measured_bytes.
 
-    ncu measured the first `per_config` launches of each launch configuration (function, grid, block)
-    of the step; the same launches of the trace (a configuration: its full kernel name, grid and
-    block), in launch order, are paired with ncu's by the longest runs of equal base name, grid and
-    block (difflib.SequenceMatcher: ncu spells template arguments differently, and a launch seen on
-    one side only shifts nothing else). per_config None: ncu measured the first launches of the
-    kernels' functions in the step, whatever their configuration.
+    ncu measured the first `per_config` launches of each launch configuration (function base name,
+    grid, block: config_rank) of the step; the same launches of the trace, in launch order, are
+    paired with ncu's by the longest runs of equal base name, grid and block
+    (difflib.SequenceMatcher: a launch seen on one side only shifts nothing else). per_config None:
+    ncu measured the first launches of the kernels' functions in the step, whatever their configuration.
     """
     t = rows.reset_index(drop=True)
     grid, block = launch_config(t["grid"]), launch_config(t["block"])
-    first = t.groupby([t["name"].astype(str), grid, block]).cumcount() < (per_config or len(t) + 1)
+    first = config_rank(t) < (per_config or len(t) + 1)
     bases = set(ncu["kernel"].map(base_name))
     idx = np.flatnonzero(first & t["name"].astype(str).map(base_name).isin(bases))
     a = list(t["name"].astype(str).map(base_name).iloc[idx] + "|" + grid.iloc[idx] + "|" + block.iloc[idx])
@@ -230,8 +263,8 @@ class NcuCheck:
 def _status(k: pd.DataFrame, tolerance: float) -> pd.Series:
     ok = (k["ratio"] - 1).abs() <= tolerance
     return pd.Series(np.select(
-        [k["measured_bytes"].isna(), ~k["modelled"], k["small"], ok],
-        ["unmeasured", "unmodelled", np.where(ok, "small, within", "small, outside"), "within"],
+        [k["measured_bytes"].isna() & ~k["sampled"], k["measured_bytes"].isna(), ~k["modelled"], k["small"], ok],
+        ["unsampled", "unmeasured", "unmodelled", np.where(ok, "small, within", "small, outside"), "within"],
         "outside"), index=k.index)
 
 
@@ -242,8 +275,10 @@ def compare(rows: pd.DataFrame, ncu: pd.DataFrame, top: int, tolerance: float = 
 
     Per kernel name: launches measured (of launches_in_step), time in the step, estimated and measured
     bytes (and FLOPs) summed over the measured launches, their ratio, and a
-    status: within, outside, unmodelled (its op has no model), unmeasured (ncu did not match it) or
-    small (under `small_bytes` measured per launch: listed, not counted). With `peak_gbps`, every
+    status: within, outside, unmodelled (its op has no model), unsampled (none of its launches is among
+    the first `per_config` of its launch configuration, so ncu was not asked to measure it), unmeasured
+    (asked, but no ncu launch paired with it) or small (under `small_bytes` measured per launch: listed,
+    not counted). With `peak_gbps`, every
     measured launch whose DRAM bandwidth beats it by more than 5% is listed in over_peak.
     """
     m = match(rows, ncu, per_config)
@@ -260,6 +295,11 @@ def compare(rows: pd.DataFrame, ncu: pd.DataFrame, top: int, tolerance: float = 
     in_step = rows[rows["name"].astype(str).isin(names)].groupby(rows["name"].astype(str))["dur"].agg(["sum", "size"])
     k["time_us"] = k["name"].map(in_step["sum"])  # the ranking: all the step's launches
     k["launches_in_step"] = k["name"].map(in_step["size"]).astype(int)
+    first = rows.groupby(rows["name"].astype(str))[["category", "launch_op"]].first()
+    for col in ("category", "launch_op"):  # also for the kernels ncu did not measure
+        k[col] = k[col].where(k[col].notna(), k["name"].map(first[col].astype(str)))
+    rank = config_rank(rows)
+    k["sampled"] = k["name"].map(rank.groupby(rows["name"].astype(str)).min()) < (per_config or len(rows) + 1)
     k["modelled"] = k["modelled"].fillna(False).astype(bool)
     k["launches"] = k["launches"].fillna(0).astype(int)
     k["kernel"] = k["name"].map(base_name)
@@ -293,18 +333,36 @@ def _run_peak_gbps(folder: Path) -> float | None:
         return None
 
 
-def format_check(c: NcuCheck, title: str = "") -> str:
-    """The check in words: the count within tolerance, then every miss."""
+STATUS_LEGEND = (
+    "within/outside: estimate within/outside ±tolerance of the measured bytes, summed over the measured launches; "
+    "small: under 1 MB per launch (latency rules it), listed apart; unmodelled: its op has no bytes model; "
+    "unsampled: none of its launches is among the first K of its launch configuration (function base name, grid, "
+    "block), so ncu was not asked for it; unmeasured: asked, but no ncu launch paired with it")
+
+
+def format_check(c: NcuCheck, title: str = "", all_kernels: bool = False) -> str:
+    """The check in words: the count within tolerance, then every miss (every top kernel with all_kernels)."""
     checked = c.checked
+    sampled = f"the first {c.per_config} of each launch configuration" if c.per_config else "the step's first launches"
     lines = [f"Nsight Compute check{' of ' + title if title else ''}: {c.n_trace} kernels in the step, "
-             f"{c.n_ncu} launches measured, {c.n_matched} matched",
+             f"{c.n_ncu} launches measured ({sampled}), {c.n_matched} paired with the trace's",
              f"Top {len(c.kernels)} replaceable kernels by time: {int(checked['within'].sum())} of {len(checked)} "
              f"checked within ±{c.tolerance:.0%} of the measured bytes (DRAM reads + bytes written); "
              f"{int(c.kernels['small'].sum())} under {c.small_bytes / 1e6:g} MB per launch listed apart"]
-    for x in c.misses.itertuples():
+    if all_kernels:
+        lines.append(f"  {'status':<15} {'kernel':<50} {'launch op':<30} {'launches':>9} {'est/ncu':>7} "
+                     f"{'est MB':>9} {'ncu MB':>9} {'step us':>8}")
+    for x in (c.kernels if all_kernels else c.misses).itertuples():
+        measured = not math.isnan(x.measured_bytes)
+        if all_kernels:
+            ratio = f"{x.ratio:7.2f}" if x.modelled and measured else f"{'-':>7}"
+            est = f"{x.est_bytes / 1e6:9.1f}" if x.modelled and measured else f"{'-':>9}"
+            ncu_mb = f"{x.measured_bytes / 1e6:9.1f}" if measured else f"{'-':>9}"
+            lines.append(f"  {x.status.upper():<15} {x.kernel[:50]:<50} {str(x.launch_op)[:30]:<30} "
+                         f"{f'{x.launches}/{x.launches_in_step}':>9} {ratio} {est} {ncu_mb} {x.time_us:8.0f}")
+            continue
         est = f"est/ncu {x.ratio:5.2f} ({x.est_bytes / 1e6:,.1f} vs {x.measured_bytes / 1e6:,.1f} MB)" \
-            if x.modelled and not math.isnan(x.measured_bytes) else \
-            f"({x.measured_bytes / 1e6:,.1f} MB measured)" if not math.isnan(x.measured_bytes) else ""
+            if x.modelled and measured else f"({x.measured_bytes / 1e6:,.1f} MB measured)" if measured else ""
         lines.append(f"  {x.status.upper():<15} {x.kernel[:50]:<50} {str(x.launch_op)[:30]:<30} {est}")
     if c.over_peak is not None:
         lines.append(f"Launches whose measured bandwidth beats the memory roof ({c.peak_gbps:,.0f} GB/s) by more than "
@@ -340,22 +398,21 @@ def measure_step(config: dict[str, Any], rows: pd.DataFrame, top: int, workdir: 
     """Run one step of the workload under ncu, restricted to the top kernels' names; return ncu's CSV text
     and the launches per configuration it measured.
 
-    FLOPs (flops=True) need more replay passes per kernel (SASS instrumentation), so they cost time.
-    Should ncu measure nothing per launch configuration, it measures the same number of launches
-    as the first of the step's instead (per_config None)."""
+    FLOPs (flops=True) need more replay passes per kernel (SASS instrumentation), so they cost time
+    and get a smaller launch budget (MAX_LAUNCHES_FLOPS instead of MAX_LAUNCHES). Should ncu measure
+    nothing per launch configuration, it measures the same number of launches as the first of the
+    step's instead (per_config None)."""
     ncu = find_ncu()
     names = top_kernels(rows, top)
     if not names:
         raise AddressableError("--ncu: the profiled step has no replaceable kernels to measure")
     bases = {base_name(n) for n in names}
-    r = rows[rows["name"].astype(str).map(base_name).isin(bases)]
-    configs = r.groupby([r["name"].astype(str), launch_config(r["grid"]), launch_config(r["block"])]).size()
-    sampled = int(configs.clip(upper=PER_CONFIG).sum())
+    k, sampled = choose_per_config(rows, names, MAX_LAUNCHES_FLOPS if flops else MAX_LAUNCHES)
     flop_metrics = available_flop_metrics(ncu) if flops else []
     say = progress or (lambda _: None)
-    say(f"Nsight Compute: about {sampled} launches ({len(configs)} launch configurations of {len(bases)} kernel "
-        "functions), one step")
-    for per_config in (PER_CONFIG, None):
+    say(f"Nsight Compute: about {sampled} launches (the first {k} of each launch configuration of {len(bases)} "
+        "kernel functions), one step")
+    for per_config in (k, None):
         log = workdir / f"{per_config}.{RAW_FILE}"
         cmd = ncu_command(ncu, config, names, log, adapters, flop_metrics, per_config, sampled)
         try:
