@@ -213,10 +213,10 @@ open(log, "w").write(text)
 
 
 # ---------------------------------------------------------------- real H200 measurements (23:27 run)
-# tests/data/*_ncu_trace.json.gz: the profiled step; *_ncu_raw.csv.gz: ncu's CSV of one re-run step, measured with
+# tests/data/ncu/*_ncu_trace.json.gz: the profiled step; *_ncu_raw.csv.gz: ncu's CSV of one re-run step, measured with
 # --filter-mode per-launch-config --launch-count 2 (FLOPs too for llama3-8b infer)
-LLAMA_TRACE, LLAMA_NCU = DATA / "llama3_8b_infer_ncu_trace.json.gz", DATA / "llama3_8b_infer_ncu_raw.csv.gz"
-GPT2_TRACE, GPT2_NCU = DATA / "gpt2_train_ncu_trace.json.gz", DATA / "gpt2_train_ncu_raw.csv.gz"
+LLAMA_TRACE, LLAMA_NCU = DATA / "ncu/llama3_8b_infer_ncu_trace.json.gz", DATA / "ncu/llama3_8b_infer_ncu_raw.csv.gz"
+GPT2_TRACE, GPT2_NCU = DATA / "ncu/gpt2_train_ncu_trace.json.gz", DATA / "ncu/gpt2_train_ncu_raw.csv.gz"
 
 
 def _real(trace: Path, raw: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
