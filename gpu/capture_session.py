@@ -2,10 +2,13 @@
 
   peaks      copy bandwidth and dense matmul rates (issue 19's calibrated peaks)
   workloads  Kineto traces of models the package does not ship (issue 12's classifier check)
-  pairs      A/B swap pairs: profile A, profile B (one module or kernel group replaced by a faster one),
-             unprofiled step times of both measured interleaved step by step in the same process (issue 14)
+  pairs      A/B swap pairs (one module or kernel group replaced by a faster one): A and B profiled in
+             alternating windows (A, B, A, B, A, B; every trace kept: NAME.A.json.gz is round 0,
+             NAME.A.r1.json.gz round 1, ...), unprofiled step times of both measured interleaved step
+             by step in the same process (issue 14)
 
-python3 gpu/capture_session.py OUT [--only peaks,workloads,pairs] [--smoke]   (--smoke: tiny sizes, runs on the CPU)
+python3 gpu/capture_session.py OUT [--only peaks,workloads,pairs] [--profile-rounds 3] [--smoke]
+  (--smoke: tiny sizes, runs on the CPU)
 """
 
 from __future__ import annotations
@@ -563,7 +566,29 @@ def interleaved(step_a, step_b, n: int, times: dict[str, list[float]]) -> None:
             times[key] += time_steps(step, 1)
 
 
-def pairs(out: Path, rounds: int, steps: int) -> None:
+PROFILED_STEPS = 3  # recorded steps per profiled window
+
+
+def trace_name(name: str, key: str, r: int) -> str:
+    """NAME.A.json.gz for round 0 (the name older captures used), NAME.A.r1.json.gz, ... after it."""
+    return f"{name}.{key}.json.gz" if r == 0 else f"{name}.{key}.r{r}.json.gz"
+
+
+def kernel_busy_us(path: Path) -> float:
+    """Union of the GPU op intervals (kernels, memcpy, memset) in a saved trace, in microseconds."""
+    with gzip.open(path, "rt") as f:
+        events = json.load(f).get("traceEvents", [])
+    iv = sorted((float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0))) for e in events
+                if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"))
+    total, end = 0.0, -math.inf
+    for a, b in iv:
+        if b > end:
+            total += b - max(a, end)
+            end = b
+    return total
+
+
+def pairs(out: Path, rounds: int, steps: int, profile_rounds: int) -> None:
     d = out / "pairs"
     d.mkdir(exist_ok=True)
     for name, build in PAIRS.items():
@@ -576,21 +601,35 @@ def pairs(out: Path, rounds: int, steps: int) -> None:
             sync()
             times = {"A": [], "B": []}
             interleaved(step_a, step_b, rounds * steps, times)
-            profile_steps(step_a, d / f"{name}.A.json.gz", active=3)
-            profile_steps(step_b, d / f"{name}.B.json.gz", active=3)
+            busy: dict[str, list[float]] = {"A": [], "B": []}
+            for r in range(profile_rounds):  # A, B, A, B, ...: clock drift between windows hits both alike
+                for key, step in (("A", step_a), ("B", step_b)):
+                    path = d / trace_name(name, key, r)
+                    profile_steps(step, path, active=PROFILED_STEPS)
+                    busy[key].append(kernel_busy_us(path) / PROFILED_STEPS)
             interleaved(step_a, step_b, rounds * steps, times)  # timed again after profiling, to see drift
             meta = {"pair": name, "regime": regime, "description": desc,
                     "step_ms": times, "step_ms_median": {k: statistics.median(v) for k, v in times.items()},
                     "step_ms_p25": {k: statistics.quantiles(v, n=4, method="inclusive")[0]
                                     for k, v in times.items()},
                     "device": torch.cuda.get_device_name() if DEV == "cuda" else "cpu",
-                    "torch": torch.__version__, "profiled_steps": 3, "timing": "perf_counter around one step, "
+                    "torch": torch.__version__, "profiled_steps": PROFILED_STEPS,
+                    "profile_rounds": profile_rounds,
+                    "traces": {k: [trace_name(name, k, r) for r in range(profile_rounds)] for k in "AB"},
+                    "kernel_busy_us_per_step": busy,
+                    "timing": "perf_counter around one step, "
                     "synchronised before and after; A and B interleaved step by step (A_i and B_i adjacent, "
-                    "the order within each pair alternating), so host and clock modes hit both alike"}
+                    "the order within each pair alternating), so host and clock modes hit both alike",
+                    "profiling": "profile_rounds alternating profiled windows A, B, A, B, ... (each: one "
+                    "warm-up step, then profiled_steps recorded steps); kernel_busy_us_per_step is the union "
+                    "of GPU op intervals per recorded step, per window"}
             (d / f"{name}.json").write_text(json.dumps(meta, indent=1))
             med = meta["step_ms_median"]
-            log(f"pair {name}: A {med['A']:.2f} ms  B {med['B']:.2f} ms  speedup {med['A'] / med['B']:.3f}x "
-                f"({time.perf_counter() - t0:.1f}s)")
+            ratios = [a / b if b else math.nan for a, b in zip(busy["A"], busy["B"], strict=True)]  # no GPU ops on the CPU
+            log(f"pair {name}: A {med['A']:.2f} ms  B {med['B']:.2f} ms  speedup {med['A'] / med['B']:.3f}x; "
+                f"kernel busy/step A {' '.join(f'{x:.0f}' for x in busy['A'])} us, "
+                f"B {' '.join(f'{x:.0f}' for x in busy['B'])} us, "
+                f"A/B per round {' '.join(f'{x:.3f}' for x in ratios)} ({time.perf_counter() - t0:.1f}s)")
             del step_a, step_b
         except Exception as e:
             log(f"pair {name}: FAILED {type(e).__name__}: {str(e)[:300]}")
@@ -633,6 +672,8 @@ def main() -> None:
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--profile-rounds", type=int, default=3,
+                    help="pairs: alternating profiled windows A, B, A, B, ... (each traced, kept)")
     args = ap.parse_args()
     SMOKE = args.smoke
     DEV = "cuda" if torch.cuda.is_available() else "cpu"
@@ -644,7 +685,7 @@ def main() -> None:
     if "peaks" in only:
         peaks(out)
     if "pairs" in only:
-        pairs(out, args.rounds, args.steps)
+        pairs(out, args.rounds, args.steps, args.profile_rounds)
     if "workloads" in only:
         workloads(out)
     pack(out)

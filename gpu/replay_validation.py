@@ -15,8 +15,14 @@ pair and for A's calibration alike: host noise (other processes, CPU frequency) 
 throttling only add time, and on the H200 they come in modes that last several steps (GPT-2
 training jumps between ~47 and ~55 ms a step), so the median of 60 steps can land in either mode;
 the lower quartile estimates the undisturbed step and is far steadier than the minimum.
+A capture may hold several profiled rounds, taken in alternating windows A, B, A, B, ...
+(NAME.A.json.gz is round 0, NAME.A.r1.json.gz / NAME.B.r1.json.gz round 1, ...): GPU clocks
+drift between windows (the same GEMMs took 8% longer in one window than in the next), so every
+per-trace figure is computed per round (A_r with B_r) and reported as the median over rounds,
+with the min and max of the speedups in *_min / *_max columns.
   measured_speedup_wall    = step A / step B; measured_speedup_wall_median is the ratio of medians
-  measured_speedup_kernel  = GPU busy time per profiled step A / B (the union of kernel intervals)
+  measured_speedup_kernel  = median over rounds of GPU busy time per profiled step A_r / B_r (the
+                             union of kernel intervals)
   replay_speedup_*         = addressable.replay on A's graph with the two groups changed; the CPU
                              time of the graph is first scaled so its replayed step matches A's
                              unprofiled step (replay.calibrate), and kernels that share the GPU
@@ -27,6 +33,8 @@ the lower quartile estimates the undisturbed step and is far steadier than the m
                              ratio of profiled-step spans without that scaling
   amdahl_speedup_*         = Amdahl's law: kernel basis over summed kernel time, wall basis over
                              A's unprofiled step time.
+  The projections (replay and Amdahl) use round r's A trace with k and kernels_after from A_r and
+  B_r; the *_error_* columns compare their median with the measured speedup.
 
     python gpu/replay_validation.py /work/wt/gpu1/pairs [--out results/h200/replay_validation.csv]
 """
@@ -43,6 +51,7 @@ import numpy as np
 import pandas as pd
 
 from addressable.atomic import write_text
+from addressable.errors import AddressableError
 from addressable.replay import Change, Graph, build_graph, calibrate, original, replay, replayable, step_span
 from addressable.trace import Trace, iter_event_chunks, load_trace
 
@@ -53,7 +62,12 @@ STEP_QUANTILE = 0.25  # the statistic of unprofiled step times (see above)
 EXTRA = ["measured_speedup_wall_median", "replay_own_dispatch_speedup_wall", "replay_raw_speedup_wall", "replay_error_wall", "replay_error_kernel", "amdahl_error_wall",
          "amdahl_error_kernel", "cpu_scale", "replay_residual", "k_forward", "kernels_forward_a",
          "kernels_after_forward", "k_backward", "kernels_backward_a", "kernels_after_backward",
-         "group_share_kernel", "step_ms_a", "step_ms_b", "profiled_step_ms_a"]
+         "group_share_kernel", "step_ms_a", "step_ms_b", "profiled_step_ms_a", "rounds",
+         "kernel_busy_us_a", "kernel_busy_us_b"]
+# per-round figures reported with their min and max over the profiled rounds beside the median
+RANGED = ["measured_speedup_kernel", "replay_speedup_wall", "replay_speedup_kernel", "amdahl_speedup_wall",
+          "amdahl_speedup_kernel"]
+EXTRA += [f"{c}_{e}" for c in RANGED for e in ("min", "max")]
 
 
 def sequence_ops(path: Path) -> pd.DataFrame:
@@ -114,7 +128,7 @@ def load(path: Path) -> tuple[Trace, Graph, np.ndarray, np.ndarray]:
     trace = load_trace(path, runtime=True)
     why = replayable(trace)
     if why:
-        raise SystemExit(f"{path}: cannot replay: {why}")
+        raise AddressableError(f"{path}: cannot replay: {why}")
     g = build_graph(trace)
     fwd, bwd = group_calls(trace, g, sequence_ops(path))
     return trace, g, fwd, bwd
@@ -135,13 +149,26 @@ def per_call(calls: np.ndarray, dur: np.ndarray) -> tuple[float, float]:
     return float(dur[m].sum()), float(np.median(np.bincount(calls[m])[np.unique(calls[m])]))
 
 
-def validate(pairs: Path, name: str) -> dict:
-    meta = json.loads((pairs / f"{name}.json").read_text())
-    _, ga, fa, ba = load(pairs / f"{name}.A.json.gz")
-    _, gb, fb, bb = load(pairs / f"{name}.B.json.gz")
+def rounds_of(pairs: Path, name: str) -> list[tuple[Path, Path]]:
+    """The (A, B) traces of each profiled round: NAME.A.json.gz is round 0, NAME.A.rR.json.gz round R."""
+    out = [(pairs / f"{name}.A.json.gz", pairs / f"{name}.B.json.gz")]
+    extra = sorted((int(p.name.removesuffix(".json.gz").rsplit(".r", 1)[1]), p)
+                   for p in pairs.glob(f"{name}.A.r*.json.gz")
+                   if p.name.removesuffix(".json.gz").rsplit(".r", 1)[1].isdigit())
+    for r, a in extra:
+        b = pairs / f"{name}.B.r{r}.json.gz"
+        if not b.exists():
+            raise AddressableError(f"{a}: no matching {b.name}")
+        out.append((a, b))
+    return out
+
+
+def validate_round(path_a: Path, path_b: Path, step_a: float) -> dict:
+    """Measured kernel speedup, k, and the projections from one profiled round (A's trace, B's trace)."""
+    _, ga, fa, ba = load(path_a)
+    _, gb, fb, bb = load(path_b)
     sa, sb = in_steps(ga), in_steps(gb)
-    step_a, step_b = (float(np.quantile(meta["step_ms"][x], STEP_QUANTILE)) for x in "AB")
-    row: dict = {"pair": name, "regime": meta.get("regime", ""), "step_ms_a": step_a, "step_ms_b": step_b}
+    row: dict = {}
     changes, group_time = [], 0.0
     for part, ca, cb in (("forward", fa, fb), ("backward", ba, bb)):
         ca, cb = np.where(sa, ca, -1), np.where(sb, cb, -1)
@@ -157,9 +184,9 @@ def validate(pairs: Path, name: str) -> dict:
     n_a = max(len(ga.steps), 1)
     row["group_share_kernel"] = group_time / kernel_a
     row["profiled_step_ms_a"] = step_span(oa) / 1e3
-    row["measured_speedup_wall"] = step_a / step_b
-    row["measured_speedup_wall_median"] = float(np.median(meta["step_ms"]["A"]) / np.median(meta["step_ms"]["B"]))
-    row["measured_speedup_kernel"] = (oa.busy / n_a) / (ob.busy / max(len(gb.steps), 1))
+    row["kernel_busy_us_a"] = oa.busy / n_a
+    row["kernel_busy_us_b"] = ob.busy / max(len(gb.steps), 1)
+    row["measured_speedup_kernel"] = row["kernel_busy_us_a"] / row["kernel_busy_us_b"]
     base = replay(ga)
     row["replay_residual"] = (base.span - oa.span) / oa.span
     row["replay_raw_speedup_wall"] = base.span / replay(ga, changes).span
@@ -173,6 +200,21 @@ def validate(pairs: Path, name: str) -> dict:
     saved = group_time - sum(float(ga.gpu_dur[c.mask].sum()) / c.k for c in changes)
     row["amdahl_speedup_kernel"] = kernel_a / (kernel_a - saved)
     row["amdahl_speedup_wall"] = step_a / (step_a - saved / n_a / 1e3)
+    return row
+
+
+def validate(pairs: Path, name: str) -> dict:
+    """One table row: every round's figures, the median over rounds, and the range of the speedups."""
+    meta = json.loads((pairs / f"{name}.json").read_text())
+    step_a, step_b = (float(np.quantile(meta["step_ms"][x], STEP_QUANTILE)) for x in "AB")
+    per_round = pd.DataFrame([validate_round(a, b, step_a) for a, b in rounds_of(pairs, name)])
+    row: dict = {"pair": name, "regime": meta.get("regime", ""), "step_ms_a": step_a, "step_ms_b": step_b,
+                 "rounds": len(per_round)}
+    row.update(per_round.median().to_dict())
+    for col in RANGED:
+        row[f"{col}_min"], row[f"{col}_max"] = per_round[col].min(), per_round[col].max()
+    row["measured_speedup_wall"] = step_a / step_b
+    row["measured_speedup_wall_median"] = float(np.median(meta["step_ms"]["A"]) / np.median(meta["step_ms"]["B"]))
     for m in ("replay", "amdahl"):
         for b in ("wall", "kernel"):
             row[f"{m}_error_{b}"] = row[f"{m}_speedup_{b}"] / row[f"measured_speedup_{b}"] - 1
@@ -190,7 +232,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     rows = []
     for n in names:
-        rows.append(validate(args.pairs, n))
+        try:
+            rows.append(validate(args.pairs, n))
+        except AddressableError as e:
+            print(e, file=sys.stderr)
+            return 2
         r = rows[-1]
         print(f"{n}: wall measured {r['measured_speedup_wall']:.3f} replay {r['replay_speedup_wall']:.3f} "
               f"({r['replay_error_wall']:+.1%}) amdahl {r['amdahl_speedup_wall']:.3f} ({r['amdahl_error_wall']:+.1%}); "

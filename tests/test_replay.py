@@ -349,6 +349,58 @@ def test_validation_on_real_pairs(tmp_path: Path) -> None:
     assert s["measured_speedup_wall"] == pytest.approx(a / b, abs=1e-4) and s["step_ms_a"] == pytest.approx(a, abs=1e-4)
 
 
+def _scaled_gpu_trace(src: Path, dst: Path, factor: float) -> None:
+    """A copy of a gzipped trace with every GPU op's duration times `factor` (a clock drift in one window)."""
+    import gzip
+
+    with gzip.open(src, "rt") as f:
+        doc = json.load(f)
+    gpu = [e for e in doc["traceEvents"] if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and "dur" in e]
+    t0 = min(e["ts"] for e in gpu)
+    for e in gpu:  # the GPU timeline stretched about its first op: gaps and overlaps scale alike
+        e["ts"], e["dur"] = t0 + (e["ts"] - t0) * factor, e["dur"] * factor
+    with gzip.open(dst, "wt") as f:
+        json.dump(doc, f)
+
+
+def test_validation_takes_the_median_over_profiled_rounds(tmp_path: Path) -> None:
+    """Rounds A.rR/B.rR: the kernel speedup is the median of the per-round ratios, with its range;
+    a round without its B trace fails in one line with exit code 2."""
+    import shutil
+    import subprocess
+    import sys
+
+    import pandas as pd
+
+    root = Path(__file__).resolve().parents[1]
+    src, d = root / "tests/data/pairs", tmp_path / "pairs"
+    d.mkdir()
+    name = "two-stream-gelu"
+    for f in (f"{name}.A.json.gz", f"{name}.B.json.gz", f"{name}.json"):
+        shutil.copy(src / f, d / f)
+    script = [sys.executable, str(root / "gpu" / "replay_validation.py"), str(d)]
+    res = subprocess.run([*script, "--out", str(tmp_path / "one.csv")], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    one = pd.read_csv(tmp_path / "one.csv").iloc[0]
+    assert one["rounds"] == 1 and one["measured_speedup_kernel_min"] == one["measured_speedup_kernel_max"]
+    # round 1: B's window ran 10% slow (A/B up); round 2: B's window 10% fast (A/B down)
+    for r, factor in ((1, 1.1), (2, 0.9)):
+        shutil.copy(src / f"{name}.A.json.gz", d / f"{name}.A.r{r}.json.gz")
+        _scaled_gpu_trace(src / f"{name}.B.json.gz", d / f"{name}.B.r{r}.json.gz", factor)
+    res = subprocess.run([*script, "--out", str(tmp_path / "three.csv")], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    t = pd.read_csv(tmp_path / "three.csv").iloc[0]
+    assert t["rounds"] == 3
+    k = t["measured_speedup_kernel"]
+    assert k == pytest.approx(one["measured_speedup_kernel"], abs=1e-4)  # the median: round 0
+    assert t["measured_speedup_kernel_min"] < k / 1.05 and t["measured_speedup_kernel_max"] > k * 1.05
+    assert t["replay_error_kernel"] == pytest.approx(t["replay_speedup_kernel"] / k - 1, abs=1e-3)
+    (d / f"{name}.B.r2.json.gz").unlink()
+    res = subprocess.run([*script, "--out", str(tmp_path / "bad.csv")], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 2 and "B.r2.json.gz" in res.stderr and "Traceback" not in res.stderr
+    assert not (tmp_path / "bad.csv").exists()
+
+
 def test_project_replays_every_rank_of_a_run(tmp_path: Path) -> None:
     """A run folder with rank0/ and rank1/ traces: each rank is replayed, the slowest rank's span is the step."""
     import gzip
