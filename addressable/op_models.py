@@ -593,16 +593,44 @@ def embedding(c: OpCall) -> Cost | None:
     return Cost(rows + idx.nbytes, rows)
 
 
+EMBEDDING_FEATURE_MAX_INDICES = 3072  # CUDA embedding backward: up to this many indices, one feature kernel
+
+
+def distinct_rows(n: int, rows: int) -> float:
+    """Expected distinct rows among n indices drawn uniformly from `rows`: rows · (1 − (1 − 1/rows)^n)."""
+    return rows * -math.expm1(n * math.log1p(-1.0 / rows)) if rows > 1 else float(min(n, rows))
+
+
 @model("embedding", "embedding_dense_backward")
 def embedding_backward(c: OpCall) -> Cost | None:
-    """embedding_dense_backward(grad, indices, num_weights, ...): reads grad and indices, writes the rows touched.
+    """embedding_dense_backward(grad, indices, num_weights, padding_idx, scale_grad_by_freq).
 
-    The zero fill of the full weight gradient is a separate fill_ op.
+    Up to EMBEDDING_FEATURE_MAX_INDICES indices (and no scale_grad_by_freq), PyTorch's CUDA backward
+    is one kernel (embedding_backward_feature_kernel): it reads grad and the indices and writes a
+    row per index. With more, it sorts the indices, and `compute_grad_weight` sums the grad rows of
+    each segment of equal indices into fp32 partial sums (one row of the accumulate type per
+    segment; a segment is split every 10 repeats, ignored here), which `sum_and_scatter` reads back
+    and writes into the weight gradient's rows. The segments are the distinct indices: their count
+    is not recorded, so it is the expectation for indices drawn uniformly from the num_weights rows
+    (distinct_rows; repeated real text has fewer). The sort and segment kernels move the indices
+    and the segment offsets. The zero fill of the full weight gradient is a separate fill_ op.
     """
     g, idx = c.t(0), c.t(1)
     if g is None or idx is None:
         return None
-    return Cost(g.touched + idx.nbytes, g.nbytes)
+    simple = Cost(g.touched + idx.nbytes, g.nbytes)
+    weights = c.ints(2)
+    n = idx.numel
+    if not weights or n == 0 or (n <= EMBEDDING_FEATURE_MAX_INDICES and not c.flag(4)):
+        return simple
+    dim = g.numel // n
+    seg = distinct_rows(n, weights[0])
+    acc = 8 if g.itemsize == 8 else 4  # at::acc_type: fp32 for bf16, fp16 and fp32
+    grad = (g.touched + n * 8 + 2 * seg * 8, seg * dim * acc)  # (read, write)
+    scatter = (seg * dim * acc + 2 * seg * 8, seg * dim * g.itemsize)
+    sort = (idx.nbytes + 2 * n * 8, 2 * n * 8 + 2 * seg * 8)  # sorted indices and positions; segment offsets
+    return Cost(grad[0] + scatter[0] + sort[0], grad[1] + scatter[1] + sort[1],
+                passes=(("compute_grad_weight", sum(grad)), ("sum_and_scatter", sum(scatter)), (".", sum(sort))))
 
 
 def _bags(c: OpCall, offsets: Tensor) -> int:

@@ -1,8 +1,8 @@
 """Stage 1: a Kineto trace file -> an events table (one row per GPU kernel, annotation, CPU op).
 
-The file is streamed: a second thread reads (and un-gzips, with zlib-ng where installed: both drop the GIL) blocks of
-text while this one cuts each block at the last event boundary, parses it and keeps only the
-rows and fields that trace_format.yaml names, as numpy columns. So a multi-GB trace is never
+The file is streamed: a second thread reads (and un-gzips, with zlib-ng where installed; both
+drop the GIL) blocks of text while this one cuts each block at the last event boundary, parses
+it and keeps only the rows and fields that trace_format.yaml names, as numpy columns. So a multi-GB trace is never
 held as Python objects all at once, and peak memory is the events table plus a few blocks.
 
 Blocks are decoded against a schema built from trace_format.yaml (msgspec, when installed): the
@@ -19,7 +19,7 @@ import queue
 import re
 import threading
 import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
@@ -352,7 +352,7 @@ class _Format:
     extract: Callable[[list, frozenset, str, dict], list[tuple]]
     decoder: Any = None  # msgspec decoder of a list of events with just the named fields (None without msgspec)
     event_type: type | None = None
-    extract_typed: Callable[[list, frozenset, str], tuple[list, ...]] | None = None  # one list per column
+    extract_typed: Callable[[list, frozenset, str], list[tuple]] | None = None
 
 
 @cache
@@ -395,36 +395,30 @@ def _compiled_format() -> _Format:
 
 def _add_schema(fmt: _Format, keys: list[str], filters: dict[str, Callable]) -> None:
     """The msgspec schema of one event (the named fields only, any JSON value each; a parent object
-    such as args as a nested schema) and a column extractor over it.
-
-    The structs are untracked by the cyclic GC (they hold no cycles) and every other field is
-    skipped in C. An event whose parent is not an object fails the schema: its block goes to orjson.
-    """
+    such as args as a nested schema, or any non-object value) and an extractor over it."""
     top = list(dict.fromkeys(["ph", "cat", *(k for k in keys if "." not in k)]))
     children: dict[str, list[str]] = {p: [] for p in fmt.parents}
     for k in keys:
         parent, dot, child = k.partition(".")
         if dot:
             children[parent].append(child)
+    scalar = str | int | float | bool | list | None
     fields = [(f"f{i}", Any, msgspec.field(default=None, name=k)) for i, k in enumerate(top)]
-    column = {k: f"[e.f{i} for e in rows]" for i, k in enumerate(top)}  # key -> the list comprehension of its column
-    scope: dict[str, Any] = {"FILTERS": filters}  # name_filters, as in the dict extractor
-    parents = []
+    getters = {k: f"e.f{i}" for i, k in enumerate(top)}
+    loops, scope = [], {}
     for i, parent in enumerate(fmt.parents):
         sub = msgspec.defstruct(f"Parent{i}", [(f"c{j}", Any, msgspec.field(default=None, name=c))
-                                              for j, c in enumerate(children[parent])], gc=False)
-        fields.append((f"p{i}", sub | None, msgspec.field(default=None, name=parent)))
-        scope[f"E{i}"] = sub()
-        parents.append(f"    a{i} = [E{i} if e.p{i} is None else e.p{i} for e in rows]\n")
-        column.update({f"{parent}.{c}": f"[a.c{j} for a in a{i}]" for j, c in enumerate(children[parent])})
-    event = msgspec.defstruct("Event", fields, gc=False)
-    named = f" and (e.f1 not in FILTERS or FILTERS[e.f1](str(e.f{top.index('name')})))" if filters else ""
-    # One filtering pass, then one list per column: cheaper than a tuple per row and transposing them.
+                                              for j, c in enumerate(children[parent])])
+        fields.append((f"p{i}", sub | scalar, msgspec.field(default=None, name=parent)))
+        scope[f"P{i}"], scope[f"E{i}"] = sub, sub()
+        loops.append(f" for a{i} in (e.p{i} if type(e.p{i}) is P{i} else E{i},)")
+        getters.update({f"{parent}.{c}": f"a{i}.c{j}" for j, c in enumerate(children[parent])})
+    event = msgspec.defstruct("Event", fields)
+    scope["FILTERS"] = filters  # name_filters, as in the dict extractor
+    named = f" and (e.f1 not in FILTERS or FILTERS[e.f1](str({getters['name']})))" if filters else ""
     src = (f"def extract(events, keep, X):\n"
-           f"    rows = [e for e in events if e.f1 in keep and e.f0 == X{named}]\n"
-           f"    if not rows:\n        return ()\n"
-           f"{''.join(parents)}"
-           f"    return ({', '.join(column[k] for k in keys)},)\n")
+           f"    return [({', '.join(getters[k] for k in keys)},) for e in events"
+           f" if e.f1 in keep and e.f0 == X{named}{''.join(loops)}]\n")
     exec(compile(src, "<trace_format schema extractor>", "exec"), scope)
     fmt.decoder, fmt.event_type, fmt.extract_typed = msgspec.json.Decoder(list[event]), event, scope["extract"]
 
@@ -451,8 +445,6 @@ class _Interner:
 
     def encode(self, values: tuple, missing: str | None) -> np.ndarray:
         """Codes of values (None -> the code of `missing`, or -1); non-strings are coded as their JSON text."""
-        if values.count(None) == len(values):  # a column only some rows have (shapes), in a chunk without them
-            return np.full(len(values), -1 if missing is None else self._code(missing), dtype=np.int32)
         array = np.fromiter(values, dtype=object, count=len(values))
         try:
             codes, uniques = pd.factorize(array, use_na_sentinel=True)
@@ -480,10 +472,12 @@ class _Interner:
         return pd.Index([strings[i] for i in order], dtype="string"), remap
 
 
-def _floats(values: Sequence) -> np.ndarray:
-    try:  # None -> NaN and numbers as float(v) do, like np.array(values, float) but without its shape discovery
-        return np.fromiter(values, dtype=np.float64, count=len(values))
-    except (TypeError, ValueError, OverflowError):  # a list or a non-numeric string among them
+def _floats(values: tuple) -> np.ndarray:
+    try:
+        out = np.array(values, dtype=np.float64)
+        if out.ndim == 1:  # equal-length lists as values would make it 2-D
+            return out
+    except (TypeError, ValueError, OverflowError):
         pass
     return np.array([_to_float(v) for v in values], dtype=np.float64)
 
@@ -529,18 +523,17 @@ class _Columns:
         fmt = self.fmt
         if events and type(events[0]) is fmt.event_type:
             try:
-                columns = fmt.extract_typed(events, self.keep, fmt.phase)
+                rows = fmt.extract_typed(events, self.keep, fmt.phase)
             except TypeError:  # an unhashable category (a list)
-                columns = fmt.extract_typed([e for e in events if type(e.f1) is str], self.keep, fmt.phase)
+                rows = fmt.extract_typed([e for e in events if type(e.f1) is str], self.keep, fmt.phase)
         else:
             try:
                 rows = fmt.extract(events, self.keep, fmt.phase, _EMPTY)
             except (AttributeError, TypeError):  # a non-dict event, a list as "cat", a string as "args" ...
                 rows = fmt.extract(_sanitize(events, fmt.parents), self.keep, fmt.phase, _EMPTY)
-            columns = tuple(zip(*rows, strict=True))
-        if not columns:
+        if not rows:
             return
-        for col, values in zip(fmt.columns, columns, strict=True):
+        for col, values in zip(fmt.columns, zip(*rows, strict=True), strict=True):
             if col in self.strings:
                 self.parts[col].append(self.strings[col].encode(values, "" if col == "name" else None))
             elif col in _INTS:

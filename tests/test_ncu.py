@@ -213,10 +213,10 @@ open(log, "w").write(text)
 
 
 # ---------------------------------------------------------------- real H200 measurements (23:27 run)
-# tests/data/*_ncu_trace.json.gz: the profiled step; *_ncu_raw.csv.gz: ncu's CSV of one re-run step, measured with
+# tests/data/ncu/*_ncu_trace.json.gz: the profiled step; *_ncu_raw.csv.gz: ncu's CSV of one re-run step, measured with
 # --filter-mode per-launch-config --launch-count 2 (FLOPs too for llama3-8b infer)
-LLAMA_TRACE, LLAMA_NCU = DATA / "llama3_8b_infer_ncu_trace.json.gz", DATA / "llama3_8b_infer_ncu_raw.csv.gz"
-GPT2_TRACE, GPT2_NCU = DATA / "gpt2_train_ncu_trace.json.gz", DATA / "gpt2_train_ncu_raw.csv.gz"
+LLAMA_TRACE, LLAMA_NCU = DATA / "ncu/llama3_8b_infer_ncu_trace.json.gz", DATA / "ncu/llama3_8b_infer_ncu_raw.csv.gz"
+GPT2_TRACE, GPT2_NCU = DATA / "ncu/gpt2_train_ncu_trace.json.gz", DATA / "ncu/gpt2_train_ncu_raw.csv.gz"
 
 
 def _real(trace: Path, raw: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -261,6 +261,9 @@ def test_choose_per_config_reaches_every_top_kernel_within_the_budget() -> None:
     names = ncu.top_kernels(rows, 20)
     c = ncu.compare(rows, df, 20, per_config=2)
     assert (c.kernels["status"] == "unsampled").sum() == 5 and c.n_matched == c.n_ncu == 39
+    cgw = c.kernels.set_index("kernel").loc["compute_grad_weight"]  # embedding backward's fp32 segment sums
+    assert cgw["status"] == "within" and cgw["ratio"] == pytest.approx(1.0, abs=0.02)
+    assert set(c.kernels["status"]) == {"within", "unsampled"}
     table = ncu.format_check(c, "gpt2-train", all_kernels=True).splitlines()
     assert "39 launches measured (the first 2 of each launch configuration), 39 paired" in table[0]
     assert len(table) == 3 + 20 and sum(x.startswith("  UNSAMPLED") for x in table) == 5

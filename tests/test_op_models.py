@@ -181,6 +181,26 @@ def test_embedding_reads_one_row_per_index() -> None:
     assert rw(c) == (8192 * 1536 + 8192 * 8, 8192 * 1536)
 
 
+def test_embedding_backward_small_is_one_pass_large_is_sort_and_fp32_segments() -> None:
+    # gpt2's wpe: 1024 indices -> embedding_backward_feature_kernel: reads grad and indices, writes a row per index
+    c = call("embedding_dense_backward", T([1, 1024, 768]), T([1, 1024], I64), 1040, -1, False)
+    assert rw(c) == (1024 * 1536 + 1024 * 8, 1024 * 1536) and c.passes == ()
+    # gpt2's wte: 8192 indices into 50257 rows -> the sort path
+    c = call("embedding_dense_backward", T([8, 1024, 768]), T([8, 1024], I64), 50257, -1, False)
+    seg = 50257 * (1 - (1 - 1 / 50257) ** 8192)  # expected distinct rows: 7559.3
+    assert seg == pytest.approx(7559.3, abs=0.1)
+    grad = 8192 * 768 * 2 + 8192 * 8 + 2 * seg * 8 + seg * 768 * 4  # grad rows + sorted positions -> fp32 sums
+    scatter = seg * 768 * 4 + 2 * seg * 8 + seg * 768 * 2  # fp32 sums -> the bf16 weight-gradient rows
+    sort = 8192 * 8 + 2 * 8192 * 8 + 2 * 8192 * 8 + 2 * seg * 8
+    assert [p for p, _ in c.passes] == ["compute_grad_weight", "sum_and_scatter", "."]
+    assert [b for _, b in c.passes] == pytest.approx([grad, scatter, sort])
+    assert c.bytes == pytest.approx(grad + scatter + sort)
+    # measured on the H200 (23:27 run): compute_grad_weight read 12.72 MB, wrote 23.08 MB into L2: 35.80 MB
+    assert grad / 35_803_136 == pytest.approx(1.0, abs=0.02)
+    assert call("embedding_dense_backward", T([1024, 768]), T([1024], I64), 1040, -1, True).passes  # scale_grad_by_freq
+    assert op_models.distinct_rows(5, 1) == 1 and op_models.distinct_rows(1, 1000) == pytest.approx(1.0)
+
+
 # ---------------------------------------------------------------- GEMM, convolution, attention
 
 
