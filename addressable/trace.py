@@ -5,11 +5,14 @@ drop the GIL) blocks of text while this one cuts each block at the last event bo
 it and keeps only the rows and fields that trace_format.yaml names, as numpy columns. So a multi-GB trace is never
 held as Python objects all at once, and peak memory is the events table plus a few blocks.
 
-Blocks are decoded against a schema built from trace_format.yaml (msgspec, when installed): the
-JSON is still checked in full, but only the named fields of each event become Python objects;
-every other field (kernel launch sizes, shapes, stacks ...) is skipped in C. A block that does
-not fit the schema (an event that is not an object, say) is parsed with orjson instead, which
-also gives the error messages.
+Where the C scanner (_kineto.c) is built, it reads the events straight into typed columns: it
+checks every byte as JSON but makes Python objects only of the distinct text values of kept rows.
+It takes Kineto's plain case; from an event it cannot read exactly as below (an escaped key, a
+string where a number belongs, bad JSON ...) the block is parsed as follows, which also words
+the errors. Without the scanner, blocks are decoded against a schema built from
+trace_format.yaml (msgspec, when installed): only the named fields of each event become Python
+objects, every other field is skipped in C. A block that does not fit the schema (an event that
+is not an object, say) is parsed with orjson.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 import numpy as np
 import orjson
@@ -35,6 +38,10 @@ try:
     import msgspec
 except ImportError:  # the schema decoder is an optional speed-up; orjson parses every block then
     msgspec = None
+try:  # the C scanner (setup.py builds it where a compiler is); msgspec/orjson parse every block without it
+    from addressable import _kineto
+except ImportError:
+    _kineto = None
 try:  # zlib-ng: zlib's API, un-gzips these traces 2-2.5x faster; the standard zlib where it is missing
     from zlib_ng import zlib_ng as gzip_codec
 except ImportError:
@@ -46,6 +53,7 @@ from addressable.schema import check_version
 CHUNK_BYTES = 1 << 20
 _KINDS = ("gpu", "annotation", "cpu_op", "cpu_annotation", "step", "runtime")
 _INTS = ("pid", "tid", "stream", "device", "correlation", "external_id")
+_FLOAT, _INT, _TEXT = 0, 1, 2  # column types of the C scanner
 _GZIP_MAGIC = b"\x1f\x8b"
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _HEAD_LIMIT = 256 << 20  # how far to look for the event list before calling a file "not a trace"
@@ -262,9 +270,18 @@ _START = re.compile(rb'"(?:%s)"\s*:\s*\[')
 _SPACE = re.compile(rb"\s*")
 
 
-def _iter_parsed(path: str | Path, chunk_bytes: int, typed: Any = None) -> Iterator[list | dict]:
-    """Yield lists of parsed events (anything JSON; schema objects where `typed` decodes a block),
-    then one dict of top-level metadata."""
+class NativeRows(NamedTuple):
+    """The rows the C scanner read from a stretch of events: (events seen, rows kept, columns)."""
+
+    events: int
+    rows: int
+    columns: list
+
+
+def _iter_parsed(path: str | Path, chunk_bytes: int, typed: Any = None,
+                 scanner: Any = None) -> Iterator[list | NativeRows | dict]:
+    """Yield lists of parsed events (anything JSON; schema objects where `typed` decodes a block)
+    or, with a C `scanner`, NativeRows; then one dict of top-level metadata."""
     path = Path(path)
     if not path.is_file():
         raise AddressableError(f"no such trace file: {path}")
@@ -303,20 +320,36 @@ def _iter_parsed(path: str | Path, chunk_bytes: int, typed: Any = None) -> Itera
         if head.strip(b"{ \n\r\t"):
             metadata = _parse(head.rstrip().rstrip(b",") + b"}", path, 0)
         limit = max(4 * chunk_bytes, 64 << 20)
+        between = ended = False  # the scanner stopped after an event / at the end of the list
         for data in blocks:
             buf += data
-            events, rest = _cut(buf, path, offset, limit, typed)
-            if events is not None:
+            while not ended:
+                if scanner is not None:
+                    pos, status, between = scanner.scan(buf, 0, between)
+                    buf, offset = buf[pos:], offset + pos
+                    if (rows := NativeRows(*scanner.take())).events:
+                        yield rows
+                    ended = status == _kineto.END
+                    if status == _kineto.INVALID:  # no ',' between events, or one before the ']'
+                        _parse(b"[0" + buf, path, offset - 2)  # raises, worded as orjson's errors are
+                        raise AddressableError(f"{path} is not valid JSON (near byte {offset})")
+                    if ended or (status == _kineto.MORE and len(buf) <= limit):
+                        break
+                events, rest = _cut(buf, path, offset, limit, typed)
+                if events is None:
+                    break
                 offset += len(buf) - len(rest)
                 buf = rest
                 yield events
-        prefix = b'{"__events__":['
+                if scanner is None:
+                    break
+        prefix = b'{"__events__":[null' if between else b'{"__events__":['  # null: the event before buf
         tail = _parse(prefix + buf + (b"}" if bare else b""), path, offset - len(prefix), int(bare))
     finally:
         reader.close()
     if not isinstance(tail, dict) or not isinstance(tail.get("__events__"), list):
         raise AddressableError(f"not a trace: '{key}' in {path} is not a list of events")
-    events = tail.pop("__events__")
+    events = tail.pop("__events__")[int(between):]
     if events:
         yield events
     metadata.update(tail)
@@ -353,6 +386,22 @@ class _Format:
     decoder: Any = None  # msgspec decoder of a list of events with just the named fields (None without msgspec)
     event_type: type | None = None
     extract_typed: Callable[[list, frozenset, str], list[tuple]] | None = None
+    filters: dict[str, Callable] = field(default_factory=dict)  # name_filters: category -> name regex match
+
+    def scanner(self, keep: frozenset[str]) -> Any:
+        """A C scanner of this format's rows for the categories in keep (None without _kineto, or
+        for a format with more than one parent object, which it does not read)."""
+        if _kineto is None or len(self.parents) > 1:
+            return None
+        fmt = trace_format()
+        types, top, child = [], [(b"ph", -2)], []
+        for i, (col, key) in enumerate(fmt["columns"].items()):
+            types.append(_TEXT if col in self.text else _INT if col in _INTS else _FLOAT)
+            _, dot, sub = key.partition(".")
+            (child if dot else top).append(((sub if dot else key).encode(), i))
+        top += [(p.encode(), -3) for p in self.parents]
+        return _kineto.Scanner(types, top, child, self.phase.encode(), [c.encode() for c in sorted(keep)],
+                               self.columns.index("name"), self.columns.index("cat"))
 
 
 @cache
@@ -387,7 +436,7 @@ def _compiled_format() -> _Format:
     runtime = frozenset(fmt["runtime_categories"])
     out = _Format((frozenset(kind_of_cat) - runtime) | step_cats, runtime, kind_of_cat, step_cats,
                   re.compile(fmt["step_pattern"]), fmt["complete_phase"], list(fmt["columns"]), text, tuple(parents),
-                  scope["extract"])
+                  scope["extract"], filters=filters)
     if msgspec is not None:
         _add_schema(out, list(fmt["columns"].values()), filters)
     return out
@@ -472,6 +521,49 @@ class _Interner:
         return pd.Index([strings[i] for i in order], dtype="string"), remap
 
 
+class _RawCodes:
+    """The C scanner's codes of one text column (raw JSON values, numbered as first seen) -> an _Interner's."""
+
+    def __init__(self, interner: _Interner) -> None:
+        self.interner = interner
+        self.raw: list[bytes] = []
+        # scanner code -> interner code (-2 until a kept row uses it); the last entry is for code -1
+        # (missing): the code of the missing text, -3 until a row lacks a value
+        self.map = np.full(1, -3, np.int32)
+        self.cache: dict[Any, np.ndarray] = {}
+
+    def add(self, fresh: list[bytes]) -> None:
+        if fresh:
+            self.raw += fresh
+            self.map = np.concatenate([self.map[:-1], np.full(len(fresh), -2, np.int32), self.map[-1:]])
+
+    def text(self, code: int) -> str:
+        try:
+            value = orjson.loads(self.raw[code])
+        except orjson.JSONDecodeError as e:  # 1e999 inside a list: JSON that no parser here reads
+            raise AddressableError(f"not valid JSON: {self.raw[code][:80]!r} ({e.msg})") from None
+        return value if type(value) is str else orjson.dumps(value).decode()
+
+    def derived(self, key: Any, fn: Callable[[str], Any], dtype: type = object) -> np.ndarray:
+        """fn of the text of every raw value so far, by scanner code (computed once per value, cached under key)."""
+        done = self.cache.get(key, np.zeros(0, dtype))
+        if len(done) < len(self.raw):
+            fresh = np.empty(len(self.raw) - len(done), dtype)
+            fresh[:] = [fn(self.text(c)) for c in range(len(done), len(self.raw))]
+            done = self.cache[key] = np.concatenate([done, fresh])
+        return done
+
+    def codes(self, raw_codes: np.ndarray, missing: str | None) -> np.ndarray:
+        """Interner codes of scanner codes (-1: missing -> the code of `missing`, or -1)."""
+        out = self.map[raw_codes]
+        if out.min(initial=0) < -1:
+            for code in np.unique(raw_codes[out < -1]):
+                self.map[code] = (self.interner._code(self.text(int(code))) if code >= 0
+                                  else self.interner._code(missing) if missing is not None else -1)
+            out = self.map[raw_codes]
+        return out
+
+
 def _floats(values: tuple) -> np.ndarray:
     try:
         out = np.array(values, dtype=np.float64)
@@ -517,8 +609,12 @@ class _Columns:
         self.strings = {c: _Interner() for c in fmt.text}
         self.parts: dict[str, list[np.ndarray]] = {c: [] for c in [*fmt.columns, *(f"{c}_na" for c in _INTS)]}
         self.n_events = 0
+        self.raw = {c: _RawCodes(self.strings[c]) for c in fmt.text}  # the C scanner's text codes
 
-    def add(self, events: list) -> None:
+    def add(self, events: list | NativeRows) -> None:
+        if isinstance(events, NativeRows):
+            self._add_native(events)
+            return
         self.n_events += len(events)
         fmt = self.fmt
         if events and type(events[0]) is fmt.event_type:
@@ -542,6 +638,45 @@ class _Columns:
                 self.parts[f"{col}_na"].append(na)
             else:
                 self.parts[col].append(_floats(values))
+
+    def _add_native(self, batch: NativeRows) -> None:
+        """The C scanner's rows: numbers as they are, text codes turned into this table's codes."""
+        self.n_events += batch.events
+        if not batch.rows:
+            return
+        fmt = self.fmt
+        for col, item in zip(fmt.columns, batch.columns, strict=True):
+            if col in self.raw:
+                self.raw[col].add(item[1])
+        rows = self._name_filter(np.frombuffer(batch.columns[fmt.columns.index("cat")][0], np.int32),
+                                 np.frombuffer(batch.columns[fmt.columns.index("name")][0], np.int32))
+        for col, item in zip(fmt.columns, batch.columns, strict=True):
+            if col in self.raw:
+                codes = np.frombuffer(item[0], np.int32)
+                self.parts[col].append(self.raw[col].codes(codes if rows is None else codes[rows],
+                                                           "" if col == "name" else None))
+            elif col in _INTS:
+                values, na = np.frombuffer(item[0], np.int64), np.frombuffer(item[1], np.bool_)
+                self.parts[col].append(values if rows is None else values[rows])
+                self.parts[f"{col}_na"].append(na if rows is None else na[rows])
+            else:
+                values = np.frombuffer(item, np.float64)
+                self.parts[col].append(values if rows is None else values[rows])
+
+    def _name_filter(self, cats: np.ndarray, names: np.ndarray) -> np.ndarray | None:
+        """Rows that pass name_filters (None: all of them), from the scanner's raw codes."""
+        filters = list(self.fmt.filters.items())
+        if not filters:
+            return None
+        cat_filter = {cat: i for i, (cat, _) in enumerate(filters)}
+        which = self.raw["cat"].derived("filter", lambda text: cat_filter.get(text, -1), np.int8)[cats]
+        rows = None
+        for i in np.unique(which[which >= 0]):
+            match = filters[i][1]
+            ok = self.raw["name"].derived(i, lambda text, match=match: bool(match(text)), bool)
+            ok = np.append(ok, bool(match("None")))  # code -1, no name: str(None), as the loader matches it
+            rows = (np.ones(len(cats), bool) if rows is None else rows) & ((which != i) | ok[names])
+        return rows
 
     def frame(self) -> pd.DataFrame:
         """One table of every kept row, sorted by start time; rows without ts or dur are dropped."""
@@ -597,17 +732,19 @@ def _gc_paused() -> Iterator[None]:
 
 
 def load_trace(path: str | Path, chunk_bytes: int = CHUNK_BYTES, schema: bool = True, *,
-               runtime: bool = False) -> Trace:
+               runtime: bool = False, native: bool = True) -> Trace:
     """Load a trace file (.json or .json.gz) into a Trace with a typed events table.
 
-    schema=False parses every block with orjson (whole events) instead of the trace_format schema.
-    runtime=True also keeps the CUDA/HIP runtime calls (kind "runtime"), which the replay needs.
+    native=False leaves the C scanner out; schema=False then parses every block with orjson (whole
+    events) instead of the trace_format schema. runtime=True also keeps the CUDA/HIP runtime calls
+    (kind "runtime"), which the replay needs.
     """
     fmt = _compiled_format()
     columns = _Columns(fmt, runtime)
+    scanner = fmt.scanner(columns.keep) if native else None
     metadata: dict[str, Any] = {}
     with _gc_paused():
-        for chunk in _iter_parsed(path, chunk_bytes, fmt.decoder if schema else None):
+        for chunk in _iter_parsed(path, chunk_bytes, fmt.decoder if schema else None, scanner):
             if isinstance(chunk, dict):
                 metadata = chunk
             else:
