@@ -409,6 +409,12 @@ static int read_value(cursor *pp, cursor e, Value *v) {
     else if (*p == '-' || is_digit(*p)) { r = scan_number(&p, e); type = V_NUMBER; }
     else { r = skip_value(&p, e, 2); type = V_OTHER; }
     if (r) return r;
+    if (type == V_NUMBER && (p - *pp > 300 || memchr(*pp, 'e', (size_t)(p - *pp)) || memchr(*pp, 'E', (size_t)(p - *pp)))) {
+        double f; /* 2e308 in any event: msgspec rejects it where it reads the key, so let it decide */
+        int integral;
+        if (number_value(*pp, p, &f, &integral) < 0) return -1;
+        if (!isfinite(f)) return J_ODD;
+    }
     v->start = *pp;
     v->end = p;
     v->type = type;
