@@ -12,7 +12,8 @@ every thread, user + system) of `--repeat` runs, one reader after the other in t
 
   floor            orjson.loads of the whole decompressed trace
   msgspec          msgspec structs of the same fields (as the loader's decoder) over the blocks
-  load_trace       the whole loader on the plain file: read, cut, decode, columns, table, joins
+  load_trace       the whole loader on the plain file: read, scan/decode, columns, table, joins; with its
+                   C scanner (addressable/_kineto.c) where built, and without it (msgspec blocks)
   polars           polars.read_json of each block as a JSON array, with an explicit schema
   pyarrow          pyarrow.json.read_json of each block (events one after another, multi-line)
   duckdb           duckdb read_json of each block (format='array', explicit columns, one thread)
@@ -31,6 +32,7 @@ from pathlib import Path
 import msgspec
 import orjson
 
+import addressable.trace as trace_module
 from addressable.trace import load_trace
 from benchmarks.synth import ensure_trace
 
@@ -63,8 +65,10 @@ def readers(data: bytes, path: Path) -> dict[str, Callable[[], object]]:
     out: dict[str, Callable[[], object]] = {
         "floor (orjson.loads, whole)": lambda: orjson.loads(data),
         "msgspec structs (blocks)": lambda: [decoder.decode(a) for a in arrays],
-        "load_trace (plain file)": lambda: load_trace(path),
+        "load_trace, msgspec blocks (plain file)": lambda: load_trace(path, native=False),
     }
+    if trace_module._kineto is not None:
+        out["load_trace, C scanner (plain file)"] = lambda: load_trace(path)
     if importlib.util.find_spec("polars"):
         import polars as pl
 
