@@ -171,98 +171,168 @@ def replayable(trace: Trace) -> str:
 def build_graph(trace: Trace) -> Graph:
     """The dependency graph of a trace loaded with runtime=True (check `replayable` first)."""
     ev = trace.events
-    rt = ev[(ev["kind"] == "runtime").to_numpy()]
-    gpu = ev[(ev["kind"] == "gpu").to_numpy()]
-    calls = _calls()
+    is_rt, is_gpu = (ev["kind"] == "runtime").to_numpy(), (ev["kind"] == "gpu").to_numpy()
+    rt, gpu = ev[is_rt], ev[is_gpu]
+    t0 = float(min(rt["ts"].to_numpy(float).min(initial=np.inf), gpu["ts"].min()))  # times relative to the trace: full precision
+    cpu = _cpu_calls(rt, np.flatnonzero(is_rt), t0)
+    ops = _gpu_ops(gpu, np.flatnonzero(is_gpu), t0)
+    n_cpu = len(cpu.ts)
 
-    # CPU calls in start order (longer first on ties, so an enclosing call comes first)
-    cpu_ts = rt["ts"].to_numpy(float)
-    cpu_dur = rt["dur"].to_numpy(float)
-    order = np.lexsort((-cpu_dur, cpu_ts))
-    t0 = float(min(cpu_ts.min(initial=np.inf), gpu["ts"].min()))  # times relative to the trace: full precision
-    cpu_ts, cpu_dur = cpu_ts[order] - t0, cpu_dur[order]
+    launch, anchor, launched = _launch_edges(cpu, ops)
+    anchor_ts = cpu.ts[anchor] if n_cpu else np.zeros(len(ops.ts))
+    lat = ops.ts - anchor_ts
+    since_prev = np.where(ops.prev >= 0, ops.ts - ops.end[np.clip(ops.prev, 0, None)], np.inf)
+    lat_typ, gap_typ = _typical_offsets(ops, lat, since_prev, launched)
+    dep, gpu_lat, gpu_gap, dep_gap, position = _gpu_edges(ops, anchor, anchor_ts, lat, since_prev, lat_typ, gap_typ,
+                                                          cpu.waits_on_streams)
+
+    waits, base, wake = _waits(cpu.ts, cpu.dur, cpu.name, cpu.kind, launch, position, ops.stream, ops.end, n_cpu)
+    steps = _steps(trace, cpu.ts, cpu.end, t0)
+    solo, share = _sharing(ops.ts, ops.end, ops.stream, ops.device, ops.kernel, _work(gpu, ops.order))
+    launch_calls = np.unique(anchor[launched])
+    launch_gap = float(np.median(cpu.gap[launch_calls])) if len(launch_calls) else 0.0
+    return Graph(cpu.ts, cpu.dur, cpu.gap, base, wake, cpu.name, cpu.row, waits,
+                 ops.ts, ops.dur, ops.stream, ops.device, ops.name, ops.row, anchor, launched, gpu_lat, gpu_gap, dep,
+                 dep_gap, position, ops.kernel, solo, share, steps,
+                 int(launched.sum()), {"launch_latency_us": lat_typ, "stream_gap_us": gap_typ,
+                                       "n_cross_stream_waits": int((dep >= 0).sum()), "n_waiting_calls": len(waits),
+                                       "n_shared_kernels": int((share > 0).sum()), "launch_gap_us": launch_gap})
+
+
+@dataclass
+class _CpuCalls:
+    """The runtime calls of one trace in replay order; times from the trace's t0."""
+
+    ts: np.ndarray
+    dur: np.ndarray
+    end: np.ndarray
+    gap: np.ndarray  # start - previous call's end (first call: 0)
+    name: np.ndarray  # object
+    kind: np.ndarray  # `_call_kinds` of each call (object)
+    corr: np.ndarray  # correlation id (-1: none)
+    row: np.ndarray  # row in the trace's events table
+    waits_on_streams: bool  # some call is a cross-stream wait (cudaStreamWaitEvent)
+
+
+def _cpu_calls(rt: pd.DataFrame, rows: np.ndarray, t0: float) -> _CpuCalls:
+    """The runtime events `rt` (at `rows` of the events table) in start order, longer first on ties
+    (so an enclosing call comes first)."""
+    ts, dur = rt["ts"].to_numpy(float), rt["dur"].to_numpy(float)
+    order = np.lexsort((-dur, ts))
+    ts, dur = ts[order] - t0, dur[order]
     names = rt["name"].cat.categories.astype(str).to_numpy(object)
     name_code = rt["name"].cat.codes.to_numpy()[order]
-    cpu_name = names[name_code]
-    cpu_corr = rt["correlation"].to_numpy(dtype=np.int64, na_value=-1)[order]
-    cpu_row = np.flatnonzero((ev["kind"] == "runtime").to_numpy())[order]
-    cpu_end = cpu_ts + cpu_dur
-    cpu_gap = np.diff(cpu_ts, prepend=cpu_ts[:1]) - np.concatenate(([0.0], cpu_dur[:-1]))
-    n_cpu = len(cpu_ts)
     used = np.unique(name_code)
-    kind_of_name = _call_kinds(names[used], calls)
+    kind_of_name = _call_kinds(names[used], _calls())
     kind_of_code = np.full(len(names), "other", dtype=object)
     kind_of_code[used] = [kind_of_name[n] for n in names[used]]
-    cpu_kind = kind_of_code[name_code]
+    gap = np.diff(ts, prepend=ts[:1]) - np.concatenate(([0.0], dur[:-1]))
+    return _CpuCalls(ts, dur, ts + dur, gap, names[name_code], kind_of_code[name_code],
+                     rt["correlation"].to_numpy(dtype=np.int64, na_value=-1)[order], rows[order],
+                     any(k == "stream_wait" for k in kind_of_name.values()))
 
-    # GPU ops in stream order
+
+@dataclass
+class _GpuOps:
+    """The GPU ops of one trace in stream order; times from the trace's t0."""
+
+    order: np.ndarray  # index of each op in the trace's GPU events
+    ts: np.ndarray
+    dur: np.ndarray
+    end: np.ndarray
+    stream: np.ndarray  # stream code (0..n_streams-1), unique per (pid, device, stream)
+    device: np.ndarray
+    name: np.ndarray  # object
+    row: np.ndarray  # row in the trace's events table
+    kernel: np.ndarray  # bool: a kernel that shares the SMs (not a copy, memset or collective)
+    corr: np.ndarray  # correlation id (-1: none)
+    first_of_stream: np.ndarray  # bool
+    prev: np.ndarray  # the previous op on its stream (-1: none)
+
+
+def _gpu_ops(gpu: pd.DataFrame, rows: np.ndarray, t0: float) -> _GpuOps:
+    """The GPU events `gpu` (at `rows` of the events table) in stream order, then start order."""
     stream_key = pd.DataFrame({"pid": gpu["pid"].to_numpy(dtype=np.int64, na_value=-1),
                                "device": gpu["device"].to_numpy(dtype=np.int64, na_value=-1),
                                "stream": gpu["stream"].to_numpy(dtype=np.int64, na_value=-1)})
     key = stream_key.to_numpy()
     key = (key[:, 0] << 42) ^ ((key[:, 1] & 0x1FFFFF) << 21) ^ (key[:, 2] & 0x1FFFFF)  # ids fit in 21 bits
     codes, _ = pd.factorize(key)
-    g_ts, g_dur = gpu["ts"].to_numpy(float) - t0, gpu["dur"].to_numpy(float)
-    order = np.lexsort((g_ts, codes))
-    g_ts, g_dur, codes = g_ts[order], g_dur[order], codes[order].astype(np.int64)
-    g_dev = stream_key["device"].to_numpy()[order]
-    g_name = gpu["name"].cat.categories.astype(str).to_numpy(object)[gpu["name"].cat.codes.to_numpy()[order]]
-    g_row = np.flatnonzero((ev["kind"] == "gpu").to_numpy())[order]
-    # kernels that share the SMs: not copies, memsets or collectives (a collective's time is its peers')
+    ts, dur = gpu["ts"].to_numpy(float) - t0, gpu["dur"].to_numpy(float)
+    order = np.lexsort((ts, codes))
+    ts, dur, codes = ts[order], dur[order], codes[order].astype(np.int64)
+    name_codes = gpu["name"].cat.codes.to_numpy()
     kinds = gpu["name"].cat.categories.astype(str)
+    # kernels that share the SMs: not copies, memsets or collectives (a collective's time is its peers')
     solo_kind = np.isin(load_taxonomy().classify(list(kinds)).to_numpy(), ["communication", "memory"])
-    g_kernel = ((gpu["cat"].astype(str).to_numpy() == "kernel") & ~solo_kind[gpu["name"].cat.codes.to_numpy()])[order]
-    g_corr = gpu["correlation"].to_numpy(dtype=np.int64, na_value=-1)[order]
-    g_end = g_ts + g_dur
-    n = len(g_ts)
+    kernel = ((gpu["cat"].astype(str).to_numpy() == "kernel") & ~solo_kind[name_codes])[order]
+    n = len(ts)
     first_of_stream = np.ones(n, bool)
     first_of_stream[1:] = codes[1:] != codes[:-1]
-    prev = np.where(first_of_stream, -1, np.arange(n) - 1)
+    return _GpuOps(order, ts, dur, ts + dur, codes, stream_key["device"].to_numpy()[order],
+                   kinds.to_numpy(object)[name_codes[order]], rows[order], kernel,
+                   gpu["correlation"].to_numpy(dtype=np.int64, na_value=-1)[order], first_of_stream,
+                   np.where(first_of_stream, -1, np.arange(n) - 1))
 
-    # launch edges: correlation id -> the runtime call
-    launch = np.full(n, -1, np.int64)
-    valid = cpu_corr > 0
+
+def _launch_edges(cpu: _CpuCalls, ops: _GpuOps) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each op's launch call by correlation id (-1: none); its anchor (the launch call, else the last
+    call that started before it); whether the anchor is its own launch call."""
+    n_cpu = len(cpu.ts)
+    launch = np.full(len(ops.ts), -1, np.int64)
+    valid = cpu.corr > 0
     if valid.any():
         idx = np.flatnonzero(valid)
-        by_corr = idx[np.argsort(cpu_corr[idx], kind="stable")]
-        keys = cpu_corr[by_corr]
-        pos = np.clip(np.searchsorted(keys, g_corr), 0, len(keys) - 1)
-        hit = (keys[pos] == g_corr) & (g_corr > 0)
+        by_corr = idx[np.argsort(cpu.corr[idx], kind="stable")]
+        keys = cpu.corr[by_corr]
+        pos = np.clip(np.searchsorted(keys, ops.corr), 0, len(keys) - 1)
+        hit = (keys[pos] == ops.corr) & (ops.corr > 0)
         launch[hit] = by_corr[pos[hit]]
     anchor = launch.copy()
     none = anchor < 0  # no launch call: anchor to the last call that started before the op
-    anchor[none] = np.clip(np.searchsorted(cpu_ts, g_ts[none], side="right") - 1, 0, max(n_cpu - 1, 0))
-    launched = (launch >= 0) & (cpu_kind[np.clip(launch, 0, None)] == "launch") if n_cpu else launch >= 0
+    anchor[none] = np.clip(np.searchsorted(cpu.ts, ops.ts[none], side="right") - 1, 0, max(n_cpu - 1, 0))
+    launched = (launch >= 0) & (cpu.kind[np.clip(launch, 0, None)] == "launch") if n_cpu else launch >= 0
+    return launch, anchor, launched
 
-    # typical offsets, from ops that the GPU was idle for / that ran back to back
-    anchor_ts = cpu_ts[anchor] if n_cpu else np.zeros(n)
-    lat = g_ts - anchor_ts
-    since_prev = np.where(prev >= 0, g_ts - g_end[np.clip(prev, 0, None)], np.inf)
+
+def _typical_offsets(ops: _GpuOps, lat: np.ndarray, since_prev: np.ndarray, launched: np.ndarray
+                     ) -> tuple[float, float]:
+    """The trace's typical launch latency and stream gap, from ops that the GPU was idle for / that ran
+    back to back."""
     # the launch latency of ops the whole device was idle for (nothing else can have held them)
-    idle = _device_idle(g_ts, g_end, g_dev) & launched
+    idle = _device_idle(ops.ts, ops.end, ops.device) & launched
     lat_typ = float(np.median(lat[idle])) if idle.any() else float(np.quantile(lat[launched], 0.1)) \
         if launched.any() else 0.0
     b2b = (since_prev >= 0) & (since_prev <= STREAM_GAP_US)
     gap_typ = float(np.median(since_prev[b2b])) if b2b.any() else 0.0
+    return lat_typ, gap_typ
 
-    # cross-stream waits: ops held back by neither their launch nor their stream predecessor
-    dep = np.full(n, -1, np.int64)
-    if any(k == "stream_wait" for k in kind_of_name.values()):
-        dep = _cross_stream_deps(g_ts, g_end, codes, g_dev, anchor_ts + lat_typ,
-                                 np.where(prev >= 0, g_end[np.clip(prev, 0, None)] + gap_typ, -np.inf))
-    # each edge's offset: the binding one is measured, the others typical (capped to keep it exact)
+
+def _gpu_edges(ops: _GpuOps, anchor: np.ndarray, anchor_ts: np.ndarray, lat: np.ndarray, since_prev: np.ndarray,
+               lat_typ: float, gap_typ: float, waits_on_streams: bool
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each op's cross-stream wait (-1: none), the offsets of its launch, stream and cross-stream edges,
+    and its chunk position: (dep, lat, gap, dep_gap, position).
+
+    The edge that held the op back gets its measured offset, the others the typical one (capped to keep it
+    exact). An op is replayed after its anchor and its stream predecessors; a wait for an op replayed later
+    is dropped, and the op held back by its later other edge instead.
+    """
     a = anchor_ts + lat_typ
-    b = np.where(prev >= 0, g_end[np.clip(prev, 0, None)] + gap_typ, -np.inf)
-    c = np.where(dep >= 0, g_end[np.clip(dep, 0, None)], -np.inf)
+    b = np.where(ops.prev >= 0, ops.end[np.clip(ops.prev, 0, None)] + gap_typ, -np.inf)
+    # cross-stream waits: ops held back by neither their launch nor their stream predecessor
+    dep = np.full(len(ops.ts), -1, np.int64)
+    if waits_on_streams:
+        dep = _cross_stream_deps(ops.ts, ops.end, ops.stream, ops.device, a, b)
+    c = np.where(dep >= 0, ops.end[np.clip(dep, 0, None)], -np.inf)
     binding = np.argmax(np.stack([a, b, c]), axis=0)
     gpu_lat = np.where(binding == 0, lat, np.minimum(lat_typ, lat))
     gpu_gap = np.where(binding == 1, since_prev, np.minimum(gap_typ, since_prev))
-    gpu_gap[prev < 0] = 0.0
-    dep_gap = np.where(dep >= 0, g_ts - np.where(dep >= 0, g_end[np.clip(dep, 0, None)], 0.0), 0.0)
+    gpu_gap[ops.prev < 0] = 0.0
+    dep_gap = np.where(dep >= 0, ops.ts - np.where(dep >= 0, ops.end[np.clip(dep, 0, None)], 0.0), 0.0)
     dep_gap = np.where(binding == 2, dep_gap, np.minimum(0.0, dep_gap))
 
-    # chunk position: an op is replayed after its anchor and after its stream predecessors
-    position = _segment_cummax(anchor, first_of_stream)
+    position = _segment_cummax(anchor, ops.first_of_stream)
     bad_dep = (dep >= 0) & (position[np.clip(dep, 0, None)] >= position)
     if bad_dep.any():  # the op waited for is replayed later: hold the op back by its later other edge
         by_stream = bad_dep & (b >= a)
@@ -270,23 +340,15 @@ def build_graph(trace: Trace) -> Graph:
         gpu_lat[bad_dep & ~by_stream] = lat[bad_dep & ~by_stream]
         dep[bad_dep] = -1
         dep_gap[bad_dep] = 0.0
+    return dep, gpu_lat, gpu_gap, dep_gap, position
 
-    waits, base, wake = _waits(cpu_ts, cpu_dur, cpu_name, cpu_kind, launch, position, codes,
-                               g_end, n_cpu)
-    steps = _steps(trace, cpu_ts, cpu_end, t0)
-    # what a kernel does: its name and launch configuration (grid, block), where the trace has them
+
+def _work(gpu: pd.DataFrame, order: np.ndarray) -> np.ndarray:
+    """What each op (in stream order) does, numbered: its name and launch configuration (grid, block),
+    where the trace has them."""
     cols = [gpu[c] for c in ("name", "grid", "block") if c in gpu]
-    work = pd.MultiIndex.from_arrays([c.cat.codes.to_numpy()[order] if isinstance(c.dtype, pd.CategoricalDtype)
+    return pd.MultiIndex.from_arrays([c.cat.codes.to_numpy()[order] if isinstance(c.dtype, pd.CategoricalDtype)
                                       else c.to_numpy()[order] for c in cols]).factorize()[0]
-    solo, share = _sharing(g_ts, g_end, codes, g_dev, g_kernel, work)
-    launch_calls = np.unique(anchor[launched])
-    launch_gap = float(np.median(cpu_gap[launch_calls])) if len(launch_calls) else 0.0
-    return Graph(cpu_ts, cpu_dur, cpu_gap, base, wake, cpu_name, cpu_row, waits,
-                 g_ts, g_dur, codes, g_dev, g_name, g_row, anchor, launched, gpu_lat, gpu_gap, dep, dep_gap, position,
-                 g_kernel, solo, share, steps,
-                 int(launched.sum()), {"launch_latency_us": lat_typ, "stream_gap_us": gap_typ,
-                                       "n_cross_stream_waits": int((dep >= 0).sum()), "n_waiting_calls": len(waits),
-                                       "n_shared_kernels": int((share > 0).sum()), "launch_gap_us": launch_gap})
 
 
 def _call_kinds(names: Sequence[str], calls: dict[str, re.Pattern]) -> dict[str, str]:

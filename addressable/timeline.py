@@ -145,61 +145,25 @@ def timeline_accounting(classified_rows: pd.DataFrame) -> TimelineResult:
     classes = (pd.Series(rows["class"].astype(str).to_numpy()).groupby(cat_codes).first()
                if n_cat else pd.Series(dtype=str))
 
-    ts = rows["ts"].to_numpy(np.float64)
-    t0 = np.full(n_dev, np.inf)
-    np.minimum.at(t0, dev_codes, ts)
-    start = np.rint((ts - t0[dev_codes]) * _NS).astype(np.int64) if len(ts) else np.zeros(0, np.int64)
-    dur = np.rint(np.clip(rows["dur"].to_numpy(np.float64), 0, None) * _NS).astype(np.int64)
+    start, dur = _snap_to_ns(rows, dev_codes, n_dev)
     end = start + dur
-
-    span = np.zeros(n_dev, np.int64)
-    if len(ts):
-        first, last = np.full(n_dev, np.iinfo(np.int64).max), np.zeros(n_dev, np.int64)
-        np.minimum.at(first, dev_codes, start)
-        np.maximum.at(last, dev_codes, end)
-        span = last - first
-    n_kernels = np.bincount(dev_codes, minlength=n_dev)
+    span = _device_spans(dev_codes, start, end, n_dev)
     summed_dc = np.bincount(dev_codes * n_cat + cat_codes, weights=dur, minlength=n_dev * n_cat).astype(np.int64)
     summed_dev = summed_dc.reshape(n_dev, n_cat).sum(axis=1) if n_cat else np.zeros(n_dev, np.int64)
 
     pos = dur > 0  # zero-length kernels occupy no time
     dcode, ccode, s_, e_ = dev_codes[pos], cat_codes[pos], start[pos], end[pos]
-
-    # All kernels of a device: busy time, and each kernel's exposed share (segment / kernels active).
-    k = _sweep(dcode, s_, e_)
-    extra = np.where(k.count >= 1, k.seg * (k.count - 1), 0)  # time counted more than once
-    busy_dev = summed_dev - np.bincount(k.group, weights=extra, minlength=n_dev).astype(np.int64)
-    loss = np.where(k.count >= 1, k.seg * (1.0 - 1.0 / np.maximum(k.count, 1)), 0.0)
-    before = _before(loss)
-    hidden = before[k.pos_end] - before[k.pos_start]  # part of each kernel not exposed
-    hidden_dc = np.bincount(dcode * n_cat + ccode, weights=hidden, minlength=n_dev * n_cat)
+    repeated_dev, hidden_dc = _overcount(dcode, ccode, s_, e_, n_dev, n_cat)
+    busy_dev = summed_dev - repeated_dev
     exposed_dc = summed_dc - hidden_dc
+    active_dc, overlapped_dc = _category_overlap(dcode, ccode, s_, e_, n_dev, n_cat)
+    cross_dev = _cross_stream_overlap(dcode, stream_id[pos], s_, e_, n_dev)
 
-    # Per (device, category): active time (union), and the part shared with another category.
-    grp = dcode * n_cat + ccode
-    c = _sweep(grp, s_, e_)
-    run_g, run_s, run_e = _runs(c)
-    active_dc = np.bincount(run_g, weights=run_e - run_s, minlength=n_dev * n_cat).astype(np.int64)
-    overlapped_dc, _ = _overlap_of_runs(n_dev * n_cat, n_dev, run_g, run_g // max(n_cat, 1), run_s, run_e)
-    exclusive_dc = active_dc - overlapped_dc
-
-    # Per (device, stream): time when two or more streams of a device are active.
-    s_codes, _ = pd.factorize(stream_id[pos], sort=True)
-    n_str = int(s_codes.max(initial=-1)) + 1
-    sg = dcode * max(n_str, 1) + s_codes
-    st = _sweep(sg, s_, e_)
-    srun_g, srun_s, srun_e = _runs(st)
-    _, cross_dev = _overlap_of_runs(n_dev * max(n_str, 1), n_dev, srun_g, srun_g // max(n_str, 1), srun_s, srun_e)
-    n_streams = (pd.Series(stream_id).groupby(dev_codes).nunique().reindex(range(n_dev), fill_value=0)
-                 .to_numpy() if n_dev else np.zeros(0, np.int64))
-
-    is_repl = (classes.reindex(range(n_cat)).to_numpy() == REPLACEABLE) if n_cat else np.zeros(0, bool)
-    repl_summed = summed_dc.reshape(n_dev, n_cat)[:, is_repl].sum(axis=1) if n_cat else np.zeros(n_dev)
-    repl_exposed = exposed_dc.reshape(n_dev, n_cat)[:, is_repl].sum(axis=1) if n_cat else np.zeros(n_dev)
+    repl_summed, repl_exposed = _replaceable_per_device(classes, summed_dc, exposed_dc, n_dev, n_cat)
     dev_df = pd.DataFrame({
         "device": devices.astype(np.int64),
-        "n_kernels": n_kernels,
-        "n_streams": n_streams,
+        "n_kernels": np.bincount(dev_codes, minlength=n_dev),
+        "n_streams": _streams_per_device(stream_id, dev_codes, n_dev),
         "span_us": span / _NS,
         "busy_us": busy_dev / _NS,
         "idle_us": (span - busy_dev) / _NS,
@@ -208,22 +172,8 @@ def timeline_accounting(classified_rows: pd.DataFrame) -> TimelineResult:
         "addressable_fraction_summed": _ratio(repl_summed, summed_dev),
         "addressable_fraction_exposed": _ratio(repl_exposed, busy_dev),
     })
-
-    def per_cat(a: np.ndarray) -> np.ndarray:
-        return a.reshape(n_dev, n_cat).sum(axis=0) if n_dev else np.zeros(n_cat)
-
     busy_ns = int(busy_dev.sum())
-    cat_df = pd.DataFrame({
-        "category": pd.Series(cats, dtype=object).astype(str),
-        "class": classes.reindex(range(n_cat)).to_numpy(dtype=object) if n_cat else [],
-        "summed_us": per_cat(summed_dc) / _NS,
-        "active_us": per_cat(active_dc) / _NS,
-        "exclusive_us": per_cat(exclusive_dc) / _NS,
-        "overlapped_us": per_cat(overlapped_dc) / _NS,
-        "exposed_us": per_cat(exposed_dc) / _NS,
-    })
-    cat_df["exposed_share"] = cat_df["exposed_us"] / (busy_ns / _NS) if busy_ns else 0.0
-    cat_df = cat_df.sort_values(["class", "exposed_us"], ascending=[True, False]).reset_index(drop=True)
+    cat_df = _category_table(cats, classes, n_dev, busy_ns, summed_dc, active_dc, overlapped_dc, exposed_dc)
 
     comm = cat_df[cat_df["category"] == COMMUNICATION]
     cross = float(cross_dev.sum())
@@ -241,6 +191,100 @@ def timeline_accounting(classified_rows: pd.DataFrame) -> TimelineResult:
         communication_exposed_us=float(comm["exclusive_us"].sum()),
         communication_overlapped_us=float(comm["overlapped_us"].sum()),
     )
+
+
+def _snap_to_ns(rows: pd.DataFrame, dev_codes: np.ndarray, n_dev: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's start (from its device's first row) and duration (negative: 0), in whole ns."""
+    ts = rows["ts"].to_numpy(np.float64)
+    t0 = np.full(n_dev, np.inf)
+    np.minimum.at(t0, dev_codes, ts)
+    start = np.rint((ts - t0[dev_codes]) * _NS).astype(np.int64) if len(ts) else np.zeros(0, np.int64)
+    dur = np.rint(np.clip(rows["dur"].to_numpy(np.float64), 0, None) * _NS).astype(np.int64)
+    return start, dur
+
+
+def _device_spans(dev_codes: np.ndarray, start: np.ndarray, end: np.ndarray, n_dev: int) -> np.ndarray:
+    """Per device: first start to last end (ns)."""
+    span = np.zeros(n_dev, np.int64)
+    if len(start):
+        first, last = np.full(n_dev, np.iinfo(np.int64).max), np.zeros(n_dev, np.int64)
+        np.minimum.at(first, dev_codes, start)
+        np.maximum.at(last, dev_codes, end)
+        span = last - first
+    return span
+
+
+def _overcount(dcode: np.ndarray, ccode: np.ndarray, start: np.ndarray, end: np.ndarray, n_dev: int,
+               n_cat: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sweep all kernels of each device (intervals of positive length).
+
+    Returns per device the time summed more than once (summed - busy), and per (device, category)
+    the part of its kernels not exposed (each segment is shared equally by the kernels active in it).
+    """
+    k = _sweep(dcode, start, end)
+    extra = np.where(k.count >= 1, k.seg * (k.count - 1), 0)  # time counted more than once
+    loss = np.where(k.count >= 1, k.seg * (1.0 - 1.0 / np.maximum(k.count, 1)), 0.0)
+    before = _before(loss)
+    hidden = before[k.pos_end] - before[k.pos_start]  # part of each kernel not exposed
+    return (np.bincount(k.group, weights=extra, minlength=n_dev).astype(np.int64),
+            np.bincount(dcode * n_cat + ccode, weights=hidden, minlength=n_dev * n_cat))
+
+
+def _category_overlap(dcode: np.ndarray, ccode: np.ndarray, start: np.ndarray, end: np.ndarray, n_dev: int,
+                      n_cat: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per (device, category): active time (union of its kernels), and the part shared with another category."""
+    grp = dcode * n_cat + ccode
+    run_g, run_s, run_e = _runs(_sweep(grp, start, end))
+    active = np.bincount(run_g, weights=run_e - run_s, minlength=n_dev * n_cat).astype(np.int64)
+    overlapped, _ = _overlap_of_runs(n_dev * n_cat, n_dev, run_g, run_g // max(n_cat, 1), run_s, run_e)
+    return active, overlapped
+
+
+def _cross_stream_overlap(dcode: np.ndarray, stream_id: np.ndarray, start: np.ndarray, end: np.ndarray,
+                          n_dev: int) -> np.ndarray:
+    """Per device: time when two or more of its streams are active (ns)."""
+    s_codes, _ = pd.factorize(stream_id, sort=True)
+    n_str = max(int(s_codes.max(initial=-1)) + 1, 1)
+    run_g, run_s, run_e = _runs(_sweep(dcode * n_str + s_codes, start, end))
+    _, cross = _overlap_of_runs(n_dev * n_str, n_dev, run_g, run_g // n_str, run_s, run_e)
+    return cross
+
+
+def _streams_per_device(stream_id: np.ndarray, dev_codes: np.ndarray, n_dev: int) -> np.ndarray:
+    """Number of distinct streams of each device (all rows, zero-length ones too)."""
+    return (pd.Series(stream_id).groupby(dev_codes).nunique().reindex(range(n_dev), fill_value=0)
+            .to_numpy() if n_dev else np.zeros(0, np.int64))
+
+
+def _replaceable_per_device(classes: pd.Series, summed_dc: np.ndarray, exposed_dc: np.ndarray, n_dev: int,
+                            n_cat: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per device: summed and exposed time of the replaceable categories."""
+    if not n_cat:
+        return np.zeros(n_dev), np.zeros(n_dev)
+    is_repl = classes.reindex(range(n_cat)).to_numpy() == REPLACEABLE
+    return (summed_dc.reshape(n_dev, n_cat)[:, is_repl].sum(axis=1),
+            exposed_dc.reshape(n_dev, n_cat)[:, is_repl].sum(axis=1))
+
+
+def _category_table(cats: np.ndarray, classes: pd.Series, n_dev: int, busy_ns: int, summed_dc: np.ndarray,
+                    active_dc: np.ndarray, overlapped_dc: np.ndarray, exposed_dc: np.ndarray) -> pd.DataFrame:
+    """One row per category, its (device, category) times summed over devices; by class, then exposed time."""
+    n_cat = len(cats)
+
+    def per_cat(a: np.ndarray) -> np.ndarray:
+        return a.reshape(n_dev, n_cat).sum(axis=0) if n_dev else np.zeros(n_cat)
+
+    cat_df = pd.DataFrame({
+        "category": pd.Series(cats, dtype=object).astype(str),
+        "class": classes.reindex(range(n_cat)).to_numpy(dtype=object) if n_cat else [],
+        "summed_us": per_cat(summed_dc) / _NS,
+        "active_us": per_cat(active_dc) / _NS,
+        "exclusive_us": per_cat(active_dc - overlapped_dc) / _NS,
+        "overlapped_us": per_cat(overlapped_dc) / _NS,
+        "exposed_us": per_cat(exposed_dc) / _NS,
+    })
+    cat_df["exposed_share"] = cat_df["exposed_us"] / (busy_ns / _NS) if busy_ns else 0.0
+    return cat_df.sort_values(["class", "exposed_us"], ascending=[True, False]).reset_index(drop=True)
 
 
 def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:

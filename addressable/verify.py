@@ -67,6 +67,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pandas as pd
@@ -236,8 +237,6 @@ def run_verification(spec: dict[str, Any], progress: Callable[[str], None] = lam
     """Verify in this process. Returns VerifyResult fields, or {"harness_error": msg} for bad problems.
 
     `guard` is installed after the reference is built, before the candidate is imported."""
-    from addressable.invariants import parse_invariants
-
     th = Thresholds(**spec["thresholds"])
     device, seed = spec["device"], spec["seed"]
     limits = spec.get("limits") or {}
@@ -247,18 +246,9 @@ def run_verification(spec: dict[str, Any], progress: Callable[[str], None] = lam
     def fail(reason: str, **extra: Any) -> dict[str, Any]:
         return {**base, "verdict": "fail", "reason": reason, **extra}
 
-    def raised(what: str, e: BaseException, **extra: Any) -> dict[str, Any]:
-        return fail(limit_reason(e, limits) or f"{what}: {one_line(e)}", **extra)
-
     progress("loading the reference")
     try:
-        problem = load_module(spec["problem"], spec["overrides"])
-        invariants = parse_invariants(getattr(problem, "INVARIANTS", None), f"{Path(spec['problem']).name} INVARIANTS")
-        custom = getattr(problem, "check_invariants", None)
-        seed_all(seed)
-        init = list(problem.get_init_inputs())
-        seed_all(seed)
-        ref_model = on_device(problem.Model(*copy.deepcopy(init)), device)
+        ref = _load_reference(spec)
     except AddressableError as e:
         return {"harness_error": str(e)}
     except Exception as e:
@@ -274,77 +264,20 @@ def run_verification(spec: dict[str, Any], progress: Callable[[str], None] = lam
             return fail("candidate defines no ModelNew")
         progress("building the candidate")
         seed_all(seed)
-        cand_model = on_device(model_new(*copy.deepcopy(init)), device)
-        copy_weights(ref_model, cand_model)
+        cand_model = on_device(model_new(*copy.deepcopy(ref.init)), device)
+        copy_weights(ref.model, cand_model)
     except Exception as e:
-        return raised("candidate failed to build", e)
+        return fail(_raised_reason("candidate failed to build", e, limits))
 
-    checks: dict[str, dict[str, Any]] = {}
-    trials: list[dict[str, Any]] = []
-    prev: list | None = None
-    first_inputs: list = []
-    for t in range(spec["trials"]):
-        dist, tseed, note = DISTRIBUTIONS[t % len(DISTRIBUTIONS)], seed + t, ""
-        progress(f"reference, trial {t}")
-        try:
-            try:
-                inputs = make_inputs(problem, tseed, dist, device)
-                ref_out = as_outputs(call(ref_model, clone(inputs), device), "reference")
-            except Exception as e:
-                if dist == "native":
-                    raise
-                # the problem's domain excludes re-drawn inputs (inconsistent offsets, ...)
-                note = f"reference rejected {dist} inputs ({one_line(e)[:120]}); used native"
-                dist = "native"
-                inputs = make_inputs(problem, tseed, dist, device)
-                ref_out = as_outputs(call(ref_model, clone(inputs), device), "reference")
-        except Exception as e:
-            return {"harness_error": f"reference {Path(spec['problem']).name} failed on trial {t}: {one_line(e)}"}
-        pristine = clone(inputs)
-        nbytes = 4 * sum(x.numel() * x.element_size() for x in tensors(inputs) + ref_out)
-        progress(f"candidate, trial {t}")
-        try:
-            with poisoned_allocations(_POISON[0], device, nbytes):
-                out = as_outputs(call(cand_model, inputs, device), "candidate")
-                out = [o.detach().clone() for o in out]  # a reused output buffer must not change it later
-            modified = sum(n_modified(a, b) for a, b in zip(tensors(inputs), tensors(pristine), strict=True))
-            with poisoned_allocations(_POISON[1], device, nbytes):
-                out_b = as_outputs(call(cand_model, clone(pristine), device), "candidate")
-        except Exception as e:
-            return raised(f"candidate raised on trial {t}", e, checks=checks, trials=trials)
-        n_in = max(sum(x.numel() for x in tensors(pristine)), 1)
-        tc: dict[str, dict[str, Any]] = {}
-        if len(out) != len(ref_out):
-            tc["shape"] = check(f"{len(out)} outputs", f"{len(ref_out)} outputs", False)
-        for r, c, cb in zip(ref_out, out, out_b, strict=False):
-            for name, entry in compare_output(r, c, cb if len(out_b) == len(out) else c[:0], th).items():
-                tc[name] = worse(tc.get(name), entry)
-        tc["inputs_unchanged"] = check(modified / n_in, 0, modified == 0)
-        cur = [(to_f64(r, r.device), to_f64(c, r.device)) for r, c in zip(ref_out, out, strict=False)]
-        if prev is not None:
-            for p, q in zip(prev, cur, strict=False):
-                entry = fresh_check(p, q, th)
-                if entry is not None:
-                    tc["fresh"] = worse(tc.get("fresh"), entry)
-        prev = cur
-        try:
-            inv_checks, skipped = invariant_checks(invariants, custom, pristine, ref_out, out, th)
-        except Exception as e:
-            return {"harness_error": f"invariants of {Path(spec['problem']).name} fail on the reference "
-                                     f"output: {one_line(e)}"}
-        tc.update(inv_checks)
-        for name, entry in tc.items():
-            checks[name] = worse(checks.get(name), entry)
-        failed = [k for k, v in tc.items() if v["passed"] is False]
-        trials.append({"trial": t, "seed": tseed, "distribution": dist, "failed": failed,
-                       "skipped_invariants": skipped, **({"note": note} if note else {})})
-        if t == 0:
-            first_inputs = pristine
-        del inputs, ref_out, out, out_b
-
+    run = _run_trials(spec, ref, cand_model, th, progress)
+    if run.harness_error is not None:
+        return {"harness_error": run.harness_error}
+    checks, trials = run.checks, run.trials
+    if run.failure is not None:
+        return fail(run.failure, checks=checks, trials=trials)
     if device == "cuda":
         progress("profiling one call of each model")
-        checks.update(_stream_checks(ref_model, cand_model, first_inputs))
+        checks.update(_stream_checks(ref.model, cand_model, run.first_inputs))
     if any(v["passed"] is False for v in checks.values()):
         return fail(_fail_reason(checks, trials), checks=checks, trials=trials)
 
@@ -353,20 +286,160 @@ def run_verification(spec: dict[str, Any], progress: Callable[[str], None] = lam
     if spec["calls"] > 0:
         progress("timing")
         try:
-            times = time_calls({"ref": ref_model, "cand": cand_model}, first_inputs, device, spec["calls"],
+            times = time_calls({"ref": ref.model, "cand": cand_model}, run.first_inputs, device, spec["calls"],
                                spec["warmup"], spec["timing_budget_s"])
         except Exception as e:
-            return raised("candidate raised while timed", e, checks=checks, trials=trials)
-        (r25, rmed, r75), (c25, cmed, c75) = quartiles(times["ref"]), quartiles(times["cand"])
-        timing = {"ref_ms": rmed, "candidate_ms": cmed, "ref_ms_iqr": [r25, r75], "candidate_ms_iqr": [c25, c75],
-                  "speedup": rmed / cmed if cmed > 0 else float("inf"),
-                  "speedup_lo": r25 / c75 if c75 > 0 else None, "speedup_hi": r75 / c25 if c25 > 0 else None,
-                  "timing_runs": len(times["cand"])}
+            return fail(_raised_reason("candidate raised while timed", e, limits), checks=checks, trials=trials)
+        timing = _timing(times)
         result.update(timing)
     flags = review_flags(checks, timing, th)
     if flags:
         result.update(verdict="review", reason="; ".join(flags))
     return result
+
+
+def _raised_reason(what: str, e: BaseException, limits: dict[str, Any]) -> str:
+    """The fail reason for an exception the candidate raised: a sandbox limit reached, else what failed and how."""
+    return limit_reason(e, limits) or f"{what}: {one_line(e)}"
+
+
+@dataclass
+class _Reference:
+    """The problem module, its declared invariants, and the reference model built from its init inputs."""
+
+    problem: ModuleType
+    invariants: list
+    custom: Callable | None  # the problem's check_invariants
+    init: list  # get_init_inputs(), drawn under the seed
+    model: Any
+
+
+def _load_reference(spec: dict[str, Any]) -> _Reference:
+    """Load the problem file (with its overrides) and build the reference model under the seed."""
+    from addressable.invariants import parse_invariants
+
+    problem = load_module(spec["problem"], spec["overrides"])
+    invariants = parse_invariants(getattr(problem, "INVARIANTS", None), f"{Path(spec['problem']).name} INVARIANTS")
+    custom = getattr(problem, "check_invariants", None)
+    seed_all(spec["seed"])
+    init = list(problem.get_init_inputs())
+    seed_all(spec["seed"])
+    model = on_device(problem.Model(*copy.deepcopy(init)), spec["device"])
+    return _Reference(problem, invariants, custom, init, model)
+
+
+@dataclass
+class _Trials:
+    """The trials run so far: each check's worst entry, one record per trial, and why they stopped early."""
+
+    checks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    trials: list[dict[str, Any]] = field(default_factory=list)
+    first_inputs: list = field(default_factory=list)  # trial 0's inputs, for profiling and timing
+    harness_error: str | None = None  # the reference (or its invariants) failed
+    failure: str | None = None  # the candidate raised: the fail reason
+
+
+def _run_trials(spec: dict[str, Any], ref: _Reference, cand_model: Any, th: Thresholds,
+                progress: Callable[[str], None]) -> _Trials:
+    """Run reference and candidate on each trial's inputs and check the candidate's outputs.
+
+    Stops at the first trial where the reference (or its invariants) fails or the candidate raises."""
+    device, problem_name, limits = spec["device"], Path(spec["problem"]).name, spec.get("limits") or {}
+    run = _Trials()
+    prev: list | None = None
+    for t in range(spec["trials"]):
+        tseed = spec["seed"] + t
+        progress(f"reference, trial {t}")
+        try:
+            inputs, ref_out, dist, note = _reference_outputs(ref, DISTRIBUTIONS[t % len(DISTRIBUTIONS)], tseed,
+                                                             device)
+        except Exception as e:
+            run.harness_error = f"reference {problem_name} failed on trial {t}: {one_line(e)}"
+            return run
+        pristine = clone(inputs)
+        nbytes = 4 * sum(x.numel() * x.element_size() for x in tensors(inputs) + ref_out)
+        progress(f"candidate, trial {t}")
+        try:
+            out, out_b, modified = _candidate_outputs(cand_model, inputs, pristine, device, nbytes)
+        except Exception as e:
+            run.failure = _raised_reason(f"candidate raised on trial {t}", e, limits)
+            return run
+        tc, prev = _output_checks(ref_out, out, out_b, modified, pristine, prev, th)
+        try:
+            inv_checks, skipped = invariant_checks(ref.invariants, ref.custom, pristine, ref_out, out, th)
+        except Exception as e:
+            run.harness_error = f"invariants of {problem_name} fail on the reference output: {one_line(e)}"
+            return run
+        tc.update(inv_checks)
+        for name, entry in tc.items():
+            run.checks[name] = worse(run.checks.get(name), entry)
+        failed = [k for k, v in tc.items() if v["passed"] is False]
+        run.trials.append({"trial": t, "seed": tseed, "distribution": dist, "failed": failed,
+                           "skipped_invariants": skipped, **({"note": note} if note else {})})
+        if t == 0:
+            run.first_inputs = pristine
+        del inputs, ref_out, out, out_b
+    return run
+
+
+def _reference_outputs(ref: _Reference, dist: str, seed: int, device: str) -> tuple[list, list, str, str]:
+    """A trial's inputs drawn from `dist` and the reference's outputs on them; native inputs instead
+    (with a note) when the reference rejects re-drawn ones. Returns (inputs, outputs, dist, note)."""
+    try:
+        inputs = make_inputs(ref.problem, seed, dist, device)
+        ref_out = as_outputs(call(ref.model, clone(inputs), device), "reference")
+    except Exception as e:
+        if dist == "native":
+            raise
+        # the problem's domain excludes re-drawn inputs (inconsistent offsets, ...)
+        note = f"reference rejected {dist} inputs ({one_line(e)[:120]}); used native"
+        inputs = make_inputs(ref.problem, seed, "native", device)
+        ref_out = as_outputs(call(ref.model, clone(inputs), device), "reference")
+        return inputs, ref_out, "native", note
+    return inputs, ref_out, dist, ""
+
+
+def _candidate_outputs(cand_model: Any, inputs: list, pristine: list, device: str, nbytes: int
+                       ) -> tuple[list, list, int]:
+    """The candidate's outputs with fresh memory poisoned two ways: the first call on `inputs`, the second on
+    a clone of `pristine` (their copy before the first call); and how many input elements the first call changed."""
+    with poisoned_allocations(_POISON[0], device, nbytes):
+        out = as_outputs(call(cand_model, inputs, device), "candidate")
+        out = [o.detach().clone() for o in out]  # a reused output buffer must not change it later
+    modified = sum(n_modified(a, b) for a, b in zip(tensors(inputs), tensors(pristine), strict=True))
+    with poisoned_allocations(_POISON[1], device, nbytes):
+        out_b = as_outputs(call(cand_model, clone(pristine), device), "candidate")
+    return out, out_b, modified
+
+
+def _output_checks(ref_out: list, out: list, out_b: list, modified: int, pristine: list, prev: list | None,
+                   th: Thresholds) -> tuple[dict[str, dict[str, Any]], list]:
+    """One trial's checks of the candidate's outputs and inputs, `fresh` against the previous trial's
+    (reference, candidate) outputs `prev`; returns the checks and this trial's outputs for the next."""
+    n_in = max(sum(x.numel() for x in tensors(pristine)), 1)
+    tc: dict[str, dict[str, Any]] = {}
+    if len(out) != len(ref_out):
+        tc["shape"] = check(f"{len(out)} outputs", f"{len(ref_out)} outputs", False)
+    for r, c, cb in zip(ref_out, out, out_b, strict=False):
+        for name, entry in compare_output(r, c, cb if len(out_b) == len(out) else c[:0], th).items():
+            tc[name] = worse(tc.get(name), entry)
+    tc["inputs_unchanged"] = check(modified / n_in, 0, modified == 0)
+    cur = [(to_f64(r, r.device), to_f64(c, r.device)) for r, c in zip(ref_out, out, strict=False)]
+    if prev is not None:
+        for p, q in zip(prev, cur, strict=False):
+            entry = fresh_check(p, q, th)
+            if entry is not None:
+                tc["fresh"] = worse(tc.get("fresh"), entry)
+    return tc, cur
+
+
+def _timing(times: dict[str, list[float]]) -> dict[str, Any]:
+    """Medians, IQRs and speedups (median ratio; lo/hi from the quartiles) of timed reference and candidate calls."""
+    (r25, rmed, r75), (c25, cmed, c75) = quartiles(times["ref"]), quartiles(times["cand"])
+    return {"ref_ms": rmed, "candidate_ms": cmed, "ref_ms_iqr": [r25, r75], "candidate_ms_iqr": [c25, c75],
+            "speedup": rmed / cmed if cmed > 0 else float("inf"),
+            "speedup_lo": r25 / c75 if c75 > 0 else None, "speedup_hi": r75 / c25 if c25 > 0 else None,
+            "timing_runs": len(times["cand"])}
 
 
 # ---------------------------------------------------------------- one contained subprocess per candidate
