@@ -39,7 +39,7 @@ try:
 except ImportError:  # the schema decoder is an optional speed-up; orjson parses every block then
     msgspec = None
 try:  # the C scanner (setup.py builds it where a compiler is); msgspec/orjson parse every block without it
-    from addressable import _kineto
+    import addressable._kineto as _kineto
 except ImportError:
     _kineto = None
 try:  # zlib-ng: zlib's API, un-gzips these traces 2-2.5x faster; the standard zlib where it is missing
