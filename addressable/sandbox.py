@@ -131,8 +131,8 @@ def scrubbed_env(scratch: Path, pythonpath: list[str]) -> dict[str, str]:
 def bwrap_command(scratch: Path, control: Path, inputs: Iterable[Path] = ()) -> list[str]:
     """The bwrap prefix: read-only /, writable scratch and control folders, no network, GPUs passed through.
 
-    `inputs` (the problem and candidate files) stay readable where they live, /tmp included (the
-    sandbox's own /tmp is empty)."""
+    `inputs` (the problem and candidate files) and this Python (its prefix and sys.path: a venv
+    or a checkout) stay readable where they live, /tmp included (the sandbox's own /tmp is empty)."""
     cmd = [shutil.which("bwrap") or "bwrap", "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev",
            "--tmpfs", "/dev/shm", "--proc", "/proc", "--tmpfs", "/tmp", "--unshare-net", "--unshare-pid",
            "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session"]
@@ -143,7 +143,8 @@ def bwrap_command(scratch: Path, control: Path, inputs: Iterable[Path] = ()) -> 
             cmd += ["--tmpfs", str(p)]
         elif p.exists():
             cmd += ["--ro-bind", "/dev/null", str(p)]
-    for folder in sorted({str(Path(p).resolve().parent) for p in inputs}):
+    python = [Path(p) for p in (sys.prefix, sys.exec_prefix, *sys.path) if p and Path(p).is_dir()]
+    for folder in sorted({str(Path(p).resolve().parent) for p in inputs} | {str(p.resolve()) for p in python}):
         if folder == "/tmp" or folder.startswith("/tmp/"):
             cmd += ["--ro-bind", folder, folder]
     cmd += ["--bind", str(scratch), str(scratch), "--bind", str(control), str(control), "--chdir", str(scratch)]

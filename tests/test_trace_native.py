@@ -25,7 +25,7 @@ from addressable.errors import AddressableError
 from addressable.trace import load_trace
 
 pytestmark = pytest.mark.skipif(trace_module._kineto is None,
-                                reason="the C scanner is not built (setup.py builds it where a C compiler is)")
+                                reason="without the C scanner: setup.py builds it where a C compiler is")
 
 DATA = Path(__file__).parent / "data"
 
