@@ -208,33 +208,27 @@ static const double POW10[23] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e
                                  1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
 /* The double nearest a (valid) JSON number, as Python's float() gives it. Returns -1 on error. */
-static int number_value(cursor s, cursor e, double *out, int *integral_token) {
-    cursor p = s;
-    int neg = 0, sig = 0, frac = 0, exp = 0, exp_neg = 0;
-    uint64_t m = 0;
-    *integral_token = 1;
-    if (*p == '-') { neg = 1; p++; }
-    for (; p < e && is_digit(*p); p++) {
-        if (m || *p != '0') { if (sig < 19) m = m * 10 + (*p - '0'); sig++; }
-    }
+static int number_value(cursor s, cursor e, double *out) {
+    cursor p = s + (*s == '-');
+    int digits = 0, frac = 0, exp = 0, exp_neg = 0;
+    uint64_t m = 0; /* every digit, while there are at most 19 of them */
+    for (; p < e && is_digit(*p); p++, digits++) m = m * 10 + (uint64_t)(*p - '0');
     if (p < e && *p == '.') {
-        *integral_token = 0;
-        for (p++; p < e && is_digit(*p); p++) {
-            if (m || *p != '0') { if (sig < 19) m = m * 10 + (*p - '0'); sig++; }
-            frac++;
-        }
+        cursor q = ++p;
+        for (; p < e && is_digit(*p); p++) m = m * 10 + (uint64_t)(*p - '0');
+        frac = (int)(p - q);
+        digits += frac;
     }
-    if (p < e && (*p == 'e' || *p == 'E')) {
-        *integral_token = 0;
+    if (p < e) { /* the exponent */
         p++;
         if (*p == '+' || *p == '-') exp_neg = *p++ == '-';
         for (; p < e && is_digit(*p); p++) if (exp < 100000) exp = exp * 10 + (*p - '0');
     }
     int e10 = (exp_neg ? -exp : exp) - frac;
-    if (sig <= 19 && m <= (UINT64_C(1) << 53) && e10 >= -22 && e10 <= 22) { /* exact operands: one rounding */
+    if (digits <= 19 && m <= (UINT64_C(1) << 53) && e10 >= -22 && e10 <= 22) { /* exact operands: one rounding */
         double v = (double)m;
         v = e10 < 0 ? v / POW10[-e10] : v * POW10[e10];
-        *out = neg ? -v : v;
+        *out = *s == '-' ? -v : v;
         return 0;
     }
     char small[64], *buf = small;
@@ -247,6 +241,19 @@ static int number_value(cursor s, cursor e, double *out, int *integral_token) {
     if (v == -1.0 && PyErr_Occurred()) return -1;
     *out = v;
     return 0;
+}
+
+/* A plain integer token (no fraction or exponent) of at most 15 digits: exact as an int64 and as a double. */
+static inline int small_int(cursor s, cursor e, int64_t *out) {
+    cursor p = s + (*s == '-');
+    if (e - p > 15) return 0;
+    int64_t x = 0;
+    for (; p < e; p++) {
+        if (!is_digit(*p)) return 0;
+        x = x * 10 + (*p - '0');
+    }
+    *out = *s == '-' ? -x : x;
+    return 1;
 }
 
 /* ------------------------------------------------------------------ growable buffers, interning */
@@ -274,19 +281,29 @@ static PyObject *buf_take(Buffer *b) {
 typedef struct { uint64_t hash; PyObject *raw; int32_t code; } Entry;
 typedef struct { Entry *slots; size_t cap, n; PyObject *uniques; Py_ssize_t taken; } Table;
 
+static inline uint64_t mix(uint64_t h, uint64_t w) {
+    h = (h ^ w) * 0x9FB21C651E98DF25ULL;
+    return (h << 31) | (h >> 33);
+}
+
+/* A hash of n bytes: four independent lanes over 32-byte strides (kernel names run to hundreds of bytes). */
 static inline uint64_t hash_bytes(const unsigned char *s, size_t n) {
-    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (n * 0xFF51AFD7ED558CCDULL);
-    while (n >= 8) {
-        uint64_t w;
-        memcpy(&w, s, 8);
-        h = (h ^ w) * 0xBF58476D1CE4E5B9ULL;
-        h ^= h >> 31;
-        s += 8;
-        n -= 8;
+    uint64_t a = 0x9E3779B97F4A7C15ULL ^ n, b = 0xBF58476D1CE4E5B9ULL, c = 0x94D049BB133111EBULL, d = 0xD6E8FEB86659FD93ULL, w;
+    for (; n >= 32; s += 32, n -= 32) {
+        uint64_t x[4];
+        memcpy(x, s, 32);
+        a = mix(a, x[0]);
+        b = mix(b, x[1]);
+        c = mix(c, x[2]);
+        d = mix(d, x[3]);
     }
-    uint64_t w = 0;
+    for (; n >= 8; s += 8, n -= 8) {
+        memcpy(&w, s, 8);
+        a = mix(a, w);
+    }
+    w = 0;
     memcpy(&w, s, n);
-    h = (h ^ w) * 0x94D049BB133111EBULL;
+    uint64_t h = mix(mix(mix(mix(a, w), b), c), d);
     return h ^ (h >> 29);
 }
 
@@ -349,8 +366,8 @@ typedef struct {
     size_t *keep_len;
     int nkeep;
     Value *vals;
-    double *nums; /* the numbers of the event being read */
-    int *integral;
+    double *nums; /* the numbers of the event being read, and as integers (INT64_MIN: not one) */
+    int64_t *ints;
     Value phase_val;
     int parent_seen;
     Buffer *bufs, *na;
@@ -411,8 +428,7 @@ static int read_value(cursor *pp, cursor e, Value *v) {
     if (r) return r;
     if (type == V_NUMBER && (p - *pp > 300 || memchr(*pp, 'e', (size_t)(p - *pp)) || memchr(*pp, 'E', (size_t)(p - *pp)))) {
         double f; /* 2e308 in any event: msgspec rejects it where it reads the key, so let it decide */
-        int integral;
-        if (number_value(*pp, p, &f, &integral) < 0) return -1;
+        if (number_value(*pp, p, &f) < 0) return -1;
         if (!isfinite(f)) return J_ODD;
     }
     v->start = *pp;
@@ -473,36 +489,37 @@ static int is_kept(Scanner *s, int *keep) {
 
 /* Append the row of a kept event (J_ODD, nothing appended, if a value is outside the fast path). */
 static int add_row(Scanner *s) {
-    for (int c = 0; c < s->ncols; c++) { /* check every value before appending any */
+    for (int c = 0; c < s->ncols; c++) { /* check and convert every value before appending any */
         Value *v = &s->vals[c];
-        int t = v->type;
-        s->nums[c] = NAN;
-        if (c == s->name_col && t != V_MISSING && t != V_NULL && t != V_STRING && t != V_ESCAPED) return J_ODD;
-        if (t != V_NUMBER && (s->types[c] == COL_TEXT || t == V_MISSING || t == V_NULL)) continue;
+        int t = v->type, col = s->types[c];
+        if (t == V_MISSING || t == V_NULL) continue;
+        if (col == COL_TEXT) {
+            if (c == s->name_col && t != V_STRING && t != V_ESCAPED) return J_ODD;
+            continue; /* numbers here were checked for overflow as they were read */
+        }
         if (t != V_NUMBER) return J_ODD;
-        if (number_value(v->start, v->end, &s->nums[c], &s->integral[c]) < 0) return -1;
+        if (col == COL_INT && small_int(v->start, v->end, &s->ints[c])) {
+            s->nums[c] = (double)s->ints[c];
+            continue;
+        }
+        if (number_value(v->start, v->end, &s->nums[c]) < 0) return -1;
         if (!isfinite(s->nums[c])) return J_ODD; /* 1e999: the Python parsers decide */
+        double f = s->nums[c]; /* an int column takes integral values below 2**63 in magnitude, as numpy does */
+        s->ints[c] = fabs(f) < 9223372036854775808.0 && f == trunc(f) ? (int64_t)f : INT64_MIN;
     }
     for (int c = 0; c < s->ncols; c++) {
         Value *v = &s->vals[c];
         int present = v->type != V_MISSING && v->type != V_NULL;
-        double f = s->nums[c];
         if (s->types[c] == COL_TEXT) {
             int32_t code = present ? table_code(&s->tables[c], v->start, v->end) : -1;
             if ((present && code < 0) || BUF_PUSH(&s->bufs[c], int32_t, code) < 0) return -1;
         } else if (s->types[c] == COL_FLOAT) {
-            if (BUF_PUSH(&s->bufs[c], double, f) < 0) return -1;
-        } else { /* integral values below 2**63 in magnitude, as numpy takes them from floats */
-            unsigned char missing = !(present && fabs(f) < 9223372036854775808.0 && f == trunc(f));
-            int64_t i = missing ? 0 : (int64_t)f;
-            if (!missing && s->integral[c] && fabs(f) < 9007199254740992.0) { /* exact either way; skip rounding */
-                cursor p = v->start;
-                int neg = *p == '-';
-                int64_t x = 0;
-                for (p += neg; p < v->end; p++) x = x * 10 + (*p - '0');
-                i = neg ? -x : x;
-            }
-            if (BUF_PUSH(&s->bufs[c], int64_t, i) < 0 || BUF_PUSH(&s->na[c], unsigned char, missing) < 0) return -1;
+            if (BUF_PUSH(&s->bufs[c], double, present ? s->nums[c] : NAN) < 0) return -1;
+        } else {
+            unsigned char missing = !present || s->ints[c] == INT64_MIN;
+            if (BUF_PUSH(&s->bufs[c], int64_t, missing ? 0 : s->ints[c]) < 0
+                || BUF_PUSH(&s->na[c], unsigned char, missing) < 0)
+                return -1;
         }
     }
     s->rows++;
@@ -608,7 +625,7 @@ static void Scanner_dealloc(Scanner *s) {
     PyMem_Free(s->types);
     PyMem_Free(s->vals);
     PyMem_Free(s->nums);
-    PyMem_Free(s->integral);
+    PyMem_Free(s->ints);
     PyMem_Free(s->keep);
     PyMem_Free(s->keep_len);
     PyMem_Free(s->top.keys);
@@ -638,11 +655,11 @@ static int Scanner_init(Scanner *s, PyObject *args, PyObject *kwds) {
     s->types = PyMem_Calloc((size_t)n, sizeof(int));
     s->vals = PyMem_Calloc((size_t)n, sizeof(Value));
     s->nums = PyMem_Calloc((size_t)n, sizeof(double));
-    s->integral = PyMem_Calloc((size_t)n, sizeof(int));
+    s->ints = PyMem_Calloc((size_t)n, sizeof(int64_t));
     s->bufs = PyMem_Calloc((size_t)n, sizeof(Buffer));
     s->na = PyMem_Calloc((size_t)n, sizeof(Buffer));
     s->tables = PyMem_Calloc((size_t)n, sizeof(Table));
-    if (!s->types || !s->vals || !s->nums || !s->integral || !s->bufs || !s->na || !s->tables) {
+    if (!s->types || !s->vals || !s->nums || !s->ints || !s->bufs || !s->na || !s->tables) {
         PyErr_NoMemory();
         return -1;
     }
