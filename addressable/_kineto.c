@@ -278,7 +278,7 @@ static PyObject *buf_take(Buffer *b) {
     return out;
 }
 
-typedef struct { uint64_t hash; PyObject *raw; int32_t code; } Entry;
+typedef struct { uint64_t hash; const char *data; size_t len; int32_t code; } Entry; /* data: of a bytes in uniques */
 typedef struct { Entry *slots; size_t cap, n; PyObject *uniques; Py_ssize_t taken; } Table;
 
 static inline uint64_t mix(uint64_t h, uint64_t w) {
@@ -312,9 +312,9 @@ static int table_grow(Table *t) {
     Entry *slots = PyMem_Calloc(cap, sizeof(Entry));
     if (!slots) { PyErr_NoMemory(); return -1; }
     for (size_t i = 0; i < t->cap; i++) {
-        if (!t->slots[i].raw) continue;
+        if (!t->slots[i].data) continue;
         size_t j = t->slots[i].hash & (cap - 1);
-        while (slots[j].raw) j = (j + 1) & (cap - 1);
+        while (slots[j].data) j = (j + 1) & (cap - 1);
         slots[j] = t->slots[i];
     }
     PyMem_Free(t->slots);
@@ -329,15 +329,15 @@ static int32_t table_code(Table *t, cursor s, cursor e) {
     if (2 * (t->n + 1) > t->cap && table_grow(t) < 0) return -1;
     uint64_t h = hash_bytes(s, n);
     size_t j = h & (t->cap - 1);
-    for (; t->slots[j].raw; j = (j + 1) & (t->cap - 1)) {
+    for (; t->slots[j].data; j = (j + 1) & (t->cap - 1)) {
         Entry *x = &t->slots[j];
-        if (x->hash == h && (size_t)PyBytes_GET_SIZE(x->raw) == n && !memcmp(PyBytes_AS_STRING(x->raw), s, n))
+        if (x->hash == h && x->len == n && !memcmp(x->data, s, n))
             return x->code;
     }
     PyObject *raw = PyBytes_FromStringAndSize((const char *)s, (Py_ssize_t)n);
     if (!raw || PyList_Append(t->uniques, raw) < 0) { Py_XDECREF(raw); return -1; }
     Py_DECREF(raw); /* the list holds it */
-    t->slots[j] = (Entry){h, raw, (int32_t)t->n++};
+    t->slots[j] = (Entry){h, PyBytes_AS_STRING(raw), n, (int32_t)t->n++};
     return t->slots[j].code;
 }
 
@@ -352,7 +352,9 @@ typedef struct {
     int16_t *next;
 } KeyIndex;
 
-typedef struct { cursor start, end; int type; } Value;
+typedef struct { cursor start, end; int type; uint64_t event; } Value; /* a value of the event numbered `event` */
+
+static inline int vtype(const Value *v, uint64_t event) { return v->event == event ? v->type : V_MISSING; }
 
 typedef struct {
     PyObject_HEAD
@@ -369,6 +371,7 @@ typedef struct {
     double *nums; /* the numbers of the event being read, and as integers (INT64_MIN: not one) */
     int64_t *ints;
     Value phase_val;
+    uint64_t event; /* the number of the event being read (values of others are stale) */
     int parent_seen;
     Buffer *bufs, *na;
     Table *tables;
@@ -417,10 +420,10 @@ static inline int key_slot(const KeyIndex *ix, cursor s, size_t n) {
 }
 
 /* Read one value into v (its extent and type). */
-static int read_value(cursor *pp, cursor e, Value *v) {
+static int read_value(cursor *pp, cursor e, Value *v, uint64_t event) {
     cursor p = *pp;
     int r, escaped = 0, type;
-    if (v->type != V_MISSING) return J_ODD; /* a duplicate key the loader reads */
+    if (v->event == event) return J_ODD; /* a duplicate key the loader reads */
     if (*p == '"') { r = scan_string(&p, e, &escaped); type = escaped ? V_ESCAPED : V_STRING; }
     else if (*p == 'n') { r = scan_literal(&p, e, "null", 4); type = V_NULL; }
     else if (*p == '-' || is_digit(*p)) { r = scan_number(&p, e); type = V_NUMBER; }
@@ -434,6 +437,7 @@ static int read_value(cursor *pp, cursor e, Value *v) {
     v->start = *pp;
     v->end = p;
     v->type = type;
+    v->event = event;
     *pp = p;
     return J_OK;
 }
@@ -457,8 +461,8 @@ static int read_members(Scanner *s, cursor *pp, cursor e, const KeyIndex *ix) {
         if (p >= e) return J_EOB;
         if (escaped) return J_ODD; /* "c\u0061t" would be "cat" */
         int slot = key_slot(ix, k + 1, (size_t)(kend - k - 1));
-        if (slot >= 0) r = read_value(&p, e, &s->vals[slot]);
-        else if (slot == SLOT_PHASE) r = read_value(&p, e, &s->phase_val);
+        if (slot >= 0) r = read_value(&p, e, &s->vals[slot], s->event);
+        else if (slot == SLOT_PHASE) r = read_value(&p, e, &s->phase_val, s->event);
         else if (slot == SLOT_PARENT) {
             if (s->parent_seen++) return J_ODD;
             r = *p == '{' ? read_members(s, &p, e, &s->child) : skip_value(&p, e, 2);
@@ -475,12 +479,13 @@ static int read_members(Scanner *s, cursor *pp, cursor e, const KeyIndex *ix) {
 
 static int is_kept(Scanner *s, int *keep) {
     Value *ph = &s->phase_val, *cat = &s->vals[s->cat_col];
+    int ph_type = vtype(ph, s->event), cat_type = vtype(cat, s->event);
     *keep = 0;
-    if (ph->type == V_ESCAPED || cat->type == V_ESCAPED) return J_ODD;
-    if (ph->type != V_STRING || (size_t)(ph->end - ph->start - 2) != s->phase_len
+    if (ph_type == V_ESCAPED || cat_type == V_ESCAPED) return J_ODD;
+    if (ph_type != V_STRING || (size_t)(ph->end - ph->start - 2) != s->phase_len
         || memcmp(ph->start + 1, s->phase, s->phase_len))
         return J_OK;
-    if (cat->type != V_STRING) return J_OK;
+    if (cat_type != V_STRING) return J_OK;
     size_t n = (size_t)(cat->end - cat->start - 2);
     for (int i = 0; i < s->nkeep; i++)
         if (s->keep_len[i] == n && !memcmp(s->keep[i], cat->start + 1, n)) { *keep = 1; break; }
@@ -491,7 +496,7 @@ static int is_kept(Scanner *s, int *keep) {
 static int add_row(Scanner *s) {
     for (int c = 0; c < s->ncols; c++) { /* check and convert every value before appending any */
         Value *v = &s->vals[c];
-        int t = v->type, col = s->types[c];
+        int t = vtype(v, s->event), col = s->types[c];
         if (t == V_MISSING || t == V_NULL) continue;
         if (col == COL_TEXT) {
             if (c == s->name_col && t != V_STRING && t != V_ESCAPED) return J_ODD;
@@ -509,7 +514,7 @@ static int add_row(Scanner *s) {
     }
     for (int c = 0; c < s->ncols; c++) {
         Value *v = &s->vals[c];
-        int present = v->type != V_MISSING && v->type != V_NULL;
+        int present = vtype(v, s->event) > V_NULL;
         if (s->types[c] == COL_TEXT) {
             int32_t code = present ? table_code(&s->tables[c], v->start, v->end) : -1;
             if ((present && code < 0) || BUF_PUSH(&s->bufs[c], int32_t, code) < 0) return -1;
@@ -528,8 +533,7 @@ static int add_row(Scanner *s) {
 
 /* One event at p (any JSON value; only objects can be kept). */
 static int read_event(Scanner *s, cursor *pp, cursor e) {
-    for (int c = 0; c < s->ncols; c++) s->vals[c].type = V_MISSING;
-    s->phase_val.type = V_MISSING;
+    s->event++; /* every value read before is now missing */
     s->parent_seen = 0;
     if (**pp != '{') return skip_value(pp, e, 1);
     int r = read_members(s, pp, e, &s->top);
