@@ -351,7 +351,7 @@ def _iter_parsed(path: str | Path, chunk_bytes: int, typed: Any = None,
                         scanned = 0
                     ended = status == _kineto.END
                     if status == _kineto.INVALID:  # no ',' between events, or one before the ']'
-                        _parse(b"[0" + buf, path, offset - 2)  # raises, worded as orjson's errors are
+                        _parse(b"[0 " + buf, path, offset - 3)  # raises, worded as orjson's errors are
                         raise AddressableError(f"{path} is not valid JSON (near byte {offset})")
                     if ended or (status == _kineto.MORE and len(buf) <= limit):
                         break

@@ -152,6 +152,7 @@ ODD = {  # events the scanner hands over, and values it must read exactly as Pyt
     "whitespace everywhere": lambda text: text.replace(": ", " \t:\r\n ").replace(", ", " ,\n\t"),
     # bad JSON, which both must report the same way
     "missing comma": _nth(r'\}\,\n  \{', r'}\n  {', 7),
+    "a digit for a comma": _nth(r'\}\,\n  \{', r'}4\n  {', 7),
     "trailing comma": lambda text: re.sub(r"\}\n  \]", "},\n  ]", text),
     "control character": _nth(r'"name": "aten::add', '"name": "\x01aten::add'),
     "bad escape": _nth(r'"name": "aten::add', r'"name": "\\q aten::add'),
