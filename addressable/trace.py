@@ -296,6 +296,39 @@ class NativeRows(NamedTuple):
     columns: list
 
 
+def _event_list_start(blocks: Iterator[bytes], path: Path, key: str) -> tuple[dict, bool, bytes, int]:
+    """Read blocks up to the start of the event list: (the metadata before it, whether the file is a
+    bare array, the bytes read after its '[', their offset in the file)."""
+    start = re.compile(_START.pattern % re.escape(key.encode()))
+    buf, head, bare, offset = b"", None, False, 0
+    for data in blocks:
+        searched, buf = max(0, len(buf) - 1024), buf + data
+        first = _SPACE.match(buf).end()
+        if buf[first : first + 1] == b"[":
+            head, bare, offset = b"{", True, first + 1
+            buf = buf[offset:]
+            break
+        if buf[first : first + 1] not in (b"", b"{"):
+            break
+        if m := start.search(buf, searched):
+            head, offset = buf[: m.start()], m.end()
+            buf = buf[m.end() :]
+            break
+        if len(buf) > _HEAD_LIMIT:
+            break
+    if head is None:  # no event list: say whether the file is JSON at all
+        for data in blocks:
+            if len(buf) > _HEAD_LIMIT:
+                raise AddressableError(f"not a trace: no '{key}' list in the first {_HEAD_LIMIT >> 20} MB of {path}")
+            buf += data
+        if not buf.strip():
+            raise AddressableError(f"empty trace file: {path}")
+        _parse(buf, path, 0)
+        raise AddressableError(f"not a trace: no '{key}' list in {path}")
+    metadata = _parse(head.rstrip().rstrip(b",") + b"}", path, 0) if head.strip(b"{ \n\r\t") else {}
+    return metadata, bare, buf, offset
+
+
 def _iter_parsed(path: str | Path, chunk_bytes: int, typed: Any = None,
                  scanner: Any = None) -> Iterator[list | NativeRows | dict]:
     """Yield lists of parsed events (anything JSON; schema objects where `typed` decodes a block)
@@ -304,39 +337,10 @@ def _iter_parsed(path: str | Path, chunk_bytes: int, typed: Any = None,
     if not path.is_file():
         raise AddressableError(f"no such trace file: {path}")
     key = trace_format()["events_key"]
-    start = re.compile(_START.pattern % re.escape(key.encode()))
     reader = _ReadAhead(path, chunk_bytes)
     try:
         blocks = iter(reader)
-        buf, head, bare, offset = b"", None, False, 0
-        for data in blocks:  # find the start of the event array
-            searched, buf = max(0, len(buf) - 1024), buf + data
-            first = _SPACE.match(buf).end()
-            if buf[first : first + 1] == b"[":
-                head, bare, offset = b"{", True, first + 1
-                buf = buf[offset:]
-                break
-            if buf[first : first + 1] not in (b"", b"{"):
-                break
-            if m := start.search(buf, searched):
-                head, offset = buf[: m.start()], m.end()
-                buf = buf[m.end() :]
-                break
-            if len(buf) > _HEAD_LIMIT:
-                break
-        if head is None:  # no event list: say whether the file is JSON at all
-            for data in blocks:
-                if len(buf) > _HEAD_LIMIT:
-                    raise AddressableError(f"not a trace: no '{key}' list in the first "
-                                           f"{_HEAD_LIMIT >> 20} MB of {path}")
-                buf += data
-            if not buf.strip():
-                raise AddressableError(f"empty trace file: {path}")
-            _parse(buf, path, 0)
-            raise AddressableError(f"not a trace: no '{key}' list in {path}")
-        metadata = {}
-        if head.strip(b"{ \n\r\t"):
-            metadata = _parse(head.rstrip().rstrip(b",") + b"}", path, 0)
+        metadata, bare, buf, offset = _event_list_start(blocks, path, key)
         limit = max(4 * chunk_bytes, 64 << 20)
         between = ended = False  # the scanner stopped after an event / at the end of the list
         joined, scanned = _Joined(), 0
