@@ -269,7 +269,7 @@ def attribute(events: pd.DataFrame, rows: pd.DataFrame, gpu: bool, rules: ScopeR
     where = np.full(len(rows), FORWARD, dtype=object)
     module[found], mclass[found] = labels[0][launch[found]], labels[1][launch[found]]
     where[found] = direction[launch[found]]
-    out = rows.assign(module=module.astype(str), module_class=mclass.astype(str), direction=where.astype(str))
+    out = rows.assign(module=module, module_class=mclass, direction=where)  # object arrays of str: no fixed-width copy
     return Attribution(out, _module_table(ops, root, scopes, labels), not scopes.empty)
 
 
