@@ -742,7 +742,8 @@ static PyTypeObject ScannerType = {
     .tp_methods = Scanner_methods,
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kineto", "Kineto events -> typed columns.", -1, NULL};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kineto", "Kineto events -> typed columns.", -1,
+                                    NULL, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__kineto(void) {
     for (int c = 0; c < 256; c++) special[c] = c == '"' || c == '\\' || c < 0x20 || c >= 0x80;
