@@ -254,9 +254,15 @@ def attribute(events: pd.DataFrame, rows: pd.DataFrame, gpu: bool, rules: ScopeR
     if gpu:
         ext = ops["external_id"]
         has = ext.notna().to_numpy()
-        by_id = pd.Series(np.arange(len(ops))[has], index=ext[has].astype("int64").to_numpy())
-        by_id = by_id[~by_id.index.duplicated(keep="last")]  # the innermost op of an External id
-        launch = rows["external_id"].astype("Int64").map(by_id).fillna(-1).to_numpy(np.int64)
+        ids, pos = ext[has].astype("int64").to_numpy(), np.arange(len(ops))[has]
+        last = ~pd.Series(ids).duplicated(keep="last").to_numpy()  # the innermost op of an External id
+        order = np.argsort(ids[last], kind="stable")
+        ids, pos = np.append(ids[last][order], 0), np.append(pos[last][order], -1)  # a sentinel: not found
+        want = rows["external_id"].astype("Int64")
+        query = want.to_numpy(np.int64, na_value=0)
+        at = np.minimum(np.searchsorted(ids[:-1], query), len(ids) - 1)
+        found = want.notna().to_numpy() & (at < len(ids) - 1) & (ids[at] == query)
+        launch = np.where(found, pos[at], -1)
     else:
         launch = op_pos.reindex(rows.index).fillna(-1).to_numpy(np.int64)
     op_ranges = Ranges.of(ops)
@@ -307,7 +313,7 @@ def _label_ops(ops: pd.DataFrame, r: Ranges, mid: np.ndarray, root: np.ndarray, 
         ok = creator >= 0
         module[sel[ok]] = module[creator[ok]]
         mclass[sel[ok]] = mclass[creator[ok]]
-    return (module.astype(str), mclass.astype(str)), direction
+    return (module, mclass), direction  # object arrays of str: astype(str) would copy them at fixed width
 
 
 def _optimizer_ranges(events: pd.DataFrame, rules: ScopeRules) -> pd.DataFrame:
