@@ -122,8 +122,9 @@ static int scan_string(cursor *pp, cursor e, int *escaped) {
 
 static inline int is_digit(unsigned c) { return c >= '0' && c <= '9'; }
 
-/* A JSON number; the byte after it must be in the buffer (a number can go on in the next block). */
-static int scan_number(cursor *pp, cursor e) {
+/* A JSON number; the byte after it must be in the buffer (a number can go on in the next block).
+ * *exponent says whether it has one (only such numbers, or very long ones, can overflow a double). */
+static int scan_number(cursor *pp, cursor e, int *exponent) {
     cursor p = *pp;
     if (*p == '-') p++;
     if (p >= e) return J_EOB;
@@ -136,7 +137,8 @@ static int scan_number(cursor *pp, cursor e) {
         if (!is_digit(*p)) return J_BAD;
         while (p < e && is_digit(*p)) p++;
     }
-    if (p < e && (*p == 'e' || *p == 'E')) {
+    *exponent = p < e && (*p == 'e' || *p == 'E');
+    if (*exponent) {
         p++;
         if (p < e && (*p == '+' || *p == '-')) p++;
         if (p >= e) return J_EOB;
@@ -197,7 +199,7 @@ static int skip_value(cursor *pp, cursor e, int depth) {
     case 'f': return scan_literal(pp, e, "false", 5);
     case 'n': return scan_literal(pp, e, "null", 4);
     default:
-        if (**pp == '-' || is_digit(**pp)) return scan_number(pp, e);
+        if (**pp == '-' || is_digit(**pp)) return scan_number(pp, e, &escaped);
         return J_BAD;
     }
 }
@@ -422,14 +424,14 @@ static inline int key_slot(const KeyIndex *ix, cursor s, size_t n) {
 /* Read one value into v (its extent and type). */
 static int read_value(cursor *pp, cursor e, Value *v, uint64_t event) {
     cursor p = *pp;
-    int r, escaped = 0, type;
+    int r, escaped = 0, exponent = 0, type;
     if (v->event == event) return J_ODD; /* a duplicate key the loader reads */
     if (*p == '"') { r = scan_string(&p, e, &escaped); type = escaped ? V_ESCAPED : V_STRING; }
     else if (*p == 'n') { r = scan_literal(&p, e, "null", 4); type = V_NULL; }
-    else if (*p == '-' || is_digit(*p)) { r = scan_number(&p, e); type = V_NUMBER; }
+    else if (*p == '-' || is_digit(*p)) { r = scan_number(&p, e, &exponent); type = V_NUMBER; }
     else { r = skip_value(&p, e, 2); type = V_OTHER; }
     if (r) return r;
-    if (type == V_NUMBER && (p - *pp > 300 || memchr(*pp, 'e', (size_t)(p - *pp)) || memchr(*pp, 'E', (size_t)(p - *pp)))) {
+    if (type == V_NUMBER && (exponent || p - *pp > 300)) {
         double f; /* 2e308 in any event: msgspec rejects it where it reads the key, so let it decide */
         if (number_value(*pp, p, &f) < 0) return -1;
         if (!isfinite(f)) return J_ODD;

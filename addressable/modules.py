@@ -36,6 +36,7 @@ import pandas as pd
 
 from addressable.jsonutil import records
 from addressable.taxonomy import read_yaml
+from addressable.trace import lookup
 
 SCOPES_FILE = Path(__file__).with_name("module_scopes.yaml")
 OPTIMIZER, LOSS, OTHER = "<optimizer>", "<loss>", "<other>"
@@ -256,13 +257,9 @@ def attribute(events: pd.DataFrame, rows: pd.DataFrame, gpu: bool, rules: ScopeR
         has = ext.notna().to_numpy()
         ids, pos = ext[has].astype("int64").to_numpy(), np.arange(len(ops))[has]
         last = ~pd.Series(ids).duplicated(keep="last").to_numpy()  # the innermost op of an External id
-        order = np.argsort(ids[last], kind="stable")
-        ids, pos = np.append(ids[last][order], 0), np.append(pos[last][order], -1)  # a sentinel: not found
         want = rows["external_id"].astype("Int64")
-        query = want.to_numpy(np.int64, na_value=0)
-        at = np.minimum(np.searchsorted(ids[:-1], query), len(ids) - 1)
-        found = want.notna().to_numpy() & (at < len(ids) - 1) & (ids[at] == query)
-        launch = np.where(found, pos[at], -1)
+        op, found = lookup(ids[last], pos[last], want.to_numpy(np.int64, na_value=0))
+        launch = np.where(found & want.notna().to_numpy(), op, -1)
     else:
         launch = op_pos.reindex(rows.index).fillna(-1).to_numpy(np.int64)
     op_ranges = Ranges.of(ops)

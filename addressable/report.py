@@ -97,7 +97,7 @@ def format_breakdown(b: Breakdown, top: int = 5) -> str:
     unit = "kernels" if b.basis == "gpu_kernel_time" else "CPU ops"
     lines = [
         f"Addressable fraction: {b.addressable_fraction:6.1%}  of {basis} "
-        f"({b.total_time_us / 1e3:,.2f} ms{f' over {b.n_steps} steps' if b.n_steps else ''})",
+        f"({b.total_time_us / 1e3:,.2f} ms{f' over {b.n_steps} step' + 's' * (b.n_steps != 1) if b.n_steps else ''})",
         f"Library: {b.library_fraction:6.1%}    Unclassified: {b.unclassified_fraction:6.2%}",
         *_signal_line(b),
         "",

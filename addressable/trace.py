@@ -512,6 +512,11 @@ def _sanitize(events: list, parents: tuple[str, ...]) -> list[dict]:
     return out
 
 
+def _json_text(value: Any) -> str:
+    """A string as it is; any other JSON value as its compact JSON text."""
+    return value if type(value) is str else orjson.dumps(value).decode()
+
+
 class _Interner:
     """Strings -> stable integer codes across chunks (every unique string is hashed into a table once per chunk)."""
 
@@ -524,8 +529,7 @@ class _Interner:
         try:
             codes, uniques = pd.factorize(array, use_na_sentinel=True)
         except TypeError:  # unhashable values (a list as a name)
-            array = np.fromiter((v if v is None or type(v) is str else orjson.dumps(v).decode() for v in values),
-                                dtype=object, count=len(values))
+            array = np.fromiter((None if v is None else _json_text(v) for v in values), dtype=object, count=len(values))
             codes, uniques = pd.factorize(array, use_na_sentinel=True)
         table = [self._code(u) for u in uniques]
         table.append(self._code(missing) if missing is not None and (codes < 0).any() else -1)
@@ -534,8 +538,7 @@ class _Interner:
     def _code(self, value: Any) -> int:
         if value is None:
             return -1
-        text = value if type(value) is str else orjson.dumps(value).decode()
-        return self.codes.setdefault(text, len(self.codes))
+        return self.codes.setdefault(_json_text(value), len(self.codes))
 
     def sorted(self) -> tuple[pd.Index, np.ndarray]:
         """The strings in sorted order, and old code -> position in that order (last entry: -1 -> -1)."""
@@ -565,10 +568,9 @@ class _RawCodes:
 
     def text(self, code: int) -> str:
         try:
-            value = orjson.loads(self.raw[code])
+            return _json_text(orjson.loads(self.raw[code]))
         except orjson.JSONDecodeError as e:  # 1e999 inside a list: JSON that no parser here reads
             raise AddressableError(f"not valid JSON: {self.raw[code][:80]!r} ({e.msg})") from None
-        return value if type(value) is str else orjson.dumps(value).decode()
 
     def derived(self, key: Any, fn: Callable[[str], Any], dtype: type = object) -> np.ndarray:
         """fn of the text of every raw value so far, by scanner code (computed once per value, cached under key)."""
@@ -670,24 +672,22 @@ class _Columns:
         self.n_events += batch.events
         if not batch.rows:
             return
-        fmt = self.fmt
-        for col, item in zip(fmt.columns, batch.columns, strict=True):
-            if col in self.raw:
-                self.raw[col].add(item[1])
-        rows = self._name_filter(np.frombuffer(batch.columns[fmt.columns.index("cat")][0], np.int32),
-                                 np.frombuffer(batch.columns[fmt.columns.index("name")][0], np.int32))
-        for col, item in zip(fmt.columns, batch.columns, strict=True):
-            if col in self.raw:
-                codes = np.frombuffer(item[0], np.int32)
-                self.parts[col].append(self.raw[col].codes(codes if rows is None else codes[rows],
-                                                           "" if col == "name" else None))
+        columns = dict(zip(self.fmt.columns, batch.columns, strict=True))
+        raw_codes = {}
+        for col, (codes, fresh) in ((c, columns[c]) for c in self.raw):
+            self.raw[col].add(fresh)
+            raw_codes[col] = np.frombuffer(codes, np.int32)
+        rows = self._name_filter(raw_codes["cat"], raw_codes["name"])
+        def kept(a: np.ndarray) -> np.ndarray:
+            return a if rows is None else a[rows]
+        for col, item in columns.items():
+            if col in raw_codes:
+                self.parts[col].append(self.raw[col].codes(kept(raw_codes[col]), "" if col == "name" else None))
             elif col in _INTS:
-                values, na = np.frombuffer(item[0], np.int64), np.frombuffer(item[1], np.bool_)
-                self.parts[col].append(values if rows is None else values[rows])
-                self.parts[f"{col}_na"].append(na if rows is None else na[rows])
+                self.parts[col].append(kept(np.frombuffer(item[0], np.int64)))
+                self.parts[f"{col}_na"].append(kept(np.frombuffer(item[1], np.bool_)))
             else:
-                values = np.frombuffer(item, np.float64)
-                self.parts[col].append(values if rows is None else values[rows])
+                self.parts[col].append(kept(np.frombuffer(item, np.float64)))
 
     def _name_filter(self, cats: np.ndarray, names: np.ndarray) -> np.ndarray | None:
         """Rows that pass name_filters (None: all of them), from the scanner's raw codes."""
@@ -790,7 +790,7 @@ def load_trace(path: str | Path, chunk_bytes: int = CHUNK_BYTES, schema: bool = 
 # ---------------------------------------------------------------- joins
 
 
-def _lookup(keys: np.ndarray, values: np.ndarray, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def lookup(keys: np.ndarray, values: np.ndarray, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """values[keys == q] for each q (keys unique): the looked-up values and a found mask."""
     order = np.argsort(keys, kind="stable")
     keys, values = keys[order], values[order]
@@ -820,7 +820,7 @@ def _launching_op(events: pd.DataFrame) -> pd.Categorical:
     gpu_rows, gpu_ids = _gpu_rows(events)
     name_codes = events["name"].cat.codes.to_numpy()
     codes = np.full(len(events), -1, dtype=np.int32)
-    found_rows, found = _lookup(ids, cpu_rows, gpu_ids)
+    found_rows, found = lookup(ids, cpu_rows, gpu_ids)
     codes[gpu_rows[found]] = name_codes[found_rows[found]]
     op = pd.Categorical.from_codes(codes, dtype=events["name"].dtype)
     return op.remove_unused_categories()
@@ -844,7 +844,7 @@ def _step_of(events: pd.DataFrame) -> pd.arrays.IntegerArray:
     when = events["ts"].to_numpy(dtype=np.float64).copy()
     ids, cpu_rows = _cpu_ops_by_external_id(events, "first")
     gpu_rows, gpu_ids = _gpu_rows(events)
-    found_rows, found = _lookup(ids, cpu_rows, gpu_ids)
+    found_rows, found = lookup(ids, cpu_rows, gpu_ids)
     when[gpu_rows[found]] = when[found_rows[found]]
     i = np.searchsorted(starts, when, side="right") - 1
     inside = (i >= 0) & (when <= ends[np.clip(i, 0, None)])
