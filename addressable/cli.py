@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from addressable.errors import AddressableError
+from addressable.core.errors import AddressableError
 
 
 def _user_errors(fn: Callable) -> Callable:
@@ -103,7 +103,8 @@ def classify(paths: tuple[str, ...], taxonomy: Path | None, classes: tuple[str, 
     if len(paths) == 1 and Path(paths[0]).is_file() and not (engine or scheduler or jobs):
         _classify_one(Path(paths[0]), taxonomy, classes, as_json, out, top, basis)
         return
-    from addressable.ranks import classify_job, format_job, job_json, write_job
+    from addressable.classify.ranks import classify_job, format_job, job_json
+    from addressable.runs.folder import write_job
 
     job = classify_job(paths, taxonomy, _parse_classes(classes), jobs=jobs, engine=engine, scheduler=scheduler)
     for e in job.errors:
@@ -122,11 +123,11 @@ def classify(paths: tuple[str, ...], taxonomy: Path | None, classes: tuple[str, 
 def _explain_one(paths: tuple[str, ...], taxonomy: Path | None, classes: tuple[str, ...], as_json: bool,
                  pattern: str) -> None:
     """`classify TRACE --explain PATTERN`."""
-    from addressable.breakdown import explain
-    from addressable.jsonutil import records
-    from addressable.report import format_explain
-    from addressable.taxonomy import load_taxonomy
-    from addressable.trace import load_trace
+    from addressable.classify.breakdown import explain
+    from addressable.classify.taxonomy import load_taxonomy
+    from addressable.core.jsonutil import records
+    from addressable.report.text import format_explain
+    from addressable.trace.reader import load_trace
 
     if len(paths) != 1 or not Path(paths[0]).is_file():
         raise AddressableError("--explain takes one trace file")
@@ -138,10 +139,10 @@ def _explain_one(paths: tuple[str, ...], taxonomy: Path | None, classes: tuple[s
 def _classify_one(trace: Path, taxonomy: Path | None, classes: tuple[str, ...], as_json: bool, out: Path | None,
                   top: int, basis: str) -> None:
     """`classify TRACE`: one trace's breakdown."""
-    from addressable.breakdown import BASIS_CPU, classify_trace
-    from addressable.report import format_breakdown
-    from addressable.runs import write_breakdown
-    from addressable.timeline import format_overlap_note, format_timeline
+    from addressable.classify.breakdown import BASIS_CPU, classify_trace
+    from addressable.classify.timeline import format_overlap_note, format_timeline
+    from addressable.report.text import format_breakdown
+    from addressable.runs.folder import write_breakdown
 
     b = classify_trace(trace, taxonomy, _parse_classes(classes), basis=BASIS_CPU if basis == "cpu" else None)
     if out:
@@ -164,9 +165,9 @@ def _classify_one(trace: Path, taxonomy: Path | None, classes: tuple[str, ...], 
 def modules(source: Path, by: str, top: int, as_json: bool) -> None:
     """Which nn.Module owns the time of a run folder or trace SOURCE, and the top fusion candidates (with their
     fusion headroom where the run's roofline has it)."""
-    from addressable.modules import format_modules
-    from addressable.roofline import format_fusion, stored_fusion
-    from addressable.runs import load_modules, load_run
+    from addressable.classify.modules import format_modules
+    from addressable.roofline.model import format_fusion, stored_fusion
+    from addressable.runs.folder import load_modules, load_run
 
     if not source.exists():
         raise AddressableError(f"no such run folder or trace: {source}")
@@ -192,15 +193,15 @@ def modules(source: Path, by: str, top: int, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the roofline JSON (breakdown.json's roofline key).")
 @click.option("--top", default=15, show_default=True, help="Kernels to list.")
 @click.option("--module-io", "module_io", type=click.Path(dir_okay=False, path_type=Path),
-              help="A module_io.json (addressable.scopes.module_io) for the fusion headroom of a trace's modules "
+              help="A module_io.json (addressable.capture.scopes.module_io) for the fusion headroom of a trace's modules "
               "(default: the run folder's).")
 @_user_errors
 def roofline(source: Path, gpu: str | None, peaks_file: Path | None, datasheet: bool, taxonomy: Path | None,
              as_json: bool, top: int, module_io: Path | None) -> None:
     """Headroom of every kernel of a TRACE or run folder against the roofline, the roofline ceiling, and the
     fusion headroom of each fusion candidate."""
-    from addressable.ncu import check_of_run, format_check
-    from addressable.roofline import format_roofline, roofline_of_path
+    from addressable.capture.ncu import check_of_run, format_check
+    from addressable.roofline.model import format_roofline, roofline_of_path
 
     r = roofline_of_path(source, taxonomy, gpu=gpu, peaks=peaks_file, datasheet_only=datasheet, module_io=module_io)
     check = check_of_run(source, taxonomy) if source.is_dir() else None  # a run profiled with --ncu
@@ -221,9 +222,9 @@ def calibrate(out: Path | None, as_json: bool) -> None:
 
     `addressable profile` stores the same measurement in each GPU run's manifest.json.
     """
-    from addressable.atomic import write_text
-    from addressable.calibrate import measure_peaks
-    from addressable.roofline import format_peaks
+    from addressable.core.atomic import write_text
+    from addressable.roofline.calibrate import measure_peaks
+    from addressable.roofline.model import format_peaks
 
     p = measure_peaks()
     if out:
@@ -238,7 +239,7 @@ def calibrate(out: Path | None, as_json: bool) -> None:
 @_user_errors
 def taxonomy(file: Path | None) -> None:
     """Check a taxonomy FILE (default: the packaged one) and list its categories and rules."""
-    from addressable.taxonomy import load_taxonomy
+    from addressable.classify.taxonomy import load_taxonomy
 
     t = load_taxonomy(file)
     click.echo(f"{t.source}: {len(t.classes)} categories, {len(t.kernel_rules)} kernel rules, "
@@ -269,9 +270,9 @@ def taxonomy(file: Path | None) -> None:
 def project(speedups: Path, run_dirs: tuple[Path, ...], as_json: bool, include_unverified: bool,
             combine: str, top: int, model: str, step_ms: float | None) -> None:
     """Project the end-to-end speedup that measured kernel speedups buy on each profiled run."""
-    from addressable.project import format_projection
-    from addressable.project import project as project_runs
-    from addressable.runs import load_runs
+    from addressable.projection.project import format_projection
+    from addressable.projection.project import project as project_runs
+    from addressable.runs.folder import load_runs
 
     p = project_runs(load_runs(run_dirs, step_ms), speedups, combine=combine, include_unverified=include_unverified,
                      model=model)
@@ -285,7 +286,7 @@ def project(speedups: Path, run_dirs: tuple[Path, ...], as_json: bool, include_u
 @_user_errors
 def workloads(adapters: tuple[str, ...]) -> None:
     """List the known workloads with their defaults."""
-    from addressable.workload import format_workloads, workload_table
+    from addressable.capture.workload import format_workloads, workload_table
 
     click.echo(format_workloads(workload_table(adapters)))
 
@@ -340,17 +341,17 @@ def profile(workload: str, mode: str | None, batch: int | None, seq_len: int | N
             layers_subset: str | None, nproc: int | None, force: bool, budget: float | None,
             ncu_top: int | None, ncu_flops: bool) -> None:
     """Run WORKLOAD, profile it, and write a run folder with its addressable fraction."""
-    from addressable import distributed
-    from addressable import profile as prof
-    from addressable.measure import measurement
-    from addressable.workload import get_workload
+    from addressable.capture import distributed
+    from addressable.capture import profile as prof
+    from addressable.capture.measure import measurement
+    from addressable.capture.workload import get_workload
 
     cfg = prof.resolve_config(workload, mode, batch, seq_len, dtype, device, compile_,
                               prof.parse_options(options), adapters)
     m = measurement(cfg.device, warmup, steps, profile_steps, repeats, budget)
     subset = prof.parse_layers_subset(layers_subset) if layers_subset else None
     if ncu_top is not None:
-        from addressable.ncu import find_ncu
+        from addressable.capture.ncu import find_ncu
 
         if cfg.device != "cuda":
             raise AddressableError("--ncu needs a CUDA GPU (Nsight Compute measures GPU kernels)")
@@ -367,9 +368,11 @@ def profile(workload: str, mode: str | None, batch: int | None, seq_len: int | N
     if distributed.rank() == 0:
         click.echo(prof.format_profile(res, device))
         if "distributed" in res.run:
-            click.echo("\n" + distributed.format_ranks(res.run["distributed"]))
+            from addressable.classify.ranks import format_ranks
+
+            click.echo("\n" + format_ranks(res.run["distributed"]))
     if ncu_top is not None:
-        from addressable.ncu import check_run, format_check
+        from addressable.capture.ncu import check_run, format_check
 
         check = check_run(res.path, cfg, ncu_top, adapters, ncu_flops, progress=_progress)
         click.echo("\n" + format_check(check) + f"\n(per kernel: {res.path / 'ncu.csv'})")
@@ -418,7 +421,7 @@ def plot(kind: str, run_args: tuple[Path, ...], run_dirs: tuple[Path, ...], spee
          top: int | None, figure: Path | None) -> None:
     """Draw a figure from run folders (RUN arguments or --runs): KIND is breakdown, amdahl, sweep, top-kernels,
     roofline or modules."""
-    from addressable.plot import plot_runs
+    from addressable.report.plot import plot_runs
 
     path = plot_runs(kind, (*run_args, *run_dirs) or (Path("outputs"),), figure, speedups=speedups, x=x, n=top)
     click.echo(f"Wrote {path}")
@@ -441,9 +444,9 @@ def sweep(workload: str | None, batch: str | None, seq_len: str | None, workload
           repeats: int | None, out: Path, compile_: bool, adapters: tuple[str, ...], options: tuple[str, ...],
           layers_subset: str | None, plot_out: Path | None, force: bool, budget: float | None) -> None:
     """Profile WORKLOAD at each --batch or --seq-len value (or each of --workloads): one run folder per value."""
-    from addressable import profile as prof
-    from addressable import sweep as sw
-    from addressable.measure import measurement
+    from addressable.capture import profile as prof
+    from addressable.capture import sweep as sw
+    from addressable.capture.measure import measurement
 
     subset = prof.parse_layers_subset(layers_subset) if layers_subset else None
     param, configs = sw.sweep_configs(
@@ -456,14 +459,14 @@ def sweep(workload: str | None, batch: str | None, seq_len: str | None, workload
     click.echo(sw.format_sweep(df))
     done = df.loc[df["error"].isna(), "run"].tolist()
     if plot_out and len(done) > 1:
-        from addressable.plot import plot_runs
+        from addressable.report.plot import plot_runs
 
         click.echo(f"Wrote {plot_runs('sweep', done, plot_out)}")
 
 
 @main.group()
 def bench() -> None:
-    """DLRM-Bench: recommender kernel problems in KernelBench format (addressable/bench/problems)."""
+    """DLRM-Bench: recommender kernel problems in KernelBench format (addressable/dlrm_bench/problems)."""
 
 
 @bench.command("list")
@@ -472,7 +475,7 @@ def bench() -> None:
 @_user_errors
 def bench_list(small: bool, as_json: bool) -> None:
     """List the problems: name, category, sizes, the DLRM kernel each stands for."""
-    from addressable.bench import format_problem_table, problem_table
+    from addressable.dlrm_bench import format_problem_table, problem_table
 
     df = problem_table(small=small)
     click.echo(_json(df.to_dict(orient="records")) if as_json else format_problem_table(df))
@@ -486,9 +489,9 @@ def bench_list(small: bool, as_json: bool) -> None:
 @_user_errors
 def bench_shares(run_dir: Path, as_json: bool, out: Path | None) -> None:
     """Each problem's share of a DLRM run folder's kernel time and step time (from DLRM_KERNEL)."""
-    from addressable.atomic import write_text
-    from addressable.bench import problem_shares
-    from addressable.report import format_table
+    from addressable.core.atomic import write_text
+    from addressable.dlrm_bench import problem_shares
+    from addressable.report.text import format_table
 
     df = problem_shares(run_dir)
     if out:
@@ -513,9 +516,9 @@ def bench_shares(run_dir: Path, as_json: bool, out: Path | None) -> None:
 def bench_time(problems: tuple[str, ...], device: str, small: bool, warmup: int, repeats: int, budget: float,
                out: Path | None) -> None:
     """Time the eager PyTorch reference (Model) of PROBLEMS (default: all), as `verify` times it."""
-    from addressable.atomic import write_text
-    from addressable.bench import baseline_times
-    from addressable.report import format_table
+    from addressable.core.atomic import write_text
+    from addressable.dlrm_bench import baseline_times
+    from addressable.report.text import format_table
 
     df = baseline_times(list(problems) or None, device=device, small=small, warmup=warmup, repeats=repeats,
                         budget_s=budget)
@@ -548,8 +551,8 @@ def _verify_options(fn: Callable) -> Callable:
 
 
 def _verify_kwargs(kw: dict[str, Any]) -> dict[str, Any]:
-    from addressable.sandbox import choose, unsandboxed_warning
-    from addressable.verify import Thresholds, parse_overrides
+    from addressable.verification.runner import Thresholds, parse_overrides
+    from addressable.verification.sandbox import choose, unsandboxed_warning
 
     box = choose(kw["sandbox"])  # say once, before anything runs, when candidates run unsandboxed
     if not box.sandboxed:
@@ -567,8 +570,8 @@ def _verify_kwargs(kw: dict[str, Any]) -> dict[str, Any]:
 @_user_errors
 def verify(reference: Path, candidate: Path, as_json: bool, **kw: Any) -> None:
     """Check CANDIDATE's ModelNew against REFERENCE's Model, then time both (exit 0 pass, 1 fail, 3 review)."""
-    from addressable.verify import format_result
-    from addressable.verify import verify as run_verify
+    from addressable.verification.runner import format_result
+    from addressable.verification.runner import verify as run_verify
 
     r = run_verify(reference, candidate, **_verify_kwargs(kw))
     click.echo(_json(r.to_dict()) if as_json else format_result(r))
@@ -586,9 +589,9 @@ def verify_batch(pairs: Path, wins_out: Path, reviews_out: Path | None, json_dir
     """Verify every problem,candidate row of PAIRS (CSV); write the passes to wins.csv.
 
     Exit 0 when every pair passed, 1 when any failed, 3 when the rest passed but some need review."""
-    from addressable.atomic import write_text
-    from addressable.verify import WINS_COLUMNS, batch_exit_code, format_batch_row
-    from addressable.verify import verify_batch as run_batch
+    from addressable.core.atomic import write_text
+    from addressable.verification.runner import WINS_COLUMNS, batch_exit_code, format_batch_row
+    from addressable.verification.runner import verify_batch as run_batch
 
     df = run_batch(pairs, json_dir=json_dir, on_result=lambda r: click.echo(format_batch_row(r)), **_verify_kwargs(kw))
     write_text(wins_out, df.loc[df["verdict"] == "pass", WINS_COLUMNS].to_csv(index=False))
@@ -616,10 +619,10 @@ def verify_batch(pairs: Path, wins_out: Path, reviews_out: Path | None, json_dir
 @_user_errors
 def audit(problems_dir: Path, atol: float, rtol: float, device: str, overrides: tuple[str, ...], as_json: bool) -> None:
     """Would an all-zeros or constant output pass allclose(atol, rtol) for each problem in PROBLEMS_DIR?"""
-    from addressable.audit import audit as run_audit
-    from addressable.audit import audit_to_dict, format_audit
-    from addressable.harness import parse_scoped_overrides
-    from addressable.progress import Progress
+    from addressable.core.progress import Progress
+    from addressable.verification.audit import audit as run_audit
+    from addressable.verification.audit import audit_to_dict, format_audit
+    from addressable.verification.harness import parse_scoped_overrides
 
     bar: Progress | None = None
 

@@ -33,8 +33,8 @@ def main() -> None:
     ap.add_argument("--profile", action="store_true", help="print the top functions by own time (cProfile)")
     a = ap.parse_args()
 
-    from addressable.breakdown import classify_trace
-    from addressable.taxonomy import load_taxonomy
+    from addressable.classify.breakdown import classify_trace
+    from addressable.classify.taxonomy import load_taxonomy
 
     tax = load_taxonomy()
     with tempfile.TemporaryDirectory(prefix="classify_bench_") as tmp:

@@ -13,7 +13,7 @@ every thread, user + system) of `--repeat` runs, one reader after the other in t
   floor            orjson.loads of the whole decompressed trace
   msgspec          msgspec structs of the same fields (as the loader's decoder) over the blocks
   load_trace       the whole loader on the plain file: read, scan/decode, columns, table, joins; with its
-                   C scanner (addressable/_kineto.c) where built, and without it (msgspec blocks)
+                   C scanner (addressable/trace/_kineto.c) where built, and without it (msgspec blocks)
   polars           polars.read_json of each block as a JSON array, with an explicit schema
   pyarrow          pyarrow.json.read_json of each block (events one after another, multi-line)
   duckdb           duckdb read_json of each block (format='array', explicit columns, one thread)
@@ -32,8 +32,8 @@ from pathlib import Path
 import msgspec
 import orjson
 
-import addressable.trace as trace_module
-from addressable.trace import load_trace
+import addressable.trace.reader as trace_module
+from addressable.trace.reader import load_trace
 from benchmarks.synth import ensure_trace
 
 BLOCK = 16 << 20

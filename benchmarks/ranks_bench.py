@@ -15,7 +15,7 @@ The parse ratio: each side in its own fresh process, the CPU time (process_time:
 the process, user + system) of the call alone, imports and interpreter start left out, best of
 `--repeat`:
   floor          orjson.loads(data), data = the whole decompressed trace, already read into memory
-  load_trace     addressable.trace.load_trace(rank0.json): reading the plain file included
+  load_trace     addressable.trace.reader.load_trace(rank0.json): reading the plain file included
   ratio          load_trace / floor: decompression counted on neither side
 and, decompression counted on both sides: gzip.decompress + orjson.loads against
 load_trace(rank0.pt.trace.json.gz) (which un-gzips with zlib-ng where installed, else zlib).
@@ -44,7 +44,7 @@ import gc, gzip, os, sys, time
 gc.disable()
 what, path = sys.argv[1], sys.argv[2]
 if what == "load_trace":
-    from addressable.trace import load_trace
+    from addressable.trace.reader import load_trace
     t = time.process_time()
     load_trace(path)
 else:

@@ -33,9 +33,9 @@ def main() -> None:
 
     import numpy as np
 
-    from addressable.replay import Change, build_graph, replay, replayable, residual
-    from addressable.taxonomy import load_taxonomy
-    from addressable.trace import load_trace
+    from addressable.classify.taxonomy import load_taxonomy
+    from addressable.projection.replay import Change, build_graph, replay, replayable, residual
+    from addressable.trace.reader import load_trace
 
     with tempfile.TemporaryDirectory(prefix="replay_bench_") as tmp:
         path = a.trace or Path(tmp) / "trace.json"

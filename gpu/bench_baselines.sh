@@ -3,7 +3,7 @@
 # DLRM-DCNv2) sizes -> $OUT/bench_baselines.csv (problem, category, device, small, ref_ms,
 # ref_ms_q1, ref_ms_q3, runs). Run from the repository root; needs no pip install. < 3 minutes.
 #
-# Timing is `addressable bench time`, which calls addressable.verify._time_models: the function
+# Timing is `addressable bench time`, which calls addressable.verification.runner._time_models: the function
 # `addressable verify` times with (CUDA events, 256 MB L2 flush before each run, median of up to
 # 50 runs after 5 warm-ups), so these ref_ms match verify's ref_ms for the same problem.
 set -euo pipefail

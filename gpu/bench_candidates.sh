@@ -11,8 +11,8 @@ OUT=${OUT:-outputs/bench-gpu}
 DEVICE=${DEVICE:-cuda}
 mkdir -p "$OUT/verify"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-P=addressable/bench/problems
-C=addressable/bench/candidates
+P=addressable/dlrm_bench/problems
+C=addressable/dlrm_bench/candidates
 
 # problem stem, candidate file stem (02 reuses the 01 kernel: same semantics, skewed ids)
 PAIRS=(
@@ -29,7 +29,7 @@ for pair in "${PAIRS[@]}"; do
   read -r problem candidate <<< "$pair"
   sizes=()
   if [[ -n "${SMALL:-}" ]]; then  # --set NAME=VALUE for each of the problem's SMALL overrides
-    mapfile -d '' sizes < <(python3 -c 'import sys; from addressable.bench import load_problem
+    mapfile -d '' sizes < <(python3 -c 'import sys; from addressable.dlrm_bench import load_problem
 for k, v in load_problem(sys.argv[1]).SMALL.items(): print("--set", f"{k}={v!r}", sep="\0", end="\0")' "$problem")
   fi
   echo "== $problem <- $C/$candidate.py"
@@ -47,12 +47,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from addressable.bench import load_problem
+from addressable.dlrm_bench import load_problem
 
 out, pairs = Path(sys.argv[1]), [p.split() for p in sys.argv[2:]]
 rows = []
 for problem, candidate in pairs:
-    source = f"addressable/bench/candidates/{candidate}.py"
+    source = f"addressable/dlrm_bench/candidates/{candidate}.py"
     try:
         r = json.loads((out / "verify" / f"{problem}.json").read_text())
     except (OSError, ValueError):

@@ -4,7 +4,7 @@ Usage (repo root, one H200, about 3 minutes): python3 gpu/modules_suite.py OUT_D
 (LLAMA_LAYERS=N sets llama3-8b's depth, default 16 of 32, to stay well inside 4 minutes.)
 
 For each workload, in one process:
-1. `addressable.profile.profile_workload` writes a run folder (module scopes in its profiled steps);
+1. `addressable.capture.profile.profile_workload` writes a run folder (module scopes in its profiled steps);
 2. a fresh instance of the same step is timed in alternating blocks: unprofiled steps, unprofiled
    steps with the scope hooks on, profiled steps without scopes and profiled steps with them.
    Unprofiled steps before and after show that the timed steps are untouched; profiled with vs
@@ -32,11 +32,11 @@ from typing import Any
 
 import torch
 
-from addressable.measure import measurement
-from addressable.modules import OPTIMIZER, PSEUDO, format_candidates
-from addressable.profile import profile_workload, resolve_config
-from addressable.scopes import module_scopes
-from addressable.workload import get_workload
+from addressable.capture.measure import measurement
+from addressable.capture.profile import profile_workload, resolve_config
+from addressable.capture.scopes import module_scopes
+from addressable.capture.workload import get_workload
+from addressable.classify.modules import OPTIMIZER, PSEUDO, format_candidates
 
 LAYERS = int(os.environ.get("LLAMA_LAYERS", "16"))
 # workload, mode, batch, seq_len, options, profile counts, overhead (blocks, steps per block)

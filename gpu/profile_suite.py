@@ -17,8 +17,8 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from addressable.measure import measurement
-from addressable.profile import profile_workload, resolve_config, validate_extrapolation
+from addressable.capture.measure import measurement
+from addressable.capture.profile import profile_workload, resolve_config, validate_extrapolation
 
 LLM = {"warmup": 2, "steps": 5, "profile_steps": 2, "repeats": 3}
 FAST = {"warmup": 8, "steps": 15, "profile_steps": 3, "repeats": 3}

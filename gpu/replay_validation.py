@@ -23,7 +23,7 @@ with the min and max of the speedups in *_min / *_max columns.
   measured_speedup_wall    = step A / step B; measured_speedup_wall_median is the ratio of medians
   measured_speedup_kernel  = median over rounds of GPU busy time per profiled step A_r / B_r (the
                              union of kernel intervals)
-  replay_speedup_*         = addressable.replay on A's graph with the two groups changed; the CPU
+  replay_speedup_*         = addressable.projection.replay on A's graph with the two groups changed; the CPU
                              time of the graph is first scaled so its replayed step matches A's
                              unprofiled step (replay.calibrate), and kernels that share the GPU
                              across streams are re-timed (replay's sharing model); each kept launch
@@ -50,10 +50,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from addressable.atomic import write_text
-from addressable.errors import AddressableError
-from addressable.replay import Change, Graph, build_graph, calibrate, original, replay, replayable, step_span
-from addressable.trace import Trace, iter_event_chunks, load_trace
+from addressable.core.atomic import write_text
+from addressable.core.errors import AddressableError
+from addressable.projection.replay import (
+    Change,
+    Graph,
+    build_graph,
+    calibrate,
+    original,
+    replay,
+    replayable,
+    step_span,
+)
+from addressable.trace.reader import Trace, iter_event_chunks, load_trace
 
 SCOPE = "swap_group"
 COLUMNS = ["pair", "regime", "measured_speedup_wall", "measured_speedup_kernel", "replay_speedup_wall",

@@ -23,9 +23,9 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from addressable.measure import measurement
-from addressable.profile import profile_workload, resolve_config
-from addressable.runs import load_run
+from addressable.capture.measure import measurement
+from addressable.capture.profile import profile_workload, resolve_config
+from addressable.runs.folder import load_run
 
 SUITE = [  # (workload, mode, batch, seq_len, dtype, options)
     ("resnet50", "train", 64, None, None, {}),

@@ -28,9 +28,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from addressable.breakdown import classify_events
-from addressable.taxonomy import load_taxonomy
-from addressable.trace import load_trace
+from addressable.classify.breakdown import classify_events
+from addressable.classify.taxonomy import load_taxonomy
+from addressable.trace.reader import load_trace
 
 torch._dynamo.config.cache_size_limit = 128
 DEV = "cuda"

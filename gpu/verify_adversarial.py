@@ -25,11 +25,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from addressable.harness import load_module, make_inputs, on_device, quartiles, seed_all, time_calls  # noqa: E402
-from addressable.sandbox import sandbox_available  # noqa: E402
-from addressable.verify import EXIT_CODES, verify  # noqa: E402
+from addressable.verification.harness import (  # noqa: E402
+    load_module,
+    make_inputs,
+    on_device,
+    quartiles,
+    seed_all,
+    time_calls,
+)
+from addressable.verification.runner import EXIT_CODES, verify  # noqa: E402
+from addressable.verification.sandbox import sandbox_available  # noqa: E402
 
-ZOO = ROOT / "tests" / "verify_zoo"
+ZOO = ROOT / "tests" / "verification" / "zoo"
 EX = ROOT / "examples"
 BENCH = ROOT / "addressable" / "bench"
 MATMUL = ZOO / "matmul.py"

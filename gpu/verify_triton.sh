@@ -36,7 +36,7 @@ run "$PY" -m addressable verify-batch examples/candidates/pairs.csv --device "$D
     --calls 100 --warmup 10 --timeout 75 --wins-out "$OUT/wins.csv" --json-dir "$OUT" ${EXTRA_ARGS[@]+"${EXTRA_ARGS[@]}"}
 
 # 2. The cheat zoo on the GPU: each must fail by its named check, the bf16 one must pass.
-run "$PY" -m addressable verify-batch tests/verify_zoo/pairs_gpu.csv --device "$DEVICE" \
+run "$PY" -m addressable verify-batch tests/verification/zoo/pairs_gpu.csv --device "$DEVICE" \
     --calls 20 --warmup 3 --timeout 60 --wins-out "$OUT/zoo_wins.csv" --json-dir "$OUT/zoo" ${EXTRA_ARGS[@]+"${EXTRA_ARGS[@]}"}
 
 # 3. Which example problems would an all-zeros output pass under allclose(atol=rtol=1e-2)?

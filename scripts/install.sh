@@ -33,8 +33,8 @@ fi
 echo "torchvision==${vv%%+*}" >>"$pins"
 step 3 "installing addressable (building its C trace scanner; with msgspec and zlib-ng, the trace loader's speed-ups) and its test and dlrm extras (torch $tv, torchvision $vv kept)"
 "$PY" -m pip install -c "$pins" -e ".[test,dlrm]"
-"$PY" -c "import addressable._kineto" 2>/dev/null \
-    || echo "note: the C trace scanner (addressable/_kineto.c) was not built (no C compiler or Python headers?): traces load through msgspec, about 2.5x slower" >&2
+"$PY" -c "import addressable.trace._kineto" 2>/dev/null \
+    || echo "note: the C trace scanner (addressable/trace/_kineto.c) was not built (no C compiler or Python headers?): traces load through msgspec, about 2.5x slower" >&2
 step 4 "installing torchrec (no dependencies)"
 "$PY" -m pip install -c "$pins" --no-deps torchrec==1.9.2
 # bubblewrap sandboxes `addressable verify`'s candidates; installed only where apt-get is there and we are root

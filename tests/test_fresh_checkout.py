@@ -21,8 +21,8 @@ NOISE = ("USDT:", "gpuGetDeviceCount", "Profiler clears events", "won't be using
 
 TINY_ADAPTER = '''
 import torch
-from addressable.phases import phase
-from addressable.workload import WorkloadSpec
+from addressable.capture.phases import phase
+from addressable.capture.workload import WorkloadSpec
 
 def build(cfg):
     width = int(cfg.options.get("width", 32))
@@ -77,7 +77,7 @@ def test_a_session_from_the_repository_root_leaves_git_status_clean(tmp_path: Pa
     adapter.write_text(TINY_ADAPTER)
     problems = tmp_path / "problems"
     problems.mkdir()
-    shutil.copy(repo / "tests" / "verify_zoo" / "softmax_long.py", problems)
+    shutil.copy(repo / "tests" / "verification" / "zoo" / "softmax_long.py", problems)
     tiny = ["--adapter", str(adapter), "--device", "cpu", "--warmup", "0", "--steps", "1", "--repeats", "1"]
     commands = [
         ["profile", "tiny", *tiny],

@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from addressable import classify_trace
-from addressable.errors import AddressableError
-from addressable.measure import measurement
-from addressable.profile import profile_workload, resolve_config
-from addressable.verify import verify
+from addressable.capture.measure import measurement
+from addressable.capture.profile import profile_workload, resolve_config
+from addressable.core.errors import AddressableError
+from addressable.verification.runner import verify
 
 pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parents[1]

@@ -4,6 +4,7 @@ or an optional package; the committed reference results stay apart from user run
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 from pathlib import Path
 
@@ -13,10 +14,14 @@ TESTS = Path(__file__).resolve().parent
 ALLOWED_SKIP = ("cuda", "gpu", "triton", "torchrec", "installed", "without")
 
 
+def _test_files() -> list[Path]:
+    return sorted([TESTS / "conftest.py", *TESTS.rglob("test_*.py")])
+
+
 def _skip_calls() -> list[tuple[str, int, str]]:
     """(file, line, reason) of every pytest.skip / skipif / importorskip in the test files."""
     found = []
-    for path in sorted(TESTS.glob("*.py")):
+    for path in _test_files():
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
                 continue
@@ -37,10 +42,13 @@ def test_no_test_skips_for_missing_data() -> None:
 
 
 def test_tests_read_no_files_outside_the_repository() -> None:
-    for path in TESTS.glob("*.py"):
+    for path in _test_files():
         text = path.read_text()
-        for outside in ("../shared", "/work/", "parents[2]"):
+        for outside in ("../shared", "/work/"):
             assert outside not in text or path.name == "test_repo.py", f"{path.name} reads {outside}"
+        depth = len(path.relative_to(ROOT).parts) - 1  # parents[depth] is the repository root
+        for k in re.findall(r"parents\[(\d+)\]", text):
+            assert int(k) <= depth, f"{path.name}: parents[{k}] is outside the repository"
 
 
 def test_real_traces_are_committed(h200_traces: dict[str, Path]) -> None:

@@ -1,4 +1,4 @@
 """Built-in workload adapters: each module defines ``WORKLOADS``, a list of WorkloadSpec.
 
-See addressable/workload.py for the interface; `addressable workloads` lists them all.
+See addressable/capture/workload.py for the interface; `addressable workloads` lists them all.
 """

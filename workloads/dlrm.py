@@ -32,9 +32,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from addressable.errors import AddressableError
-from addressable.phases import phase
-from addressable.workload import Step, WorkloadConfig, WorkloadSpec, check_options
+from addressable.capture.phases import phase
+from addressable.capture.workload import Step, WorkloadConfig, WorkloadSpec, check_options
+from addressable.core.errors import AddressableError
 
 # MLPerf DLRM-DCNv2 (Criteo 1TB, ids hashed to at most 40M per feature) and its synthetic multi-hot sizes
 ROWS = (40000000, 39060, 17295, 7424, 20265, 3, 7122, 1543, 63, 40000000, 3067956, 405282, 10, 2209,

@@ -12,9 +12,9 @@ import contextlib
 import torch
 import torchvision
 
-from addressable import distributed
-from addressable.phases import phase
-from addressable.workload import Step, WorkloadConfig, WorkloadSpec, check_options
+from addressable.capture import distributed
+from addressable.capture.phases import phase
+from addressable.capture.workload import Step, WorkloadConfig, WorkloadSpec, check_options
 
 AMP = {"bf16": torch.bfloat16, "fp16": torch.float16}
 OPTIONS = ("image_size", "classes", "channels_last", "lr")

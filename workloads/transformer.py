@@ -27,10 +27,10 @@ from typing import Any
 import torch
 from transformers import AutoModelForCausalLM, GPT2Config, LlamaConfig
 
-from addressable import distributed
-from addressable.errors import AddressableError
-from addressable.phases import phase
-from addressable.workload import Step, WorkloadConfig, WorkloadSpec, check_options
+from addressable.capture import distributed
+from addressable.capture.phases import phase
+from addressable.capture.workload import Step, WorkloadConfig, WorkloadSpec, check_options
+from addressable.core.errors import AddressableError
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 ATTN = ("sdpa", "eager", "flash_attention_2", "flex_attention")

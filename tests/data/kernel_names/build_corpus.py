@@ -26,9 +26,9 @@ ROOT = Path(__file__).resolve().parents[3]
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
-from addressable.breakdown import work_rows  # noqa: E402
-from addressable.taxonomy import load_taxonomy  # noqa: E402
-from addressable.trace import load_trace  # noqa: E402
+from addressable.classify.breakdown import work_rows  # noqa: E402
+from addressable.classify.taxonomy import load_taxonomy  # noqa: E402
+from addressable.trace.reader import load_trace  # noqa: E402
 
 # Categories recorded by the capture-time rules that issue 12 corrected.
 EXPECTED_FIXES = {

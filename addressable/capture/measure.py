@@ -1,0 +1,465 @@
+"""Measuring one workload instance: time its steps, profile some, and aggregate the repeats.
+
+Each repeat runs timed unprofiled steps (CUDA events, or perf_counter on the CPU), then
+profiled steps under torch.profiler (each one a ProfilerStep#N). A breakdown is computed
+per repeat for the spread; `combine` makes the run's breakdown over all profiled steps and
+`run_keys` the run keys of breakdown.json. Used by addressable.capture.profile (one process, or each
+rank under torchrun); below it, above addressable.capture.distributed's process-group helpers.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from addressable.capture import distributed
+from addressable.capture.quiet import quiet_profiler
+from addressable.capture.scopes import module_io, module_scopes
+from addressable.capture.workload import Step, WorkloadConfig, WorkloadSpec
+from addressable.classify.breakdown import BASIS_GPU, Breakdown, breakdown_from_tables, breakdown_of_trace
+from addressable.classify.modules import combine_modules
+from addressable.classify.taxonomy import Taxonomy
+from addressable.classify.timeline import TimelineResult
+from addressable.core.errors import AddressableError
+from addressable.core.progress import Progress, duration
+from addressable.core.schema import KEY, VERSIONS
+from addressable.trace.reader import load_trace
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """How a workload is measured: warm-up once, then per repeat timed and profiled steps.
+
+    With `budget_s`, the counts not named in `fixed` are lowered after warm-up (see `fit_budget`)
+    so that the repeats take about that long; `estimate_s` is then what they were expected to take.
+    `measurement()` makes one from a device's defaults. Bad counts raise AddressableError.
+    """
+
+    warmup: int
+    steps: int  # timed, unprofiled steps per repeat
+    profile_steps: int  # profiled steps per repeat
+    repeats: int
+    budget_s: float | None = None  # None: no limit
+    fixed: tuple[str, ...] = ()  # counts the user set, which the budget leaves alone
+    estimate_s: float | None = None
+
+    def __post_init__(self) -> None:
+        if min(self.steps, self.profile_steps, self.repeats) < 1 or self.warmup < 0:
+            raise AddressableError("--steps, --profile-steps and --repeats must be at least 1, --warmup at least 0")
+        if self.budget_s is not None and not self.budget_s > 0:  # NaN too
+            raise AddressableError("--budget must be a positive number of seconds")
+
+    def plan(self) -> str:
+        """The plan in words, e.g. "3 repeats × (20 timed + 5 profiled steps), about 40 s of steps" (the
+        profiler's start-up and each repeat's trace analysis come on top; the log times them per repeat)."""
+        text = f"{self.repeats} repeat{'s' * (self.repeats != 1)} × ({self.steps} timed + {self.profile_steps} " \
+               f"profiled step{'s' * (self.profile_steps != 1)})"
+        return text + (f", about {duration(self.estimate_s)} of steps" if self.estimate_s is not None else "")
+
+
+GPU_DEFAULTS = Measurement(warmup=10, steps=20, profile_steps=5, repeats=3)
+CPU_DEFAULTS = Measurement(warmup=1, steps=1, profile_steps=1, repeats=2)  # a CPU step can take seconds
+DEFAULT_BUDGET_S = 60.0  # seconds of repeats after warm-up, unless --budget says otherwise
+PROFILED_STEP_COST = 2.0  # a profiled step, with its trace written and read back, costs about two steps
+COUNTS = ("steps", "profile_steps", "repeats")
+
+
+def default_measurement(device: str) -> Measurement:
+    """The default warm-up, steps, profiled steps and repeats for a device (GPU or CPU)."""
+    return GPU_DEFAULTS if device == "cuda" else CPU_DEFAULTS
+
+
+def measurement(device: str, warmup: int | None = None, steps: int | None = None, profile_steps: int | None = None,
+                repeats: int | None = None, budget_s: float | None = None) -> Measurement:
+    """The device's defaults with the given counts; the budget (None: DEFAULT_BUDGET_S, inf: no limit)
+    may later lower those not given."""
+    d = default_measurement(device)
+    budget_s = DEFAULT_BUDGET_S if budget_s is None else budget_s
+    given = {"warmup": warmup, "steps": steps, "profile_steps": profile_steps, "repeats": repeats}
+    return Measurement(**{k: getattr(d, k) if v is None else v for k, v in given.items()}, budget_s=budget_s,
+                       fixed=tuple(k for k in COUNTS if given[k] is not None))
+
+
+def cost_s(m: Measurement, step_s: float, cuda: bool) -> float:
+    """Expected seconds of m's repeats for a step of `step_s` (a profiled step costs PROFILED_STEP_COST steps)."""
+    per_repeat = m.steps + PROFILED_STEP_COST * (m.profile_steps + (1 if cuda else 0))  # + CUPTI's warm-up step
+    return m.repeats * per_repeat * step_s
+
+
+def fit_budget(m: Measurement, step_s: float, cuda: bool) -> Measurement:
+    """Lower the counts the user did not fix until the repeats fit m.budget_s, in this order:
+    timed steps down to the profiled steps, repeats down to 2, profiled steps to 1, timed steps
+    to 1, repeats to 1. The defaults are the most it runs; the estimate is recorded."""
+    if m.budget_s is None:
+        return replace(m, estimate_s=cost_s(m, step_s, cuda))
+    floors = [("steps", lambda m: max(1, m.profile_steps)), ("repeats", lambda m: 2),
+              ("profile_steps", lambda m: 1), ("steps", lambda m: 1), ("repeats", lambda m: 1)]
+    for key, floor in floors:
+        if key in m.fixed:
+            continue
+        while cost_s(m, step_s, cuda) > m.budget_s and getattr(m, key) > floor(m):
+            m = replace(m, **{key: max(floor(m), getattr(m, key) // 2 if key != "repeats" else getattr(m, key) - 1)})
+    return replace(m, estimate_s=cost_s(m, step_s, cuda))
+
+
+
+# --------------------------------------------------------------------------- measuring
+
+
+@dataclass
+class Measured:
+    """One workload instance measured: a breakdown per repeat, step times, the last trace."""
+
+    config: WorkloadConfig
+    repeats: list[Breakdown]
+    step_time_ms: list[float]  # median unprofiled step time per repeat
+    steps: pd.DataFrame  # repeat, step, time_ms, profiled
+    trace: Path
+    measurement: Measurement  # the counts run (after the budget)
+    module_io: pd.DataFrame | None = None  # each module's external bytes over one step (scopes.module_io)
+
+
+def timed(step: Step, n: int, cuda: bool, after: Callable[[int], None] | None = None,
+           sync: bool = True) -> list[float]:
+    """Run n steps, return each one's time in ms (CUDA events on the GPU, perf_counter on the CPU).
+
+    Under several processes (and with `sync`) the steps are bracketed by synchronize + barrier and
+    each step's time is the maximum across ranks.
+    """
+    if sync:
+        distributed.barrier()
+    times = _timed_steps(step, n, cuda, after)
+    if sync:
+        distributed.barrier()
+        times = distributed.max_across_ranks(times)
+    return times
+
+
+def _timed_steps(step: Step, n: int, cuda: bool, after: Callable[[int], None] | None) -> list[float]:
+    if cuda:
+        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
+        torch.cuda.synchronize()
+        for i, (start, end) in enumerate(events):
+            start.record()
+            step()
+            end.record()
+            if after:
+                if i == n - 1:
+                    torch.cuda.synchronize()
+                after(i)
+        torch.cuda.synchronize()
+        return [start.elapsed_time(end) for start, end in events]
+    times = []
+    for i in range(n):
+        t0 = time.perf_counter()
+        step()
+        times.append((time.perf_counter() - t0) * 1e3)
+        if after:
+            after(i)
+    return times
+
+
+def profiled(step: Step, n: int, cuda: bool, path: Path) -> list[float]:
+    """Run n steps under torch.profiler, one ProfilerStep#N each; export the trace to path."""
+    acts = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if cuda else [])
+    warm = 1 if cuda else 0  # a CUPTI warm-up step on the GPU; the CPU profiler needs none
+    distributed.barrier()  # outside the profiler, so no barrier collective lands in the trace
+    with quiet_profiler(), torch.profiler.profile(
+            activities=acts, schedule=torch.profiler.schedule(wait=0, warmup=warm, active=n, repeat=1),
+            record_shapes=True,  # input shapes: the roofline's bytes and FLOPs (addressable.roofline.model)
+            on_trace_ready=lambda p: p.export_chrome_trace(str(path))) as prof:
+        for _ in range(warm):
+            step()
+            torch.cuda.synchronize()  # the warm-up step's kernels must not spill into the recorded steps
+            prof.step()
+        times = timed(step, n, cuda, after=lambda _: prof.step(), sync=False)
+    distributed.barrier()
+    if not path.is_file():
+        raise AddressableError(f"the profiler wrote no trace for {path.parent.name}")
+    return distributed.max_across_ranks(times)
+
+
+def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Path, tax: Taxonomy,
+            progress: Callable[[str], None], record_io: bool = False) -> Measured:
+    """Build the workload, warm it up, then per repeat: timed steps, profiled steps, a breakdown.
+
+    With `record_io` (and an eager nn.Module model), one more step after warm-up runs under
+    scopes.module_io: each module's external bytes, for the roofline's fusion headroom.
+    """
+    cuda = cfg.device == "cuda"
+    torch.manual_seed(0)
+    step = spec.build(cfg)
+    model = getattr(step, "model", None)  # names the module scopes; read before the step is wrapped
+    label = f"{cfg.name}" + (f" ({cfg.options['layers']} layers)" if "layers" in cfg.options else "")
+    progress(f"{label}: warm-up, {m.warmup} step{'s' * (m.warmup != 1)}")
+    meter = Progress(m.warmup, f"{label}: warm-up")
+    warm = timed(meter.counting(step), m.warmup, cuda)  # the maximum across ranks: every rank plans alike
+    meter.close()
+    if warm:
+        counts = [getattr(m, k) for k in COUNTS]
+        m = fit_budget(m, warm[-1] / 1e3, cuda)  # the last warm-up step: compiled, autotuned
+        cut = f", cut to fit --budget {m.budget_s:g} s" if counts != [getattr(m, k) for k in COUNTS] else ""
+        progress(f"{label}: warm-up step {warm[-1] / 1e3:,.2f} s; plan: {m.plan()}{cut}")
+    else:
+        progress(f"{label}: plan: {m.plan()} (no warm-up step to time, so no --budget)")
+    io = None
+    if record_io and not cfg.compile and isinstance(model, torch.nn.Module):
+        progress(f"{label}: one step recording each module's inputs and outputs (fusion headroom)")
+        with module_io(model) as rec:
+            step()
+        if cuda:
+            torch.cuda.synchronize()
+        io = rec.table()
+    per_repeat = m.steps + m.profile_steps + (1 if cuda else 0)
+    meter = Progress(m.repeats * per_repeat, label)
+    say = meter.log(progress)
+    step = meter.counting(step)
+    repeats, medians, rows, trace = [], [], [], workdir / "trace.json.gz"
+    for r in range(m.repeats):
+        started = time.perf_counter()
+        times = timed(step, m.steps, cuda)
+        path = workdir / f".trace.r{r}.json.gz"
+        with _scopes(cfg, model):
+            prof = profiled(step, m.profile_steps, cuda, path)
+        b = breakdown_of_trace(load_trace(path), tax)
+        b.n_steps = m.profile_steps
+        if b.modules is not None:
+            b.modules.n_steps = m.profile_steps
+            if cfg.compile:
+                b.modules.note = COMPILE_NOTE
+        if r == m.repeats - 1:
+            os.replace(path, trace)
+        else:
+            path.unlink()
+        repeats.append(b)
+        medians.append(float(np.median(times)))
+        rows += [(r, i, t, False) for i, t in enumerate(times)]
+        rows += [(r, m.steps + i, t, True) for i, t in enumerate(prof)]
+        rec = _repeat_record(b, medians[-1])
+        took = time.perf_counter() - started
+        left = f"; about {duration(took * (m.repeats - r - 1))} left" if r < m.repeats - 1 else ""
+        say(f"{label}: repeat {r + 1}/{m.repeats}: step {medians[-1]:,.1f} ms, addressable "
+            f"{rec['addressable_fraction']:.1%} of {basis_words(b.basis)}, "
+            f"{rec['addressable_fraction_wall']:.1%} of wall time ({duration(took)} with its trace analysis{left})")
+    meter.close()
+    steps = pd.DataFrame(rows, columns=["repeat", "step", "time_ms", "profiled"])
+    return Measured(cfg, repeats, medians, steps, trace, m, io)
+
+
+COMPILE_NOTE = "no module scopes: a --compile run is not scoped (its fused kernels span modules)"
+
+
+@contextmanager
+def _scopes(cfg: WorkloadConfig, model: Any) -> Iterator[None]:
+    """Module scopes (addressable.capture.scopes) around the profiled steps only; none for compiled models."""
+    if cfg.compile:
+        yield
+        return
+    with module_scopes(model if isinstance(model, torch.nn.Module) else None):
+        yield
+
+
+def basis_words(basis: str) -> str:
+    """What a breakdown's times are, in words: GPU kernel time or CPU-op self time."""
+    return "GPU kernel time" if basis == BASIS_GPU else "CPU-op self time"
+
+
+# --------------------------------------------------------------------------- aggregating
+
+
+def combine(repeats: list[Breakdown]) -> Breakdown:
+    """One Breakdown over the profiled steps of all repeats."""
+    kernels = (pd.concat([b.kernels for b in repeats], ignore_index=True)
+               .groupby(["name", "category", "class"], sort=False)[["time_us", "count"]].sum().reset_index())
+    phases = [b.phases for b in repeats if b.phases is not None and not b.phases.empty]
+    ph = (pd.concat(phases, ignore_index=True).astype({"phase": str, "category": str, "class": str})
+          .groupby(["phase", "category", "class"], sort=False)["time_us"].sum().reset_index()) if phases else None
+    b = breakdown_from_tables(kernels[kernels["time_us"] > 0], repeats[0].basis, sum(b.n_steps or 0 for b in repeats),
+                              repeats[-1].source, phases=ph)
+    if all(r.timeline is not None for r in repeats):
+        b.timeline = combine_timelines([r.timeline for r in repeats])
+    if all(r.modules is not None for r in repeats):
+        b.modules = combine_modules([r.modules for r in repeats], b.n_steps or 1)
+    return b
+
+
+def combine_timelines(ts: list[TimelineResult]) -> TimelineResult:
+    """Timeline accounting of several traces taken one after another (each device's times add up)."""
+    dev = pd.concat([t.devices for t in ts], ignore_index=True)
+    dev = dev.assign(repl_summed=dev["addressable_fraction_summed"] * dev["summed_us"],
+                     repl_exposed=dev["addressable_fraction_exposed"] * dev["busy_us"])
+    add = ["n_kernels", "span_us", "busy_us", "idle_us", "summed_us", "cross_stream_overlap_us",
+           "repl_summed", "repl_exposed"]
+    dev = dev.groupby("device").agg({**dict.fromkeys(add, "sum"), "n_streams": "max"}).reset_index()
+    dev["addressable_fraction_summed"] = (dev["repl_summed"] / dev["summed_us"]).where(dev["summed_us"] > 0, 0.0)
+    dev["addressable_fraction_exposed"] = (dev["repl_exposed"] / dev["busy_us"]).where(dev["busy_us"] > 0, 0.0)
+    cats = (pd.concat([t.categories for t in ts], ignore_index=True)
+            .groupby(["category", "class"], sort=False)[["summed_us", "active_us", "exclusive_us",
+                                                         "overlapped_us", "exposed_us"]].sum().reset_index())
+    busy, summed = sum(t.busy_us for t in ts), sum(t.summed_us for t in ts)
+    cats["exposed_share"] = cats["exposed_us"] / busy if busy else 0.0
+    cats = cats.sort_values(["class", "exposed_us"], ascending=[True, False]).reset_index(drop=True)
+    repl = cats["class"] == "replaceable"
+    cross = sum(t.cross_stream_overlap_us for t in ts)
+    return TimelineResult(
+        devices=dev[list(ts[0].devices.columns)], categories=cats, busy_us=busy,
+        idle_us=sum(t.idle_us for t in ts), span_us=sum(t.span_us for t in ts), summed_us=summed,
+        cross_stream_overlap_us=cross, streams_overlap=cross > 0,
+        addressable_fraction_exposed=float(cats.loc[repl, "exposed_us"].sum() / busy) if busy else 0.0,
+        addressable_fraction_summed=float(cats.loc[repl, "summed_us"].sum() / summed) if summed else 0.0,
+        communication_exposed_us=sum(t.communication_exposed_us for t in ts),
+        communication_overlapped_us=sum(t.communication_overlapped_us for t in ts))
+
+
+def _per_step(b: Breakdown) -> dict[str, float]:
+    n = b.n_steps or 1
+    return {str(c): float(t) / n for c, t in zip(b.categories["category"], b.categories["time_us"], strict=True)}
+
+
+def wall_fraction(replaceable_us: float, work_us: float, step_time_ms: float) -> tuple[float, str]:
+    """Replaceable time per step as a fraction of the wall clock, and the basis used.
+
+    The basis is the step's wall time ("step"), unless the work per step exceeds it ("work"): CPU
+    ops on several threads, or kernels on several streams, overlap in time and their summed time
+    can be longer than the step; the fraction is then over the summed work, so it never exceeds 1.
+    """
+    wall_us = step_time_ms * 1e3
+    if work_us > wall_us:
+        return (replaceable_us / work_us if work_us > 0 else 0.0), "work"
+    return (replaceable_us / wall_us if wall_us > 0 else 0.0), "step"
+
+
+def _repeat_record(b: Breakdown, step_time_ms: float) -> dict[str, Any]:
+    per_step_us = b.total_time_us / (b.n_steps or 1)
+    repl_us = b.time_of("replaceable") / (b.n_steps or 1)
+    wall, basis = wall_fraction(repl_us, per_step_us, step_time_ms)
+    return {"step_time_ms": step_time_ms, "kernel_time_per_step_us": per_step_us,
+            "addressable_fraction": b.addressable_fraction,
+            "addressable_fraction_wall": wall, "wall_basis": basis,
+            "category_time_per_step_us": _per_step(b)}
+
+
+def run_keys(spec: WorkloadSpec, cfg: WorkloadConfig, b: Breakdown, repeats: list[Breakdown],
+             repeat_step_ms: list[float], step_time_ms: float) -> dict[str, Any]:
+    """The run keys of breakdown.json (see docs/CONVENTIONS.md)."""
+    recs = [_repeat_record(r, s) for r, s in zip(repeats, repeat_step_ms, strict=True)]
+    frac = [r["addressable_fraction"] for r in recs]
+    wall = [r["addressable_fraction_wall"] for r in recs]
+    n = b.n_steps or 1
+    wall_now, wall_basis = wall_fraction(b.time_of("replaceable") / n, b.total_time_us / n, step_time_ms)
+    keys: dict[str, Any] = {
+        "workload": cfg.name, "family": spec.family, "mode": cfg.mode, "device": cfg.device,
+        "batch": cfg.batch, "seq_len": cfg.seq_len, "dtype": cfg.dtype, "compile": cfg.compile,
+        "options": cfg.options,
+        "step_time_ms": step_time_ms,
+        "kernel_time_per_step_us": b.total_time_us / n,
+        "addressable_fraction_wall": wall_now, "wall_basis": wall_basis,
+        "repeats": recs,
+        "addressable_fraction_range": [min(frac), max(frac)],
+        "addressable_fraction_wall_range": [min(wall), max(wall)],
+    }
+    if spec.full_layers:
+        keys["layers"] = cfg.options.get("layers", spec.full_layers)
+    return keys
+
+
+# --------------------------------------------------------------------------- the manifest
+
+
+def _git_revision() -> str | None:
+    root = Path(__file__).resolve().parents[2]
+    try:
+        rev = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return rev + ("-dirty" if dirty else "")
+
+
+def _driver_version() -> str | None:
+    if not shutil.which("nvidia-smi"):
+        return None
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.splitlines()[0].strip() if out.strip() else None
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            names = [line.split(":", 1)[1].strip() for line in f if line.startswith("model name")]
+    except OSError:
+        names = []
+    return names[0] if names else (platform.processor() or platform.machine())
+
+
+def manifest(cfg: WorkloadConfig, m: Measurement, argv: list[str] | None = None) -> dict[str, Any]:
+    """Versions, hardware, git revision, argv and date of a run."""
+    cuda = cfg.device == "cuda"
+    return {
+        KEY: VERSIONS["manifest"],
+        "config": asdict(cfg),
+        "measurement": asdict(m),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
+        "driver": _driver_version() if cuda else None,
+        "gpu": torch.cuda.get_device_name() if cuda else None,
+        "cpu": _cpu_name(),
+        "cpu_threads": torch.get_num_threads(),
+        "python": platform.python_version(),
+        "host": platform.node(),
+        "git_revision": _git_revision(),
+        "argv": list(sys.argv if argv is None else argv),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+@contextmanager
+def memory_errors(cfg: WorkloadConfig) -> Iterator[None]:
+    """Out of memory -> one line naming the batch size that failed; a model that rejects the
+    configuration (a ValueError, e.g. BatchNorm training on one value per channel) -> its first line."""
+    hint = f"out of memory running {cfg.name} {cfg.mode} at batch {cfg.batch} on {cfg.device}; " \
+           f"try --batch {max(1, cfg.batch // 2)}"
+    try:
+        yield
+    except torch.cuda.OutOfMemoryError:
+        raise AddressableError(hint) from None
+    except MemoryError:
+        raise AddressableError(hint) from None
+    except ValueError as e:
+        reason = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise AddressableError(f"{cfg.name} {cfg.mode} at batch {cfg.batch} on {cfg.device} failed: {reason}") from None
+    except RuntimeError as e:
+        if "can't allocate memory" in str(e) or "out of memory" in str(e).lower():
+            raise AddressableError(hint) from None
+        raise
+
+
+@contextmanager
+def cudnn_benchmark(on: bool) -> Iterator[None]:
+    old = torch.backends.cudnn.benchmark
+    torch.backends.cudnn.benchmark = on or old
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.benchmark = old

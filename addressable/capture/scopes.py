@@ -1,0 +1,272 @@
+"""Recording module scopes, and each module's external inputs and outputs.
+
+`module_scopes(model)` registers global forward pre- and post-hooks that open a
+torch.profiler record_function range named `nn.Module: <qualname> (<Class>)` around each
+module's forward (the model's own qualified names; the model itself is ""), and removes them on
+exit. `addressable profile` wraps only its profiled steps in it, so timed steps run without
+hooks. addressable/classify/modules.py reads the ranges back from the trace.
+
+`module_io(model)` records, for one step outside the profiled ones, the bytes each module call
+reads and writes at its boundary (docs/roofline.md, "Fusion headroom"): the traffic a single fused
+kernel for the module must still move, named like the scopes so the roofline can join the two.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+import torch
+from torch.nn.modules import module as nn_module
+
+PREFIX = "nn.Module: "
+IO_COLUMNS = ["module", "class", "calls", "input_bytes", "output_bytes", "param_bytes", "forward_bytes",
+              "backward_bytes", "complete"]
+GATHER_MODULES = (torch.nn.Embedding, torch.nn.EmbeddingBag)  # read only the weight rows their indices name
+
+
+def scope_name(qualname: str, cls: str) -> str:
+    """The range name of one module call, e.g. `nn.Module: h.0.mlp (GPT2MLP)`."""
+    return f"{PREFIX}{qualname} ({cls})"
+
+
+class _Names:
+    """Qualified names of module calls, the same for scopes and I/O records; one open-call stack per thread.
+
+    Modules of `model` are named by their qualified name in it. Other modules (a loss module
+    called outside the model, or every module when no model is given) are named after their
+    top-level module's class, e.g. `CrossEntropyLoss`, `Sequential.0.lin`; a module that is no
+    registered child of its caller is `<caller>.<Class>`.
+    """
+
+    def __init__(self, model: torch.nn.Module | None) -> None:
+        self.names: dict[int, str] = {id(m): q for q, m in model.named_modules()} if model is not None else {}
+        self.local = threading.local()
+
+    def stack(self) -> list[Any]:
+        if not hasattr(self.local, "stack"):
+            self.local.stack = []
+        return self.local.stack
+
+    def name(self, module: torch.nn.Module) -> str:
+        """The qualified name of a module call about to open."""
+        open_ = self.stack()
+        q = self.names.get(id(module))
+        if q is None:
+            if open_:
+                q = f"{open_[-1][0]}.{type(module).__name__}" if open_[-1][0] else type(module).__name__
+            else:
+                top = type(module).__name__
+                self.names.update({id(m): f"{top}.{n}" if n else top for n, m in module.named_modules()})
+                q = top
+        return q
+
+
+@contextmanager
+def module_scopes(model: torch.nn.Module | None = None) -> Iterator[None]:
+    """Open a profiler range around every nn.Module forward while the block runs (names: see _Names)."""
+    names = _Names(model)
+
+    def pre(module: torch.nn.Module, args: Any) -> None:
+        q = names.name(module)
+        rf = torch.profiler.record_function(scope_name(q, type(module).__name__))
+        rf.__enter__()
+        names.stack().append((q, rf))
+
+    def post(module: torch.nn.Module, args: Any, output: Any) -> None:
+        open_ = names.stack()
+        if open_:
+            open_.pop()[1].__exit__(None, None, None)
+
+    handles = [nn_module.register_module_forward_pre_hook(pre),
+               nn_module.register_module_forward_hook(post, always_call=True)]
+    try:
+        yield
+    finally:
+        for h in handles:
+            h.remove()
+
+
+# ---------------------------------------------------------------------------------------------
+# External inputs and outputs of each module call
+
+
+def tensors(obj: Any, depth: int = 0) -> Iterator[torch.Tensor]:
+    """The tensors in a module's arguments or output: through tuples, lists and dicts (Hugging Face
+    ModelOutput is a dict); other objects (a KV cache object, a dataclass) are not looked into."""
+    if isinstance(obj, torch.Tensor):
+        yield obj
+    elif depth < 8 and isinstance(obj, tuple | list):
+        for x in obj:
+            yield from tensors(x, depth + 1)
+    elif depth < 8 and isinstance(obj, dict):
+        for x in obj.values():
+            yield from tensors(x, depth + 1)
+
+
+def tensor_bytes(t: torch.Tensor) -> int:
+    """Bytes of the distinct elements a tensor view holds: a broadcast (stride-0) dimension counts once; a
+    sparse COO tensor is its indices and values. Other layouts raise TypeError."""
+    if t.layout == torch.sparse_coo:
+        return tensor_bytes(t._indices()) + tensor_bytes(t._values())
+    if t.layout != torch.strided:
+        raise TypeError(f"no byte count for a {t.layout} tensor")
+    n = 1
+    for size, stride in zip(t.shape, t.stride(), strict=True):
+        n *= size if stride != 0 else min(size, 1)
+    return n * t.element_size()
+
+
+def _key(t: torch.Tensor) -> tuple:
+    """One view of one storage: the same tensor passed twice counts once (a tensor without a plain storage,
+    e.g. a DTensor or a nested tensor, is its own key)."""
+    try:
+        storage = t.untyped_storage().data_ptr() if t.layout == torch.strided else id(t)
+    except (RuntimeError, NotImplementedError):
+        storage = id(t)
+    return storage, t.storage_offset() if storage != id(t) else 0, tuple(t.shape), \
+        tuple(t.stride()) if storage != id(t) else (), t.dtype
+
+
+def _versions(obj: Any) -> dict[tuple, int]:
+    """Version counters of the tensors in a call's arguments (inference tensors have none)."""
+    try:
+        return {_key(t): t._version for t in tensors(obj) if not t.is_inference()}
+    except (RuntimeError, NotImplementedError):  # a tensor subclass without one: in-place writes go unseen
+        return {}
+
+
+@dataclass
+class _Call:
+    """One open module call: its name, its positional inputs' version counters, and the parameters read inside."""
+
+    qualname: str
+    versions: dict[tuple, int]
+    params: dict[int, int] = field(default_factory=dict)  # id(parameter) -> bytes read (dense: once per call)
+    gathered: dict[int, int] = field(default_factory=dict)  # id(weight) -> bytes of the rows gathered
+    grads: dict[int, int] = field(default_factory=dict)  # id(parameter) -> gradient bytes written
+
+
+class ModuleIO:
+    """Bytes read and written at each module's boundary, summed over the calls of one step (see module_io)."""
+
+    def __init__(self, model: torch.nn.Module | None) -> None:
+        self.names = _Names(model)
+        self.rows: dict[tuple[str, str], list[int]] = {}
+        self.incomplete: set[tuple[str, str]] = set()  # modules with a tensor of a layout we cannot count
+
+    def table(self) -> pd.DataFrame:
+        """IO_COLUMNS, one row per module (qualified name as the scopes name it); `complete` is False for a
+        module with a tensor whose bytes cannot be counted (a layout other than strided or sparse COO)."""
+        rows = [(q, c, *v, (q, c) not in self.incomplete) for (q, c), v in self.rows.items()]
+        df = pd.DataFrame(rows, columns=["module", "class", "calls", "input_bytes", "output_bytes", "param_bytes",
+                                         "backward_bytes", "complete"])
+        df["forward_bytes"] = df["input_bytes"] + df["output_bytes"] + df["param_bytes"]
+        return df[IO_COLUMNS]
+
+    def pre(self, module: torch.nn.Module, args: Any) -> None:
+        q = self.names.name(module)
+        self.names.stack().append((q, _Call(q, _versions(args))))
+
+    def pre_kwargs(self, module: torch.nn.Module, args: Any, kwargs: Any) -> None:
+        """The keyword arguments' version counters (a model's modules only: global hooks see no kwargs)."""
+        open_ = self.names.stack()
+        if open_:
+            open_[-1][1].versions.update(_versions(kwargs))
+
+    def post(self, module: torch.nn.Module, args: Any, kwargs: Any, output: Any) -> None:
+        open_ = self.names.stack()
+        if not open_:
+            return
+        call: _Call = open_.pop()[1]
+        key = (call.qualname, type(module).__name__)
+        row = self.rows.setdefault(key, [0] * 5)
+        try:
+            counts = self._count(module, call, args, kwargs, output)
+        except (TypeError, RuntimeError, NotImplementedError):  # a tensor without a byte count: record incomplete
+            self.incomplete.add(key)
+            counts = (1, 0, 0, 0, 0)
+        for i, v in enumerate(counts):
+            row[i] += v
+        if open_:  # what a call reads, every call it is inside reads too
+            parent: _Call = open_[-1][1]
+            for p, b in call.params.items():
+                parent.params[p] = max(parent.params.get(p, 0), b)
+            for p, b in call.gathered.items():
+                parent.gathered[p] = parent.gathered.get(p, 0) + b
+            for p, b in call.grads.items():
+                parent.grads[p] = parent.grads.get(p, 0) + b if p in call.gathered else max(parent.grads.get(p, 0), b)
+
+    def _count(self, module: torch.nn.Module, call: _Call, args: Any, kwargs: Any, output: Any
+               ) -> tuple[int, int, int, int, int]:
+        """(1 call, input bytes, output bytes, parameter bytes, backward bytes) of one call."""
+        inputs = {_key(t): t for t in tensors((args, kwargs))}
+        outputs = {_key(t): t for t in tensors(output)}
+        base = {k[0]: k for k in inputs}  # storage -> an input view of it
+
+        def changed(k: tuple, t: torch.Tensor) -> bool:  # written in place during the call
+            if t.is_inference():  # no version counter: an input returned as itself was updated in place
+                return k in outputs and inputs.get(k) is t
+            before = call.versions.get(k, call.versions.get(base.get(k[0])))
+            return before is not None and t._version != before
+
+        # written: new outputs, outputs that share an input's storage only if changed in place (not a
+        # view of it), and inputs changed in place
+        written = {k: tensor_bytes(t) for k, t in outputs.items() if k[0] not in base or changed(k, t)}
+        written.update({k: tensor_bytes(t) for k, t in inputs.items() if changed(k, t)})
+        self._params(module, call, inputs)
+        read = sum(tensor_bytes(t) for t in inputs.values())
+        params = sum(call.params.values())
+        backward = 0
+        if torch.is_grad_enabled() and any(t.requires_grad for t in outputs.values()):
+            # read: grad_output, the saved inputs, the dense parameters; written: grad_input, parameter grads
+            backward = sum(tensor_bytes(t) for t in outputs.values() if t.requires_grad) + read + params + \
+                sum(tensor_bytes(t) for t in inputs.values() if t.requires_grad) + sum(call.grads.values())
+        return 1, read, sum(written.values()), params + sum(call.gathered.values()), backward
+
+    def _params(self, module: torch.nn.Module, call: _Call, inputs: dict[tuple, torch.Tensor]) -> None:
+        """Parameters and buffers this call reads (a gather module: the rows its indices name) and the
+        gradients it writes (a sparse embedding: the rows; else the whole parameter)."""
+        gather_weights = {id(m.weight) for m in module.modules() if isinstance(m, GATHER_MODULES)}
+        for p in (*module.parameters(), *module.buffers()):
+            if id(p) in gather_weights or p.layout != torch.strided:
+                continue
+            call.params[id(p)] = tensor_bytes(p)
+            if p.requires_grad:
+                call.grads[id(p)] = tensor_bytes(p)
+        if isinstance(module, GATHER_MODULES):
+            w = module.weight
+            indices = [t for t in inputs.values() if not t.is_floating_point()]
+            rows = max((t.numel() for t in indices), default=0)  # EmbeddingBag: the indices, not the offsets
+            row_bytes = w.shape[1] * w.element_size() if w.dim() == 2 else 0
+            call.gathered[id(w)] = rows * row_bytes
+            if w.requires_grad:
+                call.grads[id(w)] = rows * row_bytes if module.sparse else tensor_bytes(w)
+
+
+@contextmanager
+def module_io(model: torch.nn.Module | None = None) -> Iterator[ModuleIO]:
+    """Record every module call's external I/O while the block runs; read `.table()` after it.
+
+    Per call: input bytes (tensor arguments, keyword ones included, each view once), output bytes
+    (returned tensors other than unchanged views of an input, plus inputs changed in place),
+    parameter and buffer bytes (the call's and its submodules' parameters, each once per call;
+    Embedding/EmbeddingBag weights only at the rows their indices name). When autograd records the
+    call (grad enabled, an output requires grad), its backward bytes are modelled from the same
+    shapes: grad_output, the saved inputs and the parameters read; grad_input (inputs that require
+    grad) and the parameter gradients written.
+    """
+    rec = ModuleIO(model)
+    handles = [nn_module.register_module_forward_pre_hook(rec.pre),
+               nn_module.register_module_forward_hook(rec.post, with_kwargs=True, always_call=True)]
+    handles += [m.register_forward_pre_hook(rec.pre_kwargs, with_kwargs=True)
+                for m in (model.modules() if model is not None else ())]
+    try:
+        yield rec
+    finally:
+        for h in handles:
+            h.remove()

@@ -1,0 +1,858 @@
+"""Stage 7: what end-to-end speedup do measured kernel speedups buy? (Amdahl over a run's breakdown)
+
+For one run, a *group* is the set of kernels one measured win replaces; with s_i the share of step
+time the group takes and k_i its measured speedup (groups without a win keep k = 1):
+
+    speedup = 1 / ((1 − Σ s_i) + Σ s_i / k_i)
+
+computed on two bases: kernel time (s_i = group time / total kernel time) and unprofiled wall-clock
+time (s_i = group time per step / step_time_ms). The ceiling makes every replaceable kernel
+infinitely fast: 1 / (1 − addressable_fraction) (kernel) and 1 / (1 − addressable_fraction_wall).
+
+Targets in wins.csv, resolved in this order:
+  `module:M[@forward|@backward]`  the kernels launched inside module class M, or inside the modules
+                   whose qualified name matches the glob M (`module:LlamaRMSNorm`, `module:*.mlp.act_fn`),
+                   submodules included, from the run's modules.csv (addressable/classify/modules.py); the
+                   suffix keeps one direction. Optional column `kernels_after`: kernels the
+                   replacement launches per call (reported as kernels per step after; default unchanged).
+  `re:REGEX`       kernels of the run whose kernels.csv name matches REGEX (re.search, case-sensitive;
+                   write (?i) for case-insensitive).
+  a category       a taxonomy category (case-insensitive), e.g. `softmax`.
+  a problem name   a KernelBench problem (kernelbench_map.yaml) or a DLRM-Bench problem (the
+                   `CATEGORY` constant of its module in addressable/dlrm_bench/problems), e.g.
+                   `23_Softmax`; case, a `.py` suffix, surrounding `_` and the numeric prefix are
+                   ignored (`softmax`, `Softmax.py`). It stands for its category. A KernelBench
+                   level-2 problem listed in kernelbench_level2.yaml stands for its module target.
+Grouping rule: module targets take their kernels first (in wins.csv row order, each kernel row once),
+then regex targets take what is left of each kernel, then categories what is left of their category.
+Regex rows are applied in wins.csv row order and a kernel goes to the first regex row that matches
+it; rows with the same regex are one group. A category group is its category's time minus the
+kernels module and regex groups took.
+Times come from categories.csv; a module or regex group's time in a category is the category time
+scaled by the fraction of that category's kernel time its kernels take (so it also applies to the
+per-repeat and exposed category times, which have no per-kernel detail).
+
+Several wins on one group: `best` (default) uses the largest speedup (with that row's spread),
+`median` the median of the speedups (and of the lo and hi bounds). Rows with verified = false are
+left out unless include_unverified; a missing or empty `verified` counts as true.
+
+Uncertainty: each projection is an interval [lo, hi]: lo is the smallest projection over the run's
+repeats (and the all-steps breakdown) with every k at its speedup_lo, hi the largest with every k at
+its speedup_hi (speedup_lo/hi default to speedup). The interval always holds the point estimate.
+
+Replay (model "replay", the default when the run has its trace: trace.json.gz in the run folder, or
+rank*/trace.json.gz for a multi-GPU run, or a trace file given as the run): each group becomes a
+what-if on the dependency graph replay.py recovers from the trace (CPU runtime calls, GPU streams,
+launches, synchronizations, cross-stream waits), and the projected step is the replayed span, so
+launch-bound steps, removed launches (`kernels_after`) and overlapping streams are seen. The speedup is
+the ratio of replayed spans of the profiled steps; it is applied to the unprofiled step time
+(step_time_ms). Where that time was measured (a run folder, or --step-ms), the graph's CPU time is
+first scaled (`cpu_scale`) until the unmodified replay takes the unprofiled step time, which takes the
+profiler's own CPU overhead out; a trace without it is replayed as profiled (wall basis "profiled step"). A trace that cannot be replayed (no CPU runtime events; CUDA-graph launches) falls
+back to Amdahl and says why. `replay_residual` is (replayed span of the unmodified graph − profiled
+span) / profiled span. A group's `kernels_after` (wins.csv) replaces each of its calls (a run of
+consecutive group kernels on one stream) by that many kernels. module: groups are placed on the graph
+through each kernel's launching CPU op and its module scope (modules.attribute).
+
+Overlap: when breakdown.json has `exposed_category_time_us` and `streams_overlap: true`, shares use
+the exposed (non-overlapped) category times and the run's basis is "exposed"; otherwise "summed".
+Repeats use `exposed_category_time_per_step_us` when present, else their summed category times
+scaled by the run's exposed/summed ratio per category.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import io
+import json
+import math
+import re
+import statistics
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from addressable.classify.modules import MODULE_PREFIX, NO_SCOPES_HINT, ModuleTarget, attribute
+from addressable.classify.taxonomy import UNCLASSIFIED, Taxonomy, load_taxonomy, read_yaml
+from addressable.core.errors import AddressableError
+from addressable.core.jsonutil import to_jsonable
+from addressable.projection import replay as replay_model
+from addressable.runs.folder import Run, load_run, run_from_trace, run_labels
+from addressable.trace.reader import Trace
+
+KERNELBENCH_MAP = Path(__file__).with_name("kernelbench_map.yaml")
+KERNELBENCH_LEVEL2 = Path(__file__).with_name("kernelbench_level2.yaml")
+PROBLEM_DIRS = (Path(__file__).resolve().parents[1] / "dlrm_bench" / "problems",)
+COMBINE = ("best", "median")
+REGEX_PREFIX = "re:"
+REQUIRED_COLUMNS = ("target", "speedup")
+OPTIONAL_COLUMNS = ("verified", "source", "notes", "speedup_lo", "speedup_hi", "kernels_after")
+MODELS = ("replay", "amdahl")
+NO_TRACE = "no trace kept with the run (trace.json.gz) to replay"
+_TRUE = {"true", "t", "yes", "y", "1"}
+_FALSE = {"false", "f", "no", "n", "0"}
+
+
+# ---------------------------------------------------------------------------------------------
+# Amdahl
+
+def amdahl(times: Sequence[float], speedups: Sequence[float], total: float) -> float:
+    """End-to-end speedup when parts `times` of `total` run `speedups` times faster (k = inf allowed).
+
+    total / (total − Σt + Σt/k), i.e. 1 / ((1 − Σs) + Σs/k) with s = t / total, summed exactly
+    (math.fsum) so the result does not depend on the order of the parts. NaN when the parts add up
+    to more than the total (e.g. summed kernel time above the wall-clock step time).
+    """
+    t = [float(x) for x in times]
+    if not total > 0 or math.fsum(t) > total * (1 + 1e-12):
+        return math.nan
+    new = math.fsum([float(total), *(-x for x in t), *(x / float(k) for x, k in zip(t, speedups, strict=True))])
+    return math.inf if new <= 0 else float(total) / new
+
+
+# ---------------------------------------------------------------------------------------------
+# Runs (read by addressable.runs.folder: Run, load_runs, run_from_trace)
+
+@functools.cache
+def _taxonomy() -> Taxonomy:
+    return load_taxonomy()
+
+
+def _labels(runs: list[Run]) -> list[str]:
+    """Unique labels with workload, mode, batch, dtype, device (and compile, strategy, layers) for run
+    folders; else the run names."""
+    if not all(r.is_folder for r in runs):
+        return [r.name for r in runs]
+    return [" ".join(p for p in pair if p) for pair in run_labels(runs, full=True)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Wins
+
+def load_wins(path: str | Path) -> pd.DataFrame:
+    """Read a wins.csv (or a results JSON of speedups, see _kernelbench_json) and validate every row; see parse_wins."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise AddressableError(f"no such speedups file: {path}") from None
+    except (UnicodeDecodeError, IsADirectoryError) as e:
+        raise AddressableError(f"cannot read speedups file {path}: {e}") from None
+    if not text.strip():
+        raise AddressableError(f"speedups file {path} is empty")
+    if text.lstrip()[0] in "[{":
+        raw, notes = _kernelbench_json(text, path)
+    else:
+        try:
+            with warnings.catch_warnings():  # a row with more fields than the header is an error
+                warnings.simplefilter("error", pd.errors.ParserWarning)
+                raw = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, skipinitialspace=True,
+                                  index_col=False)
+        except (pd.errors.ParserError, pd.errors.ParserWarning, pd.errors.EmptyDataError) as e:
+            raise AddressableError(f"speedups file {path} is not a readable CSV: {e}") from None
+        notes = []
+    out = parse_wins(raw, str(path))
+    out.attrs["warnings"] = notes + out.attrs.get("warnings", [])
+    return out
+
+
+def _kernelbench_json(text: str, path: Path) -> tuple[pd.DataFrame, list[str]]:
+    """{name: {speedup, correct}} / {name: speedup} / [{problem|name, speedup, correct|verified}]."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise AddressableError(f"speedups file {path} is not valid JSON: {e}") from None
+    if isinstance(doc, dict):
+        entries = [({"speedup": v} if not isinstance(v, dict) else v, str(k)) for k, v in doc.items()]
+    elif isinstance(doc, list):
+        entries = []
+        for i, e in enumerate(doc, 1):
+            if not isinstance(e, dict):
+                raise AddressableError(f"speedups file {path}: entry {i} is not an object")
+            name = e.get("problem", e.get("name", e.get("target")))
+            if not isinstance(name, str) or not name.strip():
+                raise AddressableError(f"speedups file {path}: entry {i} has no 'problem' or 'name'")
+            entries.append((e, name))
+    else:
+        raise AddressableError(f"speedups file {path}: expected a JSON object or list")
+    if not entries:
+        raise AddressableError(f"speedups file {path} is empty")
+    if not any("speedup" in e for e, _ in entries) and any("runtime" in e for e, _ in entries):
+        raise AddressableError(f"speedups file {path} holds runtimes but no speedups (KernelBench's eval_results.json "
+                               "does): run `addressable verify-batch` on its problem/candidate pairs for a wins.csv")
+    rows, notes = [], []
+    for e, name in entries:
+        ok = e.get("verified", e.get("correct"))
+        speedup = e.get("speedup")
+        if ok is False and (speedup is None or (isinstance(speedup, int | float) and speedup <= 0)):
+            notes.append(f"{path}: '{name}' failed (correct=false, no speedup); skipped")
+            continue
+        rows.append({"target": name.removesuffix(".py"), "speedup": _cell(speedup),
+                     "verified": _cell(ok), "speedup_lo": _cell(e.get("speedup_lo")),
+                     "speedup_hi": _cell(e.get("speedup_hi")), "source": _cell(e.get("source", str(path))),
+                     "notes": _cell(e.get("notes"))})
+    if not rows:
+        raise AddressableError(f"speedups file {path} has no usable entries (all failed)")
+    return pd.DataFrame(rows), notes
+
+
+def _cell(v: Any) -> str:
+    return "" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
+
+
+def parse_wins(raw: pd.DataFrame, source: str = "wins") -> pd.DataFrame:
+    """Validate a raw wins table; the whole file is rejected on the first bad row.
+
+    Returns row (1-based data row), target, speedup, speedup_lo, speedup_hi, verified, source, notes.
+    A `row` column in `raw` (e.g. a table this function returned) is ignored and renumbered.
+    """
+    if raw.empty and not len(raw.columns):
+        raise AddressableError(f"speedups file {source} is empty")
+    raw = raw.rename(columns=lambda c: str(c).strip().lower())
+    missing = [c for c in REQUIRED_COLUMNS if c not in raw.columns]
+    if missing:
+        raise AddressableError(f"speedups file {source} is missing column(s) {', '.join(missing)} "
+                               f"(has: {', '.join(map(str, raw.columns))})")
+    if raw.empty:
+        raise AddressableError(f"speedups file {source} has a header but no rows")
+    notes = [f"{source}: ignoring unknown column '{c}'" for c in raw.columns
+             if c not in (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS, "row")]
+    rows = []
+    for i, r in enumerate(raw.to_dict(orient="records"), 1):
+        where = f"{source} row {i}"
+        target = "" if _empty(r["target"]) else str(r["target"]).strip()
+        if not target:
+            raise AddressableError(f"{where}: empty target")
+        k = _speedup(r["speedup"], where, "speedup")
+        lo = k if _empty(r.get("speedup_lo")) else _speedup(r["speedup_lo"], where, "speedup_lo")
+        hi = k if _empty(r.get("speedup_hi")) else _speedup(r["speedup_hi"], where, "speedup_hi")
+        if not lo <= k <= hi:
+            raise AddressableError(f"{where}: need speedup_lo <= speedup <= speedup_hi, got {lo:g}, {k:g}, {hi:g}")
+        rows.append({"row": i, "target": target, "speedup": k, "speedup_lo": lo, "speedup_hi": hi,
+                     "kernels_after": _kernels_after(r.get("kernels_after"), where),
+                     "verified": _verified(r.get("verified"), where),
+                     "source": "" if _empty(r.get("source")) else str(r["source"]).strip(),
+                     "notes": "" if _empty(r.get("notes")) else str(r["notes"]).strip()})
+    out = pd.DataFrame(rows)
+    key = ["target", "speedup", "speedup_lo", "speedup_hi", "verified", "source"]
+    dup = out.duplicated(key, keep=False)
+    if dup.any():
+        first = out[dup].iloc[0]
+        same = out.loc[dup & (out[key] == first[key]).all(axis=1), "row"].tolist()
+        raise AddressableError(f"{source}: rows {' and '.join(map(str, same))} are duplicates "
+                               f"(target '{first['target']}', speedup {first['speedup']:g})")
+    out.attrs["warnings"] = notes
+    return out
+
+
+def _empty(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v)) or (isinstance(v, str) and not v.strip())
+
+
+def _speedup(v: Any, where: str, column: str) -> float:
+    if _empty(v):
+        raise AddressableError(f"{where}: missing {column}")
+    try:
+        k = float(str(v).strip().removesuffix("x")) if not isinstance(v, int | float) else float(v)
+    except ValueError:
+        raise AddressableError(f"{where}: {column} '{v}' is not a number") from None
+    if math.isnan(k) or k <= 0:
+        raise AddressableError(f"{where}: {column} must be a positive number, got '{v}'")
+    return k
+
+
+def _kernels_after(v: Any, where: str) -> float:
+    """Kernels a replacement launches per call (NaN: unchanged)."""
+    if _empty(v):
+        return math.nan
+    try:
+        n = float(v)
+    except (TypeError, ValueError):
+        raise AddressableError(f"{where}: kernels_after '{v}' is not a number") from None
+    if not (math.isfinite(n) and n >= 0 and n == int(n)):
+        raise AddressableError(f"{where}: kernels_after must be a whole number >= 0, got '{v}'")
+    return n
+
+
+def _verified(v: Any, where: str) -> bool:
+    if _empty(v):
+        return True
+    if isinstance(v, bool | np.bool_):
+        return bool(v)
+    s = str(v).strip().lower()
+    if s in _TRUE or s in _FALSE:
+        return s in _TRUE
+    raise AddressableError(f"{where}: verified must be true or false, got '{v}'")
+
+
+# ---------------------------------------------------------------------------------------------
+# Targets
+
+def load_problem_map(path: str | Path | None = None,
+                     problem_dirs: Sequence[str | Path] | None = None) -> dict[str, str]:
+    """Problem name -> category: kernelbench_map.yaml (all sections) plus DLRM-Bench modules' CATEGORY."""
+    path = Path(path) if path else KERNELBENCH_MAP
+    doc = read_yaml(path, "problem map")
+    if not isinstance(doc, dict) or not all(isinstance(s, dict) for s in doc.values()):
+        raise AddressableError(f"problem map {path} must map sections to {{problem: category}}")
+    known = load_taxonomy().classes
+    out: dict[str, str] = {}
+    for section, entries in doc.items():
+        for name, category in entries.items():
+            if category not in known:
+                raise AddressableError(f"problem map {path}: {section}.{name} has unknown category '{category}'")
+            out[str(name)] = category
+    for name, category in problem_categories(PROBLEM_DIRS if problem_dirs is None else problem_dirs).items():
+        if category in known:
+            out.setdefault(name, category)
+    return out
+
+
+def load_module_problems(path: str | Path | None = None) -> tuple[dict[str, str], dict[str, str]]:
+    """KernelBench level-2 problems (kernelbench_level2.yaml): name -> the `module:` target it stands for,
+    and name -> why it has none."""
+    path = Path(path) if path else KERNELBENCH_LEVEL2
+    doc = read_yaml(path, "level-2 problem map")
+    modules = doc.get("modules") if isinstance(doc, dict) else None
+    unmapped = doc.get("unmapped") if isinstance(doc, dict) else None
+    if not isinstance(modules, dict) or not all(str(t).startswith(MODULE_PREFIX) for t in modules.values()) \
+            or not isinstance(unmapped, dict):
+        raise AddressableError(f"level-2 problem map {path}: needs 'modules' (problem: module:TARGET) "
+                               "and 'unmapped' (problem: reason)")
+    return {str(k): str(v) for k, v in modules.items()}, {str(k): str(v) for k, v in unmapped.items()}
+
+
+def problem_categories(dirs: Sequence[str | Path]) -> dict[str, str]:
+    """Category of each benchmark problem module: its `CATEGORY = "..."` constant, else a
+    `Category: ...` line in its docstring. Read with ast, never imported."""
+    out = {}
+    for d in map(Path, dirs):
+        for f in sorted(d.glob("*.py")) if d.is_dir() else []:
+            if f.name.startswith("_"):
+                continue
+            try:
+                tree = ast.parse(f.read_text())
+            except (SyntaxError, UnicodeDecodeError, ValueError):
+                continue
+            category = next((n.value.value for n in tree.body if isinstance(n, ast.Assign)
+                             and any(isinstance(t, ast.Name) and t.id == "CATEGORY" for t in n.targets)
+                             and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)), None)
+            if category is None:
+                m = re.search(r"^\s*category\s*[:=]\s*`?(\w+)", ast.get_docstring(tree) or "", re.I | re.M)
+                category = m.group(1) if m else None
+            if category:
+                out[f.stem] = category
+    return out
+
+
+def _norm(name: str) -> str:
+    """A problem name as matched: the last path component, lower case, no .py, no outer underscores."""
+    return name.strip().replace("\\", "/").rsplit("/", 1)[-1].lower().removesuffix(".py").strip("_")
+
+
+@dataclass(frozen=True)
+class Target:
+    """What one wins.csv target resolved to: a category group or a regex group."""
+
+    group: str  # the group key: the category name, "re:REGEX" or "module:NAME[@direction]"
+    category: str | None = None
+    regex: re.Pattern | None = None
+    module: ModuleTarget | None = None
+
+
+class Resolver:
+    """Turns wins.csv targets into groups (regex, category, problem name: in that order)."""
+
+    def __init__(self, categories: set[str], problems: dict[str, str],
+                 level2: tuple[dict[str, str], dict[str, str]] | None = None) -> None:
+        self.categories = {c.lower(): c for c in categories}
+        self.module_problems: dict[str, str] = {}
+        self.unmapped: dict[str, str] = {}
+        for table, entries in zip((self.module_problems, self.unmapped), level2 or ({}, {}), strict=True):
+            for name, value in entries.items():
+                table[_norm(name)] = value
+                table.setdefault(_norm(re.sub(r"^\d+_", "", name.strip())), value)
+        self.problems: dict[str, str | None] = {}
+        short: dict[str, set[str]] = {}
+        for name, category in problems.items():
+            self.problems[_norm(name)] = category
+            short.setdefault(_norm(re.sub(r"^\d+_", "", name.strip())), set()).add(category)
+        for name, cats in short.items():  # an unprefixed name shared by two categories is ambiguous
+            self.problems.setdefault(name, next(iter(cats)) if len(cats) == 1 else None)
+
+    def resolve(self, target: str, where: str) -> tuple[Target | None, str]:
+        """The target, or None and why not."""
+        if target.startswith(MODULE_PREFIX):
+            try:
+                m = ModuleTarget.parse(target)
+            except ValueError as e:
+                raise AddressableError(f"{where}: bad module target '{target}': {e}") from None
+            return Target(MODULE_PREFIX + m.pattern + (f"@{m.direction}" if m.direction else ""), module=m), ""
+        if target.startswith(REGEX_PREFIX):
+            pattern = target[len(REGEX_PREFIX):]
+            if not pattern:
+                raise AddressableError(f"{where}: empty regex in target '{target}'")
+            try:
+                return Target(target, regex=re.compile(pattern)), ""
+            except re.error as e:
+                raise AddressableError(f"{where}: invalid regex in target '{target}': {e}") from None
+        if target.lower() in self.categories:
+            c = self.categories[target.lower()]
+            return Target(c, category=c), ""
+        key = _norm(target)
+        if key in self.module_problems:  # a KernelBench level-2 problem that one module runs
+            return self.resolve(self.module_problems[key], where)
+        if key in self.unmapped and key not in self.problems:
+            return None, f"KernelBench level-2 problem with no module target ({self.unmapped[key]})"
+        if key in self.problems:
+            c = self.problems[key]
+            if c is None:
+                return None, "ambiguous problem name (give the numeric prefix)"
+            return Target(c, category=c), ""
+        return None, "not a category, a re: regex or a known problem name"
+
+
+# ---------------------------------------------------------------------------------------------
+# Projection
+
+@dataclass
+class Group:
+    """One group of kernels and the speedup the wins on it give (after combining)."""
+
+    target: Target
+    rows: list[int]
+    targets: list[str]
+    k: float
+    k_lo: float
+    k_hi: float
+    kernels_after: float = math.nan  # kernels per call after the replacement (NaN: unchanged)
+
+
+@dataclass
+class Projection:
+    """Projected end-to-end speedups of each run, and what each win contributed."""
+
+    runs: pd.DataFrame  # run, workload, basis, speedup_/ceiling_ {kernel,wall} (+ _lo, _hi), ...
+    contributions: pd.DataFrame  # run, target, group, class, share, share_wall, k, ..., gain_kernel, gain_wall
+    wins: pd.DataFrame  # the validated wins rows, with group, used and reason
+    unmatched: pd.DataFrame  # wins rows that matched nothing in any run: row, target, speedup, reason
+    combine: str = "best"
+    include_unverified: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form printed by `project --json` (infinity as the string "inf", undefined as null)."""
+        runs = []
+        for r in self.runs.to_dict(orient="records"):
+            item: dict[str, Any] = {k: r[k] for k in ("run", "label", "workload", "basis", "addressable_fraction",
+                                                      "addressable_fraction_wall", "n_repeats")}
+            item.update({k: r[k] for k in ("model", "model_reason", "replay_residual", "wall_basis",
+                                           "step_time_ms", "profiled_step_ms", "replay_steps", "cpu_scale")})
+            for prefix in ("", "amdahl_", "replay_"):
+                for m in ("speedup_kernel", "speedup_wall", "ceiling_kernel", "ceiling_wall"):
+                    v = r[prefix + m]
+                    item[prefix + m] = v
+                    item[f"{prefix}{m}_interval"] = None if _nan(v) else [r[f"{prefix}{m}_lo"], r[f"{prefix}{m}_hi"]]
+            if r["replay_ranks"]:
+                item["replay_ranks"] = r["replay_ranks"]
+            item["ceiling_kernel_roofline"] = r["ceiling_kernel_roofline"]
+            c = self.contributions[self.contributions["run"] == r["run"]].drop(columns="run")
+            item["contributions"] = c.to_dict(orient="records")
+            runs.append(item)
+        left_out = self.wins[~self.wins["verified"] & ~self.wins["used"]]
+        return to_jsonable({
+            "combine": self.combine,
+            "include_unverified": self.include_unverified,
+            "runs": runs,
+            "unmatched": self.unmatched.to_dict(orient="records"),
+            "left_out_unverified": left_out[["row", "target", "speedup"]].to_dict(orient="records"),
+            "warnings": self.warnings,
+        }, nan_as=None, inf_as="inf")
+
+
+def _nan(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def project(runs: Sequence[Run | str | Path], wins: pd.DataFrame | str | Path, *, combine: str = "best",
+            include_unverified: bool = False, problem_map: dict[str, str] | None = None,
+            model: str = "replay") -> Projection:
+    """Project end-to-end speedups of `runs` (Run objects, run folders or trace files) from measured `wins`.
+
+    model "replay" replays each run's trace where it has one (else Amdahl, with the reason);
+    "amdahl" uses Amdahl's law over the breakdown only.
+    """
+    if combine not in COMBINE:
+        raise AddressableError(f"combine must be one of {', '.join(COMBINE)}, not '{combine}'")
+    if model not in MODELS:
+        raise AddressableError(f"model must be one of {', '.join(MODELS)}, not '{model}'")
+    runs = [r if isinstance(r, Run) else run_from_trace(r) if Path(r).is_file() and Path(r).name != "breakdown.json"
+            else load_run(r) for r in runs]
+    for r in runs:
+        r.check()
+    if not runs:
+        raise AddressableError("no runs to project")
+    table = load_wins(wins) if isinstance(wins, str | Path) else parse_wins(wins)
+    messages = list(table.attrs.get("warnings", []))
+    categories = set(load_taxonomy().classes) | {UNCLASSIFIED} | {c for r in runs for c in r.times.index}
+    resolver = Resolver(categories, load_problem_map() if problem_map is None else problem_map,
+                        load_module_problems())
+
+    table = table.copy()
+    targets: list[Target | None] = []
+    reasons = []
+    for row, target in zip(table["row"], table["target"], strict=True):
+        t, why = resolver.resolve(target, f"wins row {row}")
+        targets.append(t)
+        reasons.append(why)
+    table["group"] = [t.group if t else None for t in targets]
+    table["used"] = [t is not None and (v or include_unverified) for t, v in zip(targets, table["verified"], strict=True)]
+    table["reason"] = [why or ("" if t is None or v or include_unverified else "unverified")
+                       for t, why, v in zip(targets, reasons, table["verified"], strict=True)]
+    groups = _combine(table, targets, combine)
+
+    run_rows, contrib, hit = [], [], dict.fromkeys((g.target.group for g in groups), False)
+    for run, label in zip(runs, _labels(runs), strict=True):
+        weights, matched, counts = _group_weights(run, groups)
+        for g, m in matched.items():
+            hit[g] = hit[g] or m
+        row, c = _project_run(run, groups, weights, counts)
+        row.update(_replay_run(run, groups, model), step_time_ms=run.step_time_ms or math.nan, label=label)
+        for m in ("speedup", "ceiling"):  # the headline numbers follow the model used
+            for b in ("kernel", "wall"):
+                for sfx in ("", "_lo", "_hi"):
+                    row[f"amdahl_{m}_{b}{sfx}"] = row[f"{m}_{b}{sfx}"]
+                    if row["model"] == "replay":
+                        row[f"{m}_{b}{sfx}"] = row[f"replay_{m}_{b}{sfx}"]
+        run_rows.append(row)
+        contrib += c
+    scoped = any(r.modules is not None and r.modules.has_scopes for r in runs)
+    for g, m in hit.items():
+        if not m:
+            sel = table["used"] & (table["group"] == g)
+            table.loc[sel, "reason"] = ("matched no kernel time in any run" if scoped or not g.startswith(MODULE_PREFIX)
+                                        else NO_SCOPES_HINT.replace("this trace", "any run"))
+    bad = (table["reason"] != "") & (table["reason"] != "unverified")
+    unmatched = table.loc[bad, ["row", "target", "speedup", "reason"]].reset_index(drop=True)
+    messages += [f"wins row {r.row}: target '{r.target}' {r.reason}; listed as unmatched"
+                 for r in unmatched.itertuples()]
+    messages += [f"run {r['run']}: kernel time per step exceeds step_time_ms (streams overlap?); "
+                 "wall-clock projection undefined" for r in run_rows
+                 if math.isnan(r["ceiling_wall"]) and not math.isnan(r["addressable_fraction_wall"])]
+    messages += [f"run {r['run']}: projected with Amdahl's law: {r['model_reason']}" for r in run_rows
+                 if model == "replay" and r["model"] == "amdahl" and r["model_reason"] != NO_TRACE]
+    return Projection(pd.DataFrame(run_rows), pd.DataFrame(contrib, columns=_CONTRIB_COLUMNS), table, unmatched,
+                      combine, include_unverified, messages)
+
+
+def _combine(table: pd.DataFrame, targets: list[Target | None], combine: str) -> list[Group]:
+    """One Group per group key, in order of first row; k by the combine rule."""
+    by_key: dict[str, list[int]] = {}
+    for i, (t, used) in enumerate(zip(targets, table["used"], strict=True)):
+        if t is not None and used:
+            by_key.setdefault(t.group, []).append(i)
+    groups = []
+    for idx in by_key.values():
+        rows = table.iloc[idx]
+        after = rows["kernels_after"] if "kernels_after" in rows else pd.Series(math.nan, index=rows.index)
+        if combine == "best":
+            i = int(np.argmax(rows["speedup"].to_numpy()))
+            best = rows.iloc[i]
+            k, lo, hi, names = best["speedup"], best["speedup_lo"], best["speedup_hi"], [best["target"]]
+            n_after = after.iloc[i]
+        else:
+            k, lo, hi = (float(statistics.median(rows[c])) for c in ("speedup", "speedup_lo", "speedup_hi"))
+            names = list(dict.fromkeys(rows["target"]))
+            n_after = float(round(after.median())) if after.notna().any() else math.nan
+        groups.append(Group(targets[idx[0]], rows["row"].tolist(), names, float(k), float(lo), float(hi),
+                            float(n_after)))
+    return groups
+
+
+def _group_weights(run: Run, groups: list[Group]
+                   ) -> tuple[pd.DataFrame, dict[str, bool], dict[str, tuple[float, float]]]:
+    """groups × categories: the fraction of each category's time that belongs to each group.
+
+    Module groups claim their kernels first (modules.csv), then regex groups claim what is left of
+    each kernel (kernels.csv), then category groups take what is left of their category. Also
+    returns, per module group, (kernels per step, calls per step of the matched modules).
+    """
+    cats = run.times.index
+    weights = pd.DataFrame(0.0, index=[g.target.group for g in groups], columns=cats)
+    matched: dict[str, bool] = {}
+    claimed = pd.Series(0.0, index=cats)
+    taken = pd.Series(dtype=float)  # (name, category) -> kernel time module groups took
+    counts: dict[str, tuple[float, float]] = {}
+    mods = [g for g in groups if g.target.module is not None]
+    if mods:
+        taken = _module_weights(run, mods, weights, claimed, matched, counts)
+    regex = [g for g in groups if g.target.regex is not None]
+    if regex:
+        k = run.kernel_times
+        if k is None:
+            raise AddressableError(f"run {run.name} has no kernels.csv, which re: targets need")
+        kernel_time = k["time_us"].groupby(k["category"]).sum()
+        left = k["time_us"].to_numpy() - taken.reindex(pd.MultiIndex.from_arrays(
+            [k["name"], k["category"]]), fill_value=0.0).to_numpy() if len(taken) else k["time_us"].to_numpy()
+        left = np.clip(left, 0.0, None)
+        free = np.ones(len(k), dtype=bool)
+        for g in regex:
+            hit = free & np.fromiter((g.target.regex.search(n) is not None for n in k["name"]), bool, len(k))
+            free &= ~hit
+            by_cat = pd.Series(left[hit]).groupby(k.loc[hit, "category"].to_numpy()).sum()
+            by_cat = by_cat[by_cat.index.isin(cats)]
+            share = (by_cat / kernel_time.reindex(by_cat.index)).fillna(0.0)
+            weights.loc[g.target.group, share.index] = share.to_numpy()
+            claimed = claimed.add(share, fill_value=0.0)
+            matched[g.target.group] = bool((left[hit] > 0).any())
+    for g in groups:
+        c = g.target.category
+        if c is None:
+            continue
+        present = c in cats and run.times[c] > 0
+        matched[g.target.group] = bool(present)
+        if present:
+            weights.loc[g.target.group, c] = max(0.0, 1.0 - claimed[c]) if claimed[c] else 1.0
+    return weights, matched, counts
+
+
+def _module_weights(run: Run, groups: list[Group], weights: pd.DataFrame, claimed: pd.Series,
+                    matched: dict[str, bool], counts: dict[str, tuple[float, float]]) -> pd.Series:
+    """Fill the module groups' weights (in wins order, each kernel row claimed once); updates `claimed`,
+    `matched` and `counts` in place. Returns the kernel time taken per (name, category)."""
+    mb = run.modules
+    if mb is None or not mb.has_scopes:
+        matched.update(dict.fromkeys((g.target.group for g in groups), False))
+        return pd.Series(dtype=float)
+    d = mb.detail
+    cat_time = d["time_us"].groupby(d["category"]).sum()
+    free = np.ones(len(d), dtype=bool)
+    for g in groups:
+        hit = free & g.target.module.matches(d, mb.modules)
+        free &= ~hit
+        share = (d.loc[hit, "time_us"].groupby(d.loc[hit, "category"]).sum() / cat_time).dropna()
+        share = share[share.index.isin(weights.columns)]
+        weights.loc[g.target.group, share.index] = share.to_numpy()
+        claimed.loc[share.index] += share.to_numpy()
+        matched[g.target.group] = bool(d.loc[hit, "time_us"].sum() > 0)
+        calls = mb.modules.loc[mb.modules["module"].isin(g.target.module.heads(mb.modules)), "calls"].sum()
+        counts[g.target.group] = (float(d.loc[hit, "count"].sum()) / mb.n_steps, float(calls) / mb.n_steps)
+    taken = d.loc[~free]
+    return taken["time_us"].groupby([taken["name"], taken["category"]]).sum()
+
+
+_REPLAY_KEYS = [f"replay_{m}_{b}{s}" for m in ("speedup", "ceiling") for b in ("kernel", "wall")
+                for s in ("", "_lo", "_hi")]
+
+
+def _replay_run(run: Run, groups: list[Group], model: str) -> dict[str, Any]:
+    """The replay model's projection of one run (model, replay_* speedups, residual), or why not."""
+    out: dict[str, Any] = dict.fromkeys(_REPLAY_KEYS, math.nan)
+    out.update({"model": "amdahl", "model_reason": "", "replay_residual": math.nan, "replay_steps": 0,
+                "cpu_scale": math.nan,
+                "profiled_step_ms": math.nan, "wall_basis": run.wall_basis, "replay_ranks": []})
+    if model == "amdahl":
+        out["model_reason"] = "--model amdahl"
+        return out
+    if not run.traces:
+        out["model_reason"] = NO_TRACE
+        return out
+    tax = _taxonomy()
+    cache: dict[int, tuple[np.ndarray, pd.Series]] = {}
+
+    def groups_of(trace: Trace, g: replay_model.Graph) -> tuple[np.ndarray, pd.Series]:
+        """Each GPU op's group (index into groups, -1: none), and each op's category."""
+        if id(g) not in cache:
+            names = pd.Series(g.gpu_name, dtype="string")
+            category = tax.classify(names).astype(str).reset_index(drop=True)
+            owner = np.full(g.n_gpu, -1)
+            mods = [(i, grp) for i, grp in enumerate(groups) if grp.target.module is not None]
+            if mods:  # module groups claim first: each op's module, through its launching CPU op
+                attr = attribute(trace.events, trace.events.iloc[g.gpu_row], gpu=True)
+                for i, grp in mods:
+                    owner[(owner < 0) & grp.target.module.matches(attr.rows, attr.modules)] = i
+            uniq, inverse = np.unique(g.gpu_name.astype(str), return_inverse=True)
+            for i, grp in enumerate(groups):  # then regex groups, in row order
+                if grp.target.regex is not None:
+                    hit = np.fromiter((grp.target.regex.search(n) is not None for n in uniq), bool, len(uniq))
+                    owner[(owner < 0) & hit[inverse]] = i
+            for i, grp in enumerate(groups):
+                if grp.target.category is not None:
+                    owner[(owner < 0) & (category.to_numpy() == grp.target.category)] = i
+            cache[id(g)] = owner, category
+        return cache[id(g)]
+
+    whatifs = [replay_model.WhatIf(lambda t, g, i=i: groups_of(t, g)[0] == i, grp.k, grp.k_lo, grp.k_hi,
+                                   None if math.isnan(grp.kernels_after) else grp.kernels_after)
+               for i, grp in enumerate(groups)]
+
+    def ceiling(t: Trace, g: replay_model.Graph) -> np.ndarray:
+        cats = groups_of(t, g)[1]
+        return cats.map(run.class_of).to_numpy() == "replaceable"
+
+    unprofiled = run.step_time_ms if run.wall_basis != "profiled step" else None
+    res = replay_model.project_traces(run.traces, whatifs, ceiling, unprofiled * 1e3 if unprofiled else None)
+    if isinstance(res, str):
+        out["model_reason"] = res
+        return out
+    out.update({"model": "replay", "replay_residual": res.residual, "replay_steps": res.n_steps,
+                "cpu_scale": res.cpu_scale,
+                "profiled_step_ms": res.profiled_step_ms,
+                "replay_ranks": res.ranks.to_dict(orient="records") if len(res.ranks) > 1 else []})
+    for b, v in (("wall", res.speedup_wall), ("kernel", res.speedup_kernel)):
+        out[f"replay_speedup_{b}"] = v
+        out[f"replay_speedup_{b}_lo"] = getattr(res, f"speedup_{b}_lo")
+        out[f"replay_speedup_{b}_hi"] = getattr(res, f"speedup_{b}_hi")
+        top = getattr(res, f"ceiling_{b}")
+        out[f"replay_ceiling_{b}"] = out[f"replay_ceiling_{b}_lo"] = out[f"replay_ceiling_{b}_hi"] = top
+    if not run.step_time_ms:  # no wall basis: the profiled step is the wall clock here
+        out["wall_basis"] = "profiled step"
+    return out
+
+
+_CONTRIB_COLUMNS = ["run", "target", "group", "class", "share", "share_wall", "k", "k_interval", "rows",
+                    "gain_kernel", "gain_wall", "group_time_us", "kernels_per_step", "kernels_per_step_after"]
+
+
+def _project_run(run: Run, groups: list[Group], weights: pd.DataFrame,
+                 counts: dict[str, tuple[float, float]]) -> tuple[dict[str, Any], list[dict]]:
+    """Speedups and ceilings of one run (point and interval), and one contribution per group."""
+    replaceable = [c for c in run.times.index if run.class_of(c) == "replaceable"]
+    ks = [[g.k for g in groups], [g.k_lo for g in groups], [g.k_hi for g in groups]]
+    inf = [math.inf] * len(replaceable)
+
+    def bases(times: pd.Series, step_ms: float | None, per_step: float | None) -> dict[str, tuple]:
+        """(group times, replaceable times, total) per basis for one set of category times."""
+        times = times.reindex(weights.columns, fill_value=0.0)
+        gt = (weights.to_numpy() @ times.to_numpy()) if len(groups) else np.zeros(0)
+        out = {"kernel": (gt, times[replaceable].to_numpy(), math.fsum(times))}
+        if step_ms and per_step:
+            out["wall"] = (gt / per_step, times[replaceable].to_numpy() / per_step, step_ms * 1e3)
+        return out
+
+    point = bases(run.times, run.step_time_ms, run.n_steps)
+    samples = [point] + [bases(t, ms, 1.0) for t, ms in run.repeats]
+    row: dict[str, Any] = {"run": run.name, "workload": run.workload, "basis": run.basis,
+                           "n_repeats": len(run.repeats), "ceiling_kernel_roofline": run.ceiling_kernel_roofline}
+    for b in ("kernel", "wall"):
+        if b not in point:
+            row.update({f"{m}_{b}{s}": math.nan for m in ("speedup", "ceiling") for s in ("", "_lo", "_hi")})
+            row[f"addressable_fraction{'_wall' if b == 'wall' else ''}"] = math.nan
+            continue
+        gt, rt, total = point[b]
+        row[f"addressable_fraction{'_wall' if b == 'wall' else ''}"] = math.fsum(rt) / total if total > 0 else math.nan
+        row[f"speedup_{b}"] = amdahl(gt, ks[0], total)
+        row[f"ceiling_{b}"] = amdahl(rt, inf, total)
+        lows = [amdahl(s[b][0], ks[1], s[b][2]) for s in samples if b in s] + [row[f"speedup_{b}"]]
+        highs = [amdahl(s[b][0], ks[2], s[b][2]) for s in samples if b in s] + [row[f"speedup_{b}"]]
+        ceilings = [amdahl(s[b][1], inf, s[b][2]) for s in samples if b in s]
+        row[f"speedup_{b}_lo"], row[f"speedup_{b}_hi"] = _nanmin(lows), _nanmax(highs)
+        row[f"ceiling_{b}_lo"], row[f"ceiling_{b}_hi"] = _nanmin(ceilings), _nanmax(ceilings)
+
+    contrib = []
+    for i, g in enumerate(groups):
+        cats = [g.target.category] if g.target.category else weights.columns[weights.iloc[i].to_numpy() > 0]
+        classes = {run.class_of(cat) for cat in cats}
+        c: dict[str, Any] = {"run": run.name, "target": "; ".join(g.targets), "group": g.target.group,
+                             "class": classes.pop() if len(classes) == 1 else "mixed" if classes else "",
+                             "k": g.k, "k_interval": [g.k_lo, g.k_hi], "rows": g.rows}
+        for b, key in (("kernel", "share"), ("wall", "share_wall")):
+            if b in point:
+                gt, _, total = point[b]
+                c[key] = gt[i] / total if total > 0 else math.nan
+                c[f"gain_{b}"] = amdahl([gt[i]], [g.k], total)
+            else:
+                c[key], c[f"gain_{b}"] = math.nan, math.nan
+        c["group_time_us"] = float(point["kernel"][0][i])
+        kernels, calls = counts.get(g.target.group, (math.nan, math.nan))
+        c["kernels_per_step"] = kernels
+        c["kernels_per_step_after"] = g.kernels_after * calls if not math.isnan(g.kernels_after) else kernels
+        contrib.append(c)
+    contrib.sort(key=lambda c: (-c["gain_kernel"], -_or0(c["gain_wall"])))
+    return row, contrib
+
+
+def _or0(v: float) -> float:
+    return 0.0 if math.isnan(v) else v
+
+
+def _nanmin(xs: list[float]) -> float:
+    xs = [x for x in xs if not math.isnan(x)]
+    return min(xs) if xs else math.nan
+
+
+def _nanmax(xs: list[float]) -> float:
+    xs = [x for x in xs if not math.isnan(x)]
+    return max(xs) if xs else math.nan
+
+
+# ---------------------------------------------------------------------------------------------
+# Text
+
+def _num(v: float, digits: int = 3) -> str:
+    return "n/a" if math.isnan(v) else "inf" if math.isinf(v) else f"{v:.{digits}f}"
+
+
+def _x(v: float, digits: int = 3) -> str:
+    s = _num(v, digits)
+    return s if s in ("n/a", "inf") else s + "x"
+
+
+def _with_interval(v: float, lo: float, hi: float) -> str:
+    return "n/a" if math.isnan(v) else f"{_x(v)} [{_num(lo)}-{_num(hi)}]"
+
+
+def format_projection(p: Projection, top: int = 5) -> str:
+    """The projection as readable tables: one line per run, then each run's top wins."""
+    used = int(p.wins["used"].sum())
+    lines = [f"Projected end-to-end speedup: {used} win(s) used, combine={p.combine}. "
+             "Intervals: spread over profile repeats and speedup_lo/hi.",
+             "Ceiling: every replaceable kernel infinitely fast; roofline: every replaceable kernel at its roofline "
+             "(n/a: the run has no roofline).", ""]
+    w = max([3, *p.runs["label"].str.len()]) + 2  # labels are unique and never cut
+    head = (f"{'run':<{w}}{'basis':<9}{'kernel time':<26}{'wall clock':<26}{'ceiling kernel':<16}{'roofline':<10}"
+            f"{'ceiling wall':<14}")
+    lines.append(head)
+    for r in p.runs.itertuples():
+        lines.append(f"{r.label:<{w}}{r.basis:<9}"
+                     f"{_with_interval(r.speedup_kernel, r.speedup_kernel_lo, r.speedup_kernel_hi):<26}"
+                     f"{_with_interval(r.speedup_wall, r.speedup_wall_lo, r.speedup_wall_hi):<26}"
+                     f"{_x(r.ceiling_kernel):<16}{_x(r.ceiling_kernel_roofline):<10}{_x(r.ceiling_wall):<14}")
+    if p.runs["basis"].eq("exposed").any():
+        lines.append("(basis exposed: shares use exposed, non-overlapped kernel time)")
+    lines += ["", "Models: replay = the trace's timeline replayed with the wins (CPU, launches, streams); its"
+              " speedup is the ratio of replayed step spans (CPU time scaled to match the unprofiled step where it"
+              " was measured), applied to the unprofiled step time.",
+              f"  {'run':<{w}}{'model':<8}{'residual':>9}  {'replay kernel':<15}{'replay wall':<15}"
+              f"{'amdahl kernel':<15}{'amdahl wall':<15}{'wall basis':<16}"]
+    for r in p.runs.itertuples():
+        res = "-" if math.isnan(r.replay_residual) else f"{r.replay_residual:+.2%}"
+        lines.append(f"  {r.label:<{w}}{r.model:<8}{res:>9}  {_x(r.replay_speedup_kernel):<15}"
+                     f"{_x(r.replay_speedup_wall):<15}{_x(r.amdahl_speedup_kernel):<15}{_x(r.amdahl_speedup_wall):<15}"
+                     f"{r.wall_basis:<16}")
+        if r.model_reason and r.model_reason != "--model amdahl":
+            lines.append(f"    (Amdahl: {r.model_reason})")
+    for run, label in zip(p.runs["run"], p.runs["label"], strict=True):
+        c = p.contributions[p.contributions["run"] == run].head(top)
+        if c.empty:
+            continue
+        lines += ["", f"{label}: wins by end-to-end gain (that win alone)",
+                  f"  {'target':<30}{'group':<20}{'k':>8}{'share':>8}{'gain':>9}{'wall share':>12}{'wall gain':>11}"]
+        for r in c.itertuples():
+            share_wall = "n/a" if math.isnan(r.share_wall) else f"{r.share_wall:.1%}"
+            lines.append(f"  {r.target[:29]:<30}{r.group[:19]:<20}{_x(r.k, 2):>8}{r.share:>8.1%}"
+                         f"{_x(r.gain_kernel):>9}{share_wall:>12}{_x(r.gain_wall):>11}")
+    if not p.unmatched.empty:
+        lines += ["", "Unmatched wins (matched nothing in any run):"]
+        lines += [f"  row {r.row}: {r.target} ({r.reason})" for r in p.unmatched.itertuples()]
+    left = p.wins[~p.wins["verified"] & ~p.wins["used"]]
+    if not left.empty:
+        lines += ["", f"{len(left)} unverified win(s) left out (use --include-unverified): "
+                  + ", ".join(left["target"])]
+    return "\n".join(lines)

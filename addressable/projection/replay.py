@@ -1,0 +1,883 @@
+"""Stage 6b: replay a profiled step's timeline, so projections see the CPU, launches and streams.
+
+Daydream (ATC '20) and Lumos (MLSys '25) style: the dependency graph is recovered from a Kineto
+trace loaded with its CUDA/HIP runtime calls (`load_trace(path, runtime=True)`), changed by a
+what-if, and replayed; the projected step time is the replayed span.
+
+The graph of one process (one rank):
+- CPU: every runtime call of the process, merged over its threads in start order (PyTorch's
+  autograd thread and the main thread take turns), with its duration and the gap before it. The
+  gap is CPU time (Python, the dispatcher, ops that launch nothing), so a call starts at the
+  previous call's end plus its gap.
+- GPU: each stream's work (kernels, memcpys, memsets) in stream order.
+- Edges: launch -> GPU op (correlation id); stream order; a synchronizing call (device, stream and
+  event synchronize; a memcpy that returns only after its copy) waits for the GPU work it awaits;
+  cross-stream waits (cudaStreamWaitEvent: a kernel held back beyond its launch and its stream
+  predecessor that starts as an op of another stream ends).
+
+Replay, in the CPU order (every edge points forward in it):
+    GPU op:  start = max(launch start + latency, end of the previous op on its stream + gap,
+                         end of the op it waits for on another stream + gap);  end = start + duration
+    CPU call: start = previous call's end + its gap;  end = start + duration, or for a waiting call
+              max(start + own cost, end of the awaited GPU work + wake-up time).
+Latencies and gaps are measured per edge from the trace: the edge that held an op back gets its
+measured offset, the others the trace's typical one (never more than their measured one), so the
+unmodified graph replays to the profiled times; `Replay.residual` says how close.
+
+It runs in chunks between waits: inside a chunk the CPU chain is a cumulative sum and each stream
+a max-plus scan (numpy `maximum.accumulate`), so a trace of a million kernels replays in well
+under a second per what-if.
+
+What-ifs (`Change`): a group of GPU ops (a boolean mask over `Graph.gpu_*`) gets k times faster;
+with `kernels_after`, each call of the group (a module call, or by default a run of consecutive
+group ops on one stream) is replaced by that many kernels that together take the call's time / k,
+and the launches of the ops that vanish leave the CPU timeline with the gap before them (their
+op's dispatch time); a kept launch keeps at most the trace's typical CPU time before a launch.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from addressable.classify.taxonomy import load_taxonomy
+from addressable.trace.reader import Trace, load_trace, trace_format
+
+STREAM_GAP_US = 5.0  # an op that starts within this of its stream predecessor's end was held back by it
+DEP_WINDOW_US = 5.0  # a cross-stream wait: the op starts within this of another stream's op end (either side:
+# an op can start while the kernel that held the GPU's SMs drains its last blocks)
+SMALL_CHUNK = 24  # chunks with fewer GPU ops than this replay op by op (cheaper than numpy calls)
+SHARE_ITERATIONS = 20  # at most this many replays to settle the durations of kernels that share the GPU
+SHARE_TOL_US = 0.01  # ... until no kernel's duration moves by more than this
+
+
+@cache
+def _calls() -> dict[str, re.Pattern]:
+    return {k: re.compile(v) for k, v in trace_format()["runtime_calls"].items()}
+
+
+@dataclass
+class Graph:
+    """The dependency graph of one process's profiled steps; times in us, from the trace's clock.
+
+    CPU calls are indexed in replay order; `gpu_*` arrays are in stream order within each stream.
+    """
+
+    cpu_ts: np.ndarray  # start of each runtime call
+    cpu_dur: np.ndarray
+    cpu_gap: np.ndarray  # start - previous call's end (first call: 0)
+    cpu_base: np.ndarray  # the call's own cost when it needs not wait
+    cpu_wake: np.ndarray  # end - awaited GPU end (waiting calls; 0 elsewhere)
+    cpu_name: np.ndarray  # call names (object)
+    cpu_row: np.ndarray  # row of each call in the trace's events table
+    waits: dict[int, np.ndarray]  # call index -> GPU ops it waits for
+    gpu_ts: np.ndarray
+    gpu_dur: np.ndarray
+    gpu_stream: np.ndarray  # stream code (0..n_streams-1), unique per (pid, device, stream)
+    gpu_device: np.ndarray
+    gpu_name: np.ndarray  # op names (object)
+    gpu_row: np.ndarray  # row of the op in the trace's events table
+    gpu_anchor: np.ndarray  # the CPU call that launched it (or the last one that started before it)
+    gpu_launched: np.ndarray  # bool: the anchor is its own launch call (its CPU cost can go with it)
+    gpu_lat: np.ndarray  # start - anchor call's start, when the launch held it back; else typical
+    gpu_gap: np.ndarray  # start - previous op's end on its stream (held back by it), else typical
+    gpu_dep: np.ndarray  # GPU op on another stream it waits for (-1: none)
+    gpu_dep_gap: np.ndarray
+    gpu_position: np.ndarray  # the CPU call after which the op is replayed (its anchor or a later one)
+    gpu_kernel: np.ndarray  # bool: a kernel that shares the SMs (not a copy, memset or collective)
+    gpu_solo: np.ndarray  # the kernel's duration alone on the GPU (`_sharing`); = gpu_dur where it overlapped nothing
+    gpu_share: np.ndarray  # the fraction of its overlap with other streams' kernels that stretched it (0..1)
+    steps: pd.DataFrame  # step, start, end (CPU span of each ProfilerStep), first_call, last_call
+    n_launch_calls: int = 0
+    typical: dict[str, float] = field(default_factory=dict)  # launch latency, stream gap, wake-up, ...
+
+    @property
+    def n_gpu(self) -> int:
+        return len(self.gpu_ts)
+
+    @property
+    def n_cpu(self) -> int:
+        return len(self.cpu_ts)
+
+
+@dataclass
+class Change:
+    """A what-if on one group of GPU ops: k times faster, optionally `kernels_after` kernels per call.
+
+    `calls` numbers the group's calls (one id per GPU op, used where mask is true); by default a
+    call is a run of consecutive group ops on one stream, within one profiled step. `dispatch`: the
+    CPU time before each launch a call keeps: "typical" (the trace's median CPU time before a
+    launch, at most the launch's own) or "own" (the launch's own, which also holds the first eager
+    op's dispatch and whatever Python ran before it). The two bracket the fused op's real cost.
+    """
+
+    mask: np.ndarray
+    k: float = 1.0
+    kernels_after: float | None = None
+    calls: np.ndarray | None = None
+    dispatch: str = "typical"
+
+
+@dataclass
+class Replay:
+    """Replayed times of every CPU call and GPU op, and the spans of the profiled steps."""
+
+    cpu_start: np.ndarray
+    cpu_end: np.ndarray
+    gpu_start: np.ndarray
+    gpu_end: np.ndarray
+    steps: pd.DataFrame  # step, start, end, span (replayed, us)
+    span: float  # first step's start to the last step's end (CPU or GPU, whichever is later)
+    busy: float  # GPU busy time (union of GPU op intervals, summed over devices) within the steps
+
+    def speedup_over(self, base: Replay) -> tuple[float, float]:
+        """(wall, kernel) speedups of this replay over `base`: span ratio and GPU busy-time ratio."""
+        return _ratio(base.span, self.span), _ratio(base.busy, self.busy)
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b > 0 else (np.inf if a > 0 else np.nan)
+
+
+# ---------------------------------------------------------------------------------------------
+# Building the graph
+
+def replayable(trace: Trace) -> str:
+    """Why the trace cannot be replayed ('' when it can)."""
+    ev = trace.events
+    gpu = ev[ev["kind"] == "gpu"]
+    if gpu.empty:
+        return "no GPU work in the trace"
+    rt = ev[ev["kind"] == "runtime"]
+    if rt.empty:
+        return "no CPU runtime events (cudaLaunchKernel ...) in the trace, e.g. a GPU-only trace"
+    graph = [n for n in rt["name"].unique() if _calls()["graph_launch"].search(str(n))]
+    if graph:
+        return "CUDA-graph launches (cudaGraphLaunch): kernels inside a graph replay have no launch of their own"
+    corr = rt["correlation"].dropna()
+    matched = gpu["correlation"].isin(corr[corr > 0]).mean()
+    if matched < 0.9:
+        return f"only {matched:.0%} of the GPU work joins a CPU runtime call by correlation id"
+    return ""
+
+
+def build_graph(trace: Trace) -> Graph:
+    """The dependency graph of a trace loaded with runtime=True (check `replayable` first)."""
+    ev = trace.events
+    is_rt, is_gpu = (ev["kind"] == "runtime").to_numpy(), (ev["kind"] == "gpu").to_numpy()
+    rt, gpu = ev[is_rt], ev[is_gpu]
+    t0 = float(min(rt["ts"].to_numpy(float).min(initial=np.inf), gpu["ts"].min()))  # times relative to the trace: full precision
+    cpu = _cpu_calls(rt, np.flatnonzero(is_rt), t0)
+    ops = _gpu_ops(gpu, np.flatnonzero(is_gpu), t0)
+    n_cpu = len(cpu.ts)
+
+    launch, anchor, launched = _launch_edges(cpu, ops)
+    anchor_ts = cpu.ts[anchor] if n_cpu else np.zeros(len(ops.ts))
+    lat = ops.ts - anchor_ts
+    since_prev = np.where(ops.prev >= 0, ops.ts - ops.end[np.clip(ops.prev, 0, None)], np.inf)
+    lat_typ, gap_typ = _typical_offsets(ops, lat, since_prev, launched)
+    dep, gpu_lat, gpu_gap, dep_gap, position = _gpu_edges(ops, anchor, anchor_ts, lat, since_prev, lat_typ, gap_typ,
+                                                          cpu.waits_on_streams)
+
+    waits, base, wake = _waits(cpu.ts, cpu.dur, cpu.name, cpu.kind, launch, position, ops.stream, ops.end, n_cpu)
+    steps = _steps(trace, cpu.ts, cpu.end, t0)
+    solo, share = _sharing(ops.ts, ops.end, ops.stream, ops.device, ops.kernel, _work(gpu, ops.order))
+    launch_calls = np.unique(anchor[launched])
+    launch_gap = float(np.median(cpu.gap[launch_calls])) if len(launch_calls) else 0.0
+    return Graph(cpu.ts, cpu.dur, cpu.gap, base, wake, cpu.name, cpu.row, waits,
+                 ops.ts, ops.dur, ops.stream, ops.device, ops.name, ops.row, anchor, launched, gpu_lat, gpu_gap, dep,
+                 dep_gap, position, ops.kernel, solo, share, steps,
+                 int(launched.sum()), {"launch_latency_us": lat_typ, "stream_gap_us": gap_typ,
+                                       "n_cross_stream_waits": int((dep >= 0).sum()), "n_waiting_calls": len(waits),
+                                       "n_shared_kernels": int((share > 0).sum()), "launch_gap_us": launch_gap})
+
+
+@dataclass
+class _CpuCalls:
+    """The runtime calls of one trace in replay order; times from the trace's t0."""
+
+    ts: np.ndarray
+    dur: np.ndarray
+    end: np.ndarray
+    gap: np.ndarray  # start - previous call's end (first call: 0)
+    name: np.ndarray  # object
+    kind: np.ndarray  # `_call_kinds` of each call (object)
+    corr: np.ndarray  # correlation id (-1: none)
+    row: np.ndarray  # row in the trace's events table
+    waits_on_streams: bool  # some call is a cross-stream wait (cudaStreamWaitEvent)
+
+
+def _cpu_calls(rt: pd.DataFrame, rows: np.ndarray, t0: float) -> _CpuCalls:
+    """The runtime events `rt` (at `rows` of the events table) in start order, longer first on ties
+    (so an enclosing call comes first)."""
+    ts, dur = rt["ts"].to_numpy(float), rt["dur"].to_numpy(float)
+    order = np.lexsort((-dur, ts))
+    ts, dur = ts[order] - t0, dur[order]
+    names = rt["name"].cat.categories.astype(str).to_numpy(object)
+    name_code = rt["name"].cat.codes.to_numpy()[order]
+    used = np.unique(name_code)
+    kind_of_name = _call_kinds(names[used], _calls())
+    kind_of_code = np.full(len(names), "other", dtype=object)
+    kind_of_code[used] = [kind_of_name[n] for n in names[used]]
+    gap = np.diff(ts, prepend=ts[:1]) - np.concatenate(([0.0], dur[:-1]))
+    return _CpuCalls(ts, dur, ts + dur, gap, names[name_code], kind_of_code[name_code],
+                     rt["correlation"].to_numpy(dtype=np.int64, na_value=-1)[order], rows[order],
+                     any(k == "stream_wait" for k in kind_of_name.values()))
+
+
+@dataclass
+class _GpuOps:
+    """The GPU ops of one trace in stream order; times from the trace's t0."""
+
+    order: np.ndarray  # index of each op in the trace's GPU events
+    ts: np.ndarray
+    dur: np.ndarray
+    end: np.ndarray
+    stream: np.ndarray  # stream code (0..n_streams-1), unique per (pid, device, stream)
+    device: np.ndarray
+    name: np.ndarray  # object
+    row: np.ndarray  # row in the trace's events table
+    kernel: np.ndarray  # bool: a kernel that shares the SMs (not a copy, memset or collective)
+    corr: np.ndarray  # correlation id (-1: none)
+    first_of_stream: np.ndarray  # bool
+    prev: np.ndarray  # the previous op on its stream (-1: none)
+
+
+def _gpu_ops(gpu: pd.DataFrame, rows: np.ndarray, t0: float) -> _GpuOps:
+    """The GPU events `gpu` (at `rows` of the events table) in stream order, then start order."""
+    stream_key = pd.DataFrame({"pid": gpu["pid"].to_numpy(dtype=np.int64, na_value=-1),
+                               "device": gpu["device"].to_numpy(dtype=np.int64, na_value=-1),
+                               "stream": gpu["stream"].to_numpy(dtype=np.int64, na_value=-1)})
+    key = stream_key.to_numpy()
+    key = (key[:, 0] << 42) ^ ((key[:, 1] & 0x1FFFFF) << 21) ^ (key[:, 2] & 0x1FFFFF)  # ids fit in 21 bits
+    codes, _ = pd.factorize(key)
+    ts, dur = gpu["ts"].to_numpy(float) - t0, gpu["dur"].to_numpy(float)
+    order = np.lexsort((ts, codes))
+    ts, dur, codes = ts[order], dur[order], codes[order].astype(np.int64)
+    name_codes = gpu["name"].cat.codes.to_numpy()
+    kinds = gpu["name"].cat.categories.astype(str)
+    # kernels that share the SMs: not copies, memsets or collectives (a collective's time is its peers')
+    solo_kind = np.isin(load_taxonomy().classify(list(kinds)).to_numpy(), ["communication", "memory"])
+    kernel = ((gpu["cat"].astype(str).to_numpy() == "kernel") & ~solo_kind[name_codes])[order]
+    n = len(ts)
+    first_of_stream = np.ones(n, bool)
+    first_of_stream[1:] = codes[1:] != codes[:-1]
+    return _GpuOps(order, ts, dur, ts + dur, codes, stream_key["device"].to_numpy()[order],
+                   kinds.to_numpy(object)[name_codes[order]], rows[order], kernel,
+                   gpu["correlation"].to_numpy(dtype=np.int64, na_value=-1)[order], first_of_stream,
+                   np.where(first_of_stream, -1, np.arange(n) - 1))
+
+
+def _launch_edges(cpu: _CpuCalls, ops: _GpuOps) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each op's launch call by correlation id (-1: none); its anchor (the launch call, else the last
+    call that started before it); whether the anchor is its own launch call."""
+    n_cpu = len(cpu.ts)
+    launch = np.full(len(ops.ts), -1, np.int64)
+    valid = cpu.corr > 0
+    if valid.any():
+        idx = np.flatnonzero(valid)
+        by_corr = idx[np.argsort(cpu.corr[idx], kind="stable")]
+        keys = cpu.corr[by_corr]
+        pos = np.clip(np.searchsorted(keys, ops.corr), 0, len(keys) - 1)
+        hit = (keys[pos] == ops.corr) & (ops.corr > 0)
+        launch[hit] = by_corr[pos[hit]]
+    anchor = launch.copy()
+    none = anchor < 0  # no launch call: anchor to the last call that started before the op
+    anchor[none] = np.clip(np.searchsorted(cpu.ts, ops.ts[none], side="right") - 1, 0, max(n_cpu - 1, 0))
+    launched = (launch >= 0) & (cpu.kind[np.clip(launch, 0, None)] == "launch") if n_cpu else launch >= 0
+    return launch, anchor, launched
+
+
+def _typical_offsets(ops: _GpuOps, lat: np.ndarray, since_prev: np.ndarray, launched: np.ndarray
+                     ) -> tuple[float, float]:
+    """The trace's typical launch latency and stream gap, from ops that the GPU was idle for / that ran
+    back to back."""
+    # the launch latency of ops the whole device was idle for (nothing else can have held them)
+    idle = _device_idle(ops.ts, ops.end, ops.device) & launched
+    lat_typ = float(np.median(lat[idle])) if idle.any() else float(np.quantile(lat[launched], 0.1)) \
+        if launched.any() else 0.0
+    b2b = (since_prev >= 0) & (since_prev <= STREAM_GAP_US)
+    gap_typ = float(np.median(since_prev[b2b])) if b2b.any() else 0.0
+    return lat_typ, gap_typ
+
+
+def _gpu_edges(ops: _GpuOps, anchor: np.ndarray, anchor_ts: np.ndarray, lat: np.ndarray, since_prev: np.ndarray,
+               lat_typ: float, gap_typ: float, waits_on_streams: bool
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each op's cross-stream wait (-1: none), the offsets of its launch, stream and cross-stream edges,
+    and its chunk position: (dep, lat, gap, dep_gap, position).
+
+    The edge that held the op back gets its measured offset, the others the typical one (capped to keep it
+    exact). An op is replayed after its anchor and its stream predecessors; a wait for an op replayed later
+    is dropped, and the op held back by its later other edge instead.
+    """
+    a = anchor_ts + lat_typ
+    b = np.where(ops.prev >= 0, ops.end[np.clip(ops.prev, 0, None)] + gap_typ, -np.inf)
+    # cross-stream waits: ops held back by neither their launch nor their stream predecessor
+    dep = np.full(len(ops.ts), -1, np.int64)
+    if waits_on_streams:
+        dep = _cross_stream_deps(ops.ts, ops.end, ops.stream, ops.device, a, b)
+    c = np.where(dep >= 0, ops.end[np.clip(dep, 0, None)], -np.inf)
+    binding = np.argmax(np.stack([a, b, c]), axis=0)
+    gpu_lat = np.where(binding == 0, lat, np.minimum(lat_typ, lat))
+    gpu_gap = np.where(binding == 1, since_prev, np.minimum(gap_typ, since_prev))
+    gpu_gap[ops.prev < 0] = 0.0
+    dep_gap = np.where(dep >= 0, ops.ts - np.where(dep >= 0, ops.end[np.clip(dep, 0, None)], 0.0), 0.0)
+    dep_gap = np.where(binding == 2, dep_gap, np.minimum(0.0, dep_gap))
+
+    position = _segment_cummax(anchor, ops.first_of_stream)
+    bad_dep = (dep >= 0) & (position[np.clip(dep, 0, None)] >= position)
+    if bad_dep.any():  # the op waited for is replayed later: hold the op back by its later other edge
+        by_stream = bad_dep & (b >= a)
+        gpu_gap[by_stream] = since_prev[by_stream]
+        gpu_lat[bad_dep & ~by_stream] = lat[bad_dep & ~by_stream]
+        dep[bad_dep] = -1
+        dep_gap[bad_dep] = 0.0
+    return dep, gpu_lat, gpu_gap, dep_gap, position
+
+
+def _work(gpu: pd.DataFrame, order: np.ndarray) -> np.ndarray:
+    """What each op (in stream order) does, numbered: its name and launch configuration (grid, block),
+    where the trace has them."""
+    cols = [gpu[c] for c in ("name", "grid", "block") if c in gpu]
+    return pd.MultiIndex.from_arrays([c.cat.codes.to_numpy()[order] if isinstance(c.dtype, pd.CategoricalDtype)
+                                      else c.to_numpy()[order] for c in cols]).factorize()[0]
+
+
+def _call_kinds(names: Sequence[str], calls: dict[str, re.Pattern]) -> dict[str, str]:
+    """Each runtime call name's kind: device_sync, sync, stream_wait, launch, graph_launch, memory or other."""
+    out = {}
+    for name in names:
+        out[name] = next((k for k in ("device_sync", "sync", "stream_wait", "graph_launch", "launch", "memory")
+                          if calls[k].search(name)), "other")
+    return out
+
+
+def _segment_cummax(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Running maximum of values, restarting where starts is true (values >= 0)."""
+    if not len(values):
+        return values.copy()
+    seg = np.cumsum(starts) - 1
+    offset = seg.astype(np.float64) * (float(values.max()) + 1.0)
+    return (np.maximum.accumulate(values + offset) - offset).astype(np.int64)
+
+
+def _device_idle(ts: np.ndarray, end: np.ndarray, device: np.ndarray) -> np.ndarray:
+    """Ops that start more than STREAM_GAP_US after every earlier op of their device has ended."""
+    order = np.lexsort((ts, device))
+    d, t, e = device[order], ts[order], end[order]
+    new = np.r_[True, d[1:] != d[:-1]] if len(d) else np.zeros(0, bool)
+    seg = np.cumsum(new)
+    offset = seg * (np.nanmax(np.abs(e)) * 4 + 1.0 if len(e) else 0.0)
+    reach = np.maximum.accumulate(e + offset) - offset  # running max of ends within each device
+    before = np.r_[-np.inf, reach[:-1]]
+    before[new] = -np.inf
+    out = np.empty(len(ts), bool)
+    out[order] = t - before > STREAM_GAP_US
+    return out
+
+
+def _cross_stream_deps(ts: np.ndarray, end: np.ndarray, stream: np.ndarray, device: np.ndarray,
+                       launch_ready: np.ndarray, stream_ready: np.ndarray) -> np.ndarray:
+    """For each op held back beyond its launch and its stream predecessor, the op of another stream
+    (same device) whose end is nearest its start, within DEP_WINDOW_US: an event wait, or the kernel
+    whose blocks held the SMs (-1: none)."""
+    dep = np.full(len(ts), -1, np.int64)
+    held = np.flatnonzero(ts - np.maximum(launch_ready, stream_ready) > DEP_WINDOW_US)
+    if not len(held):
+        return dep
+    by_end = np.lexsort((end, device))
+    ends_dev, ends = device[by_end], end[by_end]
+    for j in held:  # few: a handful per step
+        lo = np.searchsorted(ends_dev, device[j], "left")
+        hi = np.searchsorted(ends_dev, device[j], "right")
+        a = lo + np.searchsorted(ends[lo:hi], ts[j] - DEP_WINDOW_US, "left")
+        b = lo + np.searchsorted(ends[lo:hi], ts[j] + DEP_WINDOW_US, "right")
+        cand = by_end[a:b]
+        cand = cand[(stream[cand] != stream[j]) & (ts[cand] < ts[j])]
+        if len(cand):
+            dep[j] = cand[np.argmin(np.abs(end[cand] - ts[j]))]
+    return dep
+
+
+def _union(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The disjoint intervals covered by [start, end) intervals, in order."""
+    o = np.argsort(start, kind="stable")
+    st, en = start[o], end[o]
+    reach = np.maximum.accumulate(en)
+    new = np.r_[True, st[1:] > reach[:-1]]
+    first = np.flatnonzero(new)
+    return st[first], np.maximum.reduceat(en, first)
+
+
+def _overlap(start: np.ndarray, end: np.ndarray, stream: np.ndarray, device: np.ndarray,
+             kernel: np.ndarray) -> np.ndarray:
+    """Time each kernel runs while kernels of other streams of its device run (the union of theirs)."""
+    out = np.zeros(len(start))
+    live = kernel & (end > start)
+    for d in np.unique(device[live]):
+        on = live & (device == d)
+        streams = np.unique(stream[on])
+        if len(streams) < 2:
+            continue
+        for st in streams:
+            seg_s, seg_e = _union(start[on & (stream != st)], end[on & (stream != st)])
+            cum = np.r_[0.0, np.cumsum(seg_e - seg_s)]
+            mine = np.flatnonzero(on & (stream == st))
+
+            def covered(t: np.ndarray, seg_s: np.ndarray = seg_s, seg_e: np.ndarray = seg_e,
+                        cum: np.ndarray = cum) -> np.ndarray:
+                k = np.searchsorted(seg_s, t, "right") - 1
+                kk = np.clip(k, 0, None)
+                return np.where(k >= 0, cum[kk] + np.clip(t - seg_s[kk], 0.0, seg_e[kk] - seg_s[kk]), 0.0)
+            out[mine] = covered(end[mine]) - covered(start[mine])
+    return out
+
+
+def _sharing(start: np.ndarray, end: np.ndarray, stream: np.ndarray, device: np.ndarray, kernel: np.ndarray,
+             work: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each kernel's solo duration and the share of its overlap with other streams that stretched it;
+    `work` numbers the kernels that do the same work (same name, grid and block).
+
+    Kernels of two streams that run at once share the SMs. The model is work-conserving: a cluster of
+    kernels that overlap (on one device) takes as long as their solo durations summed, so the
+    cluster's kernels lost, together, sum(duration) - cluster span. A kernel whose work also ran
+    alone in the trace lost its duration minus that work's median solo duration (at most its
+    overlap); kernels without a solo sample share what is left, in proportion to their overlaps.
+    A kernel's share = its loss / its overlap: replayed with an overlap o, it takes solo + share x o.
+    """
+    dur = end - start
+    n = len(dur)
+    solo, share = dur.copy(), np.zeros(n)
+    over = _overlap(start, end, stream, device, kernel)
+    shared = kernel & (over > SHARE_TOL_US)
+    if not shared.any():
+        return solo, share
+    alone = kernel & ~shared & (dur > 0)
+    solo_of_work = pd.Series(dur[alone]).groupby(work[alone]).median()
+    ref = pd.Series(work).map(solo_of_work).to_numpy(float)
+    known = shared & ~np.isnan(ref)
+    loss = np.zeros(n)
+    loss[known] = np.clip(dur[known] - ref[known], 0.0, over[known])
+    unknown = shared & np.isnan(ref)
+    for d in np.unique(device[unknown]):  # work conservation inside each cluster of overlapping kernels
+        o = np.flatnonzero(kernel & (dur > 0) & (device == d))
+        o = o[np.argsort(start[o], kind="stable")]
+        reach = np.maximum.accumulate(end[o])
+        new = np.r_[True, start[o][1:] > reach[:-1]]
+        first = np.flatnonzero(new)
+        cl = np.cumsum(new) - 1
+        lost = np.bincount(cl, weights=dur[o] - loss[o]) - (np.maximum.reduceat(end[o], first) - start[o][first])
+        unk = o[unknown[o]]
+        c = cl[unknown[o]]
+        weight = np.bincount(c, weights=over[unk], minlength=len(first))
+        loss[unk] = np.minimum(np.clip(lost[c], 0.0, None) * over[unk] / weight[c], over[unk])
+    share[shared] = loss[shared] / over[shared]
+    solo[shared] = dur[shared] - loss[shared]
+    return solo, share
+
+
+def _waits(cpu_ts: np.ndarray, cpu_dur: np.ndarray, cpu_name: np.ndarray, kind: np.ndarray,
+           launch: np.ndarray, position: np.ndarray, stream: np.ndarray, g_end: np.ndarray, n_cpu: int
+           ) -> tuple[dict[int, np.ndarray], np.ndarray, np.ndarray]:
+    """Which GPU ops each synchronizing call waits for; each call's own cost and wake-up time."""
+    cpu_end = cpu_ts + cpu_dur
+    n_streams = int(stream.max()) + 1 if len(stream) else 0
+    # the last op of each stream replayed before each call: ops by position, per stream
+    waits: dict[int, np.ndarray] = {}
+    sync_calls = np.flatnonzero(np.isin(kind, ["sync", "device_sync"]))
+    per_stream = [np.flatnonzero(stream == s) for s in range(n_streams)]
+    for i in sync_calls:
+        last = []
+        for ops in per_stream:
+            k = np.searchsorted(position[ops], i, "left") - 1  # positions rise along a stream
+            if k >= 0:
+                last.append(ops[k])
+        if not last:
+            continue
+        last = np.array(last)
+        if kind[i] == "device_sync":
+            waits[int(i)] = last
+        else:  # stream or event sync: the stream whose work ended last, by the call's end
+            ends = g_end[last]
+            ok = ends <= cpu_end[i] + 1.0
+            if ok.any():
+                waits[int(i)] = last[ok][[int(np.argmax(ends[ok]))]]
+    # a memcpy that returns only after its copy ends waits for it
+    mem = np.flatnonzero((launch >= 0) & (kind[np.clip(launch, 0, None)] == "memory") if n_cpu else
+                         np.zeros(0, bool))
+    for j in mem:
+        i = int(launch[j])
+        if cpu_ts[i] < g_end[j] <= cpu_end[i] + 1.0 and position[j] < i:
+            waits[i] = np.array([j])
+        elif cpu_ts[i] < g_end[j] <= cpu_end[i] + 1.0:  # the copy is replayed with its call: wait on its predecessor
+            p = j - 1 if j > 0 and stream[j - 1] == stream[j] and position[j - 1] < i else -1
+            if p >= 0:
+                waits[i] = np.array([p])
+    base = cpu_dur.copy()
+    wake = np.zeros(n_cpu)
+    if not waits:
+        return waits, base, wake
+    idx = np.fromiter(waits, np.int64, len(waits))
+    awaited = np.array([g_end[w].max() for w in waits.values()])
+    waited = awaited > cpu_ts[idx]
+    own = pd.Series(cpu_dur[idx][~waited]).groupby(cpu_name[idx][~waited]).median()
+    wake_typ = float(np.median(cpu_end[idx][waited] - awaited[waited])) if waited.any() else 0.0
+    for i, aw, w in zip(idx, awaited, waited, strict=True):
+        if w:
+            base[i] = min(cpu_dur[i], float(own.get(cpu_name[i], 0.0)))
+            wake[i] = cpu_end[i] - aw
+        else:
+            wake[i] = min(wake_typ, cpu_end[i] - aw)
+    return waits, base, wake
+
+
+def _steps(trace: Trace, cpu_ts: np.ndarray, cpu_end: np.ndarray, t0: float) -> pd.DataFrame:
+    """The profiled steps (ProfilerStep#N on the CPU) and the calls in each; the whole trace when none."""
+    ev = trace.events
+    st = ev[(ev["kind"] == "step").to_numpy()].sort_values("ts")
+    if st.empty or not len(cpu_ts):
+        start = float(cpu_ts[0]) if len(cpu_ts) else 0.0
+        end = float(cpu_end.max()) if len(cpu_ts) else 0.0
+        return pd.DataFrame({"step": [-1], "start": [start], "end": [end], "first_call": [0],
+                             "last_call": [len(cpu_ts) - 1]})
+    start = st["ts"].to_numpy(float) - t0
+    end = start + st["dur"].to_numpy(float)
+    first = np.searchsorted(cpu_ts, start, "left")
+    last = np.searchsorted(cpu_ts, end, "right") - 1
+    out = pd.DataFrame({"step": st["step"].to_numpy(dtype=np.int64, na_value=-1), "start": start, "end": end,
+                        "first_call": first, "last_call": last})
+    return out[out["last_call"] >= out["first_call"]].reset_index(drop=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Replay
+
+@dataclass
+class _State:
+    """What a replay changes: durations, gaps and latencies (removed ops and calls cost nothing)."""
+
+    cpu_gap: np.ndarray
+    cpu_dur: np.ndarray
+    cpu_base: np.ndarray
+    gpu_dur: np.ndarray
+    gpu_lat: np.ndarray
+    gpu_gap: np.ndarray
+
+
+def replay(g: Graph, changes: Sequence[Change] = (), cpu_scale: float = 1.0) -> Replay:
+    """Replay the graph, after applying `changes` in order, with CPU time (gaps, calls) times `cpu_scale`.
+
+    Kernels that shared the GPU with other streams' kernels in the trace (`Graph.gpu_share` > 0) take
+    their solo duration plus their share of the overlap the replay gives them: with changes, the
+    replay is repeated until those durations settle (a fixed point; the unmodified graph is one).
+    """
+    s = _State(g.cpu_gap * cpu_scale, g.cpu_dur * cpu_scale, g.cpu_base * cpu_scale, g.gpu_dur.copy(),
+               g.gpu_lat.copy(), g.gpu_gap.copy())
+    for c in changes:
+        _apply(g, s, c, cpu_scale)
+    r = _run(g, s, cpu_scale)
+    if not changes or not g.typical.get("n_shared_kernels"):
+        return r
+    # a changed kernel keeps its solo fraction (the group's k was measured under the same sharing)
+    solo = np.where(g.gpu_dur > 0, s.gpu_dur * np.divide(g.gpu_solo, g.gpu_dur, out=np.ones(g.n_gpu),
+                                                         where=g.gpu_dur > 0), 0.0)
+    shares = g.gpu_share > 0
+    for _ in range(SHARE_ITERATIONS):
+        over = _overlap(r.gpu_start, r.gpu_end, g.gpu_stream, g.gpu_device, g.gpu_kernel)
+        dur = np.where(shares, solo + g.gpu_share * over, s.gpu_dur)
+        if np.max(np.abs(dur - s.gpu_dur), initial=0.0) <= SHARE_TOL_US:
+            break
+        s.gpu_dur = dur
+        r = _run(g, s, cpu_scale)
+    return r
+
+
+def _apply(g: Graph, s: _State, c: Change, cpu_scale: float = 1.0) -> None:
+    mask = np.asarray(c.mask, bool)
+    if mask.shape != (g.n_gpu,):
+        raise ValueError("a Change's mask must have one entry per GPU op of the graph")
+    if not mask.any():
+        return
+    if c.kernels_after is None:
+        s.gpu_dur[mask] = s.gpu_dur[mask] / c.k
+        return
+    idx = np.flatnonzero(mask)
+    if c.calls is not None:
+        call = np.asarray(c.calls)[idx]
+        order = np.lexsort((idx, call))
+        idx, call = idx[order], call[order]
+        _, call = np.unique(call, return_inverse=True)
+    else:  # runs of consecutive group ops on one stream, within one step
+        step = np.searchsorted(g.steps["first_call"].to_numpy(), g.gpu_anchor[idx], "right")
+        new = np.ones(len(idx), bool)
+        new[1:] = (np.diff(idx) != 1) | (g.gpu_stream[idx[1:]] != g.gpu_stream[idx[:-1]]) | (np.diff(step) != 0)
+        call = np.cumsum(new) - 1
+    n_calls = int(call.max()) + 1
+    total = np.bincount(call, weights=s.gpu_dur[idx], minlength=n_calls)
+    count = np.bincount(call, minlength=n_calls)
+    first = np.searchsorted(call, np.arange(n_calls))
+    rank = np.arange(len(idx)) - first[call]
+    keep = max(round(c.kernels_after), 0)
+    m = np.minimum(count, keep)
+    kept = rank < m[call]
+    s.gpu_dur[idx[kept]] = (total / (c.k * np.maximum(m, 1)))[call[kept]]
+    if c.dispatch == "typical":  # a kept kernel's dispatch: the trace's typical CPU time before a launch
+        stay = g.gpu_anchor[idx[kept & g.gpu_launched[idx]]]
+        s.cpu_gap[stay] = np.minimum(s.cpu_gap[stay], g.typical["launch_gap_us"] * cpu_scale)
+    elif c.dispatch != "own":
+        raise ValueError(f"Change.dispatch must be 'typical' or 'own', not {c.dispatch!r}")
+    gone = idx[~kept]
+    s.gpu_dur[gone] = 0.0
+    s.gpu_gap[gone] = 0.0
+    s.gpu_lat[gone] = -np.inf  # a vanished op holds nothing back but its stream and its waits
+    calls = g.gpu_anchor[gone[g.gpu_launched[gone]]]
+    s.cpu_gap[calls] = 0.0
+    s.cpu_dur[calls] = 0.0
+    s.cpu_base[calls] = 0.0
+
+
+def _run(g: Graph, s: _State, scale: float) -> Replay:
+    n_cpu, n = g.n_cpu, g.n_gpu
+    cpu_start, cpu_end = np.empty(n_cpu), np.empty(n_cpu)
+    gpu_start, gpu_end = np.full(n, np.nan), np.full(n, np.nan)
+    position = g.gpu_position
+    breaks = set(g.waits) | set(position[g.gpu_dep >= 0].tolist())
+    bounds = np.array(sorted(breaks | {0, n_cpu}), np.int64)
+    bounds = bounds[(bounds >= 0) & (bounds <= n_cpu)]
+    # GPU ops grouped by chunk, then stream, in stream order
+    chunk_of = np.searchsorted(bounds, position, "right") - 1
+    order = np.lexsort((np.arange(n), g.gpu_stream, chunk_of))
+    chunk_sorted = chunk_of[order]
+    chunk_lo = np.searchsorted(chunk_sorted, np.arange(len(bounds)), "left")
+    step_cost = s.cpu_gap + s.cpu_dur
+    last_end = np.full(int(g.gpu_stream.max()) + 1 if n else 0, -np.inf)
+    prev_end_cpu = g.cpu_ts[0] if n_cpu else 0.0
+    for k in range(len(bounds) - 1):
+        a, b = int(bounds[k]), int(bounds[k + 1])
+        # CPU: the first call of the chunk may wait
+        start_a = prev_end_cpu + s.cpu_gap[a]
+        end_a = start_a + s.cpu_dur[a]
+        w = g.waits.get(a)
+        if w is not None:
+            awaited = gpu_end[w]
+            awaited = awaited[~np.isnan(awaited)]
+            end_a = max(start_a + s.cpu_base[a], float(awaited.max()) + g.cpu_wake[a]) if len(awaited) else end_a
+        cpu_start[a], cpu_end[a] = start_a, end_a
+        if b > a + 1:
+            ends = end_a + np.cumsum(step_cost[a + 1:b])
+            cpu_end[a + 1:b] = ends
+            cpu_start[a + 1:b] = ends - s.cpu_dur[a + 1:b]
+        prev_end_cpu = cpu_end[b - 1]
+        # GPU ops of this chunk, stream by stream
+        lo, hi = chunk_lo[k], chunk_lo[k + 1]
+        if hi > lo:
+            _gpu_chunk(g, s, order[lo:hi], cpu_start, gpu_start, gpu_end, last_end)
+    steps, span = _spans(g, cpu_start, cpu_end, gpu_end, scale)
+    return Replay(cpu_start, cpu_end, gpu_start, gpu_end, steps, span, _busy(g, gpu_start, gpu_end, steps))
+
+
+def _gpu_chunk(g: Graph, s: _State, ops: np.ndarray, cpu_start: np.ndarray, gpu_start: np.ndarray,
+               gpu_end: np.ndarray, last_end: np.ndarray) -> None:
+    """Replay the ops of one chunk (sorted by stream, then stream order); last_end carries each stream."""
+    ready = cpu_start[g.gpu_anchor[ops]] + s.gpu_lat[ops]
+    deps = g.gpu_dep[ops]
+    has = deps >= 0
+    if has.any():
+        dep_end = gpu_end[deps[has]]
+        ready[has] = np.fmax(ready[has], dep_end + g.gpu_dep_gap[ops[has]])
+    dur, gap, streams = s.gpu_dur[ops], s.gpu_gap[ops], g.gpu_stream[ops]
+    if len(ops) < SMALL_CHUNK:
+        for i in range(len(ops)):
+            st = streams[i]
+            start = max(ready[i], last_end[st] + gap[i])
+            last_end[st] = start + dur[i]
+            gpu_start[ops[i]], gpu_end[ops[i]] = start, start + dur[i]
+        return
+    cuts = np.flatnonzero(np.r_[True, streams[1:] != streams[:-1], True])
+    for lo, hi in itertools.pairwise(cuts):
+        st = streams[lo]
+        c = np.cumsum(gap[lo:hi] + dur[lo:hi])
+        best = np.maximum.accumulate(ready[lo:hi] + dur[lo:hi] - c)
+        end = c + np.maximum(best, last_end[st])
+        gpu_end[ops[lo:hi]] = end
+        gpu_start[ops[lo:hi]] = end - dur[lo:hi]
+        last_end[st] = end[-1]
+
+
+def _spans(g: Graph, cpu_start: np.ndarray, cpu_end: np.ndarray, gpu_end: np.ndarray, scale: float = 1.0
+           ) -> tuple[pd.DataFrame, float]:
+    """Each step's replayed start and end: its CPU span, or later, the end of the GPU work it launched."""
+    st = g.steps
+    first, last = st["first_call"].to_numpy(), st["last_call"].to_numpy()
+    orig_end = g.cpu_ts + g.cpu_dur
+    start = cpu_start[first] - (g.cpu_ts[first] - st["start"].to_numpy()) * scale  # CPU time before the first call
+    cpu_stop = cpu_end[last] + (st["end"].to_numpy() - orig_end[last]) * scale
+    step_of = np.searchsorted(first, g.gpu_anchor, "right") - 1
+    inside = (step_of >= 0) & (g.gpu_anchor <= last[np.clip(step_of, 0, None)])
+    gpu_stop = np.full(len(st), -np.inf)
+    np.maximum.at(gpu_stop, step_of[inside], gpu_end[inside])
+    end = np.maximum(cpu_stop, gpu_stop)
+    out = pd.DataFrame({"step": st["step"].to_numpy(), "start": start, "end": end, "span": end - start})
+    return out, float(end.max() - start.min()) if len(out) else 0.0
+
+
+def _busy(g: Graph, start: np.ndarray, end: np.ndarray, steps: pd.DataFrame) -> float:
+    """Union of GPU op intervals inside the steps' window, summed over devices."""
+    if not len(start) or steps.empty:
+        return 0.0
+    lo, hi = float(steps["start"].min()), float(steps["end"].max())
+    s, e = np.clip(start, lo, hi), np.clip(end, lo, hi)
+    total = 0.0
+    for d in np.unique(g.gpu_device):
+        m = (g.gpu_device == d) & (e > s)
+        if not m.any():
+            continue
+        o = np.argsort(s[m], kind="stable")
+        ss, ee = s[m][o], e[m][o]
+        reach = np.maximum.accumulate(ee)
+        prev = np.r_[-np.inf, reach[:-1]]
+        total += float(np.sum(np.maximum(0.0, reach - np.maximum(ss, prev))))
+    return total
+
+
+def step_span(r: Replay) -> float:
+    """Mean span of a replayed step: the window's span over its steps."""
+    return r.span / max(len(r.steps), 1)
+
+
+def calibrate(g: Graph, step_us: float, lo: float = 0.05, hi: float = 4.0, rtol: float = 1e-3) -> float:
+    """The CPU scale at which the unmodified replay's step takes `step_us` (an unprofiled step time).
+
+    The profiler slows the CPU (each op and runtime call is recorded) but hardly the GPU, so a
+    profiled launch-bound step is longer than an unprofiled one; scaling the CPU time of the graph
+    until its replayed step matches the measured one removes that before a what-if is replayed.
+    A step that cannot get that short (the GPU alone takes longer) gets the smallest scale.
+    """
+    if not step_us > 0:
+        return 1.0
+    if step_span(replay(g, cpu_scale=lo)) >= step_us:
+        return lo
+    if step_span(replay(g, cpu_scale=hi)) <= step_us:
+        return hi
+    while hi - lo > rtol * lo:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if step_span(replay(g, cpu_scale=mid)) < step_us else (lo, mid)
+    return 0.5 * (lo + hi)
+
+
+def original(g: Graph) -> Replay:
+    """The profiled times as a Replay (spans measured the same way), to compare replays with."""
+    cpu_end = g.cpu_ts + g.cpu_dur
+    gpu_end = g.gpu_ts + g.gpu_dur
+    steps, span = _spans(g, g.cpu_ts, cpu_end, gpu_end)
+    return Replay(g.cpu_ts, cpu_end, g.gpu_ts, gpu_end, steps, span, _busy(g, g.gpu_ts, gpu_end, steps))
+
+
+def residual(g: Graph, base: Replay | None = None) -> float:
+    """(replayed span of the unmodified graph - profiled span) / profiled span."""
+    orig = original(g)
+    base = replay(g) if base is None else base
+    return (base.span - orig.span) / orig.span if orig.span > 0 else np.nan
+
+
+# ---------------------------------------------------------------------------------------------
+# Projection from traces (one per rank)
+
+Select = Callable[[Trace, Graph], np.ndarray]  # a group: a boolean mask over the graph's GPU ops
+
+
+@dataclass
+class WhatIf:
+    """One group's win for `project_traces`: which GPU ops, k with its interval, and kernels_after."""
+
+    select: Select
+    k: float
+    k_lo: float
+    k_hi: float
+    kernels_after: float | None = None
+    calls: Callable[[Trace, Graph], np.ndarray | None] | None = None  # call ids (module calls), else runs
+
+
+@dataclass
+class ReplayProjection:
+    """Replay speedups of a run (the slowest rank's span decides), with intervals over steps and k."""
+
+    speedup_wall: float
+    speedup_wall_lo: float
+    speedup_wall_hi: float
+    speedup_kernel: float
+    speedup_kernel_lo: float
+    speedup_kernel_hi: float
+    ceiling_wall: float
+    ceiling_kernel: float
+    residual: float  # worst rank's (replayed - profiled span) / profiled span
+    cpu_scale: float  # the CPU-time scale that matched the unprofiled step (rank 0; 1: not calibrated)
+    n_steps: int
+    profiled_step_ms: float  # mean span of a profiled step (the slowest rank's)
+    ranks: pd.DataFrame  # rank, trace, residual, speedup_wall, speedup_kernel, cross-stream waits, waits
+
+
+def load_graph(path: str | Path | Trace) -> tuple[Trace, Graph | None, str]:
+    """A trace (a path is loaded with its runtime calls); its graph, or None and why it cannot be replayed."""
+    trace = path if isinstance(path, Trace) else load_trace(path, runtime=True)
+    why = replayable(trace)
+    return trace, (None if why else build_graph(trace)), why
+
+
+def project_traces(paths: Sequence[str | Path | Trace], whatifs: Sequence[WhatIf], ceiling: Select,
+                   step_us: float | None = None) -> ReplayProjection | str:
+    """Replay every rank's trace unchanged and with the wins (point, every k at lo, every k at hi,
+    every `ceiling` op infinitely fast); a string says why a trace cannot be replayed.
+
+    With `step_us` (the unprofiled step time), each graph's CPU time is first scaled so that its
+    replayed step takes that long (`calibrate`): the profiler's own CPU overhead is taken out.
+    """
+    rows, per_step = [], []
+    for rank, path in enumerate(paths):
+        trace, g, why = load_graph(path)
+        if g is None:
+            return why if len(paths) == 1 else f"{Path(trace.path).name}: {why}"
+        unscaled = replay(g)
+        scale = calibrate(g, step_us) if step_us else 1.0
+        base = unscaled if scale == 1.0 else replay(g, cpu_scale=scale)
+
+        def changes(which: str, dispatch: str = "typical", g: Graph = g, trace: Trace = trace) -> list[Change]:
+            return [Change(w.select(trace, g), getattr(w, which), w.kernels_after,
+                           w.calls(trace, g) if w.calls else None, dispatch) for w in whatifs]
+
+        # the low end: k at its low end, and each kept launch keeping its own CPU time (Change.dispatch)
+        point, lo, hi = (replay(g, changes(w, d), scale) for w, d in (("k", "typical"), ("k_lo", "own"),
+                                                                      ("k_hi", "typical")))
+        top = replay(g, [Change(ceiling(trace, g), np.inf)], scale)
+        rows.append({"rank": rank, "trace": trace.path, "residual": residual(g, unscaled), "cpu_scale": scale,
+                     "span": original(g).span, "base": base.span, "point": point.span, "lo": lo.span,
+                     "hi": hi.span, "ceiling": top.span, "busy": base.busy, "busy_point": point.busy,
+                     "busy_lo": lo.busy, "busy_hi": hi.busy, "busy_ceiling": top.busy,
+                     "n_steps": len(g.steps), "cross_stream_waits": g.typical["n_cross_stream_waits"],
+                     "waiting_calls": g.typical["n_waiting_calls"]})
+        per_step += [base.steps["span"].to_numpy() / r.steps["span"].to_numpy() for r in (lo, hi)]
+    t = pd.DataFrame(rows)
+    t["speedup_wall"] = t["base"] / t["point"]
+    t["speedup_kernel"] = t["busy"] / t["busy_point"]
+    worst = t["base"].max()  # ranks wait for each other: the slowest one's span is the step
+    wall = {w: worst / t[w].max() for w in ("point", "lo", "hi", "ceiling")}
+    kern = {w: _ratio(t["busy"].sum(), t[f"busy_{w}"].sum()) for w in ("point", "lo", "hi", "ceiling")}
+    steps = np.concatenate(per_step)
+    steps = steps[np.isfinite(steps)]
+    lo_w = min(wall["lo"], wall["point"], *(steps.min(initial=np.inf),))
+    hi_w = max(wall["hi"], wall["point"], *(steps.max(initial=-np.inf),))
+    n_steps = int(t["n_steps"].max())
+    return ReplayProjection(wall["point"], lo_w, hi_w, kern["point"], min(kern["lo"], kern["point"]),
+                            max(kern["hi"], kern["point"]), wall["ceiling"], kern["ceiling"],
+                            float(t["residual"].iloc[int(t["residual"].abs().argmax())]), float(t["cpu_scale"].iloc[0]),
+                            n_steps, float(t["span"].max()) / max(n_steps, 1) / 1e3,
+                            t.drop(columns=["base", "point", "lo", "hi", "ceiling", "busy_point", "busy_lo",
+                                            "busy_hi", "busy_ceiling"]))

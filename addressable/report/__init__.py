@@ -1,0 +1,1 @@
+"""Report: what a person reads. text (terminal tables), plot (figures for papers, from run folders)."""

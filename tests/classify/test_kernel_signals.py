@@ -1,0 +1,222 @@
+"""Kernel-name parsing and the launching op as the second classification signal (issue 12)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from addressable import classify_trace, load_taxonomy
+from addressable.classify.taxonomy import UNCLASSIFIED, parse_taxonomy
+from addressable.trace.kernel_names import parse_kernel_name, template_args
+
+TAX = load_taxonomy()
+
+
+@pytest.mark.parametrize("name, qualified, template, params", [
+    ("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float> >(at::native::ReduceOp<float>)",
+     "at::native::reduce_kernel", "512, 1, at::native::ReduceOp<float>", "at::native::ReduceOp<float>"),
+    ("std::enable_if<(bool)1, void>::type layer_norm_kernel<float>(int)", "layer_norm_kernel", "float", "int"),
+    ("void (anonymous namespace)::softmax_warp_forward<float, 10>(float*)",
+     "(anonymous namespace)::softmax_warp_forward", "float, 10", "float*"),
+    ("fmha_cutlassF_bf16_aligned_64x128_rf_sm80(PyTorchMemEffAttention::AttentionKernel<cutlass::bfloat16_t>::Params)",
+     "fmha_cutlassF_bf16_aligned_64x128_rf_sm80", "", "PyTorchMemEffAttention::AttentionKernel<cutlass::bfloat16_t>::Params"),
+    ("nvjet_sm90_tst_320x128_64x3_1x2_h_bz_coopB_TNT", "nvjet_sm90_tst_320x128_64x3_1x2_h_bz_coopB_TNT", "", ""),
+    ("Cijk_Ailk_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1_SN_1LDSB0.kd", "Cijk_Ailk_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1_SN_1LDSB0", "", ""),
+    ("void foo::bar<int>(int) [clone .kd]", "foo::bar", "int", "int"),
+    ("Memset (Device)", "Memset", "", "Device"),
+    # mangled: libstdc++'s demangler, and a fallback for names cut short
+    ("_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_",
+     "at::native::vectorized_elementwise_kernel", "4, at::native::FillFunctor<float>, std::array<char*, 1ul>",
+     "int, at::native::FillFunctor<float>, std::array<char*, 1ul>"),
+    ("_ZN4vllm30reshape_and_cache_flash_kernelI", "vllm::reshape_and_cache_flash_kernel", "", ""),
+])
+def test_parse_kernel_name(name: str, qualified: str, template: str, params: str) -> None:
+    p = parse_kernel_name(name)
+    assert (p.qualified, p.template, p.params) == (qualified, template, params)
+
+
+def test_template_args_split_at_top_level_commas() -> None:
+    assert template_args("4, at::native::FillFunctor<float, int>, std::array<char*, 1ul>") == [
+        "4", "at::native::FillFunctor<float, int>", "std::array<char*, 1ul>"]
+
+
+def test_template_rule_needs_both_name_and_template() -> None:
+    """The optimizer rule reads the name; the copy rule needs the functor inside the template arguments."""
+    adam = ("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::"
+            "FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false>>(int)")
+    copy = "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::Copy<float, float>>(int)"
+    assert list(TAX.classify([adam, copy])) == ["optimizer", "data_movement"]
+
+
+def _kernel_trace(path: Path, kernels: list[tuple[str, str, float]], launches_only: bool = False) -> Path:
+    """A small Kineto trace: each (kernel, launching op, dur) gets a cpu_op, a runtime launch and a kernel."""
+    events = []
+    for i, (kernel, op, dur) in enumerate(kernels):
+        ts = 100.0 * i
+        events.append({"ph": "X", "cat": "cpu_op", "name": op, "ts": ts, "dur": 50, "pid": 1, "tid": 1,
+                       "args": {"External id": i + 1}})
+        events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": ts + 1, "dur": 5,
+                       "pid": 1, "tid": 1, "args": {"External id": i + 1, "correlation": 1000 + i}})
+        if not launches_only:
+            events.append({"ph": "X", "cat": "kernel", "name": kernel, "ts": ts + 10, "dur": dur, "pid": 0,
+                           "tid": 7, "args": {"External id": i + 1, "correlation": 1000 + i, "stream": 7,
+                                              "device": 0}})
+    with gzip.open(path, "wt") as f:
+        json.dump({"traceEvents": events}, f)
+    return path
+
+
+def test_launching_op_classifies_what_no_name_rule_claims(tmp_path) -> None:
+    trace = _kernel_trace(tmp_path / "t.json.gz", [
+        ("my_vendor_kernel_v7", "aten::mm", 40.0),            # unknown name, GEMM op: gemm by the op
+        ("nvjet_sm90_tst_128x128", "aten::mm", 30.0),         # named: gemm by its name
+        ("void at::native::reduce_kernel<512>(int)", "aten::convolution_backward", 20.0),  # bias grad: disagreement
+        ("mystery_kernel", "aten::foo", 10.0),                 # neither signal
+    ])
+    b = classify_trace(trace)
+    k = b.kernels.set_index("name")["category"]
+    assert k["my_vendor_kernel_v7"] == "gemm" and k["nvjet_sm90_tst_128x128"] == "gemm"
+    assert k["mystery_kernel"] == UNCLASSIFIED
+    signals = b.signals.set_index("signal")["time_us"]
+    assert signals["name"] == 50.0 and signals["launch_op"] == 40.0 and signals["none"] == 10.0
+    d = b.disagreements
+    assert list(d["name"]) == ["void at::native::reduce_kernel<512>(int)"]
+    assert (d.iloc[0]["class"], d.iloc[0]["op_class"], d.iloc[0]["op_category"]) == ("replaceable", "library", "conv")
+    out = b.to_dict()
+    assert out["signals"]["launch_op"]["time_us"] == 40.0 and out["n_disagreements"] == 1
+    assert out["top_unclassified"] == [{"name": "mystery_kernel", "op": "aten::foo", "time_us": 10.0, "count": 1}]
+
+
+def test_launch_op_wins_for_multi_tensor_apply(tmp_path) -> None:
+    """A foreach kernel launched by _foreach_copy_ is data movement; by an optimizer's _foreach_add_, optimizer."""
+    name = ("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::"
+            "TensorListMetadata<2>, at::native::(anonymous namespace)::BinaryOpListAlphaFunctor<float, 2, 2, 0>>(int)")
+    trace = _kernel_trace(tmp_path / "t.json.gz", [(name, "aten::_foreach_copy_", 5.0)])
+    assert classify_trace(trace).categories["category"].tolist() == ["data_movement"]
+    trace = _kernel_trace(tmp_path / "u.json.gz", [(name, "aten::_foreach_add_", 5.0)])
+    assert classify_trace(trace).categories["category"].tolist() == ["optimizer"]
+    assert TAX.classify([name]).iloc[0] == "optimizer"  # no launching op: the name rule's own category
+
+
+WORKLOADS = sorted((Path(__file__).resolve().parents[1] / "data" / "workloads").glob("*.json.gz"))
+
+
+@pytest.mark.parametrize("path", WORKLOADS, ids=[p.name for p in WORKLOADS])
+def test_committed_h200_workload_traces_are_classified(path: Path) -> None:
+    """CUDA-graph and compiled inference, cuDNN attention, FP8/int8 GEMMs, a GCN: under 0.5% unclassified."""
+    b = classify_trace(path)
+    assert b.unclassified_fraction < 0.005, b.top_unclassified()
+    assert b.signals is not None and b.signals["time_us"].sum() == pytest.approx(b.total_time_us)
+
+
+def test_cuda_graph_input_copies_are_data_movement() -> None:
+    """reduce-overhead inference copies its inputs with _foreach_copy_: data movement, not optimizer."""
+    b = classify_trace(Path(__file__).resolve().parents[1] / "data" / "workloads" / "compiled_reduce_overhead_infer.json.gz")
+    mta = b.kernels[b.kernels["name"].str.contains("multi_tensor_apply")]
+    assert not mta.empty and (mta["category"] == "data_movement").all()
+    assert "optimizer" not in set(b.categories["category"])
+
+
+# --- classify --explain, the unclassified list, and traces without kernel events ----------------
+
+def _run(*args: str):
+    from click.testing import CliRunner
+
+    from addressable.cli import main
+
+    return CliRunner().invoke(main, ["classify", *args])
+
+
+def test_explain_names_the_parsed_name_launching_op_and_rule(tmp_path) -> None:
+    trace = _kernel_trace(tmp_path / "t.json.gz", [
+        ("void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, __nv_bfloat16, (vllm::Fp8KVCacheDataType)0>"
+         "(__nv_bfloat16 const*, long const*)", "_C_cache_ops::reshape_and_cache_flash", 7.0),
+        ("my_vendor_kernel_v7", "aten::mm", 40.0),
+    ])
+    r = _run(str(trace), "--explain", "cache_flash|vendor")
+    assert r.exit_code == 0, r.output
+    blocks = r.output.split("\n\n")
+    assert len(blocks) == 2
+    vendor = next(b for b in blocks if b.startswith("my_vendor"))
+    assert "launched by: aten::mm" in vendor and "name rule:   no rule" in vendor
+    assert "launch_op_rules #" in vendor and "(gemm)" in vendor
+    assert "result:      gemm (library), by launch_op" in vendor
+    cache = next(b for b in blocks if "reshape_and_cache" in b)
+    assert "parsed:      vllm::reshape_and_cache_flash_kernel  <__nv_bfloat16, __nv_bfloat16" in cache
+    assert "kernel_rules #" in cache and "(data_movement): 'reshape_and_cache" in cache
+    assert "result:      data_movement (replaceable), by name" in cache
+    j = _run(str(trace), "--explain", "vendor", "--json")
+    row = json.loads(j.output)[0]
+    assert (row["op"], row["category"], row["signal"]) == ("aten::mm", "gemm", "launch_op")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--explain", "nothing_like_this"], "matches 'nothing_like_this'"),
+    (["--explain", "(unclosed"], "invalid regex"),
+])
+def test_explain_bad_input_is_one_line(tmp_path, args, message) -> None:
+    trace = _kernel_trace(tmp_path / "t.json.gz", [("nvjet_sm90_x", "aten::mm", 1.0)])
+    r = _run(str(trace), *args)
+    assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output
+
+
+def test_unclassified_list_shows_the_launching_op_and_a_rule_that_claims_them(tmp_path) -> None:
+    trace = _kernel_trace(tmp_path / "t.json.gz", [
+        ("void acme::fused_thing_kernel<float>(float*)", "acme::fused_thing", 30.0),
+        ("nvjet_sm90_x", "aten::mm", 70.0),
+    ])
+    r = _run(str(trace))
+    assert r.exit_code == 0, r.output
+    assert "[launched by acme::fused_thing]" in r.output
+    assert "Classified by kernel name 70.0%, by launching op 0.0%; 0 kernel(s)" in r.output
+    line = r.output.strip().splitlines()
+    rule = next(x for x in line if "kernel_rules line" in x).split(": ", 1)[1]
+    assert rule == "- {category: CATEGORY, patterns: ['fused_thing_kernel']}"
+    doc = {"categories": {"mine": {"class": "replaceable"}},
+           "kernel_rules": [yaml.safe_load(rule.replace("CATEGORY", "mine"))[0]]}
+    assert parse_taxonomy(doc).classify(["void acme::fused_thing_kernel<float>(float*)"]).iloc[0] == "mine"
+
+
+def test_gpu_trace_without_kernel_events_is_not_a_cpu_trace(tmp_path) -> None:
+    """Launches recorded, kernels not (CUDA activity off): say so; the CPU-op breakdown only on request."""
+    trace = _kernel_trace(tmp_path / "t.json.gz", [("k", "aten::mm", 1.0), ("k", "aten::add", 1.0)],
+                          launches_only=True)
+    r = _run(str(trace))
+    assert r.exit_code == 2
+    assert r.output.strip().splitlines() == [
+        f"error: {trace} holds 2 CUDA/HIP kernel launches but no kernel events: the profiler's CUDA activity "
+        "was not recorded (add ProfilerActivity.CUDA); --basis cpu gives the CPU-op breakdown"]
+    r = _run(str(trace), "--basis", "cpu", "--json")
+    assert r.exit_code == 0 and json.loads(r.output)["basis"] == "cpu_op_time"
+    b = classify_trace(trace, basis="cpu_op_time")
+    assert set(b.categories["category"]) == {"gemm", "elementwise"}
+
+
+@pytest.mark.parametrize("op, expected", [
+    ("aten::mm", "gemm"), ("aten::_scaled_mm", "gemm"), ("aten::_int_mm", "gemm"),
+    ("aten::convolution_backward", "conv"), ("aten::_cudnn_rnn", "rnn"),
+    ("aten::_scaled_dot_product_cudnn_attention", "attention"), ("vllm::unified_attention", "attention"),
+    ("c10d::allreduce_", "communication"), ("symm_mem::one_shot_all_reduce", "communication"),
+    ("aten::_foreach_copy_", "data_movement"), ("aten::_foreach_add_", "optimizer"),
+    ("fbgemm::jagged_to_padded_dense", UNCLASSIFIED), ("aten::broadcast_tensors", UNCLASSIFIED),
+    ("aten::add", UNCLASSIFIED),
+])
+def test_launch_op_rules(op: str, expected: str) -> None:
+    assert TAX.classify([op], "launch_op").iloc[0] == expected
+
+
+def test_launch_count_is_exact_across_read_blocks(tmp_path) -> None:
+    """The byte scan reads 1 MB blocks; names straddling a block boundary are counted once."""
+    from addressable.classify.breakdown import gpu_launches
+
+    n = 30_000  # ~3 MB of JSON: several block boundaries
+    events = [{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel" if i % 3 else "hipLaunchKernel",
+               "ts": i, "dur": 1, "pid": 1, "tid": 1, "args": {"pad": "x" * (i % 50)}} for i in range(n)]
+    events.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 0, "dur": 1, "pid": 1, "tid": 1})
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    assert gpu_launches(path) == n

@@ -1,0 +1,466 @@
+"""Replay of a trace's dependency graph: synthetic traces with hand-computed spans, real traces."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from addressable.cli import main
+from addressable.projection.replay import Change, build_graph, original, replay, replayable, residual
+from addressable.trace.reader import load_trace
+
+BASE = 5115133000000.125  # a real-looking Kineto timestamp (µs)
+ELEM = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float> >"
+GEMM = "nvjet_sm90_tst_128x256_64x4_2x1_v_bz_TNT"
+
+
+class TraceBuilder:
+    """A Kineto trace of one process: runtime calls on the CPU, the kernels they launch, ProfilerSteps."""
+
+    def __init__(self) -> None:
+        self.events: list[dict] = []
+        self.corr = 0
+
+    def call(self, name: str, ts: float, dur: float, tid: int = 1) -> int:
+        self.corr += 1
+        self.events.append({"ph": "X", "cat": "cuda_runtime", "name": name, "pid": 10, "tid": tid,
+                            "ts": BASE + ts, "dur": dur, "args": {"correlation": self.corr, "cbid": 1}})
+        return self.corr
+
+    def launch(self, ts: float, dur: float, k_start: float, k_dur: float, name: str = ELEM, stream: int = 7,
+               tid: int = 1, op: str | None = None, grid: list[int] | None = None) -> None:
+        """A launch call and its kernel; with `op`, the CPU op that launched it (joined by External id);
+        `grid`: the kernel's launch grid (the same name and grid: the same work)."""
+        corr = self.call("cudaLaunchKernel", ts, dur, tid)
+        args = {"stream": stream, "device": 0, "correlation": corr}
+        if grid:
+            args["grid"], args["block"] = grid, [128, 1, 1]
+        if op:
+            args["External id"] = corr
+            self.events.append({"ph": "X", "cat": "cpu_op", "name": op, "pid": 10, "tid": tid, "ts": BASE + ts - 1,
+                                "dur": dur + 2, "args": {"External id": corr}})
+        self.events.append({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": stream, "ts": BASE + k_start,
+                            "dur": k_dur, "args": args})
+
+    def scope(self, name: str, ts: float, dur: float, tid: int = 1) -> None:
+        """A record_function range on the CPU (e.g. a module scope)."""
+        self.events.append({"ph": "X", "cat": "user_annotation", "name": name, "pid": 10, "tid": tid,
+                            "ts": BASE + ts, "dur": dur})
+
+    def step(self, n: int, ts: float, dur: float) -> None:
+        self.events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{n}", "pid": 10, "tid": 1,
+                            "ts": BASE + ts, "dur": dur})
+
+    def write(self, path: Path) -> Path:
+        path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": self.events}))
+        return path
+
+
+def graph(tmp_path: Path, tb: TraceBuilder):
+    trace = load_trace(tb.write(tmp_path / "t.json"), runtime=True)
+    assert replayable(trace) == ""
+    return build_graph(trace)
+
+
+def spans(g, *changes: Change) -> tuple[float, float]:
+    return original(g).span, replay(g, changes).span
+
+
+def launch_bound(tmp_path: Path):
+    """10 launches, 100 us of CPU each (90 us gap + 10 us call), 5 us kernels 8 us after each launch."""
+    tb = TraceBuilder()
+    for i in range(10):
+        tb.launch(100 * i + 90, 10, 100 * i + 98, 5)
+    tb.step(1, 0, 1000)
+    return graph(tmp_path, tb)
+
+
+def test_unmodified_replay_reproduces_the_profile(tmp_path: Path) -> None:
+    g = launch_bound(tmp_path)
+    r = replay(g)
+    assert np.allclose(r.gpu_start, g.gpu_ts) and np.allclose(r.cpu_start, g.cpu_ts)
+    assert original(g).span == pytest.approx(1003)  # the last kernel ends 3 us after the step's CPU span
+    assert residual(g, r) == pytest.approx(0, abs=1e-12)
+
+
+def test_launch_bound_faster_kernels_change_nothing_fewer_launches_do(tmp_path: Path) -> None:
+    g = launch_bound(tmp_path)
+    everything = np.ones(g.n_gpu, bool)
+    before, after = spans(g, Change(everything, k=10))
+    assert (before, after) == (pytest.approx(1003), pytest.approx(1000))  # kernels end 0.5 us after launch + 8
+    # kernels 2..9 fused into one kernel taking their time (k = 1): launches 3..9 and their 90 us gaps go
+    fuse = np.arange(g.n_gpu) >= 2
+    before, after = spans(g, Change(fuse, k=1, kernels_after=1))
+    # calls 0-2 end at 300; the fused kernel starts 8 us after its launch (290) and takes 8 x 5 us
+    assert after == pytest.approx(298 + 40)
+    r = replay(g, [Change(fuse, k=1, kernels_after=1)])
+    wall, kernel = r.speedup_over(replay(g))
+    assert wall == pytest.approx(1003 / 338) and kernel == pytest.approx(1.0)
+
+
+def test_a_fused_call_keeps_a_typical_launch_on_the_cpu(tmp_path: Path) -> None:
+    """Kernels 3-5 fused into one: the kept launch costs the CPU the trace's typical time before a
+    launch (40 us), not its own 100 us (the first eager op's dispatch); `dispatch="own"` keeps it."""
+    tb = TraceBuilder()
+    starts = [40, 90, 140, 250, 300, 350, 400, 450]  # 10 us calls; 40 us of CPU before each, 100 before call 3
+    for t in starts:
+        tb.launch(t, 10, t + 8, 5)
+    tb.step(1, 0, 460)
+    g = graph(tmp_path, tb)
+    assert g.typical["launch_gap_us"] == pytest.approx(40)
+    fuse = (np.arange(g.n_gpu) >= 3) & (np.arange(g.n_gpu) <= 5)
+    assert original(g).span == pytest.approx(463)
+    # own: call 3 keeps 250-260, calls 4-5 go; call 6 at 260 + 40 = 300, call 7 at 350-360, its kernel ends 363
+    assert replay(g, [Change(fuse, kernels_after=1, dispatch="own")]).span == pytest.approx(363)
+    # typical: call 3 at 150 + 40 = 190; call 6 at 240, call 7 at 290-300, its kernel ends 303
+    r = replay(g, [Change(fuse, kernels_after=1)])
+    assert r.span == pytest.approx(303)
+    assert r.gpu_end[3] - r.gpu_start[3] == pytest.approx(15)  # the fused kernel takes the call's 3 x 5 us
+    with pytest.raises(ValueError, match="dispatch"):
+        replay(g, [Change(fuse, kernels_after=1, dispatch="fast")])
+
+
+def test_gpu_bound_amdahl_holds(tmp_path: Path) -> None:
+    tb = TraceBuilder()
+    for j in range(10):  # launches every 10 us; 100 us kernels back to back with 1 us between them
+        tb.launch(10 * j + 5, 5, 13 + 101 * j, 100, name=GEMM if j < 5 else ELEM)
+    tb.call("cudaDeviceSynchronize", 100, 1022 + 2 - 100)  # returns 2 us after the last kernel's end
+    tb.step(1, 0, 1025)
+    g = graph(tmp_path, tb)
+    gemm = g.gpu_name == GEMM
+    before, after = spans(g, Change(gemm, k=2))
+    assert before == pytest.approx(1025)
+    # kernels 0-4 take 50 us: kernel 4 ends 13 + 4 * 51 + 50 = 267, kernel 9 at 267 + 1 + 4 * 101 + 100 = 772
+    assert after == pytest.approx(772 + 2 + 1)
+    amdahl = 1025 / (1025 - 500 + 500 / 2)
+    assert before / after == pytest.approx(amdahl)
+
+
+def two_streams(tmp_path: Path):
+    """A on stream 7 (100 us), B on stream 8 (200 us), C on stream 7 waits (event) for B, then a sync."""
+    tb = TraceBuilder()
+    tb.launch(10, 5, 18, 100, name=GEMM)  # A: 18-118
+    tb.launch(20, 5, 28, 200, stream=8, grid=[4096, 1, 1])  # B: 28-228
+    tb.call("cudaEventRecord", 30, 3)
+    tb.call("cudaStreamWaitEvent", 40, 3)
+    tb.launch(50, 5, 229, 10, grid=[64, 1, 1])  # C: held back by B, starts 1 us after B's end
+    tb.call("cudaDeviceSynchronize", 60, 239 + 2 - 60)
+    tb.step(1, 0, 242)
+    return graph(tmp_path, tb)
+
+
+def test_two_streams_event_wait(tmp_path: Path) -> None:
+    g = two_streams(tmp_path)
+    assert g.typical["n_cross_stream_waits"] == 1
+    # A and B shared the GPU for 90 us (18-118): together they lost 90 us (the pair took 210 us, not
+    # 300); neither ran alone, so each lost 45: A alone takes 55 us, B 155 us, each stretched by half its overlap
+    ab = [np.flatnonzero(g.gpu_dur == d)[0] for d in (100, 200)]
+    assert np.allclose(g.gpu_solo[ab], [55, 155]) and np.allclose(g.gpu_share[ab], [0.5, 0.5])
+    side = g.gpu_stream == g.gpu_stream[np.flatnonzero(g.gpu_dur == 200)[0]]
+    before, after = spans(g, Change(side, k=2))
+    assert before == pytest.approx(242)
+    # B alone would take 155 / 2 = 77.5 us, + 45 us for its 90 us beside A: 28-150.5; C at 150.5 + 1
+    # (its measured wait), ends 161.5; the sync returns 2 us later; step + 1 us
+    assert after == pytest.approx(164.5)
+    a = g.gpu_dur == 100
+    # A 10x faster: 18-23.5 alone, so B runs alone (155 us, 28-183); C 184-194; sync 196; step 197
+    assert spans(g, Change(a, k=10))[1] == pytest.approx(197)
+
+
+def sharing(tmp_path: Path, long_name: str = GEMM):
+    """K alone on stream 7 (50 us); L on stream 8 (200 us) with K again beside it, taking 80 us; a sync."""
+    tb = TraceBuilder()
+    tb.launch(0, 5, 10, 50, grid=[64, 1, 1])  # K1: 10-60, alone: K's solo duration
+    tb.launch(90, 5, 100, 200, name=long_name, stream=8, grid=[132, 1, 1])  # L: 100-300
+    tb.launch(110, 5, 120, 80, grid=[64, 1, 1])  # K2: 120-200, beside L all the way
+    tb.call("cudaDeviceSynchronize", 120, 302 - 120)  # returns 2 us after L
+    tb.step(1, 0, 303)
+    return graph(tmp_path, tb)
+
+
+def test_kernels_sharing_the_gpu(tmp_path: Path) -> None:
+    g = sharing(tmp_path)
+    k2, long = np.flatnonzero(g.gpu_dur == 80)[0], np.flatnonzero(g.gpu_dur == 200)[0]
+    # K2 lost 80 - 50 = 30 us of its 80 us beside L; the pair took 200 us for 280 us of work, so L lost 50
+    assert (g.gpu_solo[k2], g.gpu_share[k2]) == (pytest.approx(50), pytest.approx(30 / 80))
+    assert (g.gpu_solo[long], g.gpu_share[long]) == (pytest.approx(150), pytest.approx(50 / 80))
+    assert g.typical["n_shared_kernels"] == 2
+    base = replay(g)
+    assert residual(g, base) == pytest.approx(0, abs=1e-12)  # the unmodified graph replays the profile
+    # K infinitely fast: L runs alone, 100-250; the sync returns at 252, the step ends 1 us later.
+    # Without the sharing model, L would keep its 200 us and nothing would change (303).
+    r = replay(g, [Change(g.gpu_dur != 200, k=np.inf)])
+    assert r.span == pytest.approx(253)
+    assert r.gpu_end[long] == pytest.approx(250)
+    assert r.busy == pytest.approx(150) and base.busy == pytest.approx(250)  # K1 10-60 + L 100-300
+    # L 2x faster (solo 75 us), K2 still inside it: K2 = 50 + 0.375 x K2 -> 80 us (120-200), L = 75 + 0.625 x 80
+    # = 125 us (100-225): the union of the two is their solo work, 75 + 50
+    r = replay(g, [Change(g.gpu_dur == 200, k=2)])
+    assert r.gpu_end[long] - r.gpu_start[long] == pytest.approx(125, abs=0.05)
+    assert r.gpu_end[k2] - r.gpu_start[k2] == pytest.approx(80, abs=0.05)
+
+
+def test_collectives_do_not_share_the_gpu(tmp_path: Path) -> None:
+    """A collective's time is set by its peers, not by the SMs it shares: no stretch either way."""
+    g = sharing(tmp_path, long_name="ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)")
+    assert g.typical["n_shared_kernels"] == 0 and np.array_equal(g.gpu_solo, g.gpu_dur)
+    assert replay(g, [Change(g.gpu_dur != 200, k=np.inf)]).span == pytest.approx(303)
+
+
+def test_sync_in_the_middle_of_the_step(tmp_path: Path) -> None:
+    tb = TraceBuilder()
+    tb.launch(10, 5, 18, 500, name=GEMM)  # K1: 18-518
+    tb.call("cudaStreamSynchronize", 20, 520 - 20)  # returns 2 us after K1
+    tb.launch(620, 10, 628, 10)  # 100 us of CPU after the sync, then K2: 628-638
+    tb.step(1, 0, 640)
+    g = graph(tmp_path, tb)
+    assert list(g.waits) == [1]
+    before, after = spans(g, Change(g.gpu_name == GEMM, k=5))
+    # K1: 18-118; the sync returns at 120; K2's launch at 220-230; the step ends 10 us after it
+    assert (before, after) == (pytest.approx(640), pytest.approx(240))
+    assert spans(g, Change(g.gpu_name == ELEM, k=10))[1] == pytest.approx(640)  # K2 ends before the CPU does
+
+
+def test_not_replayable(tmp_path: Path) -> None:
+    tb = TraceBuilder()
+    tb.launch(0, 5, 8, 10)
+    gpu_only = [e for e in tb.events if e["cat"] != "cuda_runtime"]
+    (tmp_path / "g.json").write_text(json.dumps({"traceEvents": gpu_only}))
+    assert "no CPU runtime events" in replayable(load_trace(tmp_path / "g.json", runtime=True))
+    tb.call("cudaGraphLaunch", 20, 5)
+    assert "CUDA-graph" in replayable(load_trace(tb.write(tmp_path / "cg.json"), runtime=True))
+
+
+@pytest.mark.parametrize("name", ["resnet50_train", "llama8b4l_infer"])
+def test_real_traces_replay_exactly(h200_traces: dict[str, Path], name: str) -> None:
+    trace = load_trace(h200_traces[name], runtime=True)
+    assert replayable(trace) == ""
+    g = build_graph(trace)
+    r = replay(g)
+    assert abs(residual(g, r)) < 1e-9
+    assert np.allclose(r.gpu_start, g.gpu_ts, atol=1e-6)
+    # every kernel 10x faster: the kernel basis gets 10x, the wall clock much less (launch-bound ResNet)
+    wall, kernel = replay(g, [Change(np.ones(g.n_gpu, bool), k=10)]).speedup_over(r)
+    assert kernel == pytest.approx(10, rel=0.02) and 1.0 <= wall < kernel
+
+
+# ------------------------------------------------------------------ project --model replay
+
+
+def project_json(*args: str) -> tuple[int, dict | None, str]:
+    res = CliRunner().invoke(main, ["project", *args])
+    return res.exit_code, (json.loads(res.stdout) if res.exit_code == 0 and "--json" in args else None), res.stderr
+
+
+def launch_bound_trace(tmp_path: Path) -> Path:
+    tb = TraceBuilder()
+    for i in range(10):
+        tb.launch(100 * i + 90, 10, 100 * i + 98, 5)
+    tb.step(1, 0, 1000)
+    return tb.write(tmp_path / "launch_bound.json")
+
+
+def test_project_replays_a_trace_file(tmp_path: Path) -> None:
+    trace = launch_bound_trace(tmp_path)
+    wins = tmp_path / "wins.csv"
+    wins.write_text("target,speedup,kernels_after\nelementwise,1,1\n")
+    code, d, _ = project_json("--speedups", str(wins), "--runs", str(trace), "--json")
+    assert code == 0
+    r = d["runs"][0]
+    assert r["model"] == "replay" and r["replay_residual"] == pytest.approx(0, abs=1e-12)
+    assert r["wall_basis"] == "profiled step" and r["profiled_step_ms"] == pytest.approx(1.003)
+    # the 10 kernels are one call, fused into one: launches 1-9 and their gaps go; the kernel takes
+    # all 50 us from 8 us after the first launch (90): 1003 / 148 us
+    assert r["speedup_wall"] == pytest.approx(1003 / 148) == r["replay_speedup_wall"]
+    assert r["replay_speedup_kernel"] == pytest.approx(1.0)
+    assert r["amdahl_speedup_wall"] == pytest.approx(1.0)  # k = 1: Amdahl sees no gain at all
+    code, d, _ = project_json("--speedups", str(wins), "--runs", str(trace), "--json", "--model", "amdahl")
+    assert d["runs"][0]["model"] == "amdahl" and d["runs"][0]["speedup_wall"] == pytest.approx(1.0)
+    # a measured step of 0.5 ms: the CPU is scaled to match it, so the same fusion buys less
+    code, d, _ = project_json("--speedups", str(wins), "--runs", str(trace), "--json", "--step-ms", "0.5")
+    r = d["runs"][0]
+    assert r["wall_basis"] == "--step-ms" and 0.45 < r["cpu_scale"] < 0.55
+    assert 1.0 < r["speedup_wall"] < 1003 / 148
+
+
+def test_project_falls_back_to_amdahl_with_a_reason(tmp_path: Path) -> None:
+    tb = TraceBuilder()
+    tb.launch(0, 5, 8, 10)
+    tb.step(1, 0, 30)
+    (tmp_path / "g.json").write_text(json.dumps({"traceEvents": [e for e in tb.events if e["cat"] != "cuda_runtime"]}))
+    wins = tmp_path / "wins.csv"
+    wins.write_text("target,speedup\nelementwise,2\n")
+    code, d, err = project_json("--speedups", str(wins), "--runs", str(tmp_path / "g.json"), "--json")
+    assert code == 0 and d["runs"][0]["model"] == "amdahl" and "no CPU runtime events" in d["runs"][0]["model_reason"]
+    assert "projected with Amdahl's law" in err
+    res = CliRunner().invoke(main, ["project", "--speedups", str(wins), "--runs", str(tmp_path / "g.json")])
+    assert res.exit_code == 0 and "(Amdahl: no CPU runtime events" in res.stdout
+
+
+@pytest.mark.parametrize("bad", ["0", "-3", "nan"])
+def test_project_bad_step_ms(tmp_path: Path, bad: str) -> None:
+    wins = tmp_path / "wins.csv"
+    wins.write_text("target,speedup\nelementwise,2\n")
+    res = CliRunner().invoke(main, ["project", "--speedups", str(wins), "--runs", str(launch_bound_trace(tmp_path)),
+                                    "--step-ms", bad])
+    assert res.exit_code == 2 and "--step-ms" in res.stderr and "Traceback" not in res.output
+
+
+def test_bad_kernels_after(tmp_path: Path) -> None:
+    wins = tmp_path / "wins.csv"
+    wins.write_text("target,speedup,kernels_after\nelementwise,2,1.5\n")
+    res = CliRunner().invoke(main, ["project", "--speedups", str(wins), "--runs", str(launch_bound_trace(tmp_path))])
+    assert res.exit_code == 2 and "kernels_after" in res.stderr
+
+
+def test_validation_on_real_pairs(tmp_path: Path) -> None:
+    """gpu/replay_validation.py on two real H200 pairs: replay within 10% of the measured speedups."""
+    import subprocess
+    import sys
+
+    import pandas as pd
+
+    root = Path(__file__).resolve().parents[2]
+    out = tmp_path / "v.csv"
+    res = subprocess.run([sys.executable, str(root / "gpu" / "replay_validation.py"), str(root / "tests/data/pairs"),
+                          "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    t = pd.read_csv(out).set_index("pair")
+    assert list(t.index) == ["llama8b-prefill-b4-rmsnorm", "two-stream-gelu"]
+    assert (t["replay_residual"].abs() < 0.02).all()
+    assert (t["replay_error_wall"].abs() < 0.10).all() and (t["replay_error_kernel"].abs() < 0.06).all()
+    # the fused RMSNorm: 8 eager kernels per call -> 1, and Amdahl on the kernel basis is right (GPU-bound)
+    p = t.loc["llama8b-prefill-b4-rmsnorm"]
+    assert (p["kernels_forward_a"], p["kernels_after_forward"]) == (8, 1)
+    assert abs(p["amdahl_error_kernel"]) < 0.03
+    # two streams: Amdahl over summed kernel time overshoots, the replay of the real waits does not; the
+    # main stream's GEMMs run faster once the GELUs no longer share the SMs (without the sharing model
+    # the replay is -7.7% on the wall and -5.5% on the kernel basis)
+    s = t.loc["two-stream-gelu"]
+    assert abs(s["replay_error_wall"]) < abs(s["amdahl_error_wall"])
+    assert abs(s["replay_error_wall"]) < 0.05 and abs(s["replay_error_kernel"]) < 0.02
+    # measured wall: the ratio of the lower quartiles of the unprofiled step times
+    meta = json.loads((root / "tests/data/pairs/two-stream-gelu.json").read_text())
+    a, b = (np.quantile(meta["step_ms"][x], 0.25) for x in "AB")
+    assert s["measured_speedup_wall"] == pytest.approx(a / b, abs=1e-4) and s["step_ms_a"] == pytest.approx(a, abs=1e-4)
+
+
+def _scaled_gpu_trace(src: Path, dst: Path, factor: float) -> None:
+    """A copy of a gzipped trace with every GPU op's duration times `factor` (a clock drift in one window)."""
+    import gzip
+
+    with gzip.open(src, "rt") as f:
+        doc = json.load(f)
+    gpu = [e for e in doc["traceEvents"] if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and "dur" in e]
+    t0 = min(e["ts"] for e in gpu)
+    for e in gpu:  # the GPU timeline stretched about its first op: gaps and overlaps scale alike
+        e["ts"], e["dur"] = t0 + (e["ts"] - t0) * factor, e["dur"] * factor
+    with gzip.open(dst, "wt") as f:
+        json.dump(doc, f)
+
+
+def test_validation_takes_the_median_over_profiled_rounds(tmp_path: Path) -> None:
+    """Rounds A.rR/B.rR: the kernel speedup is the median of the per-round ratios, with its range;
+    a round without its B trace fails in one line with exit code 2."""
+    import shutil
+    import subprocess
+    import sys
+
+    import pandas as pd
+
+    root = Path(__file__).resolve().parents[2]
+    src, d = root / "tests/data/pairs", tmp_path / "pairs"
+    d.mkdir()
+    name = "two-stream-gelu"
+    for f in (f"{name}.A.json.gz", f"{name}.B.json.gz", f"{name}.json"):
+        shutil.copy(src / f, d / f)
+    script = [sys.executable, str(root / "gpu" / "replay_validation.py"), str(d)]
+    res = subprocess.run([*script, "--out", str(tmp_path / "one.csv")], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    one = pd.read_csv(tmp_path / "one.csv").iloc[0]
+    assert one["rounds"] == 1 and one["measured_speedup_kernel_min"] == one["measured_speedup_kernel_max"]
+    # round 1: B's window ran 10% slow (A/B up); round 2: B's window 10% fast (A/B down)
+    for r, factor in ((1, 1.1), (2, 0.9)):
+        shutil.copy(src / f"{name}.A.json.gz", d / f"{name}.A.r{r}.json.gz")
+        _scaled_gpu_trace(src / f"{name}.B.json.gz", d / f"{name}.B.r{r}.json.gz", factor)
+    res = subprocess.run([*script, "--out", str(tmp_path / "three.csv")], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    t = pd.read_csv(tmp_path / "three.csv").iloc[0]
+    assert t["rounds"] == 3
+    k = t["measured_speedup_kernel"]
+    assert k == pytest.approx(one["measured_speedup_kernel"], abs=1e-4)  # the median: round 0
+    assert t["measured_speedup_kernel_min"] < k / 1.05 and t["measured_speedup_kernel_max"] > k * 1.05
+    assert t["replay_error_kernel"] == pytest.approx(t["replay_speedup_kernel"] / k - 1, abs=1e-3)
+    (d / f"{name}.B.r2.json.gz").unlink()
+    res = subprocess.run([*script, "--out", str(tmp_path / "bad.csv")], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 2 and "B.r2.json.gz" in res.stderr and "Traceback" not in res.stderr
+    assert not (tmp_path / "bad.csv").exists()
+
+
+def test_validation_rounds_on_real_prefill(tmp_path: Path) -> None:
+    """Three alternating profiled rounds of the real prefill pair: round 0's A window ran slow, so its
+    kernel speedup alone misses the replay by over 1.5%; the median over rounds is within 0.5%."""
+    import subprocess
+    import sys
+
+    import pandas as pd
+
+    root = Path(__file__).resolve().parents[2]
+    out = tmp_path / "v.csv"
+    res = subprocess.run([sys.executable, str(root / "gpu" / "replay_validation.py"),
+                          str(root / "tests/data/pairs_rounds"), "--out", str(out)],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    p = pd.read_csv(out).iloc[0]
+    assert p["rounds"] == 3 and abs(p["replay_residual"]) < 0.02
+    assert p["measured_speedup_kernel_max"] / p["replay_speedup_kernel"] - 1 > 0.015  # round 0
+    assert abs(p["replay_error_kernel"]) < 0.005 and abs(p["replay_error_wall"]) < 0.05
+    # the projections from each round's A agree with each other far better than the measured rounds do
+    assert p["replay_speedup_kernel_max"] - p["replay_speedup_kernel_min"] < 0.005
+    assert p["measured_speedup_kernel_max"] - p["measured_speedup_kernel_min"] > 0.02
+
+
+def test_project_replays_every_rank_of_a_run(tmp_path: Path) -> None:
+    """A run folder with rank0/ and rank1/ traces: each rank is replayed, the slowest rank's span is the step."""
+    import gzip
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "toy-train", run)
+    for rank, cpu in ((0, 100), (1, 50)):  # rank 0: launch-bound, 100 us of CPU per launch; rank 1: 50 us
+        tb = TraceBuilder()
+        for i in range(10):
+            tb.launch(cpu * i + cpu - 10, 10, cpu * i + cpu - 2, 5)
+        tb.step(1, 0, 10 * cpu)
+        (run / f"rank{rank}").mkdir()
+        (run / f"rank{rank}" / "trace.json.gz").write_bytes(gzip.compress(json.dumps({"traceEvents": tb.events}).encode()))
+    wins = tmp_path / "wins.csv"
+    wins.write_text("target,speedup,kernels_after\nelementwise,1,1\n")
+    code, d, _ = project_json("--speedups", str(wins), "--runs", str(run), "--json")
+    r = d["runs"][0]
+    assert code == 0 and r["model"] == "replay" and len(r["replay_ranks"]) == 2
+    spans = {x["rank"]: x["span"] for x in r["replay_ranks"]}
+    assert spans == {0: pytest.approx(1003), 1: pytest.approx(503)}
+    assert 0 < r["cpu_scale"] <= 4.0  # calibrated to the run's step_time_ms
+
+
+def test_project_replays_module_targets(tmp_path: Path) -> None:
+    """module: targets are placed on the graph through each kernel's launching op and its module scope."""
+    tb = TraceBuilder()
+    for i in range(10):
+        tb.launch(100 * i + 90, 10, 100 * i + 98, 5, op="aten::mul")
+    tb.scope("nn.Module: h.0.mlp.act (NewGELUActivation)", 280, 720)  # kernels 2..9
+    tb.step(1, 0, 1000)
+    trace = tb.write(tmp_path / "scoped.json")
+    wins = tmp_path / "wins.csv"
+    wins.write_text("target,speedup,kernels_after\nmodule:NewGELUActivation,1,1\n")
+    code, d, err = project_json("--speedups", str(wins), "--runs", str(trace), "--json")
+    r = d["runs"][0]
+    assert code == 0 and r["model"] == "replay", err
+    # as in the launch-bound test: kernels 2..9 fused into one, launches 3..9 and their gaps gone
+    assert r["replay_speedup_wall"] == pytest.approx(1003 / 338)
+    assert d["unmatched"] == [] and r["amdahl_speedup_kernel"] == pytest.approx(1.0)  # Amdahl places it too
