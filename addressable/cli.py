@@ -545,6 +545,10 @@ def _verify_options(fn: Callable) -> Callable:
         click.option("--written-tol", default=1e-2, show_default=True, help="Max gap in nonzero-finite fraction."),
         click.option("--invariant-tol", default=1e-3, show_default=True, help="Max violation of a custom float invariant."),
         click.option("--review-speedup", default=10.0, show_default=True, help="Speedups above this get the verdict review."),
+        click.option("--precision-ratio", default=100.0, show_default=True,
+                     help="Review a candidate whose error against float64 exceeds the reference's this many times."),
+        click.option("--allow-precision", type=click.Choice(["tf32", "bf16", "fp16"]),
+                     help="Accept a candidate as precise as this (still reported)."),
     ]):
         fn = opt(fn)
     return fn
@@ -558,8 +562,25 @@ def _verify_kwargs(kw: dict[str, Any]) -> dict[str, Any]:
     if not box.sandboxed:
         click.echo(unsandboxed_warning(box), err=True)
     th = Thresholds(rel_fro=kw.pop("rel_fro"), max_err=kw.pop("max_err"), written_tol=kw.pop("written_tol"),
-                    invariant_tol=kw.pop("invariant_tol"), review_speedup=kw.pop("review_speedup"))
+                    invariant_tol=kw.pop("invariant_tol"), review_speedup=kw.pop("review_speedup"),
+                    precision_ratio=kw.pop("precision_ratio"))
     return {**kw, "thresholds": th, "overrides": parse_overrides(kw.pop("overrides"))}
+
+
+def _stage_line(label: str) -> tuple[Callable[[str], None], Callable[[], None]]:
+    """A live "label: stage" line on a terminal's stderr (as `profile` has), and the function that removes it."""
+    import time
+
+    from addressable.core.progress import Progress
+
+    bar = Progress(1, label, unit="verification")
+    start = time.monotonic()
+
+    def show(stage: str) -> None:
+        bar.label = f"{label}: {stage} ({time.monotonic() - start:.0f} s)"
+        bar.advance(0)
+
+    return show, bar.close
 
 
 @main.command()
@@ -573,7 +594,11 @@ def verify(reference: Path, candidate: Path, as_json: bool, **kw: Any) -> None:
     from addressable.verification.runner import format_result
     from addressable.verification.runner import verify as run_verify
 
-    r = run_verify(reference, candidate, **_verify_kwargs(kw))
+    show, close = _stage_line(f"verify {candidate.name}")
+    try:
+        r = run_verify(reference, candidate, progress=show, **_verify_kwargs(kw))
+    finally:
+        close()
     click.echo(_json(r.to_dict()) if as_json else format_result(r))
     sys.exit(r.exit_code)
 
@@ -590,10 +615,16 @@ def verify_batch(pairs: Path, wins_out: Path, reviews_out: Path | None, json_dir
 
     Exit 0 when every pair passed, 1 when any failed, 3 when the rest passed but some need review."""
     from addressable.core.atomic import write_text
-    from addressable.verification.runner import WINS_COLUMNS, batch_exit_code, format_batch_row
+    from addressable.verification.runner import WINS_COLUMNS, batch_exit_code, check_outputs, format_batch_row
     from addressable.verification.runner import verify_batch as run_batch
 
-    df = run_batch(pairs, json_dir=json_dir, on_result=lambda r: click.echo(format_batch_row(r)), **_verify_kwargs(kw))
+    check_outputs([wins_out, reviews_out], [json_dir])  # before anything is verified
+    show, close = _stage_line("verify-batch")
+    try:
+        df = run_batch(pairs, json_dir=json_dir, on_result=lambda r: (close(), click.echo(format_batch_row(r))),
+                       progress=show, **_verify_kwargs(kw))
+    finally:
+        close()
     write_text(wins_out, df.loc[df["verdict"] == "pass", WINS_COLUMNS].to_csv(index=False))
     reviews = df[df["verdict"] == "review"]
     if reviews_out:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from addressable.verification.harness import clone, to_f64
+from addressable.verification.harness import clone
 
 MARKER = "spin_kernel"  # the kernel of torch.cuda._sleep: the harness's own markers in a profile
 _SPIN_CYCLES = 2000
@@ -32,6 +32,8 @@ class Thresholds:
     fresh_tol: float = 0.5
     invariant_tol: float = 1e-3
     review_speedup: float = 10.0
+    precision_ratio: float = 100.0
+    clock_tol: float = 0.1
 
 
 def check(value: Any, threshold: Any, passed: bool | None) -> dict[str, Any]:
@@ -51,56 +53,117 @@ def worse(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
         return a
 
 
-def compare_output(ref: Any, cand: Any, cand_b: Any, th: Thresholds) -> dict[str, dict[str, Any]]:
-    """The per-output checks of one trial (ref, cand: the output; cand_b: the output with other poison)."""
+_CHUNK = 1 << 20  # elements per float64 chunk (8 MB): the checks stream through outputs of any size
+
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """Run torch on one thread in the block: chunked checks are 8x faster so on a loaded machine
+    (no OpenMP barrier per chunk), and no slower on an idle one."""
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(n)
+
+
+def _chunks(*ts: Any) -> Iterator[tuple]:
+    """Aligned float64 chunks of same-sized tensors (None stays None), flattened."""
+    import torch
+
+    flats = [None if t is None else t.detach().reshape(-1) for t in ts]
+    n = next(f.numel() for f in flats if f is not None)
+    for i in range(0, max(n, 1), _CHUNK):
+        yield tuple(None if f is None else f[i:i + _CHUNK].to(torch.float64) for f in flats)
+
+
+def _sq(x: Any) -> float:
+    return float(x.square().sum()) if x.numel() else 0.0
+
+
+def _amax(x: Any) -> float:
+    return float(x.abs().max()) if x.numel() else 0.0
+
+
+def compare_output(ref: Any, cand: Any, cand_b: Any, th: Thresholds, ref64: Any = None
+                   ) -> tuple[dict[str, dict[str, Any]], tuple[float, float] | None]:
+    """The per-output checks of one trial (ref, cand: the output; cand_b: the output with other poison),
+    and with ref64 (the reference's float64 output) the candidate's and the reference's relative
+    Frobenius errors against it."""
     import torch
 
     checks = {"shape": check(list(cand.shape), list(ref.shape), cand.shape == ref.shape),
               "dtype": check(str(cand.dtype).removeprefix("torch."), str(ref.dtype).removeprefix("torch."),
                              cand.dtype == ref.dtype)}
     if cand.shape != ref.shape:
-        return checks
-    r, c, cb = to_f64(ref, ref.device), to_f64(cand, ref.device), to_f64(cand_b, ref.device)
-    fin_r, fin_c = torch.isfinite(r), torch.isfinite(c)
-    r0 = torch.where(fin_r, r, 0.0)
-    c0 = torch.where(fin_r & fin_c, c, 0.0)
-    ref_norm, ref_max = float(torch.linalg.vector_norm(r0)), float(r0.abs().max()) if r0.numel() else 0.0
-    diff = c0 - r0
-    rel = float(torch.linalg.vector_norm(diff)) / (ref_norm or 1.0)
-    mx = (float(diff.abs().max()) if diff.numel() else 0.0) / (ref_max or 1.0)
+        return checks, None
+    s = dict.fromkeys(("ref_sq", "diff_sq", "ref_max", "diff_max", "bad", "nz_c", "nz_r", "e64_c", "e64_r", "n64"), 0.0)
+    for r, c, r64 in _chunks(ref, cand, ref64):
+        fin_r, fin_c = torch.isfinite(r), torch.isfinite(c)
+        r0 = torch.where(fin_r, r, 0.0)
+        diff = torch.where(fin_r & fin_c, c, 0.0) - r0
+        s["ref_sq"] += _sq(r0)
+        s["diff_sq"] += _sq(diff)
+        s["ref_max"], s["diff_max"] = max(s["ref_max"], _amax(r0)), max(s["diff_max"], _amax(diff))
+        s["bad"] += int((fin_r & ~fin_c).sum())
+        s["nz_c"] += int((fin_c & (c != 0)).sum())
+        s["nz_r"] += int((fin_r & (r != 0)).sum())
+        if r64 is not None:
+            fin64 = torch.isfinite(r64)
+            t64 = torch.where(fin64, r64, 0.0)
+            s["n64"] += _sq(t64)
+            s["e64_c"] += _sq(torch.where(fin64 & fin_c, c, 0.0) - t64)
+            s["e64_r"] += _sq(torch.where(fin64 & fin_r, r, 0.0) - t64)
+    n = max(ref.numel(), 1)
+    rel = (s["diff_sq"] ** 0.5) / ((s["ref_sq"] ** 0.5) or 1.0)
+    mx = s["diff_max"] / (s["ref_max"] or 1.0)
     checks["rel_fro"] = check(rel, th.rel_fro, rel < th.rel_fro)
     checks["max_err"] = check(mx, th.max_err, mx < th.max_err)
-    bad = int((fin_r & ~fin_c).sum())
-    checks["finite"] = check(bad, 0, bad == 0)
-    n = max(r.numel(), 1)
-    frac_c = float((fin_c & (c != 0)).sum()) / n
-    frac_r = float((fin_r & (r != 0)).sum()) / n
-    checks["written"] = check(abs(frac_c - frac_r), th.written_tol, abs(frac_c - frac_r) <= th.written_tol)
-    if cb.shape == c.shape:
-        same = (c == cb) | (torch.isnan(c) & torch.isnan(cb)) | ((c - cb).abs() <= 1e-5 * (ref_max or 1.0))
-        changed = 1.0 - float(same.sum()) / n
-    else:
-        changed = 1.0
+    checks["finite"] = check(int(s["bad"]), 0, s["bad"] == 0)
+    gap = abs(s["nz_c"] - s["nz_r"]) / n
+    checks["written"] = check(gap, th.written_tol, gap <= th.written_tol)
+    changed = _sentinel_changed(cand, cand_b, s["ref_max"])
     checks["sentinel"] = check(changed, th.sentinel_tol, changed <= th.sentinel_tol)
-    return checks
+    if ref64 is None:
+        return checks, None
+    norm64 = (s["n64"] ** 0.5) or 1.0
+    return checks, ((s["e64_c"] ** 0.5) / norm64, (s["e64_r"] ** 0.5) / norm64)
+
+
+def _sentinel_changed(cand: Any, cand_b: Any, ref_max: float) -> float:
+    """The fraction of elements that differ between the two poisoned runs (1 when their shapes differ)."""
+    import torch
+
+    if cand_b.shape != cand.shape:
+        return 1.0
+    same = 0
+    for c, cb in _chunks(cand, cand_b):
+        same += int(((c == cb) | (torch.isnan(c) & torch.isnan(cb)) | ((c - cb).abs() <= 1e-5 * (ref_max or 1.0))).sum())
+    return 1.0 - same / max(cand.numel(), 1)
 
 
 def fresh_check(prev: tuple, cur: tuple, th: Thresholds) -> dict[str, Any] | None:
-    """Did the output change as much as the reference did since the last trial? None if not comparable."""
+    """Did the output change as much as the reference did since the last trial? None if not comparable.
+
+    prev, cur: (reference output, candidate output) of two trials, in any dtype."""
     import torch
 
     (r0, c0), (r1, c1) = prev, cur
     if r0.shape != r1.shape or c0.shape != r1.shape or c1.shape != r1.shape:
         return None
-    ok = torch.isfinite(r0) & torch.isfinite(r1)
-    z = torch.zeros((), dtype=r1.dtype, device=r1.device)
-    dr = float(torch.linalg.vector_norm(torch.where(ok, r1 - r0, z)))
+    dr = dc = n0 = n1 = 0.0
+    for a0, a1, b0, b1 in _chunks(r0, r1, c0, c1):
+        ok = torch.isfinite(a0) & torch.isfinite(a1)
+        dr += _sq(torch.where(ok, a1 - a0, 0.0))
+        dc += _sq(torch.where(ok & torch.isfinite(b0) & torch.isfinite(b1), b1 - b0, 0.0))
+        n0, n1 = n0 + _sq(torch.where(ok, a0, 0.0)), n1 + _sq(torch.where(ok, a1, 0.0))
     if dr == 0.0:
         return None
-    cc = torch.where(ok & torch.isfinite(c0) & torch.isfinite(c1), c1 - c0, z)
-    dc = float(torch.linalg.vector_norm(cc))
-    norms = float(torch.linalg.vector_norm(torch.where(ok, r0, z)) + torch.linalg.vector_norm(torch.where(ok, r1, z)))
-    threshold = th.fresh_tol + th.rel_fro * norms / dr
+    dr, dc = dr ** 0.5, dc ** 0.5
+    threshold = th.fresh_tol + th.rel_fro * (n0 ** 0.5 + n1 ** 0.5) / dr
     value = abs(dc - dr) / dr
     return check(value, threshold, value <= threshold)
 
@@ -111,10 +174,68 @@ def n_modified(now: Any, before: Any) -> int:
 
     if now.shape != before.shape or now.dtype != before.dtype:
         return before.numel()
-    differ = now != before
-    if now.is_floating_point() or now.is_complex():
-        differ &= ~(torch.isnan(now) & torch.isnan(before))
-    return int(differ.sum())
+    if not (now.is_floating_point() or now.is_complex()):
+        return int((now != before).sum())
+    differ = 0
+    for a, b in _chunks(now, before):
+        differ += int(((a != b) & ~(torch.isnan(a) & torch.isnan(b))).sum())
+    return differ
+
+
+# ---------------------------------------------------------------- sketches of timed outputs
+
+SKETCH_ROWS = 2048
+
+
+def _signs(m: int, key: int, dtype: Any, device: Any) -> Any:
+    import torch
+
+    gen = torch.Generator().manual_seed(key % 2**63)
+    return (torch.randint(0, 2, (m,), generator=gen, dtype=torch.int8) * 2 - 1).to(dtype=dtype, device=device)
+
+
+def sketch(t: Any, key: int) -> Any:
+    """A random-sign sketch of a tensor: SKETCH_ROWS numbers that bind every element (float64, on the CPU).
+
+    Element i of the flattened tensor goes to row i // m with sign s[i % m] (m = ceil(n / rows)); a row
+    is the signed sum of its elements, so the sketch of a difference estimates its Frobenius norm
+    (E|S(d)|² = |d|²). Floating tensors are summed in float32 (float64 when they are float64),
+    integers in float64; non-finite elements count as 0 when any row is not finite."""
+    import torch
+
+    x = t.detach().reshape(-1)
+    dt = torch.float64 if x.dtype == torch.float64 or not x.is_floating_point() else torch.float32
+    x = x.to(dt)
+    n = x.numel()
+    if n == 0:
+        return torch.zeros(0, dtype=torch.float64)
+    m = -(-n // min(SKETCH_ROWS, n))
+    s = _signs(m, key, dt, x.device)
+
+    def rows(v: Any) -> Any:
+        full = (n // m) * m
+        main = v[:full].view(-1, m) @ s
+        return torch.cat([main, (v[full:] @ s[:n - full]).reshape(1)]) if full < n else main
+
+    out = rows(x)
+    if not bool(torch.isfinite(out).all()):
+        out = rows(torch.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0))
+    return out.to(device="cpu", dtype=torch.float64)
+
+
+def sketch_error(cand: list, ref: list) -> float:
+    """Largest estimated relative Frobenius error over outputs, from their sketches (inf when sizes differ)."""
+    import torch
+
+    if len(cand) != len(ref):
+        return float("inf")
+    worst = 0.0
+    for c, r in zip(cand, ref, strict=True):
+        if c.shape != r.shape:
+            return float("inf")
+        d = float(torch.linalg.vector_norm(c - r))
+        worst = max(worst, d / (float(torch.linalg.vector_norm(r)) or 1.0))
+    return worst if worst == worst else float("inf")
 
 
 def _single(outs: list) -> Any:

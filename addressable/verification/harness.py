@@ -63,8 +63,10 @@ def problem_names(path: str | Path) -> set[str]:
     path = readable(Path(path), "reference")
     try:
         names = top_level_names(path)
-    except (SyntaxError, UnicodeDecodeError, ValueError) as e:
+    except SyntaxError as e:
         raise AddressableError(f"reference {path} does not parse: {e}") from None
+    except (UnicodeDecodeError, ValueError):
+        raise AddressableError(f"reference {path} is not a Python source file (binary, or not UTF-8)") from None
     missing = [n for n in PROBLEM_NAMES if n not in names]
     if missing:
         raise AddressableError(f"reference {path} is not a KernelBench problem: no {', '.join(missing)}")
@@ -81,12 +83,16 @@ def check_problem_file(path: str | Path, overrides: dict[str, Any] | None = None
 
 
 def check_candidate_file(path: str | Path) -> str | None:
-    """None when the candidate defines ModelNew; a compile-error reason when it does not parse."""
+    """None when the candidate defines ModelNew; a compile-error reason when it does not parse.
+
+    A file that is not Python source at all (binary, not UTF-8) is bad input: AddressableError."""
     path = readable(Path(path), "candidate")
     try:
         names = top_level_names(path)
-    except (SyntaxError, UnicodeDecodeError, ValueError) as e:
+    except SyntaxError as e:
         return f"candidate does not compile: {type(e).__name__}: {e}"
+    except (UnicodeDecodeError, ValueError):
+        raise AddressableError(f"candidate {path} is not a Python source file (binary, or not UTF-8)") from None
     if "ModelNew" not in names:
         raise AddressableError(f"candidate {path} defines no ModelNew")
     return None
@@ -236,11 +242,13 @@ def as_outputs(out: Any, who: str) -> list:
     """A model's output as a list of tensors; TypeError for anything else."""
     import torch
 
-    if isinstance(out, torch.Tensor):
-        return [out]
-    if isinstance(out, list | tuple) and out and all(isinstance(o, torch.Tensor) for o in out):
-        return list(out)
-    raise TypeError(f"{who} returned {type(out).__name__}, not a tensor or a tuple of tensors")
+    outs = [out] if isinstance(out, torch.Tensor) else list(out) if isinstance(out, list | tuple) else []
+    if not outs or not all(isinstance(o, torch.Tensor) for o in outs):
+        raise TypeError(f"{who} returned {type(out).__name__}, not a tensor or a tuple of tensors")
+    odd = [type(o).__name__ for o in outs if type(o) not in (torch.Tensor, torch.nn.Parameter)]
+    if odd and who == "candidate":  # a subclass can defer its work until the output is read, outside the timing
+        raise TypeError(f"candidate returned a {odd[0]} (a torch.Tensor subclass): return plain tensors")
+    return outs
 
 
 def to_f64(t: Any, device: Any) -> Any:

@@ -45,6 +45,7 @@ KEEP = ("PATH", "LANG", "LANGUAGE", "TZ", "TERM", "LD_LIBRARY_PATH", "LIBRARY_PA
 KEEP_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "TRITON_", "TORCH_", "PYTORCH_", "TORCHINDUCTOR_", "CUBLAS_",
                  "CUDNN_", "NCCL_", "OMP_", "MKL_", "KMP_", "OPENBLAS_", "HIP_", "ROCM_", "ROCR_", "HSA_", "AMD_")
 SECRET = re.compile(r"TOKEN|SECRET|PASSW|KEY|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE", re.IGNORECASE)
+PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding this `addressable` package
 SECRET_PATHS = (".ssh", ".aws", ".gnupg", ".netrc", ".config", ".docker", ".kube", ".git-credentials",
                 ".pypirc", ".npmrc", ".azure", ".gcloud", ".cache/huggingface", ".huggingface")
 
@@ -128,11 +129,14 @@ def scrubbed_env(scratch: Path, pythonpath: list[str]) -> dict[str, str]:
     return env
 
 
-def bwrap_command(scratch: Path, control: Path, inputs: Iterable[Path] = ()) -> list[str]:
-    """The bwrap prefix: read-only /, writable scratch and control folders, no network, GPUs passed through.
+def bwrap_command(scratch: Path, writable: Path | list[Path], inputs: Iterable[Path] = (),
+                  readonly: Iterable[Path] = ()) -> list[str]:
+    """The bwrap prefix: read-only /, the scratch and `writable` folders writable, no network, GPUs passed through.
 
-    `inputs` (the problem and candidate files) and this Python (its prefix and sys.path: a venv
-    or a checkout) stay readable where they live, /tmp included (the sandbox's own /tmp is empty)."""
+    `inputs` (the problem and candidate files), `readonly` folders, this Python (its prefix and
+    sys.path: a venv or a checkout) and this package (wherever it is imported from: an editable
+    install's finder need not put the checkout on sys.path) stay readable where they live, /tmp
+    included (the sandbox's own /tmp is empty)."""
     cmd = [shutil.which("bwrap") or "bwrap", "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev",
            "--tmpfs", "/dev/shm", "--proc", "/proc", "--tmpfs", "/tmp", "--unshare-net", "--unshare-pid",
            "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session"]
@@ -143,12 +147,14 @@ def bwrap_command(scratch: Path, control: Path, inputs: Iterable[Path] = ()) -> 
             cmd += ["--tmpfs", str(p)]
         elif p.exists():
             cmd += ["--ro-bind", "/dev/null", str(p)]
-    python = [Path(p) for p in (sys.prefix, sys.exec_prefix, *sys.path) if p and Path(p).is_dir()]
-    for folder in sorted({str(Path(p).resolve().parent) for p in inputs} | {str(p.resolve()) for p in python}):
+    python = [Path(p) for p in (sys.prefix, sys.exec_prefix, *sys.path, PACKAGE_ROOT) if p and Path(p).is_dir()]
+    folders = {str(Path(p).resolve().parent) for p in inputs} | {str(p.resolve()) for p in [*python, *readonly]}
+    for folder in sorted(folders):
         if folder == "/tmp" or folder.startswith("/tmp/"):
             cmd += ["--ro-bind", folder, folder]
-    cmd += ["--bind", str(scratch), str(scratch), "--bind", str(control), str(control), "--chdir", str(scratch)]
-    return cmd
+    for folder in [scratch, *(writable if isinstance(writable, list) else [writable])]:
+        cmd += ["--bind", str(folder), str(folder)]
+    return [*cmd, "--chdir", str(scratch)]
 
 
 def resolved_limits(limits: Limits, device: str, timeout: float) -> dict[str, Any]:

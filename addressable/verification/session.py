@@ -1,0 +1,374 @@
+"""One verification as the parent runs it: what the checker and the candidate's process do, in order.
+
+1. setup: both helpers load the problem and build the reference, in parallel; the checker picks the
+   mode of the timed calls' fresh inputs (`fresh`), and both draw the same probe inputs (their
+   sketches must agree, or the timed checks cannot decide);
+2. baseline (when timing): before the candidate is imported, the candidate's process times the
+   reference in two batches, each also timed by this process's wall clock (`timing`);
+3. the candidate is imported, under the guard;
+4. trials: the checker computes trial t+1's reference outputs while the candidate runs trial t,
+   then compares trial t's outputs, which it receives in full;
+5. on a GPU, one profiled call of the candidate: the stream checks;
+6. timing, when every check passed: batches of the reference and the candidate alternate (ABBA)
+   until `calls` calls of each or the time budget, then one batch of repeated inputs per model;
+7. sampled checks: `SAMPLED` of the candidate's timed calls, picked here after they ran, are
+   recomputed by the checker from their seeds and compared with the sketches the candidate's
+   process sent before it could know which ones would be checked;
+8. tampering: the snapshots after the import, the trials and the timing, against the one before.
+
+Seeds of timed calls come from `secrets`. The verdict is computed here: with `isolate`, in a
+process where candidate code never ran.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from addressable.verification.channel import ChannelError, TimedOut
+from addressable.verification.checks import Thresholds, check, stream_checks, worse
+from addressable.verification.harness import DISTRIBUTIONS, quartiles
+from addressable.verification.sandbox import signal_reason
+from addressable.verification.tamper import changed
+from addressable.verification.timing import BATCH, PARENT_CLOCK, BatchRecord, timing_checks
+
+SAMPLED = 8  # timed calls of the candidate checked against the reference
+
+
+class Stop(Exception):
+    """The verification ends early: the candidate failed (the reason), or the problem is bad (`harness`)."""
+
+    def __init__(self, reason: str, harness: bool = False) -> None:
+        super().__init__(reason)
+        self.reason, self.harness = reason, harness
+
+
+def _floats(xs: Any, n: int) -> list[float]:
+    """`xs` as n positive finite floats, else Stop (the candidate's process sent something malformed)."""
+    try:
+        out = [float(x) for x in xs]
+    except (TypeError, ValueError):
+        out = []
+    if len(out) != n or not all(0 <= x < float("inf") for x in out):
+        raise Stop("the candidate's process sent a malformed timing reply")
+    return out
+
+
+class Session:
+    """The protocol of one verification (see the module docstring); `run()` returns VerifyResult fields."""
+
+    def __init__(self, spec: dict[str, Any], checker: Any, worker: Any,
+                 progress: Callable[[str], None] = lambda s: None) -> None:
+        self.spec, self.checker, self.worker, self.progress = spec, checker, worker, progress
+        self.th = Thresholds(**spec["thresholds"])
+        self.name = Path(spec["problem"]).name
+        self.checks: dict[str, dict[str, Any]] = {}
+        self.trials: list[dict[str, Any]] = []
+        self.batches: list[BatchRecord] = []
+        self.snapshots: list[dict[str, str]] = []
+        self.timed: list[tuple[int, Any]] = []  # (seed, sketches) of the candidate's timed calls
+        self.precision: dict[str, Any] = {}
+        self.extra: dict[str, Any] = {}
+        self.violations: list[str] = []
+        self.stage, self.mode, self.worker_alive = "starting", "redraw", True
+        self.k = max(1, min(BATCH, spec["calls"]))
+
+    # ---------------------------------------------------------------- replies
+
+    def _at(self, stage: str) -> None:
+        self.stage = stage
+        self.progress(stage)
+
+    def _worker_reply(self, rid: int) -> dict[str, Any]:
+        try:
+            r = self.worker.receive(rid)
+        except TimedOut:
+            self.worker_alive = False
+            raise Stop(f"timed out after {self.spec['timeout']:g} s ({self.stage})") from None
+        except ChannelError as e:
+            self.worker_alive = False
+            raise Stop(self._crash(self.worker, e)) from None
+        self.violations = r.get("violations", self.violations)
+        return r
+
+    def _from_worker(self, rid: int, what: str) -> Any:
+        r = self._worker_reply(rid)
+        if "error" in r:
+            raise Stop(r.get("limit") or f"{what}: {r['error']}")
+        return r["ok"]
+
+    def _worker(self, method: str, what: str, **kwargs: Any) -> Any:
+        return self._from_worker(self.worker.send(method, **kwargs), what)
+
+    def _from_checker(self, rid: int, what: str) -> Any:
+        try:
+            r = self.checker.receive(rid)
+        except TimedOut:
+            raise Stop(f"timed out after {self.spec['timeout']:g} s ({self.stage})") from None
+        except ChannelError as e:
+            raise Stop("the reference checker " + self._crash(self.checker, e), harness=True) from None
+        if "error" in r:
+            raise Stop(f"{what}: {r['error']}", harness=True)
+        return r["ok"]
+
+    def _crash(self, helper: Any, e: ChannelError) -> str:
+        if not hasattr(helper, "exit_status"):
+            return f"failed ({self.stage}): {e}"
+        status, tail = helper.exit_status(), helper.stderr_tail()
+        rc = helper.proc.returncode
+        why = signal_reason(rc, self.spec["limits"]) if rc is not None else None
+        return why or f"crashed with {status} ({self.stage})" + (f": {tail}" if tail else "")
+
+    # ---------------------------------------------------------------- the phases
+
+    def run(self) -> dict[str, Any]:
+        """Every phase in order; a failure ends it with the reason (tampering is still looked at)."""
+        try:
+            self._setup()
+            if self.spec["calls"] > 0:
+                self._baseline()
+            self._at("importing the candidate")
+            loaded = self._worker("load_candidate", "candidate failed to build")
+            self.snapshots.append(loaded["snapshot"])
+            self.extra["env"] = loaded["env"]
+            self._trials()
+            if self.spec["device"] == "cuda" and not self._failed():
+                self._profile()
+            if self.spec["calls"] > 0 and not self._failed():
+                self._timing()
+                self._sampled()
+        except Stop as e:
+            if e.harness:
+                return {"harness_error": e.reason}
+            self._tampering()
+            return self._result("fail", e.reason)
+        self._tampering()
+        return self._verdict()
+
+    def _setup(self) -> None:
+        self._at("loading the reference")
+        cid, wid = self.checker.send("setup", spec=self.spec), self.worker.send("setup", spec=self.spec)
+        self._from_checker(cid, f"reference {self.name} failed to build")
+        r = self._worker_reply(wid)
+        if "error" in r:
+            raise Stop(f"reference {self.name} failed to build: {r['error']}", harness=True)
+        self.snapshots.append(r["ok"]["snapshot"])
+        if self.spec["calls"] <= 0:
+            return
+        chosen = self._from_checker(self.checker.send("choose_mode", seed=secrets.randbits(62)), "timing inputs")
+        self.mode = chosen["mode"]
+        seed = secrets.randbits(62)
+        mine = self._worker("probe", "drawing timing inputs", mode=self.mode, seed=seed)
+        same = self._from_checker(self.checker.send("same_probe", mode=self.mode, seed=seed, sketches=mine), "probe")
+        self.extra.update(timed_inputs=self.mode, timed_inputs_note=chosen["note"], reproducible=same)
+
+    def _baseline(self) -> None:
+        self._at("timing the reference before the candidate loads")
+        self._from_checker(self.checker.send("warmup", mode=self.mode, calls=self.spec["warmup"]), "reference warm-up")
+        for _ in range(2):
+            self._batch("ref", "baseline")
+
+    def _batch(self, model: str, phase: str, n: int | None = None) -> None:
+        """One timed batch: the reference's in the checker (the candidate's process frozen meanwhile), the
+        candidate's in its process; this process's wall clock times each from request to reply."""
+        seeds = [secrets.randbits(62) for _ in range(n or self.k)]
+        kw = {"mode": self.mode, "seeds": seeds, "repeat": phase == "repeat"}
+        if model == "ref":
+            self.worker.freeze()
+            try:
+                t0 = PARENT_CLOCK()
+                data = self._from_checker(self.checker.send("batch", **kw), f"reference {self.name} failed while timed")
+                wall = (PARENT_CLOCK() - t0) * 1e3
+            finally:
+                self.worker.thaw()
+        else:
+            t0 = PARENT_CLOCK()
+            data = self._worker("batch", "candidate raised while timed", **kw)
+            wall = (PARENT_CLOCK() - t0) * 1e3
+        times = _floats(data.get("times") if isinstance(data, dict) else None, len(seeds))
+        sketches = data.get("sketches")
+        if not isinstance(sketches, list) or len(sketches) != len(seeds):
+            raise Stop("the candidate's process sent a malformed timing reply")
+        self.batches.append(BatchRecord(model, phase, wall, times))
+        if model == "cand" and phase == "timed":
+            self.timed += list(zip(seeds, sketches, strict=True))
+
+    def _trials(self) -> None:
+        seed, n = self.spec["seed"], self.spec["trials"]
+        pending = self.checker.send("reference_trial", trial=0, seed=seed, distribution=DISTRIBUTIONS[0])
+        for t in range(n):
+            self._at(f"reference, trial {t}")
+            ref = self._from_checker(pending, f"reference {self.name} failed on trial {t}")
+            if t + 1 < n:
+                pending = self.checker.send("reference_trial", trial=t + 1, seed=seed + t + 1,
+                                            distribution=DISTRIBUTIONS[(t + 1) % len(DISTRIBUTIONS)])
+            self._at(f"candidate, trial {t}")
+            out = self._worker("trial", f"candidate raised on trial {t}", trial=t, seed=seed + t,
+                               distribution=ref["distribution"])
+            res = self._from_checker(self.checker.send("check_trial", trial=t, **out),
+                                     f"invariants of {self.name} fail on the reference output")
+            if "malformed" in res:
+                raise Stop(f"the candidate's process sent malformed outputs on trial {t}: {res['malformed']}")
+            for name, entry in res["checks"].items():
+                self.checks[name] = worse(self.checks.get(name), entry)
+            if res["precision"].get("candidate_error", -1.0) > self.precision.get("candidate_error", -1.0):
+                self.precision = {**res["precision"], **self._tl_dot()}
+            self.trials.append({"trial": t, "seed": seed + t, "distribution": ref["distribution"],
+                                "failed": res["failed"], "skipped_invariants": res["skipped"],
+                                **({"note": ref["note"]} if ref["note"] else {})})
+            if res["failed"]:
+                return
+
+    def _tl_dot(self) -> dict[str, str]:
+        if not self.spec.get("tl_dot_tf32"):
+            return {}
+        return {"note": "; the candidate calls Triton's tl.dot without input_precision=\"ieee\", which rounds "
+                        "fp32 inputs to TF32"}
+
+    def _profile(self) -> None:
+        self._at("profiling one call of each model")
+        try:
+            ref = self._from_checker(self.checker.send("profile"), "profiling the reference")
+        except Stop as e:
+            self.checks.update(stream_checks(None, None, e.reason))
+            return
+        try:
+            self.checks.update(stream_checks(ref, self._worker("profile", "profiling")))
+        except Stop as e:
+            if not self.worker_alive:
+                raise
+            self.checks.update(stream_checks(None, None, e.reason))
+
+    def _timing(self) -> None:
+        self._at("timing")
+        self._worker("warmup", "candidate raised while timed", mode=self.mode, calls=self.spec["warmup"])
+        self._from_checker(self.checker.send("warmup", mode=self.mode, calls=1), "reference warm-up")
+        start, done, rnd = PARENT_CLOCK(), {"ref": 0, "cand": 0}, 0
+        while min(done.values()) < self.spec["calls"]:
+            for m in ("ref", "cand") if rnd % 2 == 0 else ("cand", "ref"):
+                n = min(self.k, self.spec["calls"] - done[m]) or self.k
+                self._batch(m, "timed", n)
+                done[m] += n
+            rnd += 1
+            if rnd >= 2 and PARENT_CLOCK() - start > self.spec["timing_budget_s"]:
+                break
+        for m in ("ref", "cand"):
+            self._batch(m, "repeat", max(self.k, 3))
+        checks, figures = timing_checks(self.batches, self.th.clock_tol, self.spec["device"])
+        self.checks.update(checks)
+        self.extra["wall_clock"] = figures
+
+    def _sampled(self) -> None:
+        self._at("checking sampled timed calls")
+        picks = secrets.SystemRandom().sample(self.timed, min(SAMPLED, len(self.timed)))
+        errs = self._from_checker(self.checker.send("check_sketches", mode=self.mode, items=picks),
+                                  f"reference {self.name} failed on timing inputs")
+        worst = max(float(e) for e in errs)
+        trial = float(self.checks["rel_fro"]["value"]) if "rel_fro" in self.checks else 0.0
+        limit = min(self.th.rel_fro, max(10 * trial, 1e-4))
+        self.checks["timed_outputs"] = check(worst, limit, worst <= limit if self.extra["reproducible"] else None)
+        self.extra["sampled_calls"] = len(picks)
+        if self.mode == "fixed":
+            self.checks["fresh_timed_inputs"] = check("inputs repeat", "fresh inputs", None)
+
+    def _tampering(self) -> None:
+        if self.worker_alive and len(self.snapshots) >= 2:
+            with contextlib.suppress(Stop):
+                self.snapshots.append(self._worker("snapshot", "snapshot"))
+        names = sorted({n for s in self.snapshots[1:] for n in changed(self.snapshots[0], s)})
+        if names:
+            shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+            self.checks["tampered"] = check(shown, "nothing changed", False)
+        elif len(self.snapshots) >= 2:
+            self.checks["tampered"] = check("nothing", "nothing changed", True)
+
+    # ---------------------------------------------------------------- the verdict
+
+    def _failed(self) -> bool:
+        return any(v["passed"] is False for v in self.checks.values())
+
+    def _result(self, verdict: str, reason: str, **timing: Any) -> dict[str, Any]:
+        if self.violations:
+            verdict, reason, timing = "fail", "sandbox: " + "; ".join(self.violations), {}
+            self.checks["sandbox"] = check("; ".join(self.violations), "nothing outside scratch", False)
+        return {"verdict": verdict, "reason": reason, "checks": self.checks, "trials": self.trials,
+                "precision": self.precision, **self.extra, **timing}
+
+    def _verdict(self) -> dict[str, Any]:
+        if self._failed():
+            return self._result("fail", fail_reason(self.checks, self.trials))
+        timing = _summary(self.batches) if self.batches else {}
+        flags = review_flags(self.checks, timing, self.th, self.precision)
+        return self._result("review" if flags else "pass", "; ".join(flags), **timing)
+
+
+def _summary(batches: list[BatchRecord]) -> dict[str, Any]:
+    """Medians, IQRs and speedups (median ratio; lo/hi from the quartiles) of the timed calls."""
+    ref = [t for b in batches if b.model == "ref" and b.phase == "timed" for t in b.times]
+    cand = [t for b in batches if b.model == "cand" and b.phase == "timed" for t in b.times]
+    (r25, rmed, r75), (c25, cmed, c75) = quartiles(ref), quartiles(cand)
+    return {"ref_ms": rmed, "candidate_ms": cmed, "ref_ms_iqr": [r25, r75], "candidate_ms_iqr": [c25, c75],
+            "speedup": rmed / cmed if cmed > 0 else float("inf"),
+            "speedup_lo": r25 / c75 if c75 > 0 else None, "speedup_hi": r75 / c25 if c25 > 0 else None,
+            "timing_runs": len(cand)}
+
+
+def _fmt(v: Any) -> str:
+    return f"{v:.3g}" if isinstance(v, float) else str(v)
+
+
+_WHY = {
+    "tampered": lambda v: f"tampered: {v['value']}",
+    "clock": lambda v: (f"clock: by the parent's wall clock each timed call of the candidate took {_fmt(v['value'])} ms "
+                        f"more than it reported (allowed {_fmt(v['threshold'])} ms)"),
+    "reuse": lambda v: (f"reuse: repeated inputs made the candidate {_fmt(v['value'])}x faster than they made the "
+                        f"reference (allowed {_fmt(v['threshold'])}x): it reuses work across calls"),
+    "timed_outputs": lambda v: (f"timed_outputs: a sampled timed call's output differs from the reference's "
+                                f"(relative error {_fmt(v['value'])}, allowed {_fmt(v['threshold'])})"),
+}
+
+
+def fail_reason(checks: dict[str, dict[str, Any]], trials: list[dict[str, Any]]) -> str:
+    """One line naming every failed check, with the first trial it failed on."""
+    parts, special = [], []
+    for k, v in checks.items():
+        if v["passed"] is not False:
+            continue
+        if k in _WHY:
+            special.append(_WHY[k](v))
+            continue
+        first = next((tr["trial"] for tr in trials if k in tr["failed"]), None)
+        where = f"trial {first}: " if first is not None else ""
+        parts.append(f"{k} ({where}{_fmt(v['value'])} vs {_fmt(v['threshold'])})")
+    return "; ".join(([("failed " + ", ".join(parts))] if parts else []) + special)
+
+
+def review_flags(checks: dict[str, dict[str, Any]], timing: dict[str, Any], th: Thresholds,
+                 precision: dict[str, Any] | None = None) -> list[str]:
+    """Why a result whose checks all passed still needs a person's look (empty: it doesn't)."""
+    flags = []
+    for k, v in checks.items():
+        if v["passed"] is not None:
+            continue
+        if k == "precision" and precision:
+            flags.append(f"lower precision than the reference (error vs float64 {_fmt(v['value'])}, the "
+                         f"reference's {_fmt(precision.get('reference_error', 0.0))}; consistent with "
+                         f"{precision.get('consistent_with') or '?'}){precision.get('note', '')}")
+        elif k == "reference_timing":
+            flags.append(f"the reference ran {_fmt(v['value'])}x slower with the candidate loaded than before it "
+                         f"was imported (allowed {_fmt(v['threshold'])}x): check the timing by hand")
+        else:
+            flags.append(f"{k} undecided ({_fmt(v['value'])})")
+    if not timing:
+        return flags
+    speedup = timing["speedup"]
+    if speedup > th.review_speedup:
+        flags.append(f"speedup {speedup:.1f}x > {th.review_speedup:g}x: check the timing by hand")
+    for who, (lo, hi), med in (("reference", timing["ref_ms_iqr"], timing["ref_ms"]),
+                               ("candidate", timing["candidate_ms_iqr"], timing["candidate_ms"])):
+        if hi - lo > med:
+            flags.append(f"{who} timing is noisy (IQR {hi - lo:.3g} ms > median {med:.3g} ms)")
+    return flags

@@ -1,0 +1,186 @@
+"""Timing a candidate that may lie about time: clocks taken before it loads, a wall clock it cannot reach.
+
+In the candidate's process (`time_batch`): timed calls run in batches of `BATCH` calls of one model.
+Each call gets fresh inputs (`fresh.FreshInputs`, drawn before the interval starts), then, on a
+GPU, a 256 MB L2 flush, a CUDA event, the call, a device-wide synchronize (work left on any stream
+counts) and a second event (minus the idle cost of that synchronize and event, measured once); on
+the CPU, `time.perf_counter` around the call. Right after the call, outside the interval, the
+output's sketch (`checks.sketch`) is taken: it binds every element of the output, so the
+reference checker can later compare the outputs of calls the candidate cannot predict.
+The timing functions (`Clocks`) are taken before the candidate is imported, so patching
+`time.perf_counter` or `torch.cuda.Event.elapsed_time` afterwards changes nothing here.
+
+The reference is timed in the checker, a process the candidate never ran in, in batches that
+alternate with the candidate's (ABBA), while the candidate's process is frozen (SIGSTOP).
+
+In the verifying parent (`timing_checks`): a patched clock inside the candidate's process, or work
+moved outside the timed intervals (a thread, a lazily computed output, a forged reply), still takes
+wall-clock time. The parent times each batch with its own clock, from the request to the reply. Per
+call, the wall time less the reported time is the harness's overhead (input draw, flush, sketch,
+messages); the same code runs in both processes, so the checker's overhead (trusted) is what the
+candidate's must be. The checks:
+
+- ``clock``: the candidate's median overhead exceeds the checker's, in the interleaved batches, by
+  no more than max(clock_tol × its median call, 4 σ, floor), σ the spread of the checker's per-batch
+  overheads and floor what the wall clock resolves (0.02 ms on a GPU, 0.5 ms on the CPU);
+- ``reference_timing``: the reference, timed while the candidate is loaded, runs within
+  1 + max(clock_tol, 4 × its relative spread) of its time before the candidate was imported
+  (beyond it: review, since drift can do it too, and so can a candidate that left work behind);
+- ``reuse``: repeated inputs (one batch per model, the same tensors every call) do not speed the
+  candidate up more than the reference: (cand fresh / cand repeated) / (ref fresh / ref repeated)
+  <= 1 + max(0.25, 4 × the relative spread).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from addressable.verification.checks import check, sketch
+from addressable.verification.harness import as_outputs
+
+BATCH = 5  # calls per timed batch
+PARENT_CLOCK = time.perf_counter  # taken at import, before any candidate: the parent's wall clock
+_FLOOR_MS = {"cuda": 0.02, "cpu": 0.5}  # the smallest per-call discrepancy the wall clock resolves
+
+
+@dataclass(frozen=True)
+class Clocks:
+    """The functions timing relies on, taken before the candidate is imported (see the module docstring)."""
+
+    perf: Callable[[], float]
+    no_grad: Any
+    event: Any = None
+    record: Callable | None = None
+    elapsed: Callable | None = None
+    wait: Callable | None = None
+    device_sync: Callable | None = None
+    zero: Callable | None = None
+
+
+def take_clocks(device: str) -> Clocks:
+    """The timing functions as they are now (call before importing a candidate)."""
+    import torch
+
+    if device != "cuda":
+        return Clocks(PARENT_CLOCK, torch.no_grad)
+    ev = torch.cuda.Event
+    return Clocks(PARENT_CLOCK, torch.no_grad, ev, ev.record, ev.__mro__[1].elapsed_time, ev.synchronize,
+                  torch.cuda.synchronize, torch.Tensor.zero_)
+
+
+def sync_overhead(clocks: Clocks, repeats: int = 25) -> float:
+    """Median ms between two events with only a device synchronize between them (idle device)."""
+    out = []
+    for _ in range(repeats):
+        a, b = clocks.event(enable_timing=True), clocks.event(enable_timing=True)
+        clocks.record(a)
+        clocks.device_sync()
+        clocks.record(b)
+        clocks.wait(b)
+        out.append(clocks.elapsed(a, b))
+    return statistics.median(out)
+
+
+class Timer:
+    """Timed calls with the clocks, flush buffer and synchronize overhead of one process."""
+
+    def __init__(self, clocks: Clocks, device: str) -> None:
+        import torch
+
+        self.clocks, self.cuda = clocks, device == "cuda"
+        self.flush = torch.empty(256 << 20, dtype=torch.uint8, device=device) if self.cuda else None
+        self.overhead = sync_overhead(clocks) if self.cuda else 0.0
+
+    def call(self, fn: Callable, inputs: list) -> tuple[float, Any]:
+        """(milliseconds, output) of one call (see the module docstring)."""
+        c = self.clocks
+        with c.no_grad():
+            if not self.cuda:
+                t0 = c.perf()
+                out = fn(*inputs)
+                return (c.perf() - t0) * 1e3, out
+            c.zero(self.flush)
+            a, b = c.event(enable_timing=True), c.event(enable_timing=True)
+            c.record(a)
+            out = fn(*inputs)
+            c.device_sync()
+            c.record(b)
+            c.wait(b)
+            return max(c.elapsed(a, b) - self.overhead, 1e-6), out
+
+    def batch(self, fn: Callable, draw: Callable[[int], list], seeds: list[int], key: int,
+              repeat: bool = False) -> dict[str, Any]:
+        """Time one call per seed (with `repeat`, every call on the first seed's inputs, the same tensors);
+        returns the times (ms) and each output's sketch (lists of float64 tensors)."""
+        times, sketches = [], []
+        inputs = draw(seeds[0]) if repeat else None
+        for s in seeds:
+            ms, out = self.call(fn, inputs if repeat else draw(s))
+            times.append(ms)
+            sketches.append([sketch(o, key) for o in as_outputs(out, "candidate")])
+            del out
+        return {"times": times, "sketches": sketches}
+
+
+# ---------------------------------------------------------------- the parent's side: walls against reported times
+
+
+@dataclass
+class BatchRecord:
+    """One timed batch as the parent saw it: which model and phase, its wall time, the reported call times."""
+
+    model: str  # "ref" or "cand"
+    phase: str  # "baseline" (before the candidate loaded), "timed" or "repeat"
+    wall_ms: float
+    times: list[float]
+
+    @property
+    def overhead(self) -> float:
+        """Per-call wall time less the mean reported time (ms)."""
+        return self.wall_ms / len(self.times) - statistics.fmean(self.times)
+
+
+def _spread(xs: list[float]) -> float:
+    """A robust standard deviation (1.4826 MAD; half the range below 4 values)."""
+    if len(xs) < 2:
+        return 0.0
+    if len(xs) < 4:
+        return (max(xs) - min(xs)) / 2
+    med = statistics.median(xs)
+    return 1.4826 * statistics.median(abs(x - med) for x in xs)
+
+
+def _times(batches: list[BatchRecord], model: str, phase: str) -> list[float]:
+    return [t for b in batches if b.model == model and b.phase == phase for t in b.times]
+
+
+def _overheads(batches: list[BatchRecord], model: str, phase: str) -> list[float]:
+    return [b.overhead for b in batches if b.model == model and b.phase == phase]
+
+
+def timing_checks(batches: list[BatchRecord], tol: float, device: str) -> tuple[dict[str, dict[str, Any]], dict]:
+    """The `clock`, `reference_timing` and `reuse` checks (see the module docstring), and the figures behind them."""
+    base_o, ref_o, cand_o = (_overheads(batches, m, p) for m, p in
+                             (("ref", "baseline"), ("ref", "timed"), ("cand", "timed")))
+    t_base, t_ref, t_cand = (_times(batches, m, p) for m, p in (("ref", "baseline"), ("ref", "timed"), ("cand", "timed")))
+    o_ref, sigma = statistics.median(ref_o), _spread(ref_o)
+    tc, tr, tr0 = statistics.median(t_cand), statistics.median(t_ref), statistics.median(t_base)
+    excess = statistics.median(cand_o) - o_ref
+    allow = max(tol * tc, 4 * sigma, _FLOOR_MS.get(device, 0.5))
+    checks = {"clock": check(excess, allow, excess <= allow)}
+    rel = _spread(t_base + t_ref) / (tr0 or 1.0)
+    slower, limit = (tr / tr0 if tr0 > 0 else 1.0), 1 + max(tol, 4 * rel)
+    checks["reference_timing"] = check(slower, limit, True if slower <= limit else None)
+    figures = {"overhead_ms_reference": o_ref, "overhead_ms_candidate": statistics.median(cand_o),
+               "overhead_ms_baseline": statistics.median(base_o), "overhead_spread_ms": sigma, "ref_ms_baseline": tr0}
+    rep_c, rep_r = _times(batches, "cand", "repeat")[1:], _times(batches, "ref", "repeat")[1:]
+    if rep_c and rep_r:
+        gain = (tc / statistics.median(rep_c)) / (tr / statistics.median(rep_r))
+        limit = 1 + max(0.25, 4 * rel)
+        checks["reuse"] = check(gain, limit, gain <= limit)
+        figures.update(candidate_ms_repeated=statistics.median(rep_c), ref_ms_repeated=statistics.median(rep_r))
+    return checks, figures
