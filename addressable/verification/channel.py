@@ -93,7 +93,7 @@ def _tensor(desc: dict, folder: Path | None) -> Any:
         fd = os.open(folder / name, os.O_RDONLY | os.O_NOFOLLOW)
         with os.fdopen(fd, "rb") as f:
             raw = np.fromfile(f, dtype=np.uint8)
-    t = torch.from_numpy(raw).view(getattr(torch, dtype))
+    t = torch.from_numpy(raw).view(getattr(torch, dtype)) if raw.nbytes else torch.zeros(0, dtype=getattr(torch, dtype))
     n = 1
     for d in shape:
         n *= d
@@ -109,7 +109,6 @@ def serve(obj: Any, requests_fd: int, replies_fd: int, exchange: Path | None) ->
     """Answer requests for `obj`'s methods until the parent closes the pipe (see the module docstring);
     tensors in replies are written to `exchange` (the methods decode the ones they receive)."""
     counter = itertools.count()
-    out = os.fdopen(replies_fd, "wb", buffering=0)
     with os.fdopen(requests_fd, "rb") as requests:
         for line in requests:
             req = json.loads(line)
@@ -121,7 +120,14 @@ def serve(obj: Any, requests_fd: int, replies_fd: int, exchange: Path | None) ->
             extra = getattr(obj, "reply_extra", None)
             if extra is not None:
                 reply.update(extra())
-            out.write(json.dumps(reply).encode() + b"\n")
+            _write_all(replies_fd, json.dumps(reply).encode() + b"\n")
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write every byte (a signal can cut a write to a full pipe short)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 # ---------------------------------------------------------------- the parent's side
@@ -183,7 +189,8 @@ class Remote:
         rid = next(self.ids)
         data = memoryview(json.dumps({"id": rid, "method": method, "kwargs": kwargs}).encode() + b"\n")
         while data:
-            self._wait(self.req_w, write=True)
+            if not self._wait(self.req_w, write=True):
+                continue
             try:
                 data = data[os.write(self.req_w, data):]
             except BlockingIOError:
@@ -200,15 +207,18 @@ class Remote:
     def call(self, method: str, **kwargs: Any) -> dict[str, Any]:
         return self.receive(self.send(method, **kwargs))
 
-    def _wait(self, fd: int, write: bool = False) -> None:
+    def _wait(self, fd: int, write: bool = False) -> bool:
+        """Whether `fd` is ready before the deadline (TimedOut once it has passed)."""
         left = self.deadline - time.monotonic()
         if left <= 0:
             raise TimedOut("no reply in time")
-        select.select([] if write else [fd], [fd] if write else [], [], left)
+        readable, writable, _ = select.select([] if write else [fd], [fd] if write else [], [], left)
+        return bool(writable if write else readable)
 
     def _read_line(self) -> None:
         while b"\n" not in self.buffer:
-            self._wait(self.rep_r)
+            if not self._wait(self.rep_r):
+                continue
             try:
                 chunk = os.read(self.rep_r, 1 << 20)
             except BlockingIOError:

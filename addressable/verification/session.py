@@ -36,6 +36,7 @@ from addressable.verification.tamper import changed
 from addressable.verification.timing import BATCH, PARENT_CLOCK, BatchRecord, timing_checks
 
 SAMPLED = 8  # timed calls of the candidate checked against the reference
+BATCH_S = 0.05  # a timed batch's length, from the baseline: longer batches resolve smaller clock discrepancies
 
 
 class Stop(Exception):
@@ -44,6 +45,13 @@ class Stop(Exception):
     def __init__(self, reason: str, harness: bool = False) -> None:
         super().__init__(reason)
         self.reason, self.harness = reason, harness
+
+
+def _fields(x: Any, *keys: str) -> dict[str, Any]:
+    """`x` when it is a dict with `keys`, else Stop (the candidate's process sent something malformed)."""
+    if not isinstance(x, dict) or any(k not in x for k in keys):
+        raise Stop("the candidate's process sent a malformed reply")
+    return x
 
 
 def _floats(xs: Any, n: int) -> list[float]:
@@ -74,7 +82,7 @@ class Session:
         self.extra: dict[str, Any] = {}
         self.violations: list[str] = []
         self.stage, self.mode, self.worker_alive = "starting", "redraw", True
-        self.k = max(1, min(BATCH, spec["calls"]))
+        self.k = max(1, min(BATCH, -(-spec["calls"] // 2)))  # at least two batches of each model
 
     # ---------------------------------------------------------------- replies
 
@@ -131,8 +139,8 @@ class Session:
             if self.spec["calls"] > 0:
                 self._baseline()
             self._at("importing the candidate")
-            loaded = self._worker("load_candidate", "candidate failed to build")
-            self.snapshots.append(loaded["snapshot"])
+            loaded = _fields(self._worker("load_candidate", "candidate failed to build"), "snapshot", "env")
+            self.snapshots.append(_fields(loaded["snapshot"]))
             self.extra["env"] = loaded["env"]
             self._trials()
             if self.spec["device"] == "cuda" and not self._failed():
@@ -170,6 +178,9 @@ class Session:
         self._from_checker(self.checker.send("warmup", mode=self.mode, calls=self.spec["warmup"]), "reference warm-up")
         for _ in range(2):
             self._batch("ref", "baseline")
+        per_call = sum(b.wall_ms for b in self.batches) / sum(len(b.times) for b in self.batches) / 1e3
+        most = max(self.k, -(-self.spec["calls"] // 2))
+        self.k = max(self.k, min(most, int(BATCH_S / max(per_call, 1e-6))))
 
     def _batch(self, model: str, phase: str, n: int | None = None) -> None:
         """One timed batch: the reference's in the checker (the candidate's process frozen meanwhile), the
@@ -206,8 +217,8 @@ class Session:
                 pending = self.checker.send("reference_trial", trial=t + 1, seed=seed + t + 1,
                                             distribution=DISTRIBUTIONS[(t + 1) % len(DISTRIBUTIONS)])
             self._at(f"candidate, trial {t}")
-            out = self._worker("trial", f"candidate raised on trial {t}", trial=t, seed=seed + t,
-                               distribution=ref["distribution"])
+            out = _fields(self._worker("trial", f"candidate raised on trial {t}", trial=t, seed=seed + t,
+                                       distribution=ref["distribution"]), "out", "out_b", "inputs_after")
             res = self._from_checker(self.checker.send("check_trial", trial=t, **out),
                                      f"invariants of {self.name} fail on the reference output")
             if "malformed" in res:
@@ -236,7 +247,8 @@ class Session:
             self.checks.update(stream_checks(None, None, e.reason))
             return
         try:
-            self.checks.update(stream_checks(ref, self._worker("profile", "profiling")))
+            gpu = _fields(self._worker("profile", "profiling"), "kernels", "escaped")
+            self.checks.update(stream_checks(ref, gpu))
         except Stop as e:
             if not self.worker_alive:
                 raise
@@ -277,7 +289,7 @@ class Session:
     def _tampering(self) -> None:
         if self.worker_alive and len(self.snapshots) >= 2:
             with contextlib.suppress(Stop):
-                self.snapshots.append(self._worker("snapshot", "snapshot"))
+                self.snapshots.append(_fields(self._worker("snapshot", "snapshot")))
         names = sorted({n for s in self.snapshots[1:] for n in changed(self.snapshots[0], s)})
         if names:
             shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")

@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import builtins
 import gc
+import inspect
 import json
 import math
 import signal
+import statistics
 import sys
 import threading
 import time
@@ -53,9 +55,12 @@ def _filled(cell: Any) -> bool:
 
 
 def _namespace(prefix: str, obj: Any) -> dict[str, str]:
-    """Fingerprints of the callables, classes and modules an object's namespace holds."""
+    """Fingerprints of the callables, classes and modules a module holds, or a class resolves (its bases
+    included, so a method set on the class over its base's shows)."""
+    items = ([(k, inspect.getattr_static(obj, k)) for k in dir(obj)] if isinstance(obj, type)
+             else list(vars(obj).items()))
     out = {}
-    for k, v in list(vars(obj).items()):
+    for k, v in items:
         if callable(v) or isinstance(v, ModuleType | type | staticmethod | classmethod | property):
             out[f"{prefix}.{k}"] = _fingerprint(v)
     return out
@@ -110,10 +115,9 @@ def snapshot(device: str) -> dict[str, str]:
 
     out: dict[str, str] = {}
     for prefix, obj in (("time", time), ("builtins", builtins), ("json", json), ("math", math), ("gc", gc),
-                        ("torch", torch), ("torch.Tensor", torch.Tensor), ("torch.Tensor base", torch.Tensor.__mro__[1]),
+                        ("statistics", statistics), ("torch", torch), ("torch.Tensor", torch.Tensor),
                         ("torch.nn.functional", torch.nn.functional), ("torch.linalg", torch.linalg),
-                        ("torch.cuda", torch.cuda), ("torch.cuda.Event", torch.cuda.Event),
-                        ("torch._C._CudaEventBase", torch.cuda.Event.__mro__[1])):
+                        ("torch.cuda", torch.cuda), ("torch.cuda.Event", torch.cuda.Event)):
         out.update(_namespace(prefix, obj))
     for name in ("time", "builtins", "json", "torch", *_MODULES):
         mod = sys.modules.get(name)

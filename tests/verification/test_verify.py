@@ -21,19 +21,17 @@ from addressable.core.errors import AddressableError
 from addressable.verification import sandbox
 from addressable.verification.checks import MARKER, check, gpu_work, stream_checks
 from addressable.verification.invariants import parse_invariants
+from addressable.verification.harness import load_module, make_inputs, parse_overrides
 from addressable.verification.runner import (
     EXIT_CODES,
     WINS_COLUMNS,
     Thresholds,
     VerifyResult,
     batch_exit_code,
-    load_module,
-    make_inputs,
-    parse_overrides,
-    review_flags,
     verify,
     verify_batch,
 )
+from addressable.verification.session import review_flags
 from addressable.verification.sandbox import Limits, Sandbox, bwrap_command, sandbox_available, scrubbed_env
 
 ROOT = Path(__file__).resolve().parents[2]

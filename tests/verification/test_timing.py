@@ -1,0 +1,63 @@
+"""timing: the parent's wall clock against the times a candidate's process reports."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from addressable.verification.timing import BatchRecord, Timer, take_clocks, timing_checks
+
+
+def _batches(cand_ms: float = 2.0, cand_reported: float | None = None, ref_ms: float = 2.0, ref_base_ms: float = 2.0,
+             overhead: float = 0.5, repeat_cand: float | None = None, k: int = 5) -> list[BatchRecord]:
+    """Synthetic batches: wall = k (true time + overhead); a little jitter so spreads are not zero."""
+    cand_reported = cand_ms if cand_reported is None else cand_reported
+    out = []
+    for i in range(2):
+        out.append(BatchRecord("ref", "baseline", k * (ref_base_ms + overhead) + 0.01 * i, [ref_base_ms] * k))
+    for i in range(4):
+        j = 0.01 * (i % 2)
+        out.append(BatchRecord("ref", "timed", k * (ref_ms + overhead) + j, [ref_ms] * k))
+        out.append(BatchRecord("cand", "timed", k * (cand_ms + overhead) + j, [cand_reported] * k))
+    rc = repeat_cand if repeat_cand is not None else cand_ms
+    out.append(BatchRecord("ref", "repeat", k * (ref_ms + overhead), [ref_ms] * k))
+    out.append(BatchRecord("cand", "repeat", k * (rc + overhead), [cand_ms] + [rc] * (k - 1)))
+    return out
+
+
+def test_honest_batches_pass_every_timing_check() -> None:
+    checks, figures = timing_checks(_batches(cand_ms=1.0), 0.1, "cuda")
+    assert {k: v["passed"] for k, v in checks.items()} == {"clock": True, "reference_timing": True, "reuse": True}
+    assert figures["overhead_ms_candidate"] == pytest.approx(0.5, abs=0.01)
+
+
+def test_a_clock_that_reads_short_fails() -> None:
+    """The candidate took 2 ms per call by the wall clock and reported 0.8 ms (a patched clock, a forged reply)."""
+    checks, _ = timing_checks(_batches(cand_ms=2.0, cand_reported=0.8), 0.1, "cuda")
+    assert checks["clock"]["passed"] is False and checks["clock"]["value"] == pytest.approx(1.2, abs=0.02)
+    small, _ = timing_checks(_batches(cand_ms=2.0, cand_reported=1.9), 0.1, "cuda")
+    assert small["clock"]["passed"] is True  # 5% is within clock_tol
+
+
+def test_a_slower_reference_is_reviewed_and_repeats_that_help_only_the_candidate_fail() -> None:
+    checks, _ = timing_checks(_batches(ref_ms=3.0, ref_base_ms=2.0), 0.1, "cuda")
+    assert checks["reference_timing"]["passed"] is None and checks["reference_timing"]["value"] == pytest.approx(1.5)
+    checks, figures = timing_checks(_batches(cand_ms=2.0, repeat_cand=1.0), 0.1, "cuda")
+    assert checks["reuse"]["passed"] is False and checks["reuse"]["value"] == pytest.approx(2.0)
+    assert figures["candidate_ms_repeated"] == 1.0
+
+
+def test_the_cpu_floor_absorbs_scheduling_noise() -> None:
+    checks, _ = timing_checks(_batches(cand_ms=0.3, cand_reported=0.25), 0.1, "cpu")
+    assert checks["clock"]["passed"] is True and checks["clock"]["threshold"] == pytest.approx(1.0)  # 5 ms / 5 calls
+
+
+def test_timer_times_and_sketches_each_call() -> None:
+    timer = Timer(take_clocks("cpu"), "cpu")
+    inputs = {7: [torch.full((64,), 7.0)], 8: [torch.full((64,), -8.0)]}
+    res = timer.batch(torch.relu, lambda s: inputs[s], [7, 8], key=1)
+    assert len(res["times"]) == 2 and all(t >= 0 for t in res["times"])
+    assert res["sketches"][0][0].abs().sum() == 7 * 64 and res["sketches"][1][0].abs().sum() == 0
+    seen = []
+    timer.batch(lambda x: seen.append(x.data_ptr()) or x, lambda s: [torch.ones(3) * s], [1, 2, 3], key=1, repeat=True)
+    assert len(set(seen)) == 1  # repeat: the first seed's tensors every call
