@@ -288,8 +288,12 @@ def check_outputs(files: list[Path | None], folders: list[Path | None] = ()) -> 
         existing = next(p for p in [folder, *folder.parents] if p.exists())
         if not existing.is_dir():
             raise AddressableError(f"cannot create output folder {folder}: {existing} is not a folder")
-        if not os.access(existing, os.W_OK | os.X_OK):
-            raise AddressableError(f"output folder {existing} is not writable")
+        try:  # a probe file, gone at once: permissions alone do not say (root, read-only mounts)
+            fd, probe = tempfile.mkstemp(prefix=".addressable-probe-", dir=existing)
+            os.close(fd)
+            os.unlink(probe)
+        except OSError:
+            raise AddressableError(f"output folder {existing} is not writable") from None
 
 
 def _resolve_near(base: Path, p: str) -> Path:

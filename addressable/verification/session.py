@@ -10,7 +10,7 @@
    then compares trial t's outputs, which it receives in full;
 5. on a GPU, one profiled call of the candidate: the stream checks;
 6. timing, when every check passed: batches of the reference and the candidate alternate (ABBA)
-   until `calls` calls of each or the time budget, then one batch of repeated inputs per model;
+   until `calls` calls of each or the time budget, then two rounds of repeated inputs (ABBA);
 7. sampled checks: `SAMPLED` of the candidate's timed calls, picked here after they ran, are
    recomputed by the checker from their seeds and compared with the sketches the candidate's
    process sent before it could know which ones would be checked;
@@ -267,7 +267,7 @@ class Session:
             rnd += 1
             if rnd >= 2 and PARENT_CLOCK() - start > self.spec["timing_budget_s"]:
                 break
-        for m in ("ref", "cand"):
+        for m in ("ref", "cand", "cand", "ref"):
             self._batch(m, "repeat", max(self.k, 3))
         checks, figures = timing_checks(self.batches, self.th.clock_tol, self.spec["device"])
         self.checks.update(checks)

@@ -56,9 +56,9 @@ def _remote(tmp_path: Path, body: str, timeout: float = 20.0) -> Remote:
 
 
 def test_remote_serves_a_real_role(tmp_path: Path) -> None:
-    h = _remote(tmp_path, "sys.path.insert(0, %r)\nfrom addressable.verification.channel import serve\n"
+    h = _remote(tmp_path, f"sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})\nfrom addressable.verification.channel import serve\n"
                           "class E:\n    def twice(self, x): return 2 * x\n"
-                          "serve(E(), req, rep, None)\n" % str(Path(__file__).resolve().parents[2]))
+                          "serve(E(), req, rep, None)\n")
     try:
         ids = [h.send("twice", x=i) for i in range(3)]
         assert [h.receive(i)["ok"] for i in reversed(ids)] == [4, 2, 0]  # replies are kept by id

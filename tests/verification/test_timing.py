@@ -44,7 +44,11 @@ def test_a_slower_reference_is_reviewed_and_repeats_that_help_only_the_candidate
     assert checks["reference_timing"]["passed"] is None and checks["reference_timing"]["value"] == pytest.approx(1.5)
     checks, figures = timing_checks(_batches(cand_ms=2.0, repeat_cand=1.0), 0.1, "cuda")
     assert checks["reuse"]["passed"] is False and checks["reuse"]["value"] == pytest.approx(2.0)
-    assert figures["candidate_ms_repeated"] == 1.0
+    assert figures["reuse_gains"] == [pytest.approx(2.0)]
+    spiked = _batches(cand_ms=2.0, repeat_cand=1.0)
+    spiked.append(BatchRecord("ref", "repeat", 5 * 2.5, [2.0] * 5))
+    spiked.append(BatchRecord("cand", "repeat", 5 * 2.5, [2.0] * 5))  # a second round without the effect
+    assert timing_checks(spiked, 0.1, "cuda")[0]["reuse"]["passed"] is True  # every round must show it
 
 
 def test_the_cpu_floor_absorbs_scheduling_noise() -> None:

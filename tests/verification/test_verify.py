@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -20,8 +22,8 @@ from addressable.cli import main
 from addressable.core.errors import AddressableError
 from addressable.verification import sandbox
 from addressable.verification.checks import MARKER, check, gpu_work, stream_checks
-from addressable.verification.invariants import parse_invariants
 from addressable.verification.harness import load_module, make_inputs, parse_overrides
+from addressable.verification.invariants import parse_invariants
 from addressable.verification.runner import (
     EXIT_CODES,
     WINS_COLUMNS,
@@ -31,8 +33,8 @@ from addressable.verification.runner import (
     verify,
     verify_batch,
 )
-from addressable.verification.session import review_flags
 from addressable.verification.sandbox import Limits, Sandbox, bwrap_command, sandbox_available, scrubbed_env
+from addressable.verification.session import review_flags
 
 ROOT = Path(__file__).resolve().parents[2]
 ZOO = Path(__file__).resolve().parent / "zoo"
@@ -46,8 +48,10 @@ def _check(path: Path, candidate: str, **kw) -> VerifyResult:
 
 
 def _passed_or_noisy(verdict: str, reason: str) -> bool:
-    """A pass, or a review only because CPU timing on a loaded machine was noisy (IQR wider than the median)."""
-    return verdict == "pass" or (verdict == "review" and all("timing is noisy" in f for f in reason.split("; ")))
+    """A pass, or a review only because CPU timing on a loaded machine was noisy (an IQR wider than the
+    median, a speedup a load spike made, the reference slower once than before)."""
+    noise = ("timing is noisy", "check the timing by hand")
+    return verdict == "pass" or (verdict == "review" and all(any(n in f for n in noise) for f in reason.split("; ")))
 
 
 def _failed(r: VerifyResult) -> set[str]:
@@ -108,20 +112,31 @@ def test_trials_use_fresh_seeds_and_a_second_distribution() -> None:
     assert {t["distribution"] for t in r.trials} >= {"native", "randn"}
 
 
-@pytest.mark.parametrize("candidate", ["honest_torch", "honest_bf16"])
-def test_honest_candidates_pass(candidate: str) -> None:
-    r = _check(SOFTMAX, candidate)
+@pytest.mark.parametrize(("candidate", "allow"), [("honest_torch", None), ("honest_bf16", "bf16")])
+def test_honest_candidates_pass(candidate: str, allow: str | None) -> None:
+    r = _check(SOFTMAX, candidate, allow_precision=allow)
     assert r.verdict == "pass", r.reason
     assert all(v["passed"] for v in r.checks.values())
     assert {"rel_fro", "max_err", "written", "sentinel", "finite", "inputs_unchanged", "fresh", "shape", "dtype",
-            "invariant:rows_sum_to_one", "invariant:probability"} <= set(r.checks)
+            "invariant:rows_sum_to_one", "invariant:probability", "precision", "tampered"} <= set(r.checks)
 
 
-def test_bf16_error_is_visible_but_within_threshold() -> None:
+def test_bf16_is_within_rel_fro_but_reviewed_as_lower_precision() -> None:
+    """Softmax computed in bf16 passes the 2e-2 comparison, but its error against float64 is thousands of
+    times the fp32 reference's own: review, named as bf16, unless bf16 is allowed (it is still reported)."""
     r = _check(SOFTMAX, "honest_bf16")
     assert 1e-4 < r.checks["rel_fro"]["value"] < 2e-2
+    assert r.verdict == "review" and r.checks["precision"]["passed"] is None
+    assert "lower precision than the reference" in r.reason and "consistent with bf16" in r.reason
+    assert r.precision["float64"] and r.precision["candidate_error"] > 1000 * r.precision["reference_error"]
+    allowed = _check(SOFTMAX, "honest_bf16", allow_precision="bf16")
+    assert allowed.precision["consistent_with"] == "bf16" and allowed.precision["allowed"] == "bf16"
+    assert _check(SOFTMAX, "honest_bf16", allow_precision="tf32").verdict == "review"  # TF32 is 8x more precise
+    assert _check(SOFTMAX, "honest_bf16", thresholds=Thresholds(precision_ratio=1e6)).verdict == "pass"
     strict = _check(SOFTMAX, "honest_bf16", thresholds=Thresholds(rel_fro=1e-4))
     assert "rel_fro" in _failed(strict)
+    with pytest.raises(AddressableError, match="--allow-precision must be one of"):
+        _check(SOFTMAX, "honest_bf16", allow_precision="fp8")
 
 
 def test_integer_inputs_offsets_weights_and_custom_invariants() -> None:
@@ -321,6 +336,8 @@ def test_cli_verify_json_and_exit_codes() -> None:
     ["verify", str(SOFTMAX), str(ZOO / "honest_torch.py"), "--set", "nope=1"],
     ["verify", str(SOFTMAX), str(ZOO / "honest_torch.py"), "--trials", "1"],
     ["verify-batch", str(ZOO / "missing.csv"), "--wins-out", "w.csv"],
+    ["verify", str(SOFTMAX), str(ROOT / "tests/data/not_python.png")],
+    ["verify", str(ROOT / "tests/data/not_python.png"), str(ZOO / "honest_torch.py")],
 ])
 def test_cli_bad_input_is_one_line_exit_2(args: list[str]) -> None:
     res = CliRunner().invoke(main, args)
@@ -441,10 +458,10 @@ def test_verify_batch_lists_reviews_apart_and_project_leaves_them_out(tmp_path: 
                                     "--review-speedup", "0"])
     assert res.exit_code == 3, res.output  # nothing failed, but not everything passed
     assert "0 passed, 2 to review, 0 failed of 2" in res.output
-    assert "review: softmax_long <- honest_bf16.py: REVIEW: speedup" in res.output
+    assert "review: softmax_long <- honest_bf16.py: REVIEW: lower precision than the reference" in res.output
     assert pd.read_csv(wins).empty  # wins.csv holds passes only
     rows = pd.read_csv(reviews)
-    assert rows["verified"].tolist() == [False, False] and rows["notes"].str.startswith("REVIEW: speedup").all()
+    assert rows["verified"].tolist() == [False, False] and rows["notes"].str.contains("speedup").all()
     run = ROOT / "results" / "h200" / "gpt2-train-b8-s1024-bf16-cuda"
     left_out = CliRunner().invoke(main, ["project", "--speedups", str(reviews), "--runs", str(run), "--json"])
     assert left_out.exit_code == 0, left_out.output
@@ -668,3 +685,52 @@ def test_device_sync_timing_counts_side_stream_work() -> None:
     assert med[False]["honest"] / med[False]["cheat"] > 3  # the old timing is fooled
     assert 0.7 < med[True]["honest"] / med[True]["cheat"] < 1.4  # the new one is not
     assert 0.8 < med[True]["honest"] / med[False]["honest"] < 1.25  # and honest timings do not move
+
+
+# ---------------------------------------------------------------- outputs checked first, progress on a terminal
+
+
+def test_verify_batch_refuses_an_unwritable_output_before_verifying(tmp_path: Path) -> None:
+    """Before: 33 s of verification, then 'not writable'. Now: at once, and nothing is verified."""
+    locked = Path("/proc/self")  # no file can be created there, not even by root
+    pairs = _pairs(tmp_path)
+    for extra in (["--wins-out", str(locked / "wins.csv")],
+                  ["--wins-out", str(tmp_path / "w.csv"), "--reviews-out", str(locked / "r.csv")],
+                  ["--wins-out", str(tmp_path / "w.csv"), "--json-dir", str(locked / "j")]):
+        t0 = time.perf_counter()
+        res = CliRunner().invoke(main, ["verify-batch", str(pairs), *extra])
+        assert res.exit_code == 2 and res.output.count("\n") == 1 and "is not writable" in res.output, res.output
+        assert time.perf_counter() - t0 < 5 and not (tmp_path / "w.csv").exists()
+
+
+def test_check_outputs_names_what_cannot_be_written(tmp_path: Path) -> None:
+    from addressable.verification.runner import check_outputs
+
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(AddressableError, match="is not a folder"):
+        check_outputs([tmp_path / "file" / "wins.csv"])
+    with pytest.raises(AddressableError, match="is a folder, not a file"):
+        check_outputs([tmp_path])
+    check_outputs([tmp_path / "new" / "deeper" / "wins.csv"], [tmp_path / "json"])  # creatable: fine
+    assert not (tmp_path / "new").exists()
+
+
+def test_verify_shows_its_stage_on_a_terminal(tmp_path: Path) -> None:
+    """`verify` was silent for 30-40 s on a terminal; it now redraws one "verify NAME: stage (N s)" line."""
+    import pty
+
+    master, slave = pty.openpty()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-m", "addressable", "verify", str(SOFTMAX), str(ZOO / "honest_torch.py"),
+                           "--calls", "0", "--trials", "2", "--set", "dim=1000", "--sandbox", "off"],
+                          stdout=subprocess.PIPE, stderr=slave, cwd=tmp_path, env=env, timeout=300)
+    os.close(slave)
+    err = b""
+    with contextlib.suppress(OSError):
+        while chunk := os.read(master, 65536):
+            err += chunk
+    os.close(master)
+    text = err.decode(errors="replace")
+    assert proc.returncode == 0, text
+    assert "\r\x1b[K" in text and "verify honest_torch.py: candidate, trial 1" in text
+    assert "\r\x1b[K" not in proc.stdout.decode()  # the live line is on stderr only

@@ -1,0 +1,120 @@
+"""The adversarial zoo of issue 25 and beyond: candidates that game where the checks look, the clocks, the
+verdict or the precision. Each must fail (or get review) for the reason named, in the contained subprocesses
+`verify` runs by default: several of them patch the process they run in, so none may run in-process here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from addressable.verification.runner import VerifyResult, verify
+
+ROOT = Path(__file__).resolve().parents[2]
+ZOO = Path(__file__).resolve().parent / "zoo"
+RELU = ROOT / "examples" / "problems" / "05_relu.py"
+MATMUL = ZOO / "matmul.py"
+SMALL_RELU = {"batch_size": 512, "dim": 1024}
+CPU_MATMUL = {"N": 768}  # a few ms a call on the CPU: long enough for the wall clock to resolve a lie
+
+
+def _verify(problem: Path, candidate: str, overrides: dict, **kw) -> VerifyResult:
+    return verify(problem, ZOO / f"{candidate}.py", overrides=overrides, device=kw.pop("device", "cpu"),
+                  calls=kw.pop("calls", 20), timeout=kw.pop("timeout", 300), **kw)
+
+
+def _failed(r: VerifyResult) -> set[str]:
+    return {k for k, v in r.checks.items() if v["passed"] is False}
+
+
+@pytest.mark.parametrize(("problem", "candidate", "overrides", "failed", "reason"), [
+    # issue 25's classes, on the CPU
+    (MATMUL, "cheat_repeat_input", {"N": 1024}, {"reuse"}, "reuses work across calls"),
+    (RELU, "cheat_honest_then_half", SMALL_RELU, {"timed_outputs"}, "sampled timed call"),
+    (RELU, "cheat_rewrites_checks", SMALL_RELU, {"rel_fro", "tampered"}, "tampered: addressable.verification.checks.check"),
+    (RELU, "cheat_patches_clock", SMALL_RELU, {"tampered"}, "tampered: time.perf_counter"),
+    # beyond the list
+    (MATMUL, "cheat_forged_report", CPU_MATMUL, {"clock"}, "by the parent's wall clock"),
+    (RELU, "cheat_fake_result", SMALL_RELU, set(), "malformed reply"),
+    (RELU, "cheat_slows_reference", SMALL_RELU, {"tampered"}, "nn.Module _global_forward_hooks"),
+    (MATMUL, "cheat_background_thread", CPU_MATMUL, set(), ""),
+    (RELU, "cheat_precomputed", SMALL_RELU, {"timed_outputs"}, "sampled timed call"),
+    (RELU, "cheat_signal_timer", SMALL_RELU, {"tampered"}, "signal handler SIGALRM"),
+    (RELU, "cheat_patches_builtins", SMALL_RELU, {"tampered"}, "builtins.max"),
+])
+def test_each_cheat_fails_for_its_reason(problem: Path, candidate: str, overrides: dict, failed: set[str],
+                                         reason: str) -> None:
+    r = _verify(problem, candidate, overrides)
+    assert r.verdict == "fail" and r.exit_code == 1 and r.speedup is None, r.reason
+    assert failed <= _failed(r) and reason in r.reason, r.reason
+
+
+def test_the_background_thread_is_caught_by_its_outputs_or_the_wall_clock() -> None:
+    r = _verify(MATMUL, "cheat_background_thread", CPU_MATMUL)
+    assert r.verdict == "fail" and _failed(r) & {"clock", "timed_outputs", "sentinel", "finite", "rel_fro"}, r.reason
+
+
+def test_bf16_inputs_are_reviewed_as_lower_precision() -> None:
+    r = _verify(RELU, "cheat_bf16_inputs", SMALL_RELU)
+    assert r.verdict == "review" and r.exit_code == 3, r.reason
+    assert "lower precision than the reference" in r.reason and "consistent with bf16" in r.reason
+    assert r.checks["precision"]["passed"] is None and r.checks["rel_fro"]["passed"] is True
+
+
+@pytest.mark.parametrize("candidate", ["cheat_tf32", "cheat_cuda_graph", "honest_cuda_graph", "honest_matmul"])
+def test_gpu_only_tricks_are_honest_on_the_cpu(candidate: str) -> None:
+    """TF32 and CUDA graphs do not exist on the CPU: these are plain matmuls there and must pass."""
+    r = _verify(MATMUL, candidate, {"N": 256}, calls=10)
+    assert r.verdict in ("pass", "review") and not _failed(r), r.reason
+    assert r.checks["precision"]["passed"] is True and r.checks["tampered"]["passed"] is True
+
+
+def test_the_verdict_is_not_the_candidates(tmp_path: Path) -> None:
+    """A candidate that answers the harness itself (a forged reply, then exit) gets a fail, never its own verdict."""
+    r = _verify(RELU, "cheat_fake_result", SMALL_RELU)
+    assert r.verdict == "fail" and r.checks.get("rel_fro") is None and r.speedup is None
+
+
+# ---------------------------------------------------------------- on a GPU (the issue's own setting: a 4096² fp32 matmul)
+
+GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+@pytest.mark.gpu
+@GPU
+@pytest.mark.parametrize(("candidate", "verdict", "reason"), [
+    ("cheat_repeat_input", "fail", "reuse"),
+    ("cheat_honest_then_half", "fail", "timed_outputs"),
+    ("cheat_rewrites_checks", "fail", "tampered"),
+    ("cheat_patches_clock", "fail", "tampered"),
+    ("cheat_tf32", "review", "consistent with TF32"),
+    ("cheat_bf16_inputs", "review", "consistent with bf16"),
+    ("cheat_forged_report", "fail", "clock"),
+    ("cheat_background_thread", "fail", ""),
+    ("cheat_cuda_graph", "fail", "timed_outputs"),
+    ("cheat_precomputed", "fail", "timed_outputs"),
+    ("cheat_patches_builtins", "fail", "tampered"),
+    ("honest_triton_matmul", "review", "consistent with TF32"),
+])
+def test_the_zoo_on_a_gpu(candidate: str, verdict: str, reason: str) -> None:
+    r = _verify(MATMUL, candidate, {}, device="cuda", calls=30)
+    assert r.verdict == verdict and reason in r.reason, r.reason
+
+
+@pytest.mark.gpu
+@GPU
+@pytest.mark.parametrize("candidate", ["honest_matmul", "honest_side_stream", "honest_cuda_graph"])
+def test_honest_gpu_candidates_pass_near_one(candidate: str) -> None:
+    r = _verify(MATMUL, candidate, {}, device="cuda", calls=30)
+    assert r.verdict == "pass" and 0.8 < r.speedup < 1.25, r.reason
+    assert r.checks["clock"]["passed"] and r.checks["timed_outputs"]["value"] < 1e-4
+
+
+@pytest.mark.gpu
+@GPU
+def test_a_tf32_triton_matmul_passes_when_tf32_is_allowed() -> None:
+    r = _verify(MATMUL, "honest_triton_matmul", {}, device="cuda", calls=10, allow_precision="tf32")
+    assert r.verdict == "pass" and r.precision["consistent_with"] == "TF32 or fp16", r.reason
+    assert r.precision.get("note", "").startswith("; the candidate calls Triton's tl.dot")
