@@ -268,7 +268,7 @@ class Session:
             if rnd >= 2 and PARENT_CLOCK() - start > self.spec["timing_budget_s"]:
                 break
         for m in ("ref", "cand", "cand", "ref"):
-            self._batch(m, "repeat", max(self.k, 3))
+            self._batch(m, "repeat", max(4, self.k + self.k % 2))  # pairs: fresh, then repeated
         checks, figures = timing_checks(self.batches, self.th.clock_tol, self.spec["device"])
         self.checks.update(checks)
         self.extra["wall_clock"] = figures

@@ -20,17 +20,17 @@ call, the wall time less the reported time is the harness's overhead (input draw
 messages); the same code runs in both processes, so the checker's overhead (trusted) is what the
 candidate's must be. The checks:
 
-- ``clock``: the candidate's median overhead exceeds the checker's, in the interleaved batches, by
-  no more than max(clock_tol × its median call, 4 σ, floor / k), σ the spread of the checker's per-batch
+- ``clock``: the candidate's lowest per-batch overhead exceeds the checker's lowest, in the
+  interleaved batches, by no more than max(clock_tol × its median call, 4 σ, floor / k), σ the spread of the checker's per-batch
   overheads (before and while the candidate is loaded), floor what the wall clock resolves per batch
   (0.2 ms on a GPU, 5 ms on the CPU: messages and scheduling) and k the calls per batch;
 - ``reference_timing``: the reference, timed while the candidate is loaded, runs within
   1 + max(clock_tol, 4 × its relative spread) of its time before the candidate was imported
   (beyond it: review, since drift can do it too, and so can a candidate that left work behind);
-- ``reuse``: repeated inputs (two rounds of a batch per model, the same tensors every call of a
-  batch) do not speed the candidate up more than the reference: it fails when in every round
-  (cand fresh / cand repeated) / (ref fresh / ref repeated) > 1 + max(0.25, 4 × the relative spread)
-  and the candidate saves more than floor / k per call.
+- ``reuse``: repeated inputs do not speed the candidate up more than the reference. Two rounds of a
+  batch per model alternate fresh calls with calls on the same tensors as the call before; it fails
+  when in every round (cand fresh / cand repeated) / (ref fresh / ref repeated) > 1 + max(0.25, 4 ×
+  the relative spread) and the candidate saves more than floor / k per call.
 """
 
 from __future__ import annotations
@@ -116,12 +116,14 @@ class Timer:
 
     def batch(self, fn: Callable, draw: Callable[[int], list], seeds: list[int], key: int,
               repeat: bool = False) -> dict[str, Any]:
-        """Time one call per seed (with `repeat`, every call on the first seed's inputs, the same tensors);
-        returns the times (ms) and each output's sketch (lists of float64 tensors)."""
+        """Time one call per seed; with `repeat`, every odd call gets the same tensors as the call before it
+        (fresh, repeated, fresh, repeated ...). Returns the times (ms) and each output's sketch."""
         times, sketches = [], []
-        inputs = draw(seeds[0]) if repeat else None
-        for s in seeds:
-            ms, out = self.call(fn, inputs if repeat else draw(s))
+        inputs: list = []
+        for i, s in enumerate(seeds):
+            if not (repeat and i % 2):
+                inputs = draw(s)
+            ms, out = self.call(fn, inputs)
             times.append(ms)
             sketches.append([sketch(o, key) for o in as_outputs(out, "candidate")])
             del out
@@ -164,18 +166,22 @@ def _overheads(batches: list[BatchRecord], model: str, phase: str) -> list[float
     return [b.overhead for b in batches if b.model == model and b.phase == phase]
 
 
-def _reuse(batches: list[BatchRecord], tc: float, tr: float, limit: float, floor: float
-           ) -> tuple[dict[str, Any], list[float]] | None:
-    """The `reuse` check from the repeat batches, in rounds (a reference batch and a candidate batch each):
-    it fails when every round shows the candidate sped up beyond `limit` by repeats, and by more than
-    `floor` ms per call, so that one batch hit by a load spike cannot fail it."""
-    ref = [b.times[1:] for b in batches if b.model == "ref" and b.phase == "repeat"]
-    cand = [b.times[1:] for b in batches if b.model == "cand" and b.phase == "repeat"]
-    rounds = [(statistics.median(c), statistics.median(r)) for c, r in zip(cand, ref, strict=False) if c and r]
+def _reuse(batches: list[BatchRecord], limit: float, floor: float) -> tuple[dict[str, Any], list[float]] | None:
+    """The `reuse` check from the repeat batches (fresh and repeated calls alternate within each, so load
+    changes cancel), in rounds of a reference batch and a candidate batch: it fails when every round shows
+    repeats speeding the candidate up beyond `limit` times what they do for the reference, and by more
+    than `floor` ms per call."""
+    def effect(b: BatchRecord) -> tuple[float, float]:
+        fresh, again = statistics.median(b.times[0::2]), statistics.median(b.times[1::2])
+        return fresh / again if again > 0 else 1.0, fresh - again
+
+    ref = [effect(b) for b in batches if b.model == "ref" and b.phase == "repeat" and len(b.times) >= 2]
+    cand = [effect(b) for b in batches if b.model == "cand" and b.phase == "repeat" and len(b.times) >= 2]
+    rounds = list(zip(cand, ref, strict=False))
     if not rounds:
         return None
-    gains = [(tc / c) / (tr / r) for c, r in rounds]
-    hits = [g > limit and tc - c * tr / r > floor for g, (c, r) in zip(gains, rounds, strict=True)]
+    gains = [c[0] / r[0] for c, r in rounds]
+    hits = [g > limit and c[1] - r[1] > floor for g, (c, r) in zip(gains, rounds, strict=True)]
     return check(min(gains), limit, not all(hits)), gains
 
 
@@ -184,18 +190,18 @@ def timing_checks(batches: list[BatchRecord], tol: float, device: str) -> tuple[
     base_o, ref_o, cand_o = (_overheads(batches, m, p) for m, p in
                              (("ref", "baseline"), ("ref", "timed"), ("cand", "timed")))
     t_base, t_ref, t_cand = (_times(batches, m, p) for m, p in (("ref", "baseline"), ("ref", "timed"), ("cand", "timed")))
-    o_ref, sigma = statistics.median(ref_o), _spread(ref_o + base_o)
+    o_ref, sigma = min(ref_o), _spread(ref_o + base_o)
     tc, tr, tr0 = statistics.median(t_cand), statistics.median(t_ref), statistics.median(t_base)
-    excess = statistics.median(cand_o) - o_ref
+    excess = min(cand_o) - o_ref  # lows: a load spike lengthens some batches, a lie every one
     per_batch = max(len(b.times) for b in batches if b.model == "cand" and b.phase == "timed")
     allow = max(tol * tc, 4 * sigma, _FLOOR_MS.get(device, 5.0) / per_batch)
     checks = {"clock": check(excess, allow, excess <= allow)}
     rel = _spread(t_base + t_ref) / (tr0 or 1.0)
     slower, limit = (tr / tr0 if tr0 > 0 else 1.0), 1 + max(tol, 4 * rel)
     checks["reference_timing"] = check(slower, limit, True if slower <= limit else None)
-    figures = {"overhead_ms_reference": o_ref, "overhead_ms_candidate": statistics.median(cand_o),
+    figures = {"overhead_ms_reference": o_ref, "overhead_ms_candidate": min(cand_o),
                "overhead_ms_baseline": statistics.median(base_o), "overhead_spread_ms": sigma, "ref_ms_baseline": tr0}
-    reuse = _reuse(batches, tc, tr, 1 + max(0.25, 4 * rel), _FLOOR_MS.get(device, 5.0) / per_batch)
+    reuse = _reuse(batches, 1 + max(0.25, 4 * rel), _FLOOR_MS.get(device, 5.0) / per_batch)
     if reuse is not None:
         checks["reuse"], figures["reuse_gains"] = reuse
     return checks, figures

@@ -20,8 +20,8 @@ def _batches(cand_ms: float = 2.0, cand_reported: float | None = None, ref_ms: f
         out.append(BatchRecord("ref", "timed", k * (ref_ms + overhead) + j, [ref_ms] * k))
         out.append(BatchRecord("cand", "timed", k * (cand_ms + overhead) + j, [cand_reported] * k))
     rc = repeat_cand if repeat_cand is not None else cand_ms
-    out.append(BatchRecord("ref", "repeat", k * (ref_ms + overhead), [ref_ms] * k))
-    out.append(BatchRecord("cand", "repeat", k * (rc + overhead), [cand_ms] + [rc] * (k - 1)))
+    out.append(BatchRecord("ref", "repeat", 4 * (ref_ms + overhead), [ref_ms] * 4))
+    out.append(BatchRecord("cand", "repeat", 2 * (cand_ms + rc + 2 * overhead), [cand_ms, rc] * 2))  # fresh, repeated
     return out
 
 
@@ -46,8 +46,8 @@ def test_a_slower_reference_is_reviewed_and_repeats_that_help_only_the_candidate
     assert checks["reuse"]["passed"] is False and checks["reuse"]["value"] == pytest.approx(2.0)
     assert figures["reuse_gains"] == [pytest.approx(2.0)]
     spiked = _batches(cand_ms=2.0, repeat_cand=1.0)
-    spiked.append(BatchRecord("ref", "repeat", 5 * 2.5, [2.0] * 5))
-    spiked.append(BatchRecord("cand", "repeat", 5 * 2.5, [2.0] * 5))  # a second round without the effect
+    spiked.append(BatchRecord("ref", "repeat", 4 * 2.5, [2.0] * 4))
+    spiked.append(BatchRecord("cand", "repeat", 4 * 2.5, [2.0] * 4))  # a second round without the effect
     assert timing_checks(spiked, 0.1, "cuda")[0]["reuse"]["passed"] is True  # every round must show it
 
 
@@ -63,5 +63,10 @@ def test_timer_times_and_sketches_each_call() -> None:
     assert len(res["times"]) == 2 and all(t >= 0 for t in res["times"])
     assert res["sketches"][0][0].abs().sum() == 7 * 64 and res["sketches"][1][0].abs().sum() == 0
     seen = []
-    timer.batch(lambda x: seen.append(x.data_ptr()) or x, lambda s: [torch.ones(3) * s], [1, 2, 3], key=1, repeat=True)
-    assert len(set(seen)) == 1  # repeat: the first seed's tensors every call
+    timer.batch(lambda x: seen.append(x.data_ptr()) or x, lambda s: [torch.ones(3) * s], [1, 2, 3, 4], key=1,
+                repeat=True)
+    assert seen[0] == seen[1] and seen[2] == seen[3]  # repeat: every odd call on the tensors of the call before
+    kept = [torch.ones(3), torch.ones(3)]  # (the lambda above allocates anew; the harness's buffers alternate)
+    seen.clear()
+    timer.batch(lambda x: seen.append(x.data_ptr()) or x, lambda s: [kept[s % 2]], [0, 9, 1, 9], key=1, repeat=True)
+    assert seen == [kept[0].data_ptr()] * 2 + [kept[1].data_ptr()] * 2
