@@ -140,6 +140,7 @@ def table(rows: list[dict[str, Any]], old: dict[str, tuple[float, float, float]]
 
 
 def main() -> None:
+    """Run the list (budgeted), print the table, write results.json and table.md."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--root", type=Path, required=True, help="the checkout whose verify runs")
     ap.add_argument("--list-root", type=Path, required=True, help="the checkout with the lists (this one)")

@@ -40,7 +40,7 @@ class ChannelError(Exception):
 
 
 class TimedOut(ChannelError):
-    pass
+    """No reply before the deadline."""
 
 
 # ---------------------------------------------------------------- tensors as files
@@ -140,11 +140,13 @@ class Local:
         self.obj, self.pending, self.ids = obj, {}, itertools.count()
 
     def send(self, method: str, **kwargs: Any) -> int:
+        """Queue a request; returns its id."""
         rid = next(self.ids)
         self.pending[rid] = (method, kwargs)
         return rid
 
     def receive(self, rid: int) -> dict[str, Any]:
+        """Run request `rid` and return its reply."""
         method, kwargs = self.pending.pop(rid)
         reply: dict[str, Any] = {"id": rid}
         try:
@@ -157,6 +159,7 @@ class Local:
         return reply
 
     def call(self, method: str, **kwargs: Any) -> dict[str, Any]:
+        """send, then receive."""
         return self.receive(self.send(method, **kwargs))
 
     def freeze(self) -> None:
@@ -166,6 +169,7 @@ class Local:
         """See `freeze`."""
 
     def close(self) -> None:
+        """Drop what is pending."""
         self.pending.clear()
 
 
@@ -186,6 +190,7 @@ class Remote:
         self.ids, self.buffer, self.replies = itertools.count(), b"", {}
 
     def send(self, method: str, **kwargs: Any) -> int:
+        """Write a request (waiting while the pipe is full, up to the deadline); returns its id."""
         rid = next(self.ids)
         data = memoryview(json.dumps({"id": rid, "method": method, "kwargs": kwargs}).encode() + b"\n")
         while data:
@@ -200,11 +205,13 @@ class Remote:
         return rid
 
     def receive(self, rid: int) -> dict[str, Any]:
+        """The reply to request `rid` (others that arrive first are kept)."""
         while rid not in self.replies:
             self._read_line()
         return self.replies.pop(rid)
 
     def call(self, method: str, **kwargs: Any) -> dict[str, Any]:
+        """send, then receive."""
         return self.receive(self.send(method, **kwargs))
 
     def _wait(self, fd: int, write: bool = False) -> bool:

@@ -129,10 +129,9 @@ class _Side:
         return [sketch(t, self.key) for t in tensors(self._draw(mode, seed))]
 
     def warmup(self, mode: str, calls: int) -> None:
-        """`calls` untimed calls on one draw of the timed inputs."""
-        inputs = self._draw(mode, 0)
-        for _ in range(calls):
-            self.timer.call(self._model(), inputs)
+        """`calls` untimed calls, through the timed batch's own code (draws and sketches included, so that
+        nothing runs for the first time in a timed batch)."""
+        self.batch(mode, list(range(max(calls, 2))))
 
     def batch(self, mode: str, seeds: list[int], repeat: bool = False) -> dict[str, Any]:
         """One timed batch of this side's model (`timing.Timer.batch`)."""
@@ -154,6 +153,7 @@ class ReferenceSide(_Side):
         self.exchange, self.trials, self.prev, self.errs = exchange, {}, None, None
 
     def setup(self, spec: dict[str, Any]) -> dict[str, Any]:
+        """Load the problem, build the reference and its float64 copy."""
         if spec.get("isolated"):
             apply_limits(spec["limits"])
         self._setup(spec)
@@ -299,6 +299,7 @@ class CandidateSide(_Side):
         self.guard, self.cand = guard, None
 
     def setup(self, spec: dict[str, Any]) -> dict[str, Any]:
+        """Limits, the guard (not yet installed), the clocks, the reference; the tampering snapshot before the import."""
         if spec.get("isolated"):
             apply_limits(spec["limits"])
             self.guard = Guard([Path(spec["scratch"]), Path(spec["exchange"])], Path(spec["home"]),
@@ -307,9 +308,11 @@ class CandidateSide(_Side):
         return {"snapshot": tamper.snapshot(self.device)}
 
     def limit_reason(self, e: BaseException) -> str | None:
+        """"sandbox: ..." when an exception is a resource limit at work (`sandbox.limit_reason`)."""
         return limit_reason(e, self.spec["limits"]) if hasattr(self, "spec") else None
 
     def reply_extra(self) -> dict[str, Any]:
+        """What every reply carries: the guard's violations so far."""
         return {"violations": list(self.guard.violations)} if self.guard else {}
 
     def _model(self) -> Any:
@@ -342,6 +345,7 @@ class CandidateSide(_Side):
         return {"out": out, "out_b": out_b, "inputs_after": tensors(inputs)}
 
     def snapshot(self) -> dict[str, str]:
+        """The tampering snapshot now (`tamper.snapshot`)."""
         return tamper.snapshot(self.device)
 
 

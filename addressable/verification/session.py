@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import secrets
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,8 @@ from addressable.verification.tamper import changed
 from addressable.verification.timing import BATCH, PARENT_CLOCK, BatchRecord, timing_checks
 
 SAMPLED = 8  # timed calls of the candidate checked against the reference
-BATCH_S = 0.05  # a timed batch's length, from the baseline: longer batches resolve smaller clock discrepancies
+BATCH_S = {"cuda": 0.05}  # a GPU batch's length, from the baseline: longer batches resolve smaller clock
+# discrepancies; on the CPU, batches keep BATCH calls: alternating often matters more there (bursty load)
 
 
 class Stop(Exception):
@@ -180,25 +182,25 @@ class Session:
             self._batch("ref", "baseline")
         per_call = sum(b.wall_ms for b in self.batches) / sum(len(b.times) for b in self.batches) / 1e3
         most = max(self.k, -(-self.spec["calls"] // 2))
-        self.k = max(self.k, min(most, int(BATCH_S / max(per_call, 1e-6))))
+        self.k = max(self.k, min(most, int(BATCH_S.get(self.spec["device"], 0.0) / max(per_call, 1e-6))))
 
     def _batch(self, model: str, phase: str, n: int | None = None) -> None:
-        """One timed batch: the reference's in the checker (the candidate's process frozen meanwhile), the
-        candidate's in its process; this process's wall clock times each from request to reply."""
+        """One timed batch: the reference's in the checker, the candidate's in its process, the other one
+        frozen meanwhile (nothing it left running, a spinning thread included, competes); this process's
+        wall clock times each from request to reply."""
         seeds = [secrets.randbits(62) for _ in range(n or self.k)]
         kw = {"mode": self.mode, "seeds": seeds, "repeat": phase == "repeat"}
-        if model == "ref":
-            self.worker.freeze()
-            try:
-                t0 = PARENT_CLOCK()
-                data = self._from_checker(self.checker.send("batch", **kw), f"reference {self.name} failed while timed")
-                wall = (PARENT_CLOCK() - t0) * 1e3
-            finally:
-                self.worker.thaw()
-        else:
+        idle = self.worker if model == "ref" else self.checker
+        idle.freeze()
+        try:
             t0 = PARENT_CLOCK()
-            data = self._worker("batch", "candidate raised while timed", **kw)
+            if model == "ref":
+                data = self._from_checker(self.checker.send("batch", **kw), f"reference {self.name} failed while timed")
+            else:
+                data = self._worker("batch", "candidate raised while timed", **kw)
             wall = (PARENT_CLOCK() - t0) * 1e3
+        finally:
+            idle.thaw()
         times = _floats(data.get("times") if isinstance(data, dict) else None, len(seeds))
         sketches = data.get("sketches")
         if not isinstance(sketches, list) or len(sketches) != len(seeds):
@@ -256,8 +258,9 @@ class Session:
 
     def _timing(self) -> None:
         self._at("timing")
-        self._worker("warmup", "candidate raised while timed", mode=self.mode, calls=self.spec["warmup"])
-        self._from_checker(self.checker.send("warmup", mode=self.mode, calls=1), "reference warm-up")
+        warm = max(self.spec["warmup"], self.k)  # at least a batch's worth: the process settles (allocator, threads)
+        self._worker("warmup", "candidate raised while timed", mode=self.mode, calls=warm)
+        self._from_checker(self.checker.send("warmup", mode=self.mode, calls=self.k), "reference warm-up")
         start, done, rnd = PARENT_CLOCK(), {"ref": 0, "cand": 0}, 0
         while min(done.values()) < self.spec["calls"]:
             for m in ("ref", "cand") if rnd % 2 == 0 else ("cand", "ref"):
@@ -271,7 +274,7 @@ class Session:
             self._batch(m, "repeat", max(4, self.k + self.k % 2))  # pairs: fresh, then repeated
         checks, figures = timing_checks(self.batches, self.th.clock_tol, self.spec["device"])
         self.checks.update(checks)
-        self.extra["wall_clock"] = figures
+        self.extra["wall_clock"] = {**figures, "batches": [asdict(b) for b in self.batches]}
 
     def _sampled(self) -> None:
         self._at("checking sampled timed calls")
