@@ -38,7 +38,7 @@ from addressable.verification.sandbox import sandbox_available  # noqa: E402
 
 ZOO = ROOT / "tests" / "verification" / "zoo"
 EX = ROOT / "examples"
-BENCH = ROOT / "addressable" / "bench"
+BENCH = ROOT / "addressable" / "dlrm_bench"
 MATMUL = ZOO / "matmul.py"
 ADVERSARIAL = [  # candidate, what it is, the check it must fail (None: must pass)
     ("cheat_side_stream", "Python side stream, no wait_stream", "stream_escape"),

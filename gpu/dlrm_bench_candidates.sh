@@ -5,9 +5,9 @@
 # re:(?i)<the problem's DLRM_KERNEL>, which projects onto exactly the kernels the problem stands for).
 # Each verify's JSON goes to $OUT/verify/<problem>.json. Run from the repository root; needs no pip
 # install. About 3-5 minutes (01 and 02 build 3.6 GB tables on the CPU twice each).
-# CPU dry run at the problems' SMALL sizes: DEVICE=cpu SMALL=1 TRITON_INTERPRET=1 gpu/bench_candidates.sh
+# CPU dry run at the problems' SMALL sizes: DEVICE=cpu SMALL=1 TRITON_INTERPRET=1 gpu/dlrm_bench_candidates.sh
 set -uo pipefail
-OUT=${OUT:-outputs/bench-gpu}
+OUT=${OUT:-outputs/dlrm-bench-gpu}
 DEVICE=${DEVICE:-cuda}
 mkdir -p "$OUT/verify"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
