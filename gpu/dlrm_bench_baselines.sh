@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# DLRM-Bench baselines on the GPU: eager PyTorch time of every problem's Model at full (MLPerf
+# Reproduces docs/dlrm_bench.md's eager baselines (results/h200/dlrm_bench/bench_baselines.*). DLRM-Bench baselines on the GPU: eager PyTorch time of every problem's Model at full (MLPerf
 # DLRM-DCNv2) sizes -> $OUT/bench_baselines.csv (problem, category, device, small, ref_ms,
 # ref_ms_q1, ref_ms_q3, runs). Run from the repository root; needs no pip install. < 3 minutes.
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# DLRM-Bench reference Triton candidates on the GPU: `addressable verify PROBLEM CANDIDATE --json`
+# Reproduces docs/dlrm_bench.md's Triton table and wins files (results/h200/dlrm_bench/). DLRM-Bench reference Triton candidates on the GPU: `addressable verify PROBLEM CANDIDATE --json`
 # for each pair below, then $OUT/bench_wins.csv (target, speedup, verified, source, notes; target =
 # problem stem, for `addressable project`) and $OUT/bench_wins_regex.csv (the same rows with target
 # re:(?i)<the problem's DLRM_KERNEL>, which projects onto exactly the kernels the problem stands for).

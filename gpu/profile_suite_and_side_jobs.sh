@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# One device call on a 2-GPU H200 machine. GPU 0 profiles the workloads and sweeps
+# Reproduces docs/results.md's runs and, beside them, the checks named in $SIDE, in one device call on a
+# 2-GPU H200 machine. GPU 0 profiles the workloads and sweeps
 # (gpu/profile_suite.py); GPU 1 runs the side jobs named in $SIDE, in order:
 #   validate  gpu/validate_projection.py (real kernel swaps vs the Amdahl projection)
 #   verify    gpu/verify_triton.sh (Triton candidates, cheat zoo, audit)

@@ -57,7 +57,9 @@ def test_old_spellings_still_work_and_warn(tmp_path: Path, args: list[str], old:
     files = {"ref": ROOT / "tests" / "verification" / "zoo" / "softmax_long.py",
              "cand": ROOT / "tests" / "verification" / "zoo" / "honest_torch.py", "out": tmp_path / "t.csv"}
     res = CliRunner().invoke(main, [a.format(**files) for a in args])
-    assert res.exit_code == 0, res.output
+    # verify: pass (0), or review (3) when two timed calls on a loaded machine look too fast or too noisy
+    # (an honest candidate timed at 27x under a load average of 5); either way the old spelling worked
+    assert res.exit_code in ((0, 3) if args[0] == "verify" else (0,)), res.output
     assert f"warning: {old} is deprecated here and goes in the next release; use {new}" in res.stderr
     if args[0] == "dlrm-bench":
         assert "warning: --out is deprecated here and goes in the next release; use --csv" in res.stderr
