@@ -464,12 +464,12 @@ def sweep(workload: str | None, batch: str | None, seq_len: str | None, workload
         click.echo(f"Wrote {plot_runs('sweep', done, plot_out)}")
 
 
-@main.group()
-def bench() -> None:
+@main.group("dlrm-bench")
+def dlrm_bench() -> None:
     """DLRM-Bench: recommender kernel problems in KernelBench format (addressable/dlrm_bench/problems)."""
 
 
-@bench.command("list")
+@dlrm_bench.command("list")
 @click.option("--small", is_flag=True, help="Show the reduced (SMALL) sizes used by CPU tests.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON records instead of a table.")
 @_user_errors
@@ -481,7 +481,7 @@ def bench_list(small: bool, as_json: bool) -> None:
     click.echo(_json(df.to_dict(orient="records")) if as_json else format_problem_table(df))
 
 
-@bench.command("shares")
+@dlrm_bench.command("shares")
 @click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON records instead of a table.")
 @click.option("--csv", "out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the table to this CSV file.")
@@ -502,7 +502,7 @@ def bench_shares(run_dir: Path, as_json: bool, out: Path | None) -> None:
         click.echo(format_table(df.drop(columns=["top_kernel"]), "{:.4f}"))
 
 
-@bench.command("time")
+@dlrm_bench.command("time")
 @click.argument("problems", nargs=-1)
 @click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True)
 @click.option("--small", is_flag=True, help="Use the reduced (SMALL) sizes.")
@@ -525,6 +525,18 @@ def bench_time(problems: tuple[str, ...], device: str, small: bool, warmup: int,
     if out:
         write_text(out, df.to_csv(index=False))
     click.echo(format_table(df, "{:.4f}"))
+
+
+def _renamed_group(group: click.Group, old: str) -> click.Group:
+    """Keep `old`, the previous name of `group`, for one release: the same subcommands, hidden, and using it warns."""
+
+    def warn() -> None:
+        click.echo(f"warning: '{old}' is deprecated and goes in the next release; use '{group.name}'", err=True)
+
+    return click.Group(old, commands=group.commands, callback=warn, hidden=True, help=f"Deprecated: use {group.name}.")
+
+
+main.add_command(_renamed_group(dlrm_bench, "bench"))
 
 
 def _verify_options(fn: Callable) -> Callable:

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The roofline's bytes check against Nsight Compute (issue #19's must-show): `addressable profile --ncu 20`
+# Reproduces docs/roofline.md's Nsight Compute check (results/h200/roofline/ncu/): the roofline's bytes
+# against Nsight Compute. `addressable profile --ncu 20`
 # on resnet50 train (b64), gpt2 train (b8 x 1024) and llama3-8b infer (b8 x 1024, 2 layers, 4 decode
 # tokens), on one GPU; at most 7 minutes on an H200 (caps 135 + 150 + 115 s), usually about 4.
 # Each profile runs 1 profiled step with shapes, then re-runs one step of the same workload under ncu

@@ -1,4 +1,6 @@
-"""Check the Amdahl projection against reality with real kernel swaps (issue 4), on a GPU.
+"""Check the Amdahl projection against reality with real kernel swaps, on a GPU.
+
+Reproduces docs/projection.md's "Checked against reality" table (results/h200/validation/validation.json).
 
 Two experiments, each run eager and with a group of replaceable kernels swapped for fused ones:
 

@@ -1,4 +1,6 @@
-"""Adversarial and honest candidates through `addressable verify` on one GPU, and old vs new timing (issue 17).
+"""Adversarial and honest candidates through `addressable verify` on one GPU, and old vs new timing.
+
+Reproduces docs/verification.md's adversarial-kernel table (results/h200/verify_adversarial/).
 
 1. verify (contained subprocess each) of the stream-escape cheats (Python side stream, C++ extension on
    its own non-blocking stream), our versions of KernelBench's zero_out and result_reuse, and honest
@@ -8,7 +10,7 @@
    Python side-stream cheat, the honest matmul, the four Triton pairs, three DLRM-Bench pairs);
 3. verify of the shipped Triton candidates (examples/candidates) and the DLRM-Bench candidates.
 
-Writes $OUT/adversarial.md (the README table), $OUT/timing.csv, $OUT/verify.json (every result) and
+Writes $OUT/adversarial.md (the table of docs/verification.md), $OUT/timing.csv, $OUT/verify.json (every result) and
 prints progress. Stops starting new work after --budget seconds (default 200).
 Run from the repository root: python gpu/verify_adversarial.py --out $OUT
 """
@@ -38,7 +40,7 @@ from addressable.verification.sandbox import sandbox_available  # noqa: E402
 
 ZOO = ROOT / "tests" / "verification" / "zoo"
 EX = ROOT / "examples"
-BENCH = ROOT / "addressable" / "bench"
+BENCH = ROOT / "addressable" / "dlrm_bench"
 MATMUL = ZOO / "matmul.py"
 ADVERSARIAL = [  # candidate, what it is, the check it must fail (None: must pass)
     ("cheat_side_stream", "Python side stream, no wait_stream", "stream_escape"),

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Issue 17 on one GPU: stream-escape cheats and KernelBench-style adversarial kernels must fail by name,
+# Reproduces docs/verification.md's adversarial-kernel table on one GPU: stream-escape cheats and
+# KernelBench-style adversarial kernels must fail by name,
 # honest candidates (torch ops, examples/candidates Triton, DLRM-Bench) must pass, and the new timing
 # (device-wide synchronize) must match the old one for honest pairs. Under 4 minutes on one H200.
 # Run from the repository root:  OUT=/some/folder bash gpu/verify_adversarial.sh
-# Writes to $OUT: adversarial.md (the README table), timing.csv, verify.json, verify_adversarial.log.
+# Writes to $OUT: adversarial.md (the table of docs/verification.md), timing.csv, verify.json, verify_adversarial.log.
 set -uo pipefail
 OUT=${OUT:-outputs/verify_adversarial}
 mkdir -p "$OUT"
