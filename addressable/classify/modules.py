@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from addressable.classify.taxonomy import read_yaml
+from addressable.core.files import read_yaml
 from addressable.core.jsonutil import records
 from addressable.trace.reader import lookup
 

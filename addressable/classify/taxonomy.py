@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from addressable.core.errors import AddressableError
+from addressable.core.files import read_yaml
 from addressable.core.schema import check_version
 from addressable.trace.kernel_names import KernelName, parse_kernel_name, template_args
 
@@ -162,16 +162,6 @@ def _factorize(values: pd.Series) -> tuple[np.ndarray, list[str]]:
         return values.cat.codes.to_numpy(), [str(c) for c in values.cat.categories]
     codes, uniques = pd.factorize(values.astype("string"), sort=False)
     return codes, [str(u) for u in uniques]
-
-
-def read_yaml(path: Path, what: str) -> Any:
-    """Parse a YAML file; a missing file or bad YAML is a one-line AddressableError naming `what`."""
-    try:
-        return yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise AddressableError(f"no such {what}: {path}") from None
-    except yaml.YAMLError as e:
-        raise AddressableError(f"{what} {path} is not valid YAML: {str(e).splitlines()[0]}") from None
 
 
 def load_taxonomy(path: str | Path | None = None) -> Taxonomy:

@@ -20,7 +20,7 @@ from types import ModuleType
 import pandas as pd
 
 from addressable.core.errors import AddressableError
-from addressable.runs.folder import read_csv
+from addressable.core.files import read_csv
 
 PROBLEMS_DIR = Path(__file__).with_name("problems")
 CANDIDATES_DIR = Path(__file__).with_name("candidates")

@@ -79,8 +79,9 @@ import numpy as np
 import pandas as pd
 
 from addressable.classify.modules import MODULE_PREFIX, NO_SCOPES_HINT, ModuleTarget, attribute
-from addressable.classify.taxonomy import UNCLASSIFIED, Taxonomy, load_taxonomy, read_yaml
+from addressable.classify.taxonomy import UNCLASSIFIED, Taxonomy, load_taxonomy
 from addressable.core.errors import AddressableError
+from addressable.core.files import read_yaml
 from addressable.core.jsonutil import to_jsonable
 from addressable.projection import replay as replay_model
 from addressable.runs.folder import Run, load_run, run_from_trace, run_labels

@@ -30,8 +30,9 @@ from addressable.classify.modules import (
     attribute,
     module_breakdown,
 )
-from addressable.classify.taxonomy import Taxonomy, load_taxonomy, read_yaml
+from addressable.classify.taxonomy import Taxonomy, load_taxonomy
 from addressable.core.errors import AddressableError
+from addressable.core.files import read_yaml
 from addressable.core.jsonutil import records, to_jsonable
 from addressable.roofline import op_models
 from addressable.trace.kernel_names import parse_kernel_name

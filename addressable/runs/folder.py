@@ -27,6 +27,7 @@ from addressable.classify.ranks import JobResult, rank_folder_names
 from addressable.classify.taxonomy import Taxonomy, load_taxonomy
 from addressable.core.atomic import atomic_dir, write_text
 from addressable.core.errors import AddressableError
+from addressable.core.files import read_csv
 from addressable.core.jsonutil import records
 from addressable.core.schema import KEY, VERSIONS, check_version
 from addressable.trace.reader import Trace, load_trace
@@ -638,14 +639,6 @@ def _read_json(path: Path) -> Any:
         raise AddressableError(f"no breakdown.json in {path.parent} (not a run folder)") from None
     except json.JSONDecodeError as e:
         raise AddressableError(f"{path} is not valid JSON: {e}") from None
-
-
-def read_csv(path: str | Path, **options: Any) -> pd.DataFrame:
-    """A CSV of a run folder; an unreadable or empty file is an AddressableError."""
-    try:
-        return pd.read_csv(path, **options)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError) as e:
-        raise AddressableError(f"cannot read {path}: {str(e).splitlines()[0]}") from None
 
 
 def load_modules(path: str | Path) -> ModuleBreakdown:
