@@ -200,8 +200,8 @@ def roofline(source: Path, gpu: str | None, peaks_file: Path | None, datasheet: 
              as_json: bool, top: int, module_io: Path | None) -> None:
     """Headroom of every kernel of a TRACE or run folder against the roofline, the roofline ceiling, and the
     fusion headroom of each fusion candidate."""
-    from addressable.capture.ncu import check_of_run, format_check
     from addressable.roofline.model import format_roofline, roofline_of_path
+    from addressable.roofline.ncu_check import check_of_run, format_check
 
     r = roofline_of_path(source, taxonomy, gpu=gpu, peaks=peaks_file, datasheet_only=datasheet, module_io=module_io)
     check = check_of_run(source, taxonomy) if source.is_dir() else None  # a run profiled with --ncu
@@ -372,7 +372,8 @@ def profile(workload: str, mode: str | None, batch: int | None, seq_len: int | N
 
             click.echo("\n" + format_ranks(res.run["distributed"]))
     if ncu_top is not None:
-        from addressable.capture.ncu import check_run, format_check
+        from addressable.capture.ncu import check_run
+        from addressable.roofline.ncu_check import format_check
 
         check = check_run(res.path, cfg, ncu_top, adapters, ncu_flops, progress=_progress)
         click.echo("\n" + format_check(check) + f"\n(per kernel: {res.path / 'ncu.csv'})")

@@ -37,6 +37,7 @@ from addressable.classify.timeline import TimelineResult
 from addressable.core.errors import AddressableError
 from addressable.core.progress import Progress, duration
 from addressable.core.schema import KEY, VERSIONS
+from addressable.runs.folder import TRACE_FILE
 from addressable.trace.reader import load_trace
 
 
@@ -228,7 +229,7 @@ def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Pa
     meter = Progress(m.repeats * per_repeat, label)
     say = meter.log(progress)
     step = meter.counting(step)
-    repeats, medians, rows, trace = [], [], [], workdir / "trace.json.gz"
+    repeats, medians, rows, trace = [], [], [], workdir / TRACE_FILE
     for r in range(m.repeats):
         started = time.perf_counter()
         times = timed(step, m.steps, cuda)

@@ -12,15 +12,15 @@ Reference Triton candidates (`ModelNew`) live in `candidates/<problem stem>.py`.
 from __future__ import annotations
 
 import importlib.util
-import json
 import re
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pandas as pd
 
 from addressable.core.errors import AddressableError
-from addressable.core.files import read_csv
+from addressable.runs.folder import read_kernels, read_run_keys
 
 PROBLEMS_DIR = Path(__file__).with_name("problems")
 CANDIDATES_DIR = Path(__file__).with_name("candidates")
@@ -126,20 +126,9 @@ def problem_shares(run_dir: str | Path) -> pd.DataFrame:
     (needs breakdown.json). shared_with: other problems whose regex matches the same kernels
     (then the shares overlap and are upper bounds).
     """
-    run_dir = Path(run_dir)
-    path = run_dir / "kernels.csv"
-    if not path.is_file():
-        raise AddressableError(f"no kernels.csv in {run_dir} (run `addressable profile` first)")
-    kernels = read_csv(path)
-    missing = {"name", "time_us"} - set(kernels.columns)
-    if missing:
-        raise AddressableError(f"{path} lacks columns {sorted(missing)}")
-    t = pd.to_numeric(kernels["time_us"], errors="coerce")
-    if t.isna().any():
-        raise AddressableError(f"{path}: time_us on row {int(t.isna().to_numpy().argmax()) + 1} is not a number")
-    kernels = kernels.assign(time_us=t)
+    kernels = read_kernels(run_dir)
     total = kernels["time_us"].sum()
-    per_step = _kernel_fraction_of_step(run_dir / "breakdown.json")
+    per_step = _kernel_fraction_of_step(read_run_keys(run_dir, required=False))
     names = kernels["name"].astype(str)  # one row per distinct kernel name: a plain loop is fine
     masks = {}
     for stem in problem_names():
@@ -160,12 +149,11 @@ def problem_shares(run_dir: str | Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _kernel_fraction_of_step(path: Path) -> float | None:
-    """Kernel time per step / wall-clock step time, from breakdown.json (None if unavailable)."""
+def _kernel_fraction_of_step(keys: dict[str, Any]) -> float | None:
+    """Kernel time per step / wall-clock step time, from breakdown.json's keys (None if unavailable)."""
     try:
-        doc = json.loads(path.read_text())
-        return float(doc["kernel_time_per_step_us"]) / (1000.0 * float(doc["step_time_ms"]))
-    except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError):
+        return float(keys["kernel_time_per_step_us"]) / (1000.0 * float(keys["step_time_ms"]))
+    except (ValueError, KeyError, TypeError, ZeroDivisionError):
         return None
 
 

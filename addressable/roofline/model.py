@@ -604,15 +604,15 @@ def roofline_of_path(path: str | Path, taxonomy: Taxonomy | str | Path | None = 
                      module_io: str | Path | None = None) -> Roofline:
     """roofline_of_trace for a trace file or a run folder (its trace.json.gz, manifest peaks, step time and
     module_io.json); `module_io`, a module_io.json file, overrides the run's (and gives a trace one)."""
-    from addressable.runs.folder import load_module_io, load_run
+    from addressable.runs.folder import TRACE_FILE, load_module_io, load_run
 
     path = Path(path)
     io = load_module_io(module_io, required=True) if module_io is not None else None
     if not path.is_dir():
         return roofline_of_trace(path, taxonomy, gpu=gpu, peaks=peaks, datasheet_only=datasheet_only, module_io=io)
-    trace = path / "trace.json.gz"
+    trace = path / TRACE_FILE
     if not trace.is_file():
-        raise AddressableError(f"{path} holds no trace.json.gz (a committed run keeps only its tables): "
+        raise AddressableError(f"{path} holds no {TRACE_FILE} (a committed run keeps only its tables): "
                                "re-profile it or give a trace file")
     run = load_run(path)
     step = run.info.get("step_time_ms")

@@ -1,7 +1,9 @@
 """Run folders on disk: writing a breakdown, and reading runs back for projection and plots.
 
-This is the one reader of runs: `load_run` / `load_runs` / `find_runs` / `run_from_trace` return `Run`,
-which project, plot, sweep, report code and notebooks all use. What projection needs (category times
+This is the one reader and writer of run folders (their layout: docs/CONVENTIONS.md): `write_run`,
+`write_job`, `write_module_io` and `write_ncu_check` write them; `load_run` / `load_runs` / `find_runs` /
+`run_from_trace` return `Run`, which project, plot, sweep, report code and notebooks all use;
+`read_run_keys`, `read_kernels`, `load_module_io`, `load_modules` and `read_ncu_raw` read one file each. What projection needs (category times
 on the run's basis, per-repeat times, steps, kernel times) are checked properties of `Run`: a bad file
 is one AddressableError naming it (`Run.check()` reads them all at once).
 """
@@ -33,6 +35,9 @@ from addressable.core.schema import KEY, VERSIONS, check_version
 from addressable.trace.reader import Trace, load_trace
 
 DEFAULT_RUNS_ROOT = Path("outputs")
+TRACE_FILE = "trace.json.gz"  # the profiled steps' Kineto trace (rank<k>/trace.json.gz per rank of a job)
+NCU_RAW_FILE = "ncu_raw.csv"  # Nsight Compute's own CSV, kept so that `addressable roofline RUN` re-checks it
+NCU_CHECK_FILE = "ncu.csv"  # the per-kernel check of the roofline's bytes against Nsight Compute's
 KERNEL_COLUMNS = ["name", "category", "class", "time_us", "count", "share"]
 CATEGORY_COLUMNS = ["category", "class", "time_us", "share", "count"]
 
@@ -43,7 +48,7 @@ def write_breakdown(b: Breakdown, out: str | Path, extra: dict | None = None) ->
     doc = b.to_dict()
     if extra:
         doc.update(extra)
-    write_text(out / "breakdown.json", json.dumps(doc, indent=2, default=str) + "\n")
+    write_text(out / "breakdown.json", _json_text(doc))
     write_text(out / "categories.csv", b.categories.to_csv(index=False))
     write_text(out / "kernels.csv", b.kernels.to_csv(index=False))
     if b.modules is not None and b.modules.has_scopes:
@@ -58,7 +63,7 @@ def write_run(folder: str | Path, b: Breakdown, keys: dict[str, Any], steps: pd.
     folder = Path(folder)
     write_breakdown(b, folder, extra=keys)
     write_text(folder / "steps.csv", steps.to_csv(index=False))
-    write_text(folder / "manifest.json", json.dumps(manifest, indent=2, default=str) + "\n")
+    write_text(folder / "manifest.json", _json_text(manifest))
     if module_io is not None:
         write_module_io(folder / MODULE_IO_FILE, module_io)
     return folder
@@ -127,6 +132,29 @@ def write_job(job: JobResult, out: str | Path) -> Path:
 def write_ranks_table(folder: Path, ranks: pd.DataFrame) -> Path:
     """ranks.csv of a job's run folder: one row per rank (its fractions, times and straggler figures)."""
     return write_text(folder / "ranks.csv", ranks.to_csv(index=False))
+
+
+def write_ncu_check(folder: str | Path, raw: str, kernels: pd.DataFrame, check: dict[str, Any]) -> Path:
+    """Record `profile --ncu`'s check in a run folder: ncu_raw.csv (Nsight Compute's CSV), ncu.csv (per
+    kernel) and, where breakdown.json has a roofline, its roofline.ncu (`check`); each written atomically."""
+    folder = Path(folder)
+    doc = read_run_keys(folder)
+    write_text(folder / NCU_RAW_FILE, raw)
+    write_text(folder / NCU_CHECK_FILE, kernels.to_csv(index=False))
+    if isinstance(doc.get("roofline"), dict):
+        doc["roofline"]["ncu"] = check
+        write_text(folder / "breakdown.json", _json_text(doc))
+    return folder
+
+
+def read_ncu_raw(folder: str | Path) -> str | None:
+    """The Nsight Compute CSV a run folder keeps (ncu_raw.csv, from `profile --ncu`); None without one."""
+    path = Path(folder) / NCU_RAW_FILE
+    return path.read_text() if path.is_file() else None
+
+
+def _json_text(doc: Any) -> str:
+    return json.dumps(doc, indent=2, default=str) + "\n"
 
 
 
@@ -493,10 +521,7 @@ def load_run(path: str | Path) -> Run:
     """Read one run folder (or its breakdown.json)."""
     path = Path(path)
     folder = path.parent if path.name == "breakdown.json" else path
-    doc = _read_json(folder / "breakdown.json")
-    if not isinstance(doc, dict):
-        raise AddressableError(f"{folder}/breakdown.json is not a JSON object")
-    check_version(doc, "breakdown", f"{folder}/breakdown.json")
+    doc = read_run_keys(folder)
     categories = read_csv(folder / "categories.csv") if (folder / "categories.csv").is_file() else \
         pd.DataFrame(doc.get("categories") or [], columns=["category", "class", "time_us", "share", "count"])
     if "class" not in categories.columns and "category" in categories.columns:  # older or hand-written runs
@@ -509,6 +534,35 @@ def load_run(path: str | Path) -> Run:
     manifest = _read_json(folder / "manifest.json") if (folder / "manifest.json").is_file() else {}
     check_version(manifest, "manifest", f"{folder}/manifest.json")
     return Run(folder, doc, categories, kernels, manifest if isinstance(manifest, dict) else {})
+
+
+def read_run_keys(folder: str | Path, required: bool = True) -> dict[str, Any]:
+    """A run folder's breakdown.json (its classification and run keys), version-checked; {} when the folder
+    has none and not `required`."""
+    folder = Path(folder)
+    if not required and not (folder / "breakdown.json").is_file():
+        return {}
+    doc = _read_json(folder / "breakdown.json")
+    if not isinstance(doc, dict):
+        raise AddressableError(f"{folder}/breakdown.json is not a JSON object")
+    check_version(doc, "breakdown", f"{folder}/breakdown.json")
+    return doc
+
+
+def read_kernels(folder: str | Path) -> pd.DataFrame:
+    """A run folder's kernels.csv (name and time_us at least, time_us numeric), with or without breakdown.json."""
+    folder = Path(folder)
+    path = folder / "kernels.csv"
+    if not path.is_file():
+        raise AddressableError(f"no kernels.csv in {folder} (run `addressable profile` first)")
+    kernels = read_csv(path)
+    missing = {"name", "time_us"} - set(kernels.columns)
+    if missing:
+        raise AddressableError(f"{path} lacks columns {sorted(missing)}")
+    t = pd.to_numeric(kernels["time_us"], errors="coerce")
+    if t.isna().any():
+        raise AddressableError(f"{path}: time_us on row {int(t.isna().to_numpy().argmax()) + 1} is not a number")
+    return kernels.assign(time_us=t)
 
 
 def find_runs(paths: str | Path | Iterable[str | Path] | None = None) -> list[Path]:
@@ -563,9 +617,9 @@ def load_runs(paths: str | Path | Iterable[str | Path] | None = None, step_ms: f
 
 def run_traces(folder: Path) -> list[Path]:
     """A run folder's trace, or its ranks' traces (rank0/trace.json.gz, ...); [] when not kept."""
-    if (folder / "trace.json.gz").is_file():
-        return [folder / "trace.json.gz"]
-    return sorted(folder.glob("rank*/trace.json.gz"), key=lambda p: int(re.sub(r"\D", "", p.parent.name) or 0))
+    if (folder / TRACE_FILE).is_file():
+        return [folder / TRACE_FILE]
+    return sorted(folder.glob(f"rank*/{TRACE_FILE}"), key=lambda p: int(re.sub(r"\D", "", p.parent.name) or 0))
 
 
 def run_from_trace(path: str | Path, step_ms: float | None = None) -> Run:
