@@ -222,13 +222,12 @@ def calibrate(out: Path | None, as_json: bool) -> None:
 
     `addressable profile` stores the same measurement in each GPU run's manifest.json.
     """
-    from addressable.core.atomic import write_text
     from addressable.roofline.calibrate import measure_peaks
-    from addressable.roofline.model import format_peaks
+    from addressable.roofline.model import format_peaks, write_peaks
 
     p = measure_peaks()
     if out:
-        write_text(out, _json(p.to_dict()) + "\n")  # atomically
+        write_peaks(out, p)
     click.echo(_json(p.to_dict()) if as_json else format_peaks(p))
     if out and not as_json:
         click.echo(f"Wrote {out}")

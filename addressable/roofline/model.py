@@ -10,6 +10,7 @@ the Amdahl ceiling (every replaceable kernel infinitely fast). docs/roofline.md 
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from addressable.classify.modules import (
     module_breakdown,
 )
 from addressable.classify.taxonomy import Taxonomy, load_taxonomy
+from addressable.core.atomic import write_text
 from addressable.core.errors import AddressableError
 from addressable.core.files import read_yaml
 from addressable.core.jsonutil import records, to_jsonable
@@ -88,6 +90,19 @@ class Peaks:
         return peaks
 
 
+def read_peaks(path: str | Path) -> Peaks:
+    """A peaks JSON file (write_peaks'; `calibrate --peaks FILE`), for `roofline --peaks FILE`."""
+    try:
+        return Peaks.from_dict(json.loads(Path(path).read_text()), f"calibrated: {path}")
+    except (OSError, ValueError) as e:
+        raise AddressableError(f"cannot read peaks file {path}: {e}") from None
+
+
+def write_peaks(path: str | Path, peaks: Peaks) -> Path:
+    """Write the peaks JSON that read_peaks reads (atomically)."""
+    return write_text(path, json.dumps(peaks.to_dict(), indent=2, default=str) + "\n")
+
+
 @cache
 def datasheet() -> list[dict[str, Any]]:
     """The GPUs of peaks.yaml."""
@@ -131,12 +146,7 @@ def resolve_peaks(gpu: str | None = None, peaks: Peaks | dict | str | Path | Non
     if isinstance(peaks, dict):
         return Peaks.from_dict(peaks)
     if peaks is not None:
-        import json
-
-        try:
-            return Peaks.from_dict(json.loads(Path(peaks).read_text()), f"calibrated: {peaks}")
-        except (OSError, ValueError) as e:
-            raise AddressableError(f"cannot read peaks file {peaks}: {e}") from None
+        return read_peaks(peaks)
     if gpu:
         return gpu_peaks(gpu, not datasheet_only)
     manifest = manifest or {}
