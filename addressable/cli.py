@@ -589,15 +589,15 @@ def verify_batch(pairs: Path, wins_out: Path, reviews_out: Path | None, json_dir
     """Verify every problem,candidate row of PAIRS (CSV); write the passes to wins.csv.
 
     Exit 0 when every pair passed, 1 when any failed, 3 when the rest passed but some need review."""
-    from addressable.core.atomic import write_text
-    from addressable.verification.runner import WINS_COLUMNS, batch_exit_code, format_batch_row
+    from addressable.projection.wins import write_wins
+    from addressable.verification.runner import batch_exit_code, format_batch_row
     from addressable.verification.runner import verify_batch as run_batch
 
     df = run_batch(pairs, json_dir=json_dir, on_result=lambda r: click.echo(format_batch_row(r)), **_verify_kwargs(kw))
-    write_text(wins_out, df.loc[df["verdict"] == "pass", WINS_COLUMNS].to_csv(index=False))
+    write_wins(wins_out, df[df["verdict"] == "pass"])
     reviews = df[df["verdict"] == "review"]
     if reviews_out:
-        write_text(reviews_out, reviews[WINS_COLUMNS].to_csv(index=False))
+        write_wins(reviews_out, reviews)
     counts = df["verdict"].value_counts()
     click.echo(f"{counts.get('pass', 0)} passed, {counts.get('review', 0)} to review, {counts.get('fail', 0)} failed "
                f"of {len(df)}; wrote the passes to {wins_out}" + (f", the reviews to {reviews_out}" if reviews_out else ""))

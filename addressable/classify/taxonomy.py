@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -168,6 +169,12 @@ def load_taxonomy(path: str | Path | None = None) -> Taxonomy:
     """Read and validate a taxonomy file (the packaged one by default)."""
     path = Path(path) if path else DEFAULT_TAXONOMY
     return parse_taxonomy(read_yaml(path, "taxonomy file"), str(path))
+
+
+@cache
+def default_taxonomy() -> Taxonomy:
+    """The packaged taxonomy, read once (for readers that classify with the default rules)."""
+    return load_taxonomy()
 
 
 def parse_taxonomy(doc: Any, source: str = "<taxonomy>") -> Taxonomy:

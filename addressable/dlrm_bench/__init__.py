@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -21,6 +22,7 @@ import pandas as pd
 
 from addressable.core.errors import AddressableError
 from addressable.runs.folder import read_kernels, read_run_keys
+from addressable.verification.harness import problem_category, quartiles, time_calls
 
 PROBLEMS_DIR = Path(__file__).with_name("problems")
 CANDIDATES_DIR = Path(__file__).with_name("candidates")
@@ -44,6 +46,17 @@ def problem_path(ref: str | Path) -> Path:
         if ref in (stem, name) or (ref.isdigit() and int(ref) == int(number)):
             return PROBLEMS_DIR / f"{stem}.py"
     raise AddressableError(f"unknown bench problem '{ref}' (known: {', '.join(problem_names())})")
+
+
+def problem_categories(dirs: Sequence[str | Path] | None = None) -> dict[str, str]:
+    """Problem stem -> taxonomy category of each problem file (its CATEGORY constant, read without importing
+    it: addressable.verification.harness.problem_category): DLRM-Bench's problems, or those in `dirs`."""
+    out = {}
+    for d in map(Path, (PROBLEMS_DIR,) if dirs is None else dirs):
+        for f in sorted(d.glob("*.py")) if d.is_dir() else []:
+            if not f.name.startswith("_") and (category := problem_category(f)):
+                out[f.stem] = category
+    return out
 
 
 def candidate_path(ref: str | Path) -> Path | None:
@@ -165,7 +178,6 @@ def baseline_times(names: list[str] | None = None, device: str = "cuda", small: 
     import torch
 
     from addressable.core.device import resolve_device
-    from addressable.verification.harness import quartiles, time_calls
 
     device = resolve_device(device)
     rows = []

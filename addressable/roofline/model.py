@@ -32,6 +32,7 @@ from addressable.classify.modules import (
     module_breakdown,
 )
 from addressable.classify.taxonomy import Taxonomy, load_taxonomy
+from addressable.core.amdahl import amdahl
 from addressable.core.atomic import write_text
 from addressable.core.errors import AddressableError
 from addressable.core.files import read_yaml
@@ -361,11 +362,6 @@ def time_at_peak_us(nbytes: np.ndarray, flops: np.ndarray, dtype: np.ndarray, pe
     return mem, comp
 
 
-def amdahl_time(total: float, saved: float) -> float:
-    """total / (total − saved), NaN when nothing is left."""
-    return total / (total - saved) if total > saved else math.inf if total > 0 else math.nan
-
-
 @dataclass
 class Roofline:
     """Per-kernel roofline figures and the ceilings of one trace."""
@@ -407,19 +403,20 @@ class Roofline:
     @property
     def ceiling_kernel(self) -> float:
         """Amdahl ceiling on kernel time: every replaceable kernel infinitely fast."""
-        return amdahl_time(self.total_time_us, self.replaceable_time_us)
+        return amdahl([self.replaceable_time_us], [math.inf], self.total_time_us)
 
     @property
     def ceiling_kernel_roofline(self) -> float:
         """End-to-end speedup (kernel time) if every replaceable kernel ran at its roofline."""
-        return amdahl_time(self.total_time_us, self.saved_us)
+        return amdahl([self.saved_us], [math.inf], self.total_time_us)
 
     @property
     def ceiling_wall_roofline(self) -> float:
-        """The same on the wall-clock step time; NaN without a step time or step count."""
+        """The same on the wall-clock step time; NaN without a step time or step count, or where the time saved
+        per step exceeds the step (kernels overlapping on several streams)."""
         if not self.step_time_ms or not self.n_steps:
             return math.nan
-        return amdahl_time(self.step_time_ms * 1e3, self.saved_us / self.n_steps)
+        return amdahl([self.saved_us / self.n_steps], [math.inf], self.step_time_ms * 1e3)
 
     def kernels(self) -> pd.DataFrame:
         """One row per kernel name: time, bytes, FLOPs, achieved GB/s and TFLOP/s, bound, headroom."""
@@ -430,8 +427,8 @@ class Roofline:
         c = _aggregate(self.rows, ["category", "class"], self.peaks)
         total = self.total_time_us
         saved = c["time_us"] - c["time_roof_us"]
-        c["ceiling_roofline"] = [amdahl_time(total, s) for s in saved]
-        c["ceiling_amdahl"] = [amdahl_time(total, t) for t in c["time_us"]]
+        c["ceiling_roofline"] = [amdahl([s], [math.inf], total) for s in saved]
+        c["ceiling_amdahl"] = [amdahl([t], [math.inf], total) for t in c["time_us"]]
         return c
 
     def unmodelled_ops(self) -> pd.DataFrame:

@@ -10,7 +10,6 @@ is one AddressableError naming it (`Run.check()` reads them all at once).
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import re
@@ -26,7 +25,7 @@ import pandas as pd
 from addressable.classify.breakdown import Breakdown, breakdown_of_trace, classify_trace
 from addressable.classify.modules import DETAIL_COLUMNS, NO_SCOPES_HINT, ModuleBreakdown
 from addressable.classify.ranks import JobResult, rank_folder_names
-from addressable.classify.taxonomy import Taxonomy, load_taxonomy
+from addressable.classify.taxonomy import default_taxonomy
 from addressable.core.atomic import atomic_dir, write_text
 from addressable.core.errors import AddressableError
 from addressable.core.files import read_csv
@@ -183,7 +182,7 @@ class Run:
         a category missing from `classes` takes the taxonomy's class."""
         t = pd.Series(dict(times), dtype=float)
         cats = pd.DataFrame({"category": [str(c) for c in t.index], "time_us": t.to_numpy()})
-        cats["class"] = [(classes or {}).get(c) or _taxonomy().class_of(c) for c in cats["category"]]
+        cats["class"] = [(classes or {}).get(c) or default_taxonomy().class_of(c) for c in cats["category"]]
         total = float(t.sum())
         cats["share"] = cats["time_us"] / total if total > 0 else 0.0
         info = {"workload": name, "n_steps": n_steps, "step_time_ms": step_time_ms}
@@ -348,7 +347,7 @@ class Run:
 
     def class_of(self, category: str) -> str:
         """The run's class of a category (the taxonomy's for one the run does not have)."""
-        return self.classes.get(category) or _taxonomy().class_of(category)
+        return self.classes.get(category) or default_taxonomy().class_of(category)
 
     @cached_property
     def n_steps(self) -> float | None:
@@ -426,11 +425,6 @@ class Run:
         return self
 
 
-@functools.cache
-def _taxonomy() -> Taxonomy:
-    return load_taxonomy()
-
-
 def checked_times(df: pd.DataFrame, columns: tuple[str, ...], where: str) -> pd.DataFrame:
     """The table with `category` as str and `time_us` as float; an error naming the first bad row."""
     missing = [c for c in columns if c not in df.columns]
@@ -485,7 +479,7 @@ def positive_or_none(v: Any) -> float | None:
     return float(v)
 
 
-def run_labels(runs: list[Run], full: bool = False) -> list[tuple[str, str]]:
+def run_label_parts(runs: list[Run], full: bool = False) -> list[tuple[str, str]]:
     """Unique, readable labels from the run keys, each as (base, qualifier): ("gpt2 train b8 s1024", "compile DDP×2").
 
     `full` puts dtype and device in every label; otherwise the dtype shows where a workload's runs
@@ -525,7 +519,7 @@ def load_run(path: str | Path) -> Run:
     categories = read_csv(folder / "categories.csv") if (folder / "categories.csv").is_file() else \
         pd.DataFrame(doc.get("categories") or [], columns=["category", "class", "time_us", "share", "count"])
     if "class" not in categories.columns and "category" in categories.columns:  # older or hand-written runs
-        categories["class"] = categories["category"].astype(str).map(load_taxonomy().class_of)
+        categories["class"] = categories["category"].astype(str).map(default_taxonomy().class_of)
     if "share" not in categories.columns and "time_us" in categories.columns:
         t = pd.to_numeric(categories["time_us"], errors="coerce")
         categories["share"] = t / t.sum() if t.sum() > 0 else 0.0
@@ -629,7 +623,7 @@ def run_from_trace(path: str | Path, step_ms: float | None = None) -> Run:
     if step_ms is not None and not (math.isfinite(step_ms) and step_ms > 0):
         raise AddressableError(f"--step-ms must be a positive number of milliseconds, got {step_ms}")
     trace = load_trace(path, runtime=True)
-    b = breakdown_of_trace(trace, _taxonomy())
+    b = breakdown_of_trace(trace, default_taxonomy())
     steps = trace.events[(trace.events["kind"] == "step").to_numpy()]
     basis = "--step-ms" if step_ms else "profiled step"
     if not step_ms:  # the mean ProfilerStep span; without steps, the whole trace is one step
