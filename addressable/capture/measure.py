@@ -30,7 +30,13 @@ from addressable.capture import distributed
 from addressable.capture.quiet import quiet_profiler
 from addressable.capture.scopes import module_io, module_scopes
 from addressable.capture.workload import Step, WorkloadConfig, WorkloadSpec
-from addressable.classify.breakdown import BASIS_GPU, Breakdown, breakdown_from_tables, breakdown_of_trace
+from addressable.classify.breakdown import (
+    BASIS_GPU,
+    Breakdown,
+    breakdown_from_tables,
+    breakdown_of_trace,
+    summed_kernels,
+)
 from addressable.classify.modules import combine_modules
 from addressable.classify.taxonomy import Taxonomy
 from addressable.classify.timeline import TimelineResult
@@ -284,8 +290,7 @@ def basis_words(basis: str) -> str:
 
 def combine(repeats: list[Breakdown]) -> Breakdown:
     """One Breakdown over the profiled steps of all repeats."""
-    kernels = (pd.concat([b.kernels for b in repeats], ignore_index=True)
-               .groupby(["name", "category", "class"], sort=False)[["time_us", "count"]].sum().reset_index())
+    kernels = summed_kernels(repeats)
     phases = [b.phases for b in repeats if b.phases is not None and not b.phases.empty]
     ph = (pd.concat(phases, ignore_index=True).astype({"phase": str, "category": str, "class": str})
           .groupby(["phase", "category", "class"], sort=False)["time_us"].sum().reset_index()) if phases else None
