@@ -11,7 +11,6 @@ Reference Triton candidates (`ModelNew`) live in `candidates/<problem stem>.py`.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,7 +21,7 @@ import pandas as pd
 
 from addressable.core.errors import AddressableError
 from addressable.runs.folder import read_kernels, read_run_keys
-from addressable.verification.harness import problem_category, quartiles, time_calls
+from addressable.verification.harness import load_module, problem_category, quartiles, time_calls
 
 PROBLEMS_DIR = Path(__file__).with_name("problems")
 CANDIDATES_DIR = Path(__file__).with_name("candidates")
@@ -65,20 +64,18 @@ def candidate_path(ref: str | Path) -> Path | None:
     return path if path.is_file() else None
 
 
-def _exec_file(path: Path, prefix: str) -> ModuleType:
-    """A fresh module from a file (never cached, so size overrides never leak between loads)."""
-    spec = importlib.util.spec_from_file_location(f"{prefix}_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
+def _exec_file(path: Path) -> ModuleType:
+    """A fresh module from a problem or candidate file (addressable.verification.harness.load_module: a new
+    module each time, so size overrides never leak between loads)."""
     try:
-        spec.loader.exec_module(module)
+        return load_module(path)
     except ImportError as e:
         raise AddressableError(f"cannot import {path}: {e}") from None
-    return module
 
 
 def load_problem(ref: str | Path, small: bool = False) -> ModuleType:
     """Load a problem as a fresh module; with `small`, apply its SMALL size overrides first."""
-    module = _exec_file(problem_path(ref), "dlrm_bench")
+    module = _exec_file(problem_path(ref))
     if small:
         for key, value in getattr(module, "SMALL", {}).items():
             if not hasattr(module, key):
@@ -92,7 +89,7 @@ def load_candidate(ref: str | Path) -> ModuleType:
     path = candidate_path(ref)
     if path is None:
         raise AddressableError(f"no reference candidate for {problem_path(ref).stem}")
-    return _exec_file(path, "dlrm_bench_candidate")
+    return _exec_file(path)
 
 
 def sizes(module: ModuleType) -> dict[str, object]:

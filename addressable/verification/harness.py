@@ -59,7 +59,7 @@ def readable(path: Path, what: str) -> Path:
     return path
 
 
-def problem_names(path: str | Path) -> set[str]:
+def problem_symbols(path: str | Path) -> set[str]:
     """The module-level names of a KernelBench problem file; AddressableError when it is not one."""
     path = readable(Path(path), "reference")
     try:
@@ -90,7 +90,7 @@ def problem_category(path: str | Path) -> str | None:
 
 def check_problem_file(path: str | Path, overrides: dict[str, Any] | None = None) -> Path:
     """A KernelBench-format problem: Model, get_inputs, get_init_inputs, and the constants to override."""
-    names = problem_names(path)
+    names = problem_symbols(path)
     unknown = sorted(set(overrides or {}) - names)
     if unknown:
         raise AddressableError(f"--set {unknown[0]}: {Path(path).name} has no module-level constant '{unknown[0]}'")
