@@ -200,8 +200,8 @@ def roofline(source: Path, gpu: str | None, peaks_file: Path | None, datasheet: 
              as_json: bool, top: int, module_io: Path | None) -> None:
     """Headroom of every kernel of a TRACE or run folder against the roofline, the roofline ceiling, and the
     fusion headroom of each fusion candidate."""
-    from addressable.capture.ncu import check_of_run, format_check
     from addressable.roofline.model import format_roofline, roofline_of_path
+    from addressable.roofline.ncu_check import check_of_run, format_check
 
     r = roofline_of_path(source, taxonomy, gpu=gpu, peaks=peaks_file, datasheet_only=datasheet, module_io=module_io)
     check = check_of_run(source, taxonomy) if source.is_dir() else None  # a run profiled with --ncu
@@ -222,13 +222,12 @@ def calibrate(out: Path | None, as_json: bool) -> None:
 
     `addressable profile` stores the same measurement in each GPU run's manifest.json.
     """
-    from addressable.core.atomic import write_text
     from addressable.roofline.calibrate import measure_peaks
-    from addressable.roofline.model import format_peaks
+    from addressable.roofline.model import format_peaks, write_peaks
 
     p = measure_peaks()
     if out:
-        write_text(out, _json(p.to_dict()) + "\n")  # atomically
+        write_peaks(out, p)
     click.echo(_json(p.to_dict()) if as_json else format_peaks(p))
     if out and not as_json:
         click.echo(f"Wrote {out}")
@@ -372,7 +371,8 @@ def profile(workload: str, mode: str | None, batch: int | None, seq_len: int | N
 
             click.echo("\n" + format_ranks(res.run["distributed"]))
     if ncu_top is not None:
-        from addressable.capture.ncu import check_run, format_check
+        from addressable.capture.ncu import check_run
+        from addressable.roofline.ncu_check import format_check
 
         check = check_run(res.path, cfg, ncu_top, adapters, ncu_flops, progress=_progress)
         click.echo("\n" + format_check(check) + f"\n(per kernel: {res.path / 'ncu.csv'})")
@@ -601,15 +601,15 @@ def verify_batch(pairs: Path, wins_out: Path, reviews_out: Path | None, json_dir
     """Verify every problem,candidate row of PAIRS (CSV); write the passes to wins.csv.
 
     Exit 0 when every pair passed, 1 when any failed, 3 when the rest passed but some need review."""
-    from addressable.core.atomic import write_text
-    from addressable.verification.runner import WINS_COLUMNS, batch_exit_code, format_batch_row
+    from addressable.projection.wins import write_wins
+    from addressable.verification.runner import batch_exit_code, format_batch_row
     from addressable.verification.runner import verify_batch as run_batch
 
     df = run_batch(pairs, json_dir=json_dir, on_result=lambda r: click.echo(format_batch_row(r)), **_verify_kwargs(kw))
-    write_text(wins_out, df.loc[df["verdict"] == "pass", WINS_COLUMNS].to_csv(index=False))
+    write_wins(wins_out, df[df["verdict"] == "pass"])
     reviews = df[df["verdict"] == "review"]
     if reviews_out:
-        write_text(reviews_out, reviews[WINS_COLUMNS].to_csv(index=False))
+        write_wins(reviews_out, reviews)
     counts = df["verdict"].value_counts()
     click.echo(f"{counts.get('pass', 0)} passed, {counts.get('review', 0)} to review, {counts.get('fail', 0)} failed "
                f"of {len(df)}; wrote the passes to {wins_out}" + (f", the reviews to {reviews_out}" if reviews_out else ""))

@@ -204,6 +204,3 @@ def fsdp2(model: torch.nn.Module, blocks: list[torch.nn.Module]) -> torch.nn.Mod
 def strategy() -> str:
     """How this process's workload spread its model: ddp, fsdp2, or replicated (one copy per rank)."""
     return _strategy or "replicated"
-
-
-# --------------------------------------------------------------------------- aggregating the ranks

@@ -30,13 +30,20 @@ from addressable.capture import distributed
 from addressable.capture.quiet import quiet_profiler
 from addressable.capture.scopes import module_io, module_scopes
 from addressable.capture.workload import Step, WorkloadConfig, WorkloadSpec
-from addressable.classify.breakdown import BASIS_GPU, Breakdown, breakdown_from_tables, breakdown_of_trace
+from addressable.classify.breakdown import (
+    BASIS_GPU,
+    Breakdown,
+    breakdown_from_tables,
+    breakdown_of_trace,
+    summed_kernels,
+)
 from addressable.classify.modules import combine_modules
 from addressable.classify.taxonomy import Taxonomy
 from addressable.classify.timeline import TimelineResult
 from addressable.core.errors import AddressableError
 from addressable.core.progress import Progress, duration
 from addressable.core.schema import KEY, VERSIONS
+from addressable.runs.folder import TRACE_FILE
 from addressable.trace.reader import load_trace
 
 
@@ -228,7 +235,7 @@ def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Pa
     meter = Progress(m.repeats * per_repeat, label)
     say = meter.log(progress)
     step = meter.counting(step)
-    repeats, medians, rows, trace = [], [], [], workdir / "trace.json.gz"
+    repeats, medians, rows, trace = [], [], [], workdir / TRACE_FILE
     for r in range(m.repeats):
         started = time.perf_counter()
         times = timed(step, m.steps, cuda)
@@ -283,8 +290,7 @@ def basis_words(basis: str) -> str:
 
 def combine(repeats: list[Breakdown]) -> Breakdown:
     """One Breakdown over the profiled steps of all repeats."""
-    kernels = (pd.concat([b.kernels for b in repeats], ignore_index=True)
-               .groupby(["name", "category", "class"], sort=False)[["time_us", "count"]].sum().reset_index())
+    kernels = summed_kernels(repeats)
     phases = [b.phases for b in repeats if b.phases is not None and not b.phases.empty]
     ph = (pd.concat(phases, ignore_index=True).astype({"phase": str, "category": str, "class": str})
           .groupby(["phase", "category", "class"], sort=False)["time_us"].sum().reset_index()) if phases else None

@@ -46,7 +46,7 @@ from addressable.core.device import resolve_device
 from addressable.core.errors import AddressableError
 from addressable.roofline.calibrate import session_peaks
 from addressable.roofline.model import format_fusion, roofline_of_trace, stored_fusion
-from addressable.runs.folder import load_run, write_ranks_table, write_run
+from addressable.runs.folder import TRACE_FILE, load_run, write_ranks_table, write_run
 
 
 @dataclass
@@ -244,7 +244,7 @@ def profile_workload(config: WorkloadConfig, measurement: Measurement, out: str 
             keys["layers"] = spec.full_layers
             keys["extrapolated"] = {"from_layers": list(layers_subset), "to_layers": spec.full_layers}
         elif config.device == "cuda":  # the last repeat's trace against the calibrated peaks
-            keys["roofline"] = roofline_of_trace(tmp / "trace.json.gz", tax, manifest=man, step_time_ms=step_ms,
+            keys["roofline"] = roofline_of_trace(tmp / TRACE_FILE, tax, manifest=man, step_time_ms=step_ms,
                                                  module_io=measured[0].module_io).to_dict()
         write_run(tmp, b, keys, steps_table, man, module_io=measured[0].module_io if layers_subset is None else None)
     return ProfileResult(b, keys, folder, man)

@@ -397,14 +397,19 @@ def classify_trace(path: str | Path, taxonomy: Taxonomy | str | Path | None = No
     return breakdown_of_trace(load_trace(path), tax, basis)
 
 
+def summed_kernels(breakdowns: list[Breakdown]) -> pd.DataFrame:
+    """The kernels of several breakdowns (ranks, repeats), each kernel's time and count added up, in first-seen order."""
+    return (pd.concat([b.kernels for b in breakdowns], ignore_index=True)
+            .groupby(["name", "category", "class"], sort=False)[["time_us", "count"]].sum().reset_index())
+
+
 def sum_breakdowns(breakdowns: list[Breakdown], source: str = "") -> Breakdown:
     """One Breakdown whose kernel times are those of several (e.g. every rank of a job) added up.
 
     Steps are the largest step count among them (ranks run the same steps side by side); no
     timeline (the ranks' devices are not one time line) and no phases.
     """
-    kernels = (pd.concat([b.kernels for b in breakdowns], ignore_index=True)
-               .groupby(["name", "category", "class"], sort=False)[["time_us", "count"]].sum().reset_index())
+    kernels = summed_kernels(breakdowns)
     steps = [b.n_steps for b in breakdowns if b.n_steps]
     return breakdown_from_tables(kernels.sort_values("time_us", ascending=False), breakdowns[0].basis,
                                  max(steps) if steps else None, source)

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from addressable.classify.taxonomy import read_yaml
+from addressable.core.files import read_yaml
 from addressable.core.jsonutil import records
 from addressable.trace.reader import lookup
 
@@ -177,7 +177,7 @@ def _name_mask(names: pd.Series, pattern: re.Pattern) -> np.ndarray:
 # Scopes of a trace
 
 
-def module_scopes(events: pd.DataFrame, rules: ScopeRules | None = None) -> pd.DataFrame:
+def scope_ranges(events: pd.DataFrame, rules: ScopeRules | None = None) -> pd.DataFrame:
     """The module-scope ranges of a trace: ts, dur, pid, tid, module (qualified name), module_class.
 
     Names written by with_stack=True (`nn.Module: Linear_3`) carry no attribute path, so their
@@ -249,7 +249,7 @@ def attribute(events: pd.DataFrame, rows: pd.DataFrame, gpu: bool, rules: ScopeR
     GPU rows go through their launching CPU op (External id); CPU rows (CPU-only traces) are ops.
     """
     rules = rules or scope_rules()
-    scopes = module_scopes(events, rules)
+    scopes = scope_ranges(events, rules)
     ops = events[events["kind"] == "cpu_op"]
     op_pos = pd.Series(np.arange(len(ops)), index=ops.index)
     if gpu:

@@ -2,5 +2,6 @@
 
 errors (the one AddressableError), atomic (writes that never leave half a file), jsonutil (plain-JSON
 copies of results), schema (format versions), progress (one redrawn line on stderr), device
-(`resolve_device`), files (reading YAML and CSV with one-line errors).
+(`resolve_device`), files (reading YAML and CSV with one-line errors), amdahl (Amdahl's law, for
+projection, the roofline and the report alike).
 """

@@ -753,7 +753,7 @@ def step_span(r: Replay) -> float:
     return r.span / max(len(r.steps), 1)
 
 
-def calibrate(g: Graph, step_us: float, lo: float = 0.05, hi: float = 4.0, rtol: float = 1e-3) -> float:
+def fit_cpu_scale(g: Graph, step_us: float, lo: float = 0.05, hi: float = 4.0, rtol: float = 1e-3) -> float:
     """The CPU scale at which the unmodified replay's step takes `step_us` (an unprofiled step time).
 
     The profiler slows the CPU (each op and runtime call is recorded) but hardly the GPU, so a
@@ -838,7 +838,7 @@ def project_traces(paths: Sequence[str | Path | Trace], whatifs: Sequence[WhatIf
     every `ceiling` op infinitely fast); a string says why a trace cannot be replayed.
 
     With `step_us` (the unprofiled step time), each graph's CPU time is first scaled so that its
-    replayed step takes that long (`calibrate`): the profiler's own CPU overhead is taken out.
+    replayed step takes that long (`fit_cpu_scale`): the profiler's own CPU overhead is taken out.
     """
     rows, per_step = [], []
     for rank, path in enumerate(paths):
@@ -846,7 +846,7 @@ def project_traces(paths: Sequence[str | Path | Trace], whatifs: Sequence[WhatIf
         if g is None:
             return why if len(paths) == 1 else f"{Path(trace.path).name}: {why}"
         unscaled = replay(g)
-        scale = calibrate(g, step_us) if step_us else 1.0
+        scale = fit_cpu_scale(g, step_us) if step_us else 1.0
         base = unscaled if scale == 1.0 else replay(g, cpu_scale=scale)
 
         def changes(which: str, dispatch: str = "typical", g: Graph = g, trace: Trace = trace) -> list[Change]:

@@ -27,11 +27,11 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLoca
 
 from addressable.classify.modules import ROOT
 from addressable.classify.taxonomy import UNCLASSIFIED, load_taxonomy
+from addressable.core.amdahl import amdahl
 from addressable.core.atomic import atomic_file
 from addressable.core.errors import AddressableError
 from addressable.report.text import short_kernel_name
-from addressable.runs.folder import Run, load_modules, load_runs
-from addressable.runs.folder import run_labels as labels_of
+from addressable.runs.folder import Run, load_modules, load_runs, run_label_parts
 
 WIDTH_IN = 3.5  # one column of a two-column paper
 FONT_PT = 7
@@ -121,12 +121,12 @@ def _truncate(text: str, n: int) -> str:
 
 
 def run_labels(runs: list[Run], wrap: int | None = LABEL_CHARS) -> list[str]:
-    """Labels from the run keys (addressable.runs.folder.run_labels): "gpt2 train b8 s1024 DDP×2",
+    """Labels from the run keys (addressable.runs.folder.run_label_parts): "gpt2 train b8 s1024 DDP×2",
     "llama3-70b infer b8 s1024 (extrap. 4,8→80 layers)". A label longer than `wrap` characters puts
     its qualifier (compile, strategy, layers) on a second line.
     """
     return [f"{base}\n{qual}" if qual and wrap and len(base) + 1 + len(qual) > wrap else " ".join(p for p in (base, qual) if p)
-            for base, qual in labels_of(runs)]
+            for base, qual in run_label_parts(runs)]
 
 
 def _classes(runs: list[Run]) -> dict[str, str]:
@@ -199,14 +199,8 @@ def _basis_name(runs: list[Run]) -> str:
         "CPU-op self time" if bases == {"cpu_op_time"} else "work time")
 
 
-def amdahl_gain(share: float | np.ndarray, k: float | np.ndarray) -> np.ndarray:
-    """End-to-end speedup when a share of the time gets k times faster: 1/((1-s)+s/k)."""
-    share, k = np.asarray(share, float), np.asarray(k, float)
-    return 1.0 / ((1.0 - share) + share / k)
-
-
 def effective_k(share: float, gain: float) -> float:
-    """The kernel speedup k that buys `gain` end to end at this share (inverse of amdahl_gain)."""
+    """The kernel speedup k that buys `gain` end to end at this share (Amdahl's law solved for k)."""
     rest = 1.0 / gain - (1.0 - share)
     return math.inf if rest <= 0 else share / rest
 
@@ -221,7 +215,7 @@ def plot_amdahl(runs: list[Run], speedups: str | Path | pd.DataFrame | None = No
     """
     runs = _check_runs(runs)
     shares = np.array([min(r.addressable_fraction, 0.999) for r in runs])
-    ceilings = 1.0 / (1.0 - shares)
+    ceilings = np.array([amdahl([s], [math.inf], 1.0) for s in shares])
     k = np.logspace(0, math.log10(k_max), 200)
     labels = run_labels(runs)
     projected = projected_speedups(runs, speedups) if speedups is not None else None
@@ -234,11 +228,11 @@ def plot_amdahl(runs: list[Run], speedups: str | Path | pd.DataFrame | None = No
         ax = fig.add_subplot()
         log_y = ceilings.max() > 8
         colors = []
-        for i, (s, label) in enumerate(zip(shares, labels, strict=True)):
+        for i, (s, top, label) in enumerate(zip(shares, ceilings, labels, strict=True)):
             color, dash = RUN_COLORS[i % len(RUN_COLORS)], RUN_DASHES[(i // len(RUN_COLORS)) % len(RUN_DASHES)]
             colors.append(color)
-            ax.plot(k, amdahl_gain(s, k), color=color, linestyle=dash, label=label)
-            ax.axhline(1 / (1 - s), color=color, linestyle=(0, (2, 2)), linewidth=0.6, alpha=0.8)
+            ax.plot(k, [amdahl([s], [x], 1.0) for x in k], color=color, linestyle=dash, label=label)
+            ax.axhline(top, color=color, linestyle=(0, (2, 2)), linewidth=0.6, alpha=0.8)
         ax.set_xscale("log")
         ax.set_xlim(1, k_max)
         if projected is not None:

@@ -10,6 +10,7 @@ the Amdahl ceiling (every replaceable kernel infinitely fast). docs/roofline.md 
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -30,8 +31,11 @@ from addressable.classify.modules import (
     attribute,
     module_breakdown,
 )
-from addressable.classify.taxonomy import Taxonomy, load_taxonomy, read_yaml
+from addressable.classify.taxonomy import Taxonomy, load_taxonomy
+from addressable.core.amdahl import amdahl
+from addressable.core.atomic import write_text
 from addressable.core.errors import AddressableError
+from addressable.core.files import read_yaml
 from addressable.core.jsonutil import records, to_jsonable
 from addressable.roofline import op_models
 from addressable.trace.kernel_names import parse_kernel_name
@@ -87,6 +91,19 @@ class Peaks:
         return peaks
 
 
+def read_peaks(path: str | Path) -> Peaks:
+    """A peaks JSON file (write_peaks'; `calibrate --peaks FILE`), for `roofline --peaks FILE`."""
+    try:
+        return Peaks.from_dict(json.loads(Path(path).read_text()), f"calibrated: {path}")
+    except (OSError, ValueError) as e:
+        raise AddressableError(f"cannot read peaks file {path}: {e}") from None
+
+
+def write_peaks(path: str | Path, peaks: Peaks) -> Path:
+    """Write the peaks JSON that read_peaks reads (atomically)."""
+    return write_text(path, json.dumps(peaks.to_dict(), indent=2, default=str) + "\n")
+
+
 @cache
 def datasheet() -> list[dict[str, Any]]:
     """The GPUs of peaks.yaml."""
@@ -130,12 +147,7 @@ def resolve_peaks(gpu: str | None = None, peaks: Peaks | dict | str | Path | Non
     if isinstance(peaks, dict):
         return Peaks.from_dict(peaks)
     if peaks is not None:
-        import json
-
-        try:
-            return Peaks.from_dict(json.loads(Path(peaks).read_text()), f"calibrated: {peaks}")
-        except (OSError, ValueError) as e:
-            raise AddressableError(f"cannot read peaks file {peaks}: {e}") from None
+        return read_peaks(peaks)
     if gpu:
         return gpu_peaks(gpu, not datasheet_only)
     manifest = manifest or {}
@@ -350,11 +362,6 @@ def time_at_peak_us(nbytes: np.ndarray, flops: np.ndarray, dtype: np.ndarray, pe
     return mem, comp
 
 
-def amdahl_time(total: float, saved: float) -> float:
-    """total / (total − saved), NaN when nothing is left."""
-    return total / (total - saved) if total > saved else math.inf if total > 0 else math.nan
-
-
 @dataclass
 class Roofline:
     """Per-kernel roofline figures and the ceilings of one trace."""
@@ -396,19 +403,20 @@ class Roofline:
     @property
     def ceiling_kernel(self) -> float:
         """Amdahl ceiling on kernel time: every replaceable kernel infinitely fast."""
-        return amdahl_time(self.total_time_us, self.replaceable_time_us)
+        return amdahl([self.replaceable_time_us], [math.inf], self.total_time_us)
 
     @property
     def ceiling_kernel_roofline(self) -> float:
         """End-to-end speedup (kernel time) if every replaceable kernel ran at its roofline."""
-        return amdahl_time(self.total_time_us, self.saved_us)
+        return amdahl([self.saved_us], [math.inf], self.total_time_us)
 
     @property
     def ceiling_wall_roofline(self) -> float:
-        """The same on the wall-clock step time; NaN without a step time or step count."""
+        """The same on the wall-clock step time; NaN without a step time or step count, or where the time saved
+        per step exceeds the step (kernels overlapping on several streams)."""
         if not self.step_time_ms or not self.n_steps:
             return math.nan
-        return amdahl_time(self.step_time_ms * 1e3, self.saved_us / self.n_steps)
+        return amdahl([self.saved_us / self.n_steps], [math.inf], self.step_time_ms * 1e3)
 
     def kernels(self) -> pd.DataFrame:
         """One row per kernel name: time, bytes, FLOPs, achieved GB/s and TFLOP/s, bound, headroom."""
@@ -419,8 +427,8 @@ class Roofline:
         c = _aggregate(self.rows, ["category", "class"], self.peaks)
         total = self.total_time_us
         saved = c["time_us"] - c["time_roof_us"]
-        c["ceiling_roofline"] = [amdahl_time(total, s) for s in saved]
-        c["ceiling_amdahl"] = [amdahl_time(total, t) for t in c["time_us"]]
+        c["ceiling_roofline"] = [amdahl([s], [math.inf], total) for s in saved]
+        c["ceiling_amdahl"] = [amdahl([t], [math.inf], total) for t in c["time_us"]]
         return c
 
     def unmodelled_ops(self) -> pd.DataFrame:
@@ -603,15 +611,15 @@ def roofline_of_path(path: str | Path, taxonomy: Taxonomy | str | Path | None = 
                      module_io: str | Path | None = None) -> Roofline:
     """roofline_of_trace for a trace file or a run folder (its trace.json.gz, manifest peaks, step time and
     module_io.json); `module_io`, a module_io.json file, overrides the run's (and gives a trace one)."""
-    from addressable.runs.folder import load_module_io, load_run
+    from addressable.runs.folder import TRACE_FILE, load_module_io, load_run
 
     path = Path(path)
     io = load_module_io(module_io, required=True) if module_io is not None else None
     if not path.is_dir():
         return roofline_of_trace(path, taxonomy, gpu=gpu, peaks=peaks, datasheet_only=datasheet_only, module_io=io)
-    trace = path / "trace.json.gz"
+    trace = path / TRACE_FILE
     if not trace.is_file():
-        raise AddressableError(f"{path} holds no trace.json.gz (a committed run keeps only its tables): "
+        raise AddressableError(f"{path} holds no {TRACE_FILE} (a committed run keeps only its tables): "
                                "re-profile it or give a trace file")
     run = load_run(path)
     step = run.info.get("step_time_ms")

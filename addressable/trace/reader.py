@@ -32,7 +32,6 @@ from typing import Any, BinaryIO, NamedTuple
 import numpy as np
 import orjson
 import pandas as pd
-import yaml
 
 try:
     import msgspec
@@ -48,6 +47,7 @@ except ImportError:
     gzip_codec = zlib
 
 from addressable.core.errors import AddressableError
+from addressable.core.files import read_yaml
 from addressable.core.schema import check_version
 
 CHUNK_BYTES = 1 << 20
@@ -65,8 +65,7 @@ _MAX_TRIES = 4  # event boundaries tried per block (a "}, {" can sit inside a st
 def trace_format() -> dict[str, Any]:
     """The trace format description shipped with the package."""
     path = Path(__file__).with_name("trace_format.yaml")
-    with open(path) as f:
-        fmt = yaml.safe_load(f)
+    fmt = read_yaml(path, "trace format file")
     check_version(fmt, "trace_format", str(path))
     return fmt
 

@@ -35,7 +35,7 @@ from addressable.verification.harness import (
     on_device,
     one_line,
     overrides_for,
-    problem_names,
+    problem_symbols,
     seed_all,
 )
 
@@ -91,7 +91,7 @@ def _audit_one(path: Path, atol: float, rtol: float, device: str, overrides: dic
 
     row: dict[str, Any] = {"problem": path.stem}
     try:
-        names = problem_names(path)
+        names = problem_symbols(path)
     except AddressableError as e:
         return {**row, "error": str(e).replace(f"reference {path} ", "")}
     try:
@@ -135,7 +135,7 @@ def _check_scoped(files: list[Path], scoped: dict[tuple[str | None, str], Any]) 
             raise AddressableError(f"--set {problem}:{name}: no problem '{problem}' in the folder")
         for p in hits:
             try:
-                defined = problem_names(p)
+                defined = problem_symbols(p)
             except AddressableError:
                 defined = set()
             if name not in defined:

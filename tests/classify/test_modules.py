@@ -243,7 +243,8 @@ def test_project_json_lists_module_wins(toy_trace, tmp_path) -> None:
 
 
 def test_kernelbench_level2_problems_map_to_module_targets_or_say_why(toy_trace, tmp_path) -> None:
-    from addressable.projection.project import load_module_problems, project
+    from addressable.projection.project import project
+    from addressable.projection.wins import load_module_problems
 
     modules, unmapped = load_module_problems()
     assert len(modules) + len(unmapped) == 100 and not set(modules) & set(unmapped)

@@ -27,16 +27,9 @@ from hypothesis import strategies as st
 from addressable.classify.taxonomy import load_taxonomy
 from addressable.cli import main
 from addressable.core.errors import AddressableError
-from addressable.projection.project import (
-    KERNELBENCH_MAP,
-    PROBLEM_DIRS,
-    Resolver,
-    amdahl,
-    load_problem_map,
-    load_wins,
-    problem_categories,
-    project,
-)
+from addressable.dlrm_bench import PROBLEMS_DIR, problem_categories
+from addressable.projection.project import project
+from addressable.projection.wins import KERNELBENCH_MAP, Resolver, load_problem_map, load_wins
 from addressable.runs.folder import Run, find_runs, load_run
 
 RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
@@ -57,14 +50,6 @@ def one(tmp_path: Path, text: str, run: Path = TOY, **kw) -> pd.Series:
 
 
 # ------------------------------------------------------------------ hand-computed Amdahl
-
-
-def test_amdahl_formula() -> None:
-    assert amdahl([20, 10], [4, 2], 100) == pytest.approx(1 / ((1 - 0.3) + 0.2 / 4 + 0.1 / 2))
-    assert amdahl([], [], 100) == 1.0
-    assert amdahl([40], [math.inf], 100) == pytest.approx(1 / 0.6)
-    assert amdahl([100], [math.inf], 100) == math.inf
-    assert math.isnan(amdahl([80, 40], [2, 2], 100))  # parts above the total: undefined
 
 
 def test_single_category_win(tmp_path: Path) -> None:
@@ -304,7 +289,7 @@ def test_packaged_bench_problems_resolve() -> None:
     known = load_taxonomy().classes
     assert all(c in known for c in pm.values())
     resolver = Resolver(set(known), pm)
-    for name, category in problem_categories(PROBLEM_DIRS).items():
+    for name, category in problem_categories([PROBLEMS_DIR]).items():
         for target in (name, re.sub(r"^\d+_", "", name), name.upper() + ".py"):
             t, why = resolver.resolve(target, "test")
             assert t is not None and t.category == category, (target, why)

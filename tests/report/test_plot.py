@@ -19,6 +19,7 @@ from matplotlib.text import Text
 from addressable.capture.measure import measurement
 from addressable.capture.sweep import format_sweep, parse_list, sweep, sweep_configs, swept_parameter
 from addressable.cli import main
+from addressable.core.amdahl import amdahl
 from addressable.core.atomic import umask
 from addressable.core.errors import AddressableError
 from addressable.report import plot
@@ -220,12 +221,12 @@ def test_amdahl_projection_points_sit_on_their_curves(runs: list) -> None:
     for pt, r, gain in zip(points, chosen, projected["speedup"], strict=True):
         k, y = pt.get_xdata()[0], pt.get_ydata()[0]
         assert y == pytest.approx(gain)
-        assert plot.amdahl_gain(r.addressable_fraction, k) == pytest.approx(gain)
+        assert amdahl([r.addressable_fraction], [k], 1.0) == pytest.approx(gain)
 
 
 def test_effective_k_inverts_amdahl() -> None:
     for s, k in [(0.3, 2.0), (0.68, 1.25), (0.9, 50.0)]:
-        assert plot.effective_k(s, float(plot.amdahl_gain(s, k))) == pytest.approx(k)
+        assert plot.effective_k(s, amdahl([s], [k], 1.0)) == pytest.approx(k)
     assert plot.effective_k(0.5, 2.0) == np.inf  # at the ceiling
 
 

@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 
 from addressable.core.errors import AddressableError
-from addressable.roofline.model import Peaks, gpu_peaks, resolve_peaks, roofline_of_trace
+from addressable.roofline.model import (
+    Peaks,
+    gpu_peaks,
+    read_peaks,
+    resolve_peaks,
+    roofline_of_trace,
+    write_peaks,
+)
 
 BF16, F32 = "c10::BFloat16", "float"
 PEAKS = {"gpu": "test GPU", "memory_gbps": 1000, "tflops": {"bf16": 100}}  # 1e6 bytes/µs, 1e8 FLOP/µs
@@ -127,6 +134,14 @@ def test_a_kernel_faster_than_its_roofline_is_reported(tmp_path: Path) -> None:
     assert r.ceiling_kernel_roofline >= 1.0
 
 
+def test_wall_ceiling_is_undefined_when_the_saving_exceeds_the_step(tmp_path: Path) -> None:
+    """Amdahl's law (addressable.core.amdahl) with the parts above the whole: the kernels' saved time per step
+    (about 17.7 µs here) beyond a 10 µs step (kernels overlapping on streams) gives no ceiling, not infinity."""
+    r = roofline_of_trace(synthetic_trace(tmp_path / "t.json"), peaks=PEAKS, step_time_ms=0.01)
+    assert math.isnan(r.ceiling_wall_roofline) and r.ceiling_kernel_roofline > 1
+    assert r.to_dict()["ceiling_wall_roofline"] is None
+
+
 def test_peaks_from_the_trace_device_the_table_or_a_file(tmp_path: Path) -> None:
     assert resolve_peaks(metadata={"deviceProperties": [{"name": "NVIDIA H200"}]}, datasheet_only=True).memory_gbps == 4800
     assert gpu_peaks("NVIDIA A100-SXM4-80GB", use_calibrated=False).tflops["bf16"] == 312
@@ -141,6 +156,19 @@ def test_peaks_from_the_trace_device_the_table_or_a_file(tmp_path: Path) -> None
     with pytest.raises(AddressableError, match="no GPU named"):
         resolve_peaks(metadata={})
     assert Peaks.from_dict(PEAKS).tflops_of("fp8") != Peaks.from_dict(PEAKS).tflops_of("fp8")  # NaN: unknown
+
+
+def test_peaks_file_round_trip(tmp_path: Path) -> None:
+    """`calibrate --peaks FILE` writes what `roofline --peaks FILE` reads: one owner, write_peaks and read_peaks."""
+    p = Peaks("H200", 4400.0, {"bf16": 800.0}, "calibrate: 1 GiB copy", {"copy_gbps": 4200.0, "read_gbps": 4400.0})
+    f = write_peaks(tmp_path / "p.json", p)
+    assert f.read_text() == json.dumps(p.to_dict(), indent=2) + "\n"
+    back = read_peaks(f)
+    assert back == Peaks("H200", 4400.0, {"bf16": 800.0}, f"calibrated: {f}", p.measured)
+    assert resolve_peaks(peaks=f) == back
+    (tmp_path / "bad.json").write_text("{")
+    with pytest.raises(AddressableError, match="cannot read peaks file"):
+        read_peaks(tmp_path / "bad.json")
 
 
 def test_real_trace_without_shapes(h200_traces: dict[str, Path]) -> None:
