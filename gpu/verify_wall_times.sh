@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What one `addressable verify` costs, candidate by candidate: wall seconds and peak memory of the
 # whole command (one process per pair), with its verdict, speedup and IQR. Run on two commits to
-# compare the verifier's cost before and after a change.
+# compare the verifier's cost before and after a change (any checkout of this layout, from 1 Dec 2026 on).
 #   usage: OUT=/some/folder bash gpu/verify_wall_times.sh [REPO_ROOT]   (default: this checkout)
 # Pairs: the example Triton candidates, the DLRM-Bench candidates (DLRM=0 skips them: 01 and 02 build
 # 3.6 GB tables on the CPU) and every pair of the zoo's pairs_*.csv that the checkout has.
@@ -13,8 +13,8 @@ DEVICE=${DEVICE:-cuda}
 mkdir -p "$OUT/verify"
 cd "$root" || exit 2
 export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
-zoo=$( [ -d tests/verification/zoo ] && echo tests/verification/zoo || echo tests/verify_zoo )
-bench=$( [ -d addressable/dlrm_bench ] && echo addressable/dlrm_bench || echo addressable/bench )
+zoo=tests/verification/zoo
+bench=addressable/dlrm_bench
 pairs=()
 while IFS=, read -r p c _; do pairs+=("examples/candidates/$p examples/candidates/$c"); done \
     < <(tail -n +2 examples/candidates/pairs.csv)
