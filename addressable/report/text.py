@@ -7,6 +7,7 @@ import re
 import pandas as pd
 
 from addressable.classify.breakdown import Breakdown
+from addressable.trace.kernel_names import collisions, compact, fit_distinct, parse_kernel_name
 
 _TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
 _PARAMS = re.compile(r"\([^()]*\)")
@@ -60,6 +61,18 @@ def short_kernel_name(name: str, width: int = 60) -> str:
     return s if len(s) <= width else s[: width - 1] + "…"
 
 
+def short_kernel_names(names: list[str], width: int = 60) -> list[str]:
+    """short_kernel_name of each kernel, cut to `width`; kernels whose short names coincide ("elementwise: mul"
+    twice) get their template arguments after it, cut so that they stay apart (kernel_names.fit_distinct)."""
+    short = [short_kernel_name(n, len(n) + 1) for n in names]
+    keep = [len(s) for s in short]
+    for _, idx in collisions(short, names):
+        for i in idx:
+            template = compact(parse_kernel_name(names[i]).template)
+            short[i] += f" <{template}>" if template else ""
+    return fit_distinct(short, width, keep)
+
+
 def _inner_op(text: str) -> str | None:
     """The first identifier in a launcher's template arguments that names an op, in snake_case."""
     fallback = None
@@ -109,15 +122,15 @@ def format_breakdown(b: Breakdown, top: int = 5) -> str:
     unc = b.top_unclassified(top)
     if not unc.empty:
         lines += ["", f"Top unclassified {unit} (extend taxonomy.yaml to cover them):"]
-        lines += [f"  {r.time_us / 1e3:9.3f} ms  {r.name[:100]}"
-                  + (f"  [launched by {r.op}]" if getattr(r, "op", "") else "") for r in unc.itertuples()]
+        lines += [f"  {r.time_us / 1e3:9.3f} ms  {name}" + (f"  [launched by {r.op}]" if getattr(r, "op", "") else "")
+                  for r, name in zip(unc.itertuples(), fit_distinct(list(unc["name"]), 100), strict=True)]
         if b.suggested_rule:
             lines.append(f"  a kernel_rules line that would claim them: {b.suggested_rule}")
     repl = b.kernels[b.kernels["class"] == "replaceable"].head(top)
     if not repl.empty:
         lines += ["", f"Largest replaceable {unit}:"]
-        lines += [f"  {r.time_us / 1e3:9.3f} ms  {r.category:<14} {short_kernel_name(r.name)}"
-                  for r in repl.itertuples()]
+        lines += [f"  {r.time_us / 1e3:9.3f} ms  {r.category:<14} {name}"
+                  for r, name in zip(repl.itertuples(), short_kernel_names(list(repl["name"])), strict=True)]
     return "\n".join(lines)
 
 

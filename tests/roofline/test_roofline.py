@@ -354,3 +354,19 @@ def test_batchnorm_backward_splits_its_bytes_between_its_two_kernels(tmp_path: P
     mib = 1048576
     assert k.loc[reduce, "bytes"] == 2 * mib + 6 * 256
     assert k.loc[elemt, "bytes"] == 3 * mib + 5 * 256
+
+
+def test_roofline_table_rows_stay_apart(h200_traces: dict[str, Path]) -> None:
+    """issue 26: three rows read `void at::native::vectorized_elementwise_kernel<8, at::nativ`."""
+    from addressable.roofline.model import format_roofline
+
+    r = roofline_of_trace(h200_traces["resnet50_train_b64_shapes"])
+    text = format_roofline(r, 15).splitlines()
+    head = text.index(next(line for line in text if line.startswith("Top 15 replaceable kernels")))
+    rows = [line[2:62] for line in text[head + 2: head + 17]]
+    k = r.kernels()
+    k = k[k["class"] == "replaceable"].head(15)
+    assert len(set(zip(rows, k["category"], strict=True))) == 15  # name and category tell every row apart
+    assert len(set(rows)) == 15
+    assert sum(row.startswith("vectorized_elementwise_kernel<8, ") for row in rows) >= 3  # own name first
+    assert not any(row.startswith("void ") for row in rows)
