@@ -141,13 +141,15 @@ def _classify_one(trace: Path, taxonomy: Path | None, classes: tuple[str, ...], 
     """`classify TRACE`: one trace's breakdown."""
     from addressable.classify.breakdown import BASIS_CPU, classify_trace
     from addressable.classify.timeline import format_overlap_note, format_timeline
-    from addressable.report.text import format_breakdown
+    from addressable.report.text import basis_warning, format_breakdown
     from addressable.runs.folder import write_breakdown
 
     b = classify_trace(trace, taxonomy, _parse_classes(classes), basis=BASIS_CPU if basis == "cpu" else None)
+    if warning := basis_warning(b, basis):
+        click.echo(f"warning: {warning}", err=True)
     if out:
         write_breakdown(b, out)
-    click.echo(_json(b.to_dict(top)) if as_json else format_breakdown(b, top))
+    click.echo(_json(b.to_dict(top)) if as_json else format_breakdown(b, top, basis))
     t = b.timeline
     if not as_json and t is not None and (basis == "exposed" or t.streams_overlap):
         click.echo("\n" + (format_timeline(t) if basis == "exposed" else format_overlap_note(t)))

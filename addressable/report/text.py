@@ -104,9 +104,10 @@ def _signal_line(b: Breakdown) -> list[str]:
             f"{n} kernel(s) whose name and launching op disagree on the class (classify --json: disagreements)"]
 
 
-def format_breakdown(b: Breakdown, top: int = 5) -> str:
-    """The breakdown as a readable table, with the addressable fraction on top."""
-    basis = "GPU kernel time" if b.basis == "gpu_kernel_time" else "CPU-op self time (no GPU work in trace)"
+def format_breakdown(b: Breakdown, top: int = 5, asked_basis: str = "summed") -> str:
+    """The breakdown as a readable table, with the addressable fraction on top (`asked_basis`: classify's --basis)."""
+    basis = "GPU kernel time" if b.basis == "gpu_kernel_time" else \
+        f"CPU-op self time ({'--basis cpu' if asked_basis == 'cpu' else 'no GPU work in trace'})"
     unit = "kernels" if b.basis == "gpu_kernel_time" else "CPU ops"
     lines = [
         f"Addressable fraction: {b.addressable_fraction:6.1%}  of {basis} "
@@ -132,6 +133,14 @@ def format_breakdown(b: Breakdown, top: int = 5) -> str:
         lines += [f"  {r.time_us / 1e3:9.3f} ms  {r.category:<14} {name}"
                   for r, name in zip(repl.itertuples(), short_kernel_names(list(repl["name"])), strict=True)]
     return "\n".join(lines)
+
+
+def basis_warning(b: Breakdown, asked_basis: str) -> str:
+    """Why classify's --basis changes nothing for this breakdown; "" when it applies."""
+    if asked_basis == "exposed" and b.basis != "gpu_kernel_time":
+        return ("--basis exposed splits the time of kernels that overlap on GPU streams; this trace has no GPU "
+                "kernels, so its CPU-op self times are shown unchanged")
+    return ""
 
 
 def format_table(df: pd.DataFrame, floatfmt: str = "{:.4g}") -> str:

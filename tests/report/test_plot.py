@@ -613,7 +613,7 @@ def test_parse_list_and_swept_parameter() -> None:
             swept_parameter(*args)
 
 
-def _stub_profile(calls: list, fail: set[int] = frozenset()):
+def _stub_profile(calls: list, fail: set[int] = frozenset(), **keys: object):
     """A stand-in for profile_workload: copies a fixture run into out/<name> with the config's keys."""
     from addressable.capture.profile import run_name
     from addressable.core.errors import AddressableError as Err
@@ -625,7 +625,7 @@ def _stub_profile(calls: list, fail: set[int] = frozenset()):
         folder = Path(out) / run_name(cfg)
         shutil.copytree(PLOT_RUNS / f"resnet50-train-b{cfg.batch}", folder)
         doc = json.loads((folder / "breakdown.json").read_text())
-        doc.update(workload=cfg.name, batch=cfg.batch, device=cfg.device, dtype=cfg.dtype)
+        doc.update(workload=cfg.name, batch=cfg.batch, device=cfg.device, dtype=cfg.dtype, **keys)
         (folder / "breakdown.json").write_text(json.dumps(doc))
 
         class Result:
@@ -653,6 +653,19 @@ def test_sweep_is_a_loop_over_profile(tmp_path: Path) -> None:
     assert fig.axes[0].get_xlabel() == "batch size"
     assert {c.get_label() for c in fig.axes[0].containers} >= {"share of GPU kernel time"}
     assert "16" in format_sweep(df) and "%" in format_sweep(df)
+
+
+def test_sweep_header_names_the_basis(tmp_path: Path) -> None:
+    """issue 26: the header said "kernel time" for CPU runs, whose shares are of CPU-op self time."""
+    m = measurement("cpu", warmup=0, steps=1, repeats=1)
+    gpu = sweep(*sweep_configs("resnet50", batch=[16, 32], device="cpu"), m, tmp_path / "g",
+                profile_fn=_stub_profile([]))
+    assert format_sweep(gpu).splitlines()[0].startswith("batch         addressable (kernel time)")
+    cpu = sweep(*sweep_configs("resnet50", batch=[16, 32], device="cpu"), m, tmp_path / "c",
+                profile_fn=_stub_profile([], basis="cpu_op_time"))
+    assert list(cpu["basis"]) == ["cpu_op_time"] * 2
+    assert format_sweep(cpu).splitlines()[0].startswith("batch         addressable (CPU-op time)")
+    assert "work time" in format_sweep(pd.concat([gpu, cpu]))
 
 
 def test_sweep_goes_on_past_a_failed_value(tmp_path: Path) -> None:
