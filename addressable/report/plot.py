@@ -30,6 +30,7 @@ from addressable.classify.taxonomy import UNCLASSIFIED, load_taxonomy
 from addressable.core.atomic import atomic_file
 from addressable.core.errors import AddressableError
 from addressable.report.text import short_kernel_name
+from addressable.roofline.model import roofline_of_trace
 from addressable.runs.folder import Run, load_modules, load_runs
 from addressable.runs.folder import run_labels as labels_of
 
@@ -566,9 +567,14 @@ def plot_modules(runs: list[Run], n: int = 10, by: str = "class") -> Figure:
 def roofline_points(run: Run) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The kernels of a run's roofline (breakdown.json's roofline key) with bytes per launch, and its peaks."""
     roof = run.info.get("roofline")
+    if roof is None and run.trace is not None:  # a trace file given as the run
+        roof = roofline_of_trace(run.trace).to_dict()
     if not isinstance(roof, dict) or not roof.get("kernels"):
+        if run.info.get("roofline_note"):
+            raise AddressableError(f"{run.name} has no roofline: {run.info['roofline_note']}")
         raise AddressableError(f"{run.name} has no roofline (breakdown.json's roofline key): profile it on a GPU "
-                               "with this version, or run `addressable roofline TRACE`")
+                               "with this version, or give plot roofline its trace (recorded with shapes), or "
+                               "store one with `addressable classify TRACE --out DIR`")
     k = pd.DataFrame(roof["kernels"])
     for c in ("time_us", "bytes", "flops", "achieved_gbps", "achieved_tflops", "headroom"):
         k[c] = pd.to_numeric(k[c], errors="coerce")

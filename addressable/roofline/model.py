@@ -620,6 +620,28 @@ def roofline_of_path(path: str | Path, taxonomy: Taxonomy | str | Path | None = 
                              datasheet_only=datasheet_only, module_io=io if io is not None else load_module_io(path))
 
 
+def roofline_keys(trace: Trace | str | Path, taxonomy: Taxonomy | str | Path | None = None,
+                  classes: dict[str, str] | None = None, basis: str = BASIS_GPU) -> dict[str, Any]:
+    """The `roofline` key of a breakdown.json written from a trace alone (`classify TRACE --out DIR`, which `plot
+    roofline DIR` then reads): its roofline against the peaks of the GPU it names, `classes` flipped as in
+    classify's --class. {} for a breakdown of CPU-op time (`basis`) or a trace without GPU kernels;
+    {"roofline_note": why} where there is no roofline to store (no input shapes, an unknown GPU)."""
+    if basis != BASIS_GPU:
+        return {}
+    trace = trace if isinstance(trace, Trace) else load_trace(trace)
+    if not trace.has_gpu_work:
+        return {}
+    tax = taxonomy if isinstance(taxonomy, Taxonomy) else load_taxonomy(taxonomy)
+    taxonomy = tax.with_classes(classes) if classes else tax
+    if not has_shapes(trace):
+        return {"roofline_note": "no input shapes in the trace, so no kernel's bytes or FLOPs are known (profile "
+                                 "with record_shapes=True, as `addressable profile` does)"}
+    try:
+        return {"roofline": roofline_of_trace(trace, taxonomy).to_dict()}
+    except AddressableError as e:
+        return {"roofline_note": str(e)}
+
+
 # ---------------------------------------------------------------- text
 
 

@@ -370,3 +370,36 @@ def test_roofline_table_rows_stay_apart(h200_traces: dict[str, Path]) -> None:
     assert len(set(rows)) == 15
     assert sum(row.startswith("vectorized_elementwise_kernel<8, ") for row in rows) >= 3  # own name first
     assert not any(row.startswith("void ") for row in rows)
+
+
+def test_routes_to_plot_roofline_connect(tmp_path: Path) -> None:
+    """issue 26: `plot roofline TRACE` sent users to `roofline TRACE`, which writes nothing plot reads, and
+    `classify --out` stored no roofline. Now a trace plots directly, and classify --out stores its roofline."""
+    from click.testing import CliRunner
+
+    from addressable.cli import main
+
+    trace = synthetic_trace(tmp_path / "t.json")
+    runner = CliRunner()
+    res = runner.invoke(main, ["plot", "roofline", str(trace), "--figure", str(tmp_path / "direct.png")])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(main, ["classify", str(trace), "--out", str(tmp_path / "run")])
+    assert res.exit_code == 0, res.output
+    stored = json.loads((tmp_path / "run" / "breakdown.json").read_text())["roofline"]
+    assert stored == json.loads(json.dumps(roofline_of_trace(trace).to_dict()))
+    res = runner.invoke(main, ["plot", "roofline", str(tmp_path / "run"), "--figure", str(tmp_path / "run.png")])
+    assert res.exit_code == 0, res.output
+    # --class flips reach the stored roofline; a trace without shapes stores why there is none
+    runner.invoke(main, ["classify", str(trace), "--class", "elementwise=library", "--out", str(tmp_path / "lib")])
+    cats = json.loads((tmp_path / "lib" / "breakdown.json").read_text())["roofline"]["categories"]
+    assert {c["category"]: c["class"] for c in cats}["elementwise"] == "library"
+    bare = synthetic_trace(tmp_path / "bare.json", shapes=False)
+    runner.invoke(main, ["classify", str(bare), "--out", str(tmp_path / "bare")])
+    doc = json.loads((tmp_path / "bare" / "breakdown.json").read_text())
+    assert "roofline" not in doc and doc["roofline_note"].startswith("no input shapes in the trace")
+    res = runner.invoke(main, ["plot", "roofline", str(tmp_path / "bare"), "--figure", str(tmp_path / "x.png")])
+    assert res.exit_code == 2 and "bare has no roofline: no input shapes in the trace" in res.output
+    assert "`addressable roofline TRACE`" not in res.output and not (tmp_path / "x.png").exists()
+    runner.invoke(main, ["classify", str(trace), "--basis", "cpu", "--out", str(tmp_path / "cpu")])
+    doc = json.loads((tmp_path / "cpu" / "breakdown.json").read_text())
+    assert "roofline" not in doc and "roofline_note" not in doc  # a CPU-op breakdown has no kernel roofline
