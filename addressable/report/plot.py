@@ -8,7 +8,6 @@ in warm, colour-blind-safe colours (Okabe-Ito and Paul Tol palettes).
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import zlib
@@ -22,6 +21,7 @@ import pandas as pd
 from matplotlib import rc_context
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator, PercentFormatter
 
@@ -57,9 +57,11 @@ REPLACEABLE_COLORS = ("#E69F00", "#D55E00", "#CC79A7", "#882255", "#AA4499", "#D
                       "#BBCC33", "#F0E442", "#117733", "#44AA99")
 EXTRA_COLORS = ("#EE7733", "#33BBEE", "#EE3377", "#009988", "#BBBBBB", "#0077BB")
 UNCLASSIFIED_COLOR = "#DDDDDD"
-# Lines for one curve per run (Okabe-Ito without yellow, then black), cycled with dash styles.
-RUN_COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
-RUN_DASHES = ("-", "--", ":", "-.")
+# One colour per curve: Okabe-Ito without yellow, then Paul Tol's wine, olive and grey. A figure with one curve
+# per run draws at most this many runs, so no two share a colour.
+RUN_COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#882255", "#999933",
+              "#888888")
+LEGEND_CHARS = 27  # the longest label line that fits a two-column legend one column wide
 BASIS_STYLE = {"kernel": ("#0072B2", "o", "-", "GPU kernel time"),
                "wall": ("#D55E00", "s", "--", "wall-clock step time")}
 SWEEP_KEYS = ("batch", "seq_len", "workload")
@@ -221,24 +223,29 @@ def plot_amdahl(runs: list[Run], speedups: str | Path | pd.DataFrame | None = No
     that would buy the same gain, k = s/(1/gain - (1-s)). Vertical bars: the projection's interval.
     """
     runs = _check_runs(runs)
+    if len(runs) > len(RUN_COLORS):
+        raise AddressableError(
+            f"amdahl draws one curve per run, each in its own colour, for at most {len(RUN_COLORS)} runs; got "
+            f"{len(runs)}: name the runs to compare (`addressable plot amdahl RUN...`, e.g. one workload's run "
+            "folders), or use `plot breakdown`, which shows any number of runs (each ceiling is 1/(1 - its "
+            "addressable fraction))")
     shares = np.array([min(r.addressable_fraction, 0.999) for r in runs])
     ceilings = 1.0 / (1.0 - shares)
     k = np.logspace(0, math.log10(k_max), 200)
     labels = run_labels(runs)
     projected = projected_speedups(runs, speedups) if speedups is not None else None
-    legend_rows = sum(1 + max(a.count("\n"), b.count("\n"))
-                      for a, b in itertools.zip_longest(labels[::2], labels[1::2], fillvalue=""))
-    legend_rows += projected is not None and len(runs) % 2 == 0
+    ncols = 2 if max(len(line) for lab in labels for line in lab.split("\n")) <= LEGEND_CHARS else 1
+    legend_rows = sum(1 + max(lab.count("\n") for lab in labels[i:i + ncols]) for i in range(0, len(labels), ncols))
+    legend_rows += projected is not None and len(runs) % ncols == 0
     with _style():
         # the axes hold every ceiling label (1.3 lines apart) with room to spare
         fig = _figure(max(2.2, 0.75 + 0.16 * len(runs)) + 0.125 * legend_rows)
         ax = fig.add_subplot()
         log_y = ceilings.max() > 8
         colors = []
-        for i, (s, label) in enumerate(zip(shares, labels, strict=True)):
-            color, dash = RUN_COLORS[i % len(RUN_COLORS)], RUN_DASHES[(i // len(RUN_COLORS)) % len(RUN_DASHES)]
+        for s, label, color in zip(shares, labels, RUN_COLORS, strict=False):
             colors.append(color)
-            ax.plot(k, amdahl_gain(s, k), color=color, linestyle=dash, label=label)
+            ax.plot(k, amdahl_gain(s, k), color=color, label=label)
             ax.axhline(1 / (1 - s), color=color, linestyle=(0, (2, 2)), linewidth=0.6, alpha=0.8)
         ax.set_xscale("log")
         ax.set_xlim(1, k_max)
@@ -253,7 +260,7 @@ def plot_amdahl(runs: list[Run], speedups: str | Path | pd.DataFrame | None = No
         ax.set_xlabel("kernel speedup k of all replaceable work")
         ax.set_ylabel("end-to-end speedup")
         ax.grid(True, which="major", linewidth=0.3, alpha=0.4)
-        fig.legend(loc="outside lower center", ncols=2, handlelength=1.6, handletextpad=0.5,
+        fig.legend(loc="outside lower center", ncols=ncols, handlelength=1.6, handletextpad=0.5,
                    columnspacing=1.0, labelspacing=0.25, borderaxespad=0.2)
         fig.draw_without_rendering()  # settle the layout before placing the ceiling labels
         _ceiling_labels(ax, ceilings, colors)
@@ -314,8 +321,12 @@ def spread_labels(positions: np.ndarray, gap: float, lo: float | None = None, hi
     return out
 
 
+CEILING_GUTTER = 0.05  # axes widths between the axes and the ceiling labels, for their leader lines
+
+
 def _ceiling_labels(ax: Axes, ceilings: np.ndarray, colors: list[str]) -> None:
-    """Label each ceiling right of the axes, nudged apart so no two labels overlap."""
+    """Label each ceiling right of the axes, nudged apart so no two labels overlap; each leader line runs from
+    the ceiling at the axes' edge to the middle of its label's left side, so it crosses no label."""
     px = np.array([ax.transData.transform((1, c))[1] for c in ceilings])
     gap = FONT_PT * 1.3 * ax.figure.dpi / 72
     placed = spread_labels(px, gap, lo=ax.bbox.y0 + gap / 2, hi=ax.figure.bbox.y1 - gap / 2)
@@ -323,10 +334,10 @@ def _ceiling_labels(ax: Axes, ceilings: np.ndarray, colors: list[str]) -> None:
     for j, yp in enumerate(placed):
         y = inv((0, yp))[1]
         ax.annotate(f"{ceilings[j]:.3g}×", xy=(1.0, ceilings[j]), xycoords=ax.get_yaxis_transform(),
-                    xytext=(1.02, y), textcoords=ax.get_yaxis_transform(), va="center", ha="left",
+                    xytext=(1 + CEILING_GUTTER, y), textcoords=ax.get_yaxis_transform(), va="center", ha="left",
                     color=colors[j], fontsize=FONT_PT, annotation_clip=False,
                     arrowprops={"arrowstyle": "-", "color": colors[j], "linewidth": 0.4, "shrinkA": 0,
-                                "shrinkB": 0})
+                                "shrinkB": 0, "relpos": (0.0, 0.5)})
 
 
 def sweep_groups(runs: list[Run], x: str | None = None) -> list[tuple[str, str, list[Run]]]:
@@ -586,14 +597,28 @@ def roofline_points(run: Run) -> tuple[pd.DataFrame, dict[str, Any]]:
     return k[k["bytes"] > 0].reset_index(drop=True), roof.get("peaks") or {}
 
 
+# The matmul roofs a run's kernels are held to, by the run's dtype: fp32 runs also get TF32, which cuDNN uses
+# for fp32 convolutions by default. A run whose dtype is not recorded (a trace) gets every roof but fp8.
+MATMUL_ROOFS = {"bf16": ("bf16",), "fp16": ("fp16",), "fp32": ("fp32", "tf32"), "fp8": ("fp8",)}
+ANY_DTYPE_ROOFS = ("bf16", "fp16", "tf32", "fp32")
+ROOF_COLOR = "#555555"
+LIBRARY_DOT = "#AAAAAA"
+
+
+def matmul_roofs(peaks: dict[str, Any], dtype: str) -> dict[str, float]:
+    """dtype -> matmul peak (TFLOP/s) of the roofs drawn for a run of this dtype (MATMUL_ROOFS)."""
+    tflops = peaks.get("tflops") or {}
+    return {d: float(tflops[d]) for d in MATMUL_ROOFS.get(dtype, ANY_DTYPE_ROOFS) if tflops.get(d)}
+
+
 def plot_roofline(runs: list[Run]) -> Figure:
     """The roofline of one run: kernels as points sized by their time, coloured by category, under the peaks.
 
     Top: the classic roofline, achieved TFLOP/s against arithmetic intensity (FLOP per DRAM byte),
     for the kernels with FLOPs (GEMM, convolution, attention: library work, in grey), under the
-    memory slope and each dtype's matmul roof. Bottom: the replaceable kernels, which move bytes
-    but do no matrix math: achieved GB/s against bytes moved per launch, under the memory roof;
-    the gap to the roof is their headroom. Peaks are the run's calibrated ones (or the datasheet's).
+    memory slope and the matmul roof of the run's dtype (matmul_roofs). Bottom: the replaceable kernels,
+    which move bytes but do no matrix math: achieved GB/s against bytes moved per launch, under the
+    memory roof; the gap to the roof is their headroom. Peaks are the run's calibrated ones (or the datasheet's).
     """
     runs = _check_runs(runs)
     if len(runs) > 1:
@@ -603,7 +628,6 @@ def plot_roofline(runs: list[Run]) -> Figure:
     if k.empty:
         raise AddressableError(f"{run.name}: no kernel of its roofline has a bytes estimate (no shapes recorded?)")
     mem = float(peaks.get("memory_gbps") or np.nan)
-    tflops = {d: float(v) for d, v in (peaks.get("tflops") or {}).items() if d in ("bf16", "fp16", "tf32", "fp32", "fp8")}
     classes = _classes(runs)
     repl = k[k["class"] == "replaceable"]
     cats = category_order(set(repl["category"]), classes)
@@ -613,46 +637,84 @@ def plot_roofline(runs: list[Run]) -> Figure:
     with _style():
         fig = _figure(4.6 + 0.13 * math.ceil(len(cats) / 2))
         top, bottom = fig.subplots(2, 1, height_ratios=[1, 1])
-        f = k[k["flops"] > 0]
-        ai = np.logspace(-1, 4, 200)
-        if not math.isnan(mem):
-            roofs: dict[float, list[str]] = {}
-            for d, v in tflops.items():
-                roofs.setdefault(v, []).append(d)
-            for v, names in sorted(roofs.items(), reverse=True)[:3]:  # the top three roofs keep the labels apart
-                top.plot(ai, np.minimum(v, mem * ai / 1e3), color="#555555", linewidth=0.6)
-                top.text(ai[-1], v * 1.1, f"{'/'.join(names)} {v:,.0f} TFLOP/s", va="bottom", ha="right",
-                         fontsize=FONT_PT, color="#555555")
-        if not f.empty:
-            colors = [color_of(c) if cl == "replaceable" else "#AAAAAA" for c, cl in zip(f["category"], f["class"], strict=True)]
-            top.scatter(f["flops"] / f["bytes"], f["achieved_tflops"], s=size(f["time_us"]), c=colors,
-                        edgecolors="black", linewidths=0.3, alpha=0.85, zorder=3)
-        top.set_xscale("log")
-        top.set_yscale("log")
-        low = float(f["achieved_tflops"].min()) / 3 if not f.empty else 0.3
-        top.set_ylim(min(0.3, low), max(tflops.values(), default=1.0) * 3)
-        top.set_xlim(ai[0], ai[-1])
-        top.set_xlabel("arithmetic intensity (FLOP per DRAM byte)")
-        top.set_ylabel("achieved TFLOP/s")
+        roofs = matmul_roofs(peaks, run.dtype)
+        library = _compute_panel(top, k[k["flops"] > 0], roofs, mem, size)
         top.set_title(" ".join(p for p in (base, qual) if p) + f" on {peaks.get('gpu', '?')}", loc="left",
                       fontsize=FONT_PT)
-        if not repl.empty:
-            bottom.scatter(repl["bytes_per_launch"], repl["achieved_gbps"], s=size(repl["time_us"]),
-                           c=[color_of(c) for c in repl["category"]], edgecolors="black", linewidths=0.3,
-                           alpha=0.85, zorder=3)
-        if not math.isnan(mem):
-            bottom.axhline(mem, color="#555555", linewidth=0.6)
-            bottom.text(0.02, mem * 1.08, f"memory roof {mem:,.0f} GB/s", va="bottom", ha="left", fontsize=FONT_PT,
-                        color="#555555", transform=bottom.get_yaxis_transform())
-        bottom.set_xscale("log")
-        bottom.set_yscale("log")
-        if not math.isnan(mem):
-            bottom.set_ylim(min(mem / 30, float(repl["achieved_gbps"].min()) / 2 if not repl.empty else mem), mem * 3)
-        bottom.set_xlabel("bytes moved per launch (estimated from the launching op)")
-        bottom.set_ylabel("achieved GB/s")
-        bottom.set_title("replaceable kernels (size: time)", loc="left", fontsize=FONT_PT)
+        _memory_panel(bottom, repl, mem, size)
+        if library:  # the grey dots, in the panel they are drawn in
+            top.legend(handles=[Line2D([], [], linestyle="none", marker="o", markersize=5, markerfacecolor=LIBRARY_DOT,
+                                       markeredgecolor="black", markeredgewidth=0.3,
+                                       label=f"library: {', '.join(c.replace('_', ' ') for c in library)}")],
+                       loc="best", handletextpad=0.3, borderaxespad=0.3)
         _category_legend(fig, cats, classes)
+        fig.draw_without_rendering()  # settle the layout before placing the roof labels
+        _roof_labels(top, roofs, math.sqrt(float(size(k["time_us"]).max())) / 2 + 1)
     return fig
+
+
+def _compute_panel(ax: Axes, f: pd.DataFrame, roofs: dict[str, float], mem: float,
+                   size: Callable[[pd.Series], np.ndarray]) -> list[str]:
+    """The classic roofline of the kernels with FLOPs; returns the library categories drawn (grey dots)."""
+    ai = np.logspace(-1, 4, 200)
+    if not math.isnan(mem):
+        for d, v in roofs.items():
+            ax.plot(ai, np.minimum(v, mem * ai / 1e3), color=ROOF_COLOR, linewidth=0.6, gid=f"roof:{d}")
+    if not f.empty:
+        colors = [color_of(c) if cl == "replaceable" else LIBRARY_DOT for c, cl in zip(f["category"], f["class"],
+                                                                                      strict=True)]
+        ax.scatter(f["flops"] / f["bytes"], f["achieved_tflops"], s=size(f["time_us"]), c=colors,
+                   edgecolors="black", linewidths=0.3, alpha=0.85, zorder=3)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    low = float(f["achieved_tflops"].min()) / 3 if not f.empty else 0.3
+    ax.set_ylim(min(0.3, low), max(roofs.values(), default=1.0) * 3)  # _roof_labels may raise the top
+    ax.set_xlim(ai[0], ai[-1])
+    ax.set_xlabel("arithmetic intensity (FLOP per DRAM byte)")
+    ax.set_ylabel("achieved TFLOP/s")
+    return category_order(set(f.loc[f["class"] != "replaceable", "category"]))
+
+
+def _roof_labels(ax: Axes, roofs: dict[str, float], lift_pt: float) -> None:
+    """Label the matmul roofs at the right, `lift_pt` above their lines (clear of the largest dot on a roof),
+    raising the top of the axes to make room; roofs too close for a label between them (bf16 782 and fp16 751
+    TFLOP/s) share one, above the highest of them."""
+    if not roofs:
+        return
+    pt = ax.figure.dpi / 72
+    lo, _ = np.log10(ax.get_ylim())
+    need = (lift_pt + 1.4 * FONT_PT) / (ax.bbox.height / pt)  # the label's share of the axes height
+    top = (math.log10(max(roofs.values())) - need * lo) / (1 - need)
+    ax.set_ylim(10 ** lo, 10 ** max(top, np.log10(ax.get_ylim()[1])))
+    groups: list[list[tuple[str, float, float]]] = []
+    for d, v in sorted(roofs.items(), key=lambda kv: -kv[1]):
+        y = float(ax.transData.transform((1.0, v))[1])
+        if groups and groups[-1][-1][2] - y < (lift_pt + 1.4 * FONT_PT) * pt:
+            groups[-1].append((d, v, y))
+        else:
+            groups.append([(d, v, y)])
+    for g in groups:
+        ax.annotate(", ".join(f"{d} {v:,.0f}" for d, v, _ in g) + " TFLOP/s", xy=(1.0, g[0][1]),
+                    xycoords=ax.get_yaxis_transform(), xytext=(0, lift_pt), textcoords="offset points",
+                    va="bottom", ha="right", fontsize=FONT_PT, color=ROOF_COLOR, gid="roof label")
+
+
+def _memory_panel(ax: Axes, repl: pd.DataFrame, mem: float, size: Callable[[pd.Series], np.ndarray]) -> None:
+    """The replaceable kernels: achieved GB/s against bytes moved per launch, under the memory roof."""
+    if not repl.empty:
+        ax.scatter(repl["bytes_per_launch"], repl["achieved_gbps"], s=size(repl["time_us"]),
+                   c=[color_of(c) for c in repl["category"]], edgecolors="black", linewidths=0.3, alpha=0.85, zorder=3)
+    if not math.isnan(mem):
+        ax.axhline(mem, color=ROOF_COLOR, linewidth=0.6)
+        ax.text(0.02, mem * 1.08, f"memory roof {mem:,.0f} GB/s", va="bottom", ha="left", fontsize=FONT_PT,
+                color=ROOF_COLOR, transform=ax.get_yaxis_transform())
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    if not math.isnan(mem):
+        ax.set_ylim(min(mem / 30, float(repl["achieved_gbps"].min()) / 2 if not repl.empty else mem), mem * 3)
+    ax.set_xlabel("bytes moved per launch (estimated from the launching op)")
+    ax.set_ylabel("achieved GB/s")
+    ax.set_title("replaceable kernels (size: time)", loc="left", fontsize=FONT_PT)
 
 
 PLOTS: dict[str, Callable[..., Figure]] = {
