@@ -347,9 +347,16 @@ def sweep_groups(runs: list[Run], x: str | None = None) -> list[tuple[str, str, 
     model-size sweep) and agree on all else that changes what is measured: family, mode, dtype,
     device, torch.compile, world size and multi-GPU strategy, and the workload options (a run on
     a subset of layers is compared only with runs on that subset). Where two runs share a point,
-    a measured run is kept over one extrapolated from fewer layers (then the first one given).
+    a measured run is kept over one extrapolated from fewer layers (then the first one given);
+    sweep_repeats has the others.
     `x` picks the key; by default every key that varies somewhere gives its sweeps.
     """
+    return [(title, key, members) for title, key, members, _ in sweep_repeats(runs, x)]
+
+
+def sweep_repeats(runs: list[Run], x: str | None = None) -> list[tuple[str, str, list[Run], list[Run]]]:
+    """sweep_groups with a fourth item: the runs left off each sweep's line because another run holds
+    their point (the same configuration profiled twice, NAME and NAME-2, or an extrapolated check)."""
     if x is not None and x not in SWEEP_KEYS:
         raise AddressableError(f"--x must be one of {', '.join(SWEEP_KEYS)}, not '{x}'")
     table = pd.DataFrame([{"i": i, "family": r.family, "mode": r.mode, "dtype": r.info.get("dtype"),
@@ -364,11 +371,12 @@ def sweep_groups(runs: list[Run], x: str | None = None) -> list[tuple[str, str, 
         fixed = ["family", "mode", "dtype", "device", "compile", "world_size", "strategy", "options",
                  *(k for k in SWEEP_KEYS if k != key)]
         for _, g in table.groupby(fixed, sort=False):
-            g = g.sort_values(["extrapolated", "i"], kind="stable").drop_duplicates(key)
-            if len(g) < 2:
+            g = g.sort_values(["extrapolated", "i"], kind="stable")
+            kept, repeats = g.drop_duplicates(key), g[g.duplicated(key)]
+            if len(kept) < 2:
                 continue
-            members = sorted((runs[i] for i in sorted(g["i"])), key=_sweep_sort_key(key))
-            out.append((_sweep_title(members[0], key), key, members))
+            members = sorted((runs[i] for i in sorted(kept["i"])), key=_sweep_sort_key(key))
+            out.append((_sweep_title(members[0], key), key, members, [runs[i] for i in sorted(repeats["i"])]))
     if not out:
         what = f"in '{x}'" if x else "in batch, seq_len or workload"
         raise AddressableError(f"no sweep {what}: need two or more runs of one family and mode that differ "
@@ -405,18 +413,44 @@ def plot_sweep(runs: list[Run], x: str | None = None) -> Figure:
 
     Points are the runs' addressable fractions; error bars span the min-max across repeats
     (addressable_fraction_range / addressable_fraction_wall_range). Batch and sequence length use a
-    log2 axis; a model-size sweep (runs differing in workload) is ordered by parameter count.
+    log2 axis; a model-size sweep (runs differing in workload) is ordered by parameter count. A run
+    whose point another run holds (sweep_repeats) is an open marker at that point, not on the line.
     """
-    groups = sweep_groups(_check_runs(runs), x)
+    groups = sweep_repeats(_check_runs(runs), x)
     with _style():
         fig = _figure(0.55 + 1.45 * len(groups))
         axes = fig.subplots(len(groups), 1, squeeze=False)[:, 0]
-        for ax, (title, key, members) in zip(axes, groups, strict=True):
+        for ax, (title, key, members, repeats) in zip(axes, groups, strict=True):
             _sweep_panel(ax, title, key, members)
-        handles, labels = axes[0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="outside lower center", ncols=2, columnspacing=1.2,
+            _sweep_repeats(ax, key, members, repeats)
+        legend = {lab: h for ax in axes for h, lab in zip(*ax.get_legend_handles_labels(), strict=True)}
+        legend = {**{k: v for k, v in legend.items() if k != REPEAT_LABEL},
+                  **{k: v for k, v in legend.items() if k == REPEAT_LABEL}}  # the open markers' entry last
+        fig.legend(legend.values(), legend.keys(), loc="outside lower center", ncols=2, columnspacing=1.2,
                    borderaxespad=0.2, handlelength=2.2)
     return fig
+
+
+REPEAT_LABEL = "other run at this point"
+
+
+def _sweep_repeats(ax: Axes, key: str, members: list[Run], repeats: list[Run]) -> None:
+    """Open markers for the runs another run's point stands for, at that point's x."""
+    if not repeats:
+        return
+    position = {r.workload: float(i) for i, r in enumerate(members)}
+    xs = [position[r.workload] if key == "workload" else float(r.info[key]) for r in repeats]
+    for basis, wall in (("kernel", False), ("wall", True)):
+        ys = [r.addressable_fraction_wall if wall else r.addressable_fraction for r in repeats]
+        shown = [(xv, yv) for xv, yv in zip(xs, ys, strict=True) if yv is not None]
+        if shown:
+            color, marker, _, _ = BASIS_STYLE[basis]
+            ax.plot(*zip(*shown, strict=True), linestyle="none", marker=marker, markersize=4.5,
+                    markerfacecolor="white", markeredgecolor=color, markeredgewidth=0.8, zorder=4,
+                    label=REPEAT_LABEL if not wall else "_" + REPEAT_LABEL, gid="repeat")
+            lo, hi = ax.get_ylim()
+            ys_shown = [yv for _, yv in shown]
+            ax.set_ylim(max(0.0, min(lo, min(ys_shown) - 0.03)), min(1.0, max(hi, max(ys_shown) + 0.03)))
 
 
 def _sweep_panel(ax: Axes, title: str, key: str, members: list[Run]) -> None:

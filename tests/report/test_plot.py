@@ -890,3 +890,24 @@ def test_roofline_labels_clear_the_dots_and_library_dots_have_a_legend_entry(tmp
             near_x = min(max(x, box.x0), box.x1)
             near_y = min(max(y, box.y0), box.y1)
             assert math.hypot(x - near_x, y - near_y) >= r - 1, t.get_text()  # the label hides no dot
+
+
+def test_sweep_shows_a_repeated_configuration_instead_of_dropping_it(tmp_path: Path) -> None:
+    """issue 26: `plot sweep` dropped NAME-2 (the same configuration profiled again) without a word."""
+    for name in ("resnet50-train-b16", "resnet50-train-b32"):
+        shutil.copytree(PLOT_RUNS / name, tmp_path / name)
+    _variant(tmp_path, "resnet50-train-b16-2", base="resnet50-train-b16", addressable_fraction=0.5,
+             addressable_fraction_wall=0.25)
+    runs = load_runs(tmp_path)
+    [(_, key, members, repeats)] = plot.sweep_repeats(runs)
+    assert key == "batch" and [r.name for r in members] == ["resnet50-train-b16", "resnet50-train-b32"]
+    assert [r.name for r in repeats] == ["resnet50-train-b16-2"]
+    fig = plot.plot_sweep(runs)
+    ax = fig.axes[0]
+    shown = {tuple(np.round(line.get_xydata()[0], 4)) for line in ax.get_lines() if line.get_gid() == "repeat"}
+    assert shown == {(16.0, 0.5), (16.0, 0.25)}  # both bases, at its batch size, off the line
+    lo, hi = ax.get_ylim()
+    assert lo <= 0.25 and hi >= 0.5
+    assert plot.REPEAT_LABEL in {t.get_text() for t in fig.legends[0].get_texts()}
+    plain = plot.plot_sweep([r for r in runs if r.name != "resnet50-train-b16-2"])
+    assert plot.REPEAT_LABEL not in {t.get_text() for t in plain.legends[0].get_texts()}
