@@ -33,6 +33,7 @@ from addressable.report.text import short_kernel_name
 from addressable.roofline.model import roofline_of_trace
 from addressable.runs.folder import Run, load_modules, load_runs
 from addressable.runs.folder import run_labels as labels_of
+from addressable.trace.kernel_names import fit_distinct
 
 WIDTH_IN = 3.5  # one column of a two-column paper
 FONT_PT = 7
@@ -527,8 +528,8 @@ def plot_top_kernels(runs: list[Run], n: int = 10, cls: str = "replaceable") -> 
         y = np.arange(len(t))
         ax.barh(y, t["share"], color=[color_of(c) for c in t["category"]], height=0.7,
                 edgecolor="black", linewidth=0.3)
-        names = [_truncate(kname, KERNEL_CHARS) + (f" ({v})" if v > 1 else "")
-                 for kname, v in zip(t["kernel"], t["variants"], strict=True)]
+        names = [kname + (f" ({v})" if v > 1 else "")
+                 for kname, v in zip(fit_distinct(list(t["kernel"]), KERNEL_CHARS), t["variants"], strict=True)]
         ax.set_yticks(y, names)
         ax.set_ylim(len(t) - 0.5, -0.5)
         top = float(t["share"].max())

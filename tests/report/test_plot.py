@@ -911,3 +911,17 @@ def test_sweep_shows_a_repeated_configuration_instead_of_dropping_it(tmp_path: P
     assert plot.REPEAT_LABEL in {t.get_text() for t in fig.legends[0].get_texts()}
     plain = plot.plot_sweep([r for r in runs if r.name != "resnet50-train-b16-2"])
     assert plot.REPEAT_LABEL not in {t.get_text() for t in plain.legends[0].get_texts()}
+
+
+def test_top_kernels_names_that_share_a_long_prefix_stay_apart(tmp_path: Path) -> None:
+    """issue 26 (point 11) in the figure: two triton kernels both read `triton_red_fused__log_softmax…`."""
+    folder = tmp_path / "run"
+    shutil.copytree(PLOT_RUNS / "resnet50-train-b64", folder)
+    names = ["triton_red_fused__log_softmax__to_copy_mul_0", "triton_red_fused__log_softmax__to_copy_unsafe_view_1",
+             "triton_poi_fused_add_0"]
+    pd.DataFrame({"name": names, "category": "triton", "class": "replaceable", "time_us": [30.0, 20.0, 10.0],
+                  "count": 1, "share": [0.3, 0.2, 0.1]}).to_csv(folder / "kernels.csv", index=False)
+    fig = plot.plot_top_kernels([load_run(folder)])
+    ticks = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert len(ticks) == 3 and len(set(ticks)) == 3
+    assert all(len(t) <= plot.KERNEL_CHARS for t in ticks) and ticks[2] == "triton_poi_fused_add_0"
