@@ -75,8 +75,9 @@ def main() -> None:
 @click.option("--class", "classes", multiple=True, metavar="CATEGORY=CLASS", help="Flip a category's class, e.g. triton=library.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
-              help="Also write breakdown.json, categories.csv and kernels.csv here (several traces: rank<k>/ "
-                   "per rank, the job's total and ranks.csv).")
+              help="Also write breakdown.json (with the roofline of a GPU trace recorded with shapes, for `plot "
+                   "roofline`), categories.csv and kernels.csv here (several traces: rank<k>/ per rank, the job's "
+                   "total and ranks.csv).")
 @click.option("--top", default=5, show_default=True, help="Kernels to list per section.")
 @click.option("--basis", type=click.Choice(["summed", "exposed", "cpu"]), default="summed", show_default=True,
               help="exposed: also print overlap-aware times (busy time, split among overlapping kernels); "
@@ -141,13 +142,17 @@ def _classify_one(trace: Path, taxonomy: Path | None, classes: tuple[str, ...], 
     """`classify TRACE`: one trace's breakdown."""
     from addressable.classify.breakdown import BASIS_CPU, classify_trace
     from addressable.classify.timeline import format_overlap_note, format_timeline
-    from addressable.report.text import format_breakdown
+    from addressable.report.text import basis_warning, format_breakdown
     from addressable.runs.folder import write_breakdown
 
     b = classify_trace(trace, taxonomy, _parse_classes(classes), basis=BASIS_CPU if basis == "cpu" else None)
+    if warning := basis_warning(b, basis):
+        click.echo(f"warning: {warning}", err=True)
     if out:
-        write_breakdown(b, out)
-    click.echo(_json(b.to_dict(top)) if as_json else format_breakdown(b, top))
+        from addressable.roofline.model import roofline_keys
+
+        write_breakdown(b, out, extra=roofline_keys(trace, taxonomy, _parse_classes(classes), b.basis))
+    click.echo(_json(b.to_dict(top)) if as_json else format_breakdown(b, top, basis))
     t = b.timeline
     if not as_json and t is not None and (basis == "exposed" or t.streams_overlap):
         click.echo("\n" + (format_timeline(t) if basis == "exposed" else format_overlap_note(t)))

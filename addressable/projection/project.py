@@ -73,6 +73,7 @@ from addressable.projection.wins import (
     parse_wins,
 )
 from addressable.runs.folder import Run, load_run, run_from_trace, run_label_parts
+from addressable.trace.kernel_names import fit_distinct
 from addressable.trace.reader import Trace
 
 COMBINE = ("best", "median")
@@ -478,6 +479,28 @@ def _with_interval(v: float, lo: float, hi: float) -> str:
     return "n/a" if math.isnan(v) else f"{_x(v)} [{_num(lo)}-{_num(hi)}]"
 
 
+def _contribution_tables(p: Projection, top: int) -> list[str]:
+    """Each run's wins by gain; the target and group columns as wide as their longest entry (up to 48
+    characters), longer entries cut so that no two look the same."""
+    c = p.contributions
+    names = {col: list(pd.unique(c[col].astype(str))) for col in ("target", "group")}
+    tw, gw = (min(max([least, *map(len, names[col])]), 48) + 1 for col, least in (("target", 29), ("group", 19)))
+    targets = dict(zip(names["target"], fit_distinct(names["target"], tw - 1), strict=True))
+    groups = dict(zip(names["group"], fit_distinct(names["group"], gw - 1), strict=True))
+    lines = []
+    for run, label in zip(p.runs["run"], p.runs["label"], strict=True):
+        rows = c[c["run"] == run].head(top)
+        if rows.empty:
+            continue
+        lines += ["", f"{label}: wins by end-to-end gain (that win alone)",
+                  f"  {'target':<{tw}}{'group':<{gw}}{'k':>8}{'share':>8}{'gain':>9}{'wall share':>12}{'wall gain':>11}"]
+        for r in rows.itertuples():
+            share_wall = "n/a" if math.isnan(r.share_wall) else f"{r.share_wall:.1%}"
+            lines.append(f"  {targets[str(r.target)]:<{tw}}{groups[str(r.group)]:<{gw}}{_x(r.k, 2):>8}{r.share:>8.1%}"
+                         f"{_x(r.gain_kernel):>9}{share_wall:>12}{_x(r.gain_wall):>11}")
+    return lines
+
+
 def format_projection(p: Projection, top: int = 5) -> str:
     """The projection as readable tables: one line per run, then each run's top wins."""
     used = int(p.wins["used"].sum())
@@ -508,16 +531,7 @@ def format_projection(p: Projection, top: int = 5) -> str:
                      f"{r.wall_basis:<16}")
         if r.model_reason and r.model_reason != "--model amdahl":
             lines.append(f"    (Amdahl: {r.model_reason})")
-    for run, label in zip(p.runs["run"], p.runs["label"], strict=True):
-        c = p.contributions[p.contributions["run"] == run].head(top)
-        if c.empty:
-            continue
-        lines += ["", f"{label}: wins by end-to-end gain (that win alone)",
-                  f"  {'target':<30}{'group':<20}{'k':>8}{'share':>8}{'gain':>9}{'wall share':>12}{'wall gain':>11}"]
-        for r in c.itertuples():
-            share_wall = "n/a" if math.isnan(r.share_wall) else f"{r.share_wall:.1%}"
-            lines.append(f"  {r.target[:29]:<30}{r.group[:19]:<20}{_x(r.k, 2):>8}{r.share:>8.1%}"
-                         f"{_x(r.gain_kernel):>9}{share_wall:>12}{_x(r.gain_wall):>11}")
+    lines += _contribution_tables(p, top)
     if not p.unmatched.empty:
         lines += ["", "Unmatched wins (matched nothing in any run):"]
         lines += [f"  row {r.row}: {r.target} ({r.reason})" for r in p.unmatched.itertuples()]

@@ -7,6 +7,7 @@ import re
 import pandas as pd
 
 from addressable.classify.breakdown import Breakdown
+from addressable.trace.kernel_names import collisions, compact, fit_distinct, parse_kernel_name
 
 _TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
 _PARAMS = re.compile(r"\([^()]*\)")
@@ -60,6 +61,18 @@ def short_kernel_name(name: str, width: int = 60) -> str:
     return s if len(s) <= width else s[: width - 1] + "…"
 
 
+def short_kernel_names(names: list[str], width: int = 60) -> list[str]:
+    """short_kernel_name of each kernel, cut to `width`; kernels whose short names coincide ("elementwise: mul"
+    twice) get their template arguments after it, cut so that they stay apart (kernel_names.fit_distinct)."""
+    short = [short_kernel_name(n, len(n) + 1) for n in names]
+    keep = [len(s) for s in short]
+    for _, idx in collisions(short, names):
+        for i in idx:
+            template = compact(parse_kernel_name(names[i]).template)
+            short[i] += f" <{template}>" if template else ""
+    return fit_distinct(short, width, keep)
+
+
 def _inner_op(text: str) -> str | None:
     """The first identifier in a launcher's template arguments that names an op, in snake_case."""
     fallback = None
@@ -91,9 +104,10 @@ def _signal_line(b: Breakdown) -> list[str]:
             f"{n} kernel(s) whose name and launching op disagree on the class (classify --json: disagreements)"]
 
 
-def format_breakdown(b: Breakdown, top: int = 5) -> str:
-    """The breakdown as a readable table, with the addressable fraction on top."""
-    basis = "GPU kernel time" if b.basis == "gpu_kernel_time" else "CPU-op self time (no GPU work in trace)"
+def format_breakdown(b: Breakdown, top: int = 5, asked_basis: str = "summed") -> str:
+    """The breakdown as a readable table, with the addressable fraction on top (`asked_basis`: classify's --basis)."""
+    basis = "GPU kernel time" if b.basis == "gpu_kernel_time" else \
+        f"CPU-op self time ({'--basis cpu' if asked_basis == 'cpu' else 'no GPU work in trace'})"
     unit = "kernels" if b.basis == "gpu_kernel_time" else "CPU ops"
     lines = [
         f"Addressable fraction: {b.addressable_fraction:6.1%}  of {basis} "
@@ -109,16 +123,24 @@ def format_breakdown(b: Breakdown, top: int = 5) -> str:
     unc = b.top_unclassified(top)
     if not unc.empty:
         lines += ["", f"Top unclassified {unit} (extend taxonomy.yaml to cover them):"]
-        lines += [f"  {r.time_us / 1e3:9.3f} ms  {r.name[:100]}"
-                  + (f"  [launched by {r.op}]" if getattr(r, "op", "") else "") for r in unc.itertuples()]
+        lines += [f"  {r.time_us / 1e3:9.3f} ms  {name}" + (f"  [launched by {r.op}]" if getattr(r, "op", "") else "")
+                  for r, name in zip(unc.itertuples(), fit_distinct(list(unc["name"]), 100), strict=True)]
         if b.suggested_rule:
             lines.append(f"  a kernel_rules line that would claim them: {b.suggested_rule}")
     repl = b.kernels[b.kernels["class"] == "replaceable"].head(top)
     if not repl.empty:
         lines += ["", f"Largest replaceable {unit}:"]
-        lines += [f"  {r.time_us / 1e3:9.3f} ms  {r.category:<14} {short_kernel_name(r.name)}"
-                  for r in repl.itertuples()]
+        lines += [f"  {r.time_us / 1e3:9.3f} ms  {r.category:<14} {name}"
+                  for r, name in zip(repl.itertuples(), short_kernel_names(list(repl["name"])), strict=True)]
     return "\n".join(lines)
+
+
+def basis_warning(b: Breakdown, asked_basis: str) -> str:
+    """Why classify's --basis changes nothing for this breakdown; "" when it applies."""
+    if asked_basis == "exposed" and b.basis != "gpu_kernel_time":
+        return ("--basis exposed splits the time of kernels that overlap on GPU streams; this trace has no GPU "
+                "kernels, so its CPU-op self times are shown unchanged")
+    return ""
 
 
 def format_table(df: pd.DataFrame, floatfmt: str = "{:.4g}") -> str:

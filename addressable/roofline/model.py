@@ -38,7 +38,7 @@ from addressable.core.errors import AddressableError
 from addressable.core.files import read_yaml
 from addressable.core.jsonutil import records, to_jsonable
 from addressable.roofline import op_models
-from addressable.trace.kernel_names import parse_kernel_name
+from addressable.trace.kernel_names import parse_kernel_name, short_names
 from addressable.trace.reader import Trace, load_trace
 
 PEAKS_FILE = Path(__file__).with_name("peaks.yaml")
@@ -628,6 +628,28 @@ def roofline_of_path(path: str | Path, taxonomy: Taxonomy | str | Path | None = 
                              datasheet_only=datasheet_only, module_io=io if io is not None else load_module_io(path))
 
 
+def roofline_keys(trace: Trace | str | Path, taxonomy: Taxonomy | str | Path | None = None,
+                  classes: dict[str, str] | None = None, basis: str = BASIS_GPU) -> dict[str, Any]:
+    """The `roofline` key of a breakdown.json written from a trace alone (`classify TRACE --out DIR`, which `plot
+    roofline DIR` then reads): its roofline against the peaks of the GPU it names, `classes` flipped as in
+    classify's --class. {} for a breakdown of CPU-op time (`basis`) or a trace without GPU kernels;
+    {"roofline_note": why} where there is no roofline to store (no input shapes, an unknown GPU)."""
+    if basis != BASIS_GPU:
+        return {}
+    trace = trace if isinstance(trace, Trace) else load_trace(trace)
+    if not trace.has_gpu_work:
+        return {}
+    tax = taxonomy if isinstance(taxonomy, Taxonomy) else load_taxonomy(taxonomy)
+    taxonomy = tax.with_classes(classes) if classes else tax
+    if not has_shapes(trace):
+        return {"roofline_note": "no input shapes in the trace, so no kernel's bytes or FLOPs are known (profile "
+                                 "with record_shapes=True, as `addressable profile` does)"}
+    try:
+        return {"roofline": roofline_of_trace(trace, taxonomy).to_dict()}
+    except AddressableError as e:
+        return {"roofline_note": str(e)}
+
+
 # ---------------------------------------------------------------- text
 
 
@@ -663,8 +685,8 @@ def format_roofline(r: Roofline, top: int = 15) -> str:
     k = k[k["class"] == "replaceable"].head(top)
     lines += ["", f"Top {len(k)} replaceable kernels by time",
               f"  {'kernel':<60}{'category':<16}{'time ms':>9}{'GB/s':>8}{'TFLOP/s':>9}{'bound':>11}{'headroom':>9}"]
-    for x in k.itertuples():
-        lines.append(f"  {x.name[:59]:<60}{x.category[:15]:<16}{x.time_us / 1e3:>9.2f}{_fmt(x.achieved_gbps, ',.0f'):>8}"
+    for x, name in zip(k.itertuples(), short_names(list(k["name"]), 59), strict=True):
+        lines.append(f"  {name:<60}{x.category[:15]:<16}{x.time_us / 1e3:>9.2f}{_fmt(x.achieved_gbps, ',.0f'):>8}"
                      f"{_fmt(x.achieved_tflops, '.1f'):>9}{x.bound:>11}{_fmt(x.headroom, '.0%'):>9}")
     u = r.unmodelled_ops().head(10)
     if not u.empty:
@@ -673,7 +695,9 @@ def format_roofline(r: Roofline, top: int = 15) -> str:
     over = r.over_peak()
     if not over.empty:
         lines += ["", f"Faster than the roofline by more than {OVER_PEAK - 1:.0%} (a bytes or FLOPs model is wrong):"]
-        lines += [f"  {o.name[:70]:<70} headroom {o.headroom:.0%}" for o in over.head(10).itertuples()]
+        over = over.head(10)
+        lines += [f"  {name:<70} headroom {o.headroom:.0%}"
+                  for o, name in zip(over.itertuples(), short_names(list(over["name"]), 70), strict=True)]
     if r.fusion is not None or r.fusion_note:
         lines += ["", *format_fusion(r.fusion, r.fusion_note)]
     return "\n".join(lines)

@@ -110,6 +110,19 @@ def test_workloads_lists_builtins_and_user_adapters(adapter: str) -> None:
     assert df.set_index("workload").loc["tiny-mlp", "full_layers"] == 8
 
 
+def test_workloads_shows_every_option_key(adapter: str) -> None:
+    """issue 26: descriptions were cut at 72 characters, which hid each workload's options."""
+    out = cli("workloads", "--adapter", adapter).output
+    assert "…" not in out
+    blocks = out.split("Descriptions and --option KEY=VALUE keys:\n")[1]
+    text = {b.split()[0]: " ".join(b.split()[1:]) for b in re.split(r"\n(?=\S)", blocks)}
+    assert text["tiny-mlp"] == "tiny MLP; options: width, fail_at, sleep_s, layers"  # not in its description
+    for row in workload_table((adapter,)).itertuples():
+        named = text[row.workload].partition("options:")[2]
+        assert all(re.search(rf"\b{k}\b", named) for k in row.options.split(",") if k), row.workload
+    assert "decode_tokens (infer, default 16), checkpoint (train)" in text["gpt2"]  # the whole description
+
+
 def test_user_adapter_registers_without_touching_the_package(adapter: str) -> None:
     assert "tiny-mlp" in registry((adapter,))
     spec = get_workload("tiny-mlp", (adapter,))

@@ -671,3 +671,21 @@ def test_one_run_reader_for_folders_and_trace_files() -> None:
     wins = pd.DataFrame({"target": ["softmax"], "speedup": [2.0]})
     assert list(project([folder, from_trace], wins, model="amdahl").runs["run"]) == ["toy-train", "resnet50_train"]
     assert len(plot.projected_speedups([folder], wins)) == 1
+
+
+def test_target_column_shows_long_targets_and_keeps_them_apart(tmp_path: Path) -> None:
+    """issue 26: targets were cut at 29 characters (`re:vectorized_layer_norm_kern`), so two could look alike."""
+    from addressable.projection.project import format_projection
+
+    fwd = "re:softmax_warp_forward<float, float, float, 8, false, false>"  # 61 characters
+    bwd = "re:softmax_warp_backward<float, float, float, 8, false, false>"
+    norm = "re:vectorized_layer_norm_kernel"
+    wins = wins_file(tmp_path, f'target,speedup\n"{fwd}",2\n"{bwd}",1.5\n{norm},1.2\nsoftmax,1.1\n')
+    text = format_projection(project([TOY], wins), top=5)
+    rows = text.split("wins by end-to-end gain (that win alone)\n")[1].splitlines()[1:5]
+    targets = [r[2:50].rstrip() for r in rows]
+    assert norm in targets  # 31 characters: shown whole now
+    assert len(set(targets)) == 4 and all(len(t) <= 48 for t in targets)
+    assert any("forward" in t for t in targets) and any("backward" in t for t in targets)
+    header = text.split("wins by end-to-end gain (that win alone)\n")[1].splitlines()[0]
+    assert header.index("group") == 2 + 49  # the column as wide as its longest entry allows

@@ -382,3 +382,52 @@ def test_batchnorm_backward_splits_its_bytes_between_its_two_kernels(tmp_path: P
     mib = 1048576
     assert k.loc[reduce, "bytes"] == 2 * mib + 6 * 256
     assert k.loc[elemt, "bytes"] == 3 * mib + 5 * 256
+
+
+def test_roofline_table_rows_stay_apart(h200_traces: dict[str, Path]) -> None:
+    """issue 26: three rows read `void at::native::vectorized_elementwise_kernel<8, at::nativ`."""
+    from addressable.roofline.model import format_roofline
+
+    r = roofline_of_trace(h200_traces["resnet50_train_b64_shapes"])
+    text = format_roofline(r, 15).splitlines()
+    head = text.index(next(line for line in text if line.startswith("Top 15 replaceable kernels")))
+    rows = [line[2:62] for line in text[head + 2: head + 17]]
+    k = r.kernels()
+    k = k[k["class"] == "replaceable"].head(15)
+    assert len(set(zip(rows, k["category"], strict=True))) == 15  # name and category tell every row apart
+    assert len(set(rows)) == 15
+    assert sum(row.startswith("vectorized_elementwise_kernel<8, ") for row in rows) >= 3  # own name first
+    assert not any(row.startswith("void ") for row in rows)
+
+
+def test_routes_to_plot_roofline_connect(tmp_path: Path) -> None:
+    """issue 26: `plot roofline TRACE` sent users to `roofline TRACE`, which writes nothing plot reads, and
+    `classify --out` stored no roofline. Now a trace plots directly, and classify --out stores its roofline."""
+    from click.testing import CliRunner
+
+    from addressable.cli import main
+
+    trace = synthetic_trace(tmp_path / "t.json")
+    runner = CliRunner()
+    res = runner.invoke(main, ["plot", "roofline", str(trace), "--figure", str(tmp_path / "direct.png")])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(main, ["classify", str(trace), "--out", str(tmp_path / "run")])
+    assert res.exit_code == 0, res.output
+    stored = json.loads((tmp_path / "run" / "breakdown.json").read_text())["roofline"]
+    assert stored == json.loads(json.dumps(roofline_of_trace(trace).to_dict()))
+    res = runner.invoke(main, ["plot", "roofline", str(tmp_path / "run"), "--figure", str(tmp_path / "run.png")])
+    assert res.exit_code == 0, res.output
+    # --class flips reach the stored roofline; a trace without shapes stores why there is none
+    runner.invoke(main, ["classify", str(trace), "--class", "elementwise=library", "--out", str(tmp_path / "lib")])
+    cats = json.loads((tmp_path / "lib" / "breakdown.json").read_text())["roofline"]["categories"]
+    assert {c["category"]: c["class"] for c in cats}["elementwise"] == "library"
+    bare = synthetic_trace(tmp_path / "bare.json", shapes=False)
+    runner.invoke(main, ["classify", str(bare), "--out", str(tmp_path / "bare")])
+    doc = json.loads((tmp_path / "bare" / "breakdown.json").read_text())
+    assert "roofline" not in doc and doc["roofline_note"].startswith("no input shapes in the trace")
+    res = runner.invoke(main, ["plot", "roofline", str(tmp_path / "bare"), "--figure", str(tmp_path / "x.png")])
+    assert res.exit_code == 2 and "bare has no roofline: no input shapes in the trace" in res.output
+    assert "`addressable roofline TRACE`" not in res.output and not (tmp_path / "x.png").exists()
+    runner.invoke(main, ["classify", str(trace), "--basis", "cpu", "--out", str(tmp_path / "cpu")])
+    doc = json.loads((tmp_path / "cpu" / "breakdown.json").read_text())
+    assert "roofline" not in doc and "roofline_note" not in doc  # a CPU-op breakdown has no kernel roofline
