@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -97,62 +96,18 @@ def classify(paths: tuple[str, ...], taxonomy: Path | None, classes: tuple[str, 
     PATHS: one trace file, or several files, folders and globs holding one trace per rank of a job
     (per-rank table, aggregate, straggler signal).
     """
-    if explain is not None:
-        _explain_one(paths, taxonomy, classes, as_json, explain)
-        return
-    if len(paths) == 1 and Path(paths[0]).is_file() and not (engine or scheduler or jobs):
-        _classify_one(Path(paths[0]), taxonomy, classes, as_json, out, top, basis)
-        return
-    from addressable.classify.ranks import classify_job, format_job, job_json
-    from addressable.runs.folder import write_job
+    from addressable.classify.paths import classify_paths
+    from addressable.report.text import format_classified
+    from addressable.runs.folder import write_classified
 
-    job = classify_job(paths, taxonomy, _parse_classes(classes), jobs=jobs, engine=engine, scheduler=scheduler)
-    for e in job.errors:
-        click.echo(f"error: {e.error if Path(e.file).name in e.error else f'{e.file}: {e.error}'}", err=True)
-    for w in job.warnings:
-        click.echo(f"warning: {w}", err=True)
-    if out and job.ranks:
-        write_job(job, out)
-    click.echo(job_json(job) if as_json else format_job(job, top))
-    if out and job.ranks and not as_json:
-        click.echo(f"\nWrote {out}/breakdown.json (the job), ranks.csv and rank<k>/ per rank")
-    if job.errors:
+    c = classify_paths(paths, taxonomy, _parse_classes(classes), basis=basis, jobs=jobs, engine=engine,
+                       scheduler=scheduler, explain_pattern=explain)
+    for line in c.messages():
+        click.echo(line, err=True)
+    wrote = write_classified(c, out) if out else None
+    click.echo(format_classified(c, top, as_json, wrote))
+    if c.failed:
         sys.exit(2)
-
-
-def _explain_one(paths: tuple[str, ...], taxonomy: Path | None, classes: tuple[str, ...], as_json: bool,
-                 pattern: str) -> None:
-    """`classify TRACE --explain PATTERN`."""
-    from addressable.classify.breakdown import explain
-    from addressable.classify.taxonomy import load_taxonomy
-    from addressable.core.jsonutil import records
-    from addressable.report.text import format_explain
-    from addressable.trace.reader import load_trace
-
-    if len(paths) != 1 or not Path(paths[0]).is_file():
-        raise AddressableError("--explain takes one trace file")
-    tax = load_taxonomy(taxonomy).with_classes(_parse_classes(classes))
-    table = explain(load_trace(paths[0]), tax, pattern)
-    click.echo(_json(records(table)) if as_json else format_explain(table))
-
-
-def _classify_one(trace: Path, taxonomy: Path | None, classes: tuple[str, ...], as_json: bool, out: Path | None,
-                  top: int, basis: str) -> None:
-    """`classify TRACE`: one trace's breakdown."""
-    from addressable.classify.breakdown import BASIS_CPU, classify_trace
-    from addressable.classify.timeline import format_overlap_note, format_timeline
-    from addressable.report.text import format_breakdown
-    from addressable.runs.folder import write_breakdown
-
-    b = classify_trace(trace, taxonomy, _parse_classes(classes), basis=BASIS_CPU if basis == "cpu" else None)
-    if out:
-        write_breakdown(b, out)
-    click.echo(_json(b.to_dict(top)) if as_json else format_breakdown(b, top))
-    t = b.timeline
-    if not as_json and t is not None and (basis == "exposed" or t.streams_overlap):
-        click.echo("\n" + (format_timeline(t) if basis == "exposed" else format_overlap_note(t)))
-    if out and not as_json:
-        click.echo(f"\nWrote {out}/breakdown.json, categories.csv, kernels.csv")
 
 
 @main.command()
@@ -335,51 +290,13 @@ def _workload_options(fn: Callable) -> Callable:
 @click.option("--ncu-flops/--ncu-bytes-only", default=True, show_default=True,
               help="With --ncu: also count FLOPs (SASS instrumentation: slower), or measure bytes only.")
 @_user_errors
-def profile(workload: str, mode: str | None, batch: int | None, seq_len: int | None, dtype: str | None,
-            device: str, warmup: int | None, steps: int | None, profile_steps: int | None, repeats: int | None,
-            out: Path, name: str | None, compile_: bool, adapters: tuple[str, ...], options: tuple[str, ...],
-            layers_subset: str | None, nproc: int | None, force: bool, budget: float | None,
-            ncu_top: int | None, ncu_flops: bool) -> None:
+def profile(compile_: bool, **kw: Any) -> None:
     """Run WORKLOAD, profile it, and write a run folder with its addressable fraction."""
-    from addressable.capture import distributed
-    from addressable.capture import profile as prof
-    from addressable.capture.measure import measurement
-    from addressable.capture.workload import get_workload
+    from addressable.capture.profile import profile_command
 
-    cfg = prof.resolve_config(workload, mode, batch, seq_len, dtype, device, compile_,
-                              prof.parse_options(options), adapters)
-    m = measurement(cfg.device, warmup, steps, profile_steps, repeats, budget)
-    subset = prof.parse_layers_subset(layers_subset) if layers_subset else None
-    if ncu_top is not None:
-        from addressable.capture.ncu import find_ncu
-
-        if cfg.device != "cuda":
-            raise AddressableError("--ncu needs a CUDA GPU (Nsight Compute measures GPU kernels)")
-        if nproc is not None or subset:
-            raise AddressableError("--ncu measures one process at full depth: drop --nproc and --layers-subset")
-        find_ncu()
-    if nproc is not None and distributed.check_nproc(get_workload(workload, adapters), nproc, subset):
-        # re-launch this command under torchrun, into a folder chosen here; the children see WORLD_SIZE
-        folder = prof.run_folder(cfg, out, name, world=nproc, force=force, progress=_progress)
-        argv = _command_argv(click.get_current_context(), skip=("nproc", "name", "force"))
-        sys.exit(distributed.launch(nproc, [*argv, "--name", folder.name]))
-    res = prof.profile_workload(cfg, m, out, name=name, layers_subset=subset, adapters=adapters, argv=sys.argv,
-                                progress=_progress, force=force)
-    if distributed.rank() == 0:
-        click.echo(prof.format_profile(res, device))
-        if "distributed" in res.run:
-            from addressable.classify.ranks import format_ranks
-
-            click.echo("\n" + format_ranks(res.run["distributed"]))
-    if ncu_top is not None:
-        from addressable.capture.ncu import check_run, format_check
-
-        check = check_run(res.path, cfg, ncu_top, adapters, ncu_flops, progress=_progress)
-        click.echo("\n" + format_check(check) + f"\n(per kernel: {res.path / 'ncu.csv'})")
-    if distributed.world_size() > 1:  # a torchrun child whose run is written: skip C++ teardown,
-        sys.stdout.flush()            # where gloo's threads can abort the process after the fact
-        sys.stderr.flush()
-        os._exit(0)
+    relaunch = _command_argv(click.get_current_context(), skip=("nproc", "name", "force"))
+    sys.exit(profile_command(**kw, compile=compile_, relaunch=relaunch, argv=sys.argv, echo=click.echo,
+                             progress=_progress))
 
 
 def _progress(line: str) -> None:

@@ -33,6 +33,7 @@ from addressable.capture.measure import (
     default_measurement,
     manifest,
     measure,
+    measurement,
     memory_errors,
     run_keys,
 )
@@ -293,6 +294,59 @@ def profile_ranks(spec: WorkloadSpec, config: WorkloadConfig, m: Measurement, fo
             write_run(tmp, b, top, res.steps, top_man)
             write_ranks_table(tmp, pd.DataFrame(agg["ranks"]))
     return ProfileResult(b, top, folder, top_man)
+
+
+# --------------------------------------------------------------------------- the profile command
+
+
+def profile_command(workload: str, *, mode: str | None = None, batch: int | None = None, seq_len: int | None = None,
+                    dtype: str | None = None, device: str = "auto", warmup: int | None = None,
+                    steps: int | None = None, profile_steps: int | None = None, repeats: int | None = None,
+                    out: str | Path = "outputs", name: str | None = None, compile: bool = False,
+                    adapters: tuple[str, ...] = (), options: tuple[str, ...] = (), layers_subset: str | None = None,
+                    nproc: int | None = None, force: bool = False, budget: float | None = None,
+                    ncu_top: int | None = None, ncu_flops: bool = True, relaunch: list[str] | None = None,
+                    argv: list[str] | None = None, echo: Callable[[str], None] = print,
+                    progress: Callable[[str], None] | None = None) -> int:
+    """`addressable profile`: check the request, then profile one process, or re-launch `relaunch` (the
+    command's own arguments, less --nproc, --name and --force) under torchrun in `nproc` processes, or
+    (with `ncu_top`) also measure the top kernels with Nsight Compute. Prints through `echo`; returns
+    the exit code. A torchrun child whose run is written ends here (distributed.end_child)."""
+    cfg = resolve_config(workload, mode, batch, seq_len, dtype, device, compile, parse_options(options), adapters)
+    m = measurement(cfg.device, warmup, steps, profile_steps, repeats, budget)
+    subset = parse_layers_subset(layers_subset) if layers_subset else None
+    if ncu_top is not None:
+        _check_ncu_request(cfg, nproc, subset)
+    if nproc is not None and distributed.check_nproc(get_workload(workload, adapters), nproc, subset):
+        # re-launch this command under torchrun, into a folder chosen here; the children see WORLD_SIZE
+        folder = run_folder(cfg, out, name, world=nproc, force=force, progress=progress)
+        return distributed.launch(nproc, [*(relaunch or ["profile", workload]), "--name", folder.name])
+    res = profile_workload(cfg, m, out, name=name, layers_subset=subset, adapters=adapters, argv=argv,
+                           progress=progress, force=force)
+    if distributed.rank() == 0:
+        echo(format_profile(res, device))
+        if "distributed" in res.run:
+            from addressable.classify.ranks import format_ranks
+
+            echo("\n" + format_ranks(res.run["distributed"]))
+    if ncu_top is not None:
+        from addressable.capture.ncu import check_run, format_check
+
+        check = check_run(res.path, cfg, ncu_top, adapters, ncu_flops, progress=progress)
+        echo("\n" + format_check(check) + f"\n(per kernel: {res.path / 'ncu.csv'})")
+    distributed.end_child()
+    return 0
+
+
+def _check_ncu_request(cfg: WorkloadConfig, nproc: int | None, subset: tuple[int, int] | None) -> None:
+    """--ncu runs on one CUDA process at full depth, with Nsight Compute on PATH."""
+    from addressable.capture.ncu import find_ncu
+
+    if cfg.device != "cuda":
+        raise AddressableError("--ncu needs a CUDA GPU (Nsight Compute measures GPU kernels)")
+    if nproc is not None or subset:
+        raise AddressableError("--ncu measures one process at full depth: drop --nproc and --layers-subset")
+    find_ncu()
 
 
 # --------------------------------------------------------------------------- validation

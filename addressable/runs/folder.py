@@ -23,6 +23,7 @@ import pandas as pd
 
 from addressable.classify.breakdown import Breakdown, breakdown_of_trace, classify_trace
 from addressable.classify.modules import DETAIL_COLUMNS, NO_SCOPES_HINT, ModuleBreakdown
+from addressable.classify.paths import Classified
 from addressable.classify.ranks import JobResult, rank_folder_names
 from addressable.classify.taxonomy import Taxonomy, load_taxonomy
 from addressable.core.atomic import atomic_dir, write_text
@@ -121,6 +122,16 @@ def write_job(job: JobResult, out: str | Path) -> Path:
         write_breakdown(total, tmp, extra)
         write_ranks_table(tmp, job.summary.ranks)
     return out
+
+
+def write_classified(c: Classified, out: str | Path) -> Path | None:
+    """Write what `classify PATHS` found into folder `out`: one trace's breakdown (write_breakdown) or the
+    job's run folder (write_job); None when there is nothing to write (an explain table, no rank read)."""
+    if c.breakdown is not None:
+        return write_breakdown(c.breakdown, out)
+    if c.job is not None and c.job.ranks:
+        return write_job(c.job, out)
+    return None
 
 
 def write_ranks_table(folder: Path, ranks: pd.DataFrame) -> Path:
