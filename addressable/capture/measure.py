@@ -30,7 +30,13 @@ from addressable.capture import distributed
 from addressable.capture.quiet import quiet_profiler
 from addressable.capture.scopes import module_io, module_scopes
 from addressable.capture.workload import Step, WorkloadConfig, WorkloadSpec
-from addressable.classify.breakdown import BASIS_GPU, Breakdown, breakdown_from_tables, breakdown_of_trace
+from addressable.classify.breakdown import (
+    BASIS_GPU,
+    Breakdown,
+    breakdown_from_tables,
+    breakdown_of_trace,
+    wall_fraction,
+)
 from addressable.classify.modules import combine_modules
 from addressable.classify.taxonomy import Taxonomy
 from addressable.classify.timeline import TimelineResult
@@ -330,27 +336,25 @@ def _per_step(b: Breakdown) -> dict[str, float]:
     return {str(c): float(t) / n for c, t in zip(b.categories["category"], b.categories["time_us"], strict=True)}
 
 
-def wall_fraction(replaceable_us: float, work_us: float, step_time_ms: float) -> tuple[float, str]:
-    """Replaceable time per step as a fraction of the wall clock, and the basis used.
-
-    The basis is the step's wall time ("step"), unless the work per step exceeds it ("work"): CPU
-    ops on several threads, or kernels on several streams, overlap in time and their summed time
-    can be longer than the step; the fraction is then over the summed work, so it never exceeds 1.
-    """
-    wall_us = step_time_ms * 1e3
-    if work_us > wall_us:
-        return (replaceable_us / work_us if work_us > 0 else 0.0), "work"
-    return (replaceable_us / wall_us if wall_us > 0 else 0.0), "step"
+def _wall(b: Breakdown, step_time_ms: float) -> tuple[float, str]:
+    """b's addressable fraction of wall time for a step of step_time_ms (classify.breakdown.wall_fraction)."""
+    n = b.n_steps or 1
+    repl_us, work_us = b.wall_times()
+    return wall_fraction(repl_us / n, work_us / n, step_time_ms * 1e3)
 
 
 def _repeat_record(b: Breakdown, step_time_ms: float) -> dict[str, Any]:
-    per_step_us = b.total_time_us / (b.n_steps or 1)
-    repl_us = b.time_of("replaceable") / (b.n_steps or 1)
-    wall, basis = wall_fraction(repl_us, per_step_us, step_time_ms)
-    return {"step_time_ms": step_time_ms, "kernel_time_per_step_us": per_step_us,
-            "addressable_fraction": b.addressable_fraction,
-            "addressable_fraction_wall": wall, "wall_basis": basis,
-            "category_time_per_step_us": _per_step(b)}
+    wall, basis = _wall(b, step_time_ms)
+    rec = {"step_time_ms": step_time_ms, "kernel_time_per_step_us": b.total_time_us / (b.n_steps or 1),
+           "addressable_fraction": b.addressable_fraction,
+           "addressable_fraction_wall": wall, "wall_basis": basis,
+           "category_time_per_step_us": _per_step(b)}
+    t = b.timeline
+    if t is not None and t.streams_overlap:  # the times the wall fraction is over (project reads them)
+        rec["exposed_category_time_per_step_us"] = {
+            str(c): float(x) / (b.n_steps or 1) for c, x in zip(t.categories["category"], t.categories["exposed_us"],
+                                                               strict=True)}
+    return rec
 
 
 def run_keys(spec: WorkloadSpec, cfg: WorkloadConfig, b: Breakdown, repeats: list[Breakdown],
@@ -360,7 +364,7 @@ def run_keys(spec: WorkloadSpec, cfg: WorkloadConfig, b: Breakdown, repeats: lis
     frac = [r["addressable_fraction"] for r in recs]
     wall = [r["addressable_fraction_wall"] for r in recs]
     n = b.n_steps or 1
-    wall_now, wall_basis = wall_fraction(b.time_of("replaceable") / n, b.total_time_us / n, step_time_ms)
+    wall_now, wall_basis = _wall(b, step_time_ms)
     keys: dict[str, Any] = {
         "workload": cfg.name, "family": spec.family, "mode": cfg.mode, "device": cfg.device,
         "batch": cfg.batch, "seq_len": cfg.seq_len, "dtype": cfg.dtype, "compile": cfg.compile,

@@ -385,12 +385,13 @@ def validate_extrapolation(extrapolated: ProfileResult | str | Path, full: Profi
 
 
 def _spread(n: int, lo: float, hi: float) -> str:
-    return f"median of {n} repeats, range {lo:.1%}–{hi:.1%}" if n > 1 else "1 repeat: no spread"
+    return f"all profiled steps; {n} repeats range {lo:.1%}–{hi:.1%}" if n > 1 else "1 repeat: no spread"
 
 
-def _wall_basis_words(run: dict[str, Any], basis: str) -> str:
-    """How the wall-time fraction was taken (see measure.wall_fraction), for a breakdown basis."""
-    words = basis_words(basis)
+def _wall_basis_words(run: dict[str, Any], b: Breakdown) -> str:
+    """How the wall-time fraction was taken (classify.breakdown.wall_fraction), for a breakdown."""
+    basis = b.basis
+    words = ("exposed " if b.timeline is not None and b.timeline.streams_overlap else "") + basis_words(basis)
     if any(x.get("wall_basis") == "work" for x in run["repeats"]) or run.get("wall_basis") == "work":
         what = "kernels on several streams" if basis == BASIS_GPU else "CPU ops on several threads"
         return (f"{what} overlap in time, so their summed time exceeds the step's wall time; the fraction is "
@@ -414,9 +415,8 @@ def format_profile(res: ProfileResult, requested_device: str = "auto") -> str:
         counts += (f"; counts not given are the {r['device']} defaults ({d.repeats} × ({d.steps} + "
                    f"{d.profile_steps})), lowered where needed to fit --budget {m.budget_s:g} s; set them "
                    "with --steps/--profile-steps/--repeats")
-    reps = r["repeats"]
-    kern = float(np.median([x["addressable_fraction"] for x in reps]))
-    wall = float(np.median([x["addressable_fraction_wall"] for x in reps]))
+    reps = r["repeats"]  # the headline fractions are breakdown.json's, over all profiled steps
+    kern, wall = res.breakdown.addressable_fraction, r["addressable_fraction_wall"]
     (klo, khi), (wlo, whi) = r["addressable_fraction_range"], r["addressable_fraction_wall_range"]
     basis = basis_words(res.breakdown.basis)
     what = f"{r['workload']} {r['mode']}, batch {r['batch']}" + (f", seq {r['seq_len']}" if r.get("seq_len") else "")
@@ -432,7 +432,7 @@ def format_profile(res: ProfileResult, requested_device: str = "auto") -> str:
         + ("; summed over overlapping threads or streams" if r.get("wall_basis") == "work" else "") + ")",
         f"Addressable fraction of {basis}: {kern:.1%}  ({_spread(len(reps), klo, khi)})",
         f"Addressable fraction of wall time: {wall:.1%}  ({_spread(len(reps), wlo, whi)}); "
-        + _wall_basis_words(r, res.breakdown.basis),
+        + _wall_basis_words(r, res.breakdown),
     ]
     phases = res.breakdown.to_dict().get("phases")
     if phases:

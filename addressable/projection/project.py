@@ -6,8 +6,9 @@ time the group takes and k_i its measured speedup (groups without a win keep k =
     speedup = 1 / ((1 − Σ s_i) + Σ s_i / k_i)
 
 computed on two bases: kernel time (s_i = group time / total kernel time) and unprofiled wall-clock
-time (s_i = group time per step / step_time_ms). The ceiling makes every replaceable kernel
-infinitely fast: 1 / (1 − addressable_fraction) (kernel) and 1 / (1 − addressable_fraction_wall).
+time (s_i = group time per step / max(work per step, step_time_ms): classify.breakdown.wall_total,
+docs/accounting.md "Wall clock"). The ceiling makes every replaceable kernel infinitely fast:
+1 / (1 − addressable_fraction) (kernel) and 1 / (1 − addressable_fraction_wall).
 
 Targets in wins.csv, resolved in this order:
   `module:M[@forward|@backward]`  the kernels launched inside module class M, or inside the modules
@@ -78,6 +79,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from addressable.classify.breakdown import wall_total
 from addressable.classify.modules import MODULE_PREFIX, NO_SCOPES_HINT, ModuleTarget, attribute
 from addressable.classify.taxonomy import UNCLASSIFIED, Taxonomy, load_taxonomy, read_yaml
 from addressable.core.errors import AddressableError
@@ -542,13 +544,20 @@ def project(runs: Sequence[Run | str | Path], wins: pd.DataFrame | str | Path, *
     unmatched = table.loc[bad, ["row", "target", "speedup", "reason"]].reset_index(drop=True)
     messages += [f"wins row {r.row}: target '{r.target}' {r.reason}; listed as unmatched"
                  for r in unmatched.itertuples()]
-    messages += [f"run {r['run']}: kernel time per step exceeds step_time_ms (streams overlap?); "
-                 "wall-clock projection undefined" for r in run_rows
-                 if math.isnan(r["ceiling_wall"]) and not math.isnan(r["addressable_fraction_wall"])]
+    messages += [f"run {r.name}: its work per step exceeds its step time (work on several threads or streams "
+                 "overlaps), so its wall-clock shares are over the summed work (docs/accounting.md, \"Wall clock\")"
+                 for r in runs if _work_exceeds_step(r)]
     messages += [f"run {r['run']}: projected with Amdahl's law: {r['model_reason']}" for r in run_rows
                  if model == "replay" and r["model"] == "amdahl" and r["model_reason"] != NO_TRACE]
     return Projection(pd.DataFrame(run_rows), pd.DataFrame(contrib, columns=_CONTRIB_COLUMNS), table, unmatched,
                       combine, include_unverified, messages)
+
+
+def _work_exceeds_step(run: Run) -> bool:
+    """Whether the run's work per step, on its basis, exceeds its step time (wall_total's "work")."""
+    if not (run.step_time_ms and run.n_steps):
+        return False
+    return wall_total(math.fsum(run.times.to_numpy()) / run.n_steps, run.step_time_ms * 1e3)[1] == "work"
 
 
 def _combine(table: pd.DataFrame, targets: list[Target | None], combine: str) -> list[Group]:
@@ -732,8 +741,9 @@ def _project_run(run: Run, groups: list[Group], weights: pd.DataFrame,
         times = times.reindex(weights.columns, fill_value=0.0)
         gt = (weights.to_numpy() @ times.to_numpy()) if len(groups) else np.zeros(0)
         out = {"kernel": (gt, times[replaceable].to_numpy(), math.fsum(times))}
-        if step_ms and per_step:
-            out["wall"] = (gt / per_step, times[replaceable].to_numpy() / per_step, step_ms * 1e3)
+        if step_ms and per_step:  # over max(work, step): classify.breakdown.wall_total
+            total, _ = wall_total(math.fsum(times.to_numpy()) / per_step, step_ms * 1e3)
+            out["wall"] = (gt / per_step, times[replaceable].to_numpy() / per_step, total)
         return out
 
     point = bases(run.times, run.step_time_ms, run.n_steps)
