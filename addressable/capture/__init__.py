@@ -3,5 +3,5 @@
 workload (the adapter registry), profile (`profile_workload`: one run folder), measure (time and profile
 one workload instance), sweep, distributed (torchrun: launch, process group, DDP/FSDP2), scopes
 (recording module scopes and module I/O), phases (phase markers), quiet (silencing the profiler),
-ncu (running a workload under Nsight Compute).
+ncu (running a workload under Nsight Compute), oom (what to say when a workload runs out of memory).
 """

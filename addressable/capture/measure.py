@@ -27,6 +27,7 @@ import pandas as pd
 import torch
 
 from addressable.capture import distributed
+from addressable.capture.oom import out_of_memory
 from addressable.capture.quiet import quiet_profiler
 from addressable.capture.scopes import module_io, module_scopes
 from addressable.capture.workload import Step, WorkloadConfig, WorkloadSpec
@@ -439,23 +440,20 @@ def manifest(cfg: WorkloadConfig, m: Measurement, argv: list[str] | None = None)
 
 
 @contextmanager
-def memory_errors(cfg: WorkloadConfig) -> Iterator[None]:
-    """Out of memory -> one line naming the batch size that failed; a model that rejects the
-    configuration (a ValueError, e.g. BatchNorm training on one value per channel) -> its first line."""
-    hint = f"out of memory running {cfg.name} {cfg.mode} at batch {cfg.batch} on {cfg.device}; " \
-           f"try --batch {max(1, cfg.batch // 2)}"
+def memory_errors(cfg: WorkloadConfig, layers_subset: tuple[int, int] | None = None) -> Iterator[None]:
+    """Out of memory -> one line: what ran, the memory asked for and there, what would fit (oom.out_of_memory);
+    a model that rejects the configuration (a ValueError, e.g. BatchNorm training on one value per
+    channel) -> its first line."""
     try:
         yield
-    except torch.cuda.OutOfMemoryError:
-        raise AddressableError(hint) from None
-    except MemoryError:
-        raise AddressableError(hint) from None
+    except (torch.cuda.OutOfMemoryError, MemoryError) as e:
+        raise AddressableError(out_of_memory(cfg, e, layers_subset)) from None
     except ValueError as e:
         reason = (str(e).strip().splitlines() or [type(e).__name__])[0]
         raise AddressableError(f"{cfg.name} {cfg.mode} at batch {cfg.batch} on {cfg.device} failed: {reason}") from None
     except RuntimeError as e:
         if "can't allocate memory" in str(e) or "out of memory" in str(e).lower():
-            raise AddressableError(hint) from None
+            raise AddressableError(out_of_memory(cfg, e, layers_subset)) from None
         raise
 
 

@@ -26,6 +26,7 @@ import yaml
 
 from addressable.capture import distributed
 from addressable.capture.measure import (
+    Measured,
     Measurement,
     basis_words,
     combine,
@@ -172,6 +173,50 @@ def extrapolate_breakdown(b1: Breakdown, b2: Breakdown, l1: int, l2: int, n: int
                                  categories=cats[cats["time_us"] > 0])
 
 
+def check_depth_fit(l1: int, l2: int, n: int, step1: list[float], step2: list[float], work1: list[float],
+                    work2: list[float]) -> dict[str, Any]:
+    """Check two measured depths before their line is extrapolated to n layers (docs/extrapolation.md).
+
+    step1, step2: each repeat's median unprofiled step time (ms) at l1 and l2 layers; work1, work2: each
+    repeat's work per profiled step (µs). A deeper model is not faster, so a step time that does not grow
+    with depth (the repeats' median, or any one repeat's pair) is refused: its line extrapolates to a step
+    at or below the shallow model's, down to 0. Returns {"step_time_ms_range": [lo, hi], "warnings": [...]}:
+    the extrapolated step time at the two extreme slopes the repeats allow, and what makes a fit shaky
+    (depths whose repeats overlap, work that does not grow, time per layer that grows with depth).
+    """
+    s1, s2 = np.asarray(step1, float), np.asarray(step2, float)
+    advice = ("the extra layers' time is below the timing noise: raise --steps or --repeats, choose depths "
+              "further apart, or profile on a quieter machine")
+    med1, med2 = float(np.median(s1)), float(np.median(s2))
+    falls = [(f"repeat {i + 1}'s step", a, b) for i, (a, b) in enumerate(zip(s1, s2, strict=True)) if b <= a]
+    if med2 <= med1 or falls:
+        which, a, b = ("the median step", med1, med2) if med2 <= med1 else falls[0]
+        raise AddressableError(f"--layers-subset {l1},{l2}: {which} at {l2} layers ({b:,.1f} ms) is not slower "
+                               f"than at {l1} ({a:,.1f} ms), so no line through them extrapolates to {n} layers; "
+                               + advice)
+    warnings = []
+    if s1.max() >= s2.min():
+        warnings.append(f"the step times at {l1} layers ({_ms_span(s1)}) and at {l2} ({_ms_span(s2)}) overlap across "
+                        f"repeats: {advice}")
+    if np.median(work2) <= np.median(work1):
+        warnings.append(f"the work per step does not grow from {l1} to {l2} layers ({np.median(work1) / 1e3:,.1f} "
+                        f"-> {np.median(work2) / 1e3:,.1f} ms): the extrapolated breakdown is noise; {advice}")
+    if s1.max() / l1 < s2.min() / l2:
+        warnings.append(f"the time per layer grows with depth ({s1.max() / l1:,.1f} ms/layer at {l1} layers, "
+                        f"{s2.min() / l2:,.1f} at {l2}, at the least favourable repeats): no line with a "
+                        "non-negative fixed cost fits, so the extrapolation is unreliable")
+    lo, hi = extrapolate(s1.max(), s2.min(), l1, l2, n), extrapolate(s1.min(), s2.max(), l1, l2, n)
+    return {"step_time_ms_range": [lo, hi], "warnings": warnings}
+
+
+def _work_per_step(m: Measured) -> list[float]:
+    return [b.total_time_us / (b.n_steps or 1) for b in m.repeats]
+
+
+def _ms_span(x: np.ndarray) -> str:
+    return f"{x.min():,.1f}–{x.max():,.1f} ms" if len(x) > 1 else f"{x[0]:,.1f} ms"
+
+
 def profile_workload(config: WorkloadConfig, measurement: Measurement, out: str | Path = "outputs", *,
                      name: str | None = None, layers_subset: tuple[int, int] | None = None,
                      adapters: tuple[str, ...] = (), taxonomy: Taxonomy | str | Path | None = None,
@@ -211,7 +256,7 @@ def profile_workload(config: WorkloadConfig, measurement: Measurement, out: str 
     if config.device == "cuda":  # the roofline's peaks (addressable.roofline.calibrate), measured once per process
         man["peaks"] = session_peaks().to_dict()
 
-    with atomic_dir(folder) as tmp, memory_errors(config), cudnn_benchmark(config.device == "cuda"):
+    with atomic_dir(folder) as tmp, memory_errors(config, layers_subset), cudnn_benchmark(config.device == "cuda"):
         measured = []
         for layers in depths:
             cfg = config if layers is None else replace(config, options={**config.options, "layers": layers})
@@ -232,6 +277,9 @@ def profile_workload(config: WorkloadConfig, measurement: Measurement, out: str 
             steps_table = res.steps
         else:
             (l1, l2), n, (a, c) = layers_subset, spec.full_layers, measured
+            fit = check_depth_fit(l1, l2, n, a.step_time_ms, c.step_time_ms, _work_per_step(a), _work_per_step(c))
+            for w in fit["warnings"]:
+                progress(f"warning: {w}")
             b = extrapolate_breakdown(combine(a.repeats), combine(c.repeats), l1, l2, n)
             reps = [extrapolate_breakdown(x, y, l1, l2, n) for x, y in zip(a.repeats, c.repeats, strict=True)]
             rep_ms = [extrapolate(x, y, l1, l2, n) for x, y in zip(a.step_time_ms, c.step_time_ms, strict=True)]
@@ -243,7 +291,7 @@ def profile_workload(config: WorkloadConfig, measurement: Measurement, out: str 
         man["measurement"] = asdict(measured[-1].measurement)  # the counts run (the deeper model's, extrapolating)
         if layers_subset:
             keys["layers"] = spec.full_layers
-            keys["extrapolated"] = {"from_layers": list(layers_subset), "to_layers": spec.full_layers}
+            keys["extrapolated"] = {"from_layers": list(layers_subset), "to_layers": spec.full_layers, **fit}
         elif config.device == "cuda":  # the last repeat's trace against the calibrated peaks
             keys["roofline"] = roofline_of_trace(tmp / "trace.json.gz", tax, manifest=man, step_time_ms=step_ms,
                                                  module_io=measured[0].module_io).to_dict()
@@ -424,7 +472,10 @@ def format_profile(res: ProfileResult, requested_device: str = "auto") -> str:
     if "extrapolated" in r:
         x = r["extrapolated"]
         lines.append(f"Extrapolated linearly from {x['from_layers'][0]} and {x['from_layers'][1]} layers "
-                     f"to {x['to_layers']} (measured depths in layers<L>/ of the run folder)")
+                     f"to {x['to_layers']} (measured depths in layers<L>/ of the run folder)"
+                     + (", step time {:,.2f}–{:,.2f} ms at the repeats' extreme slopes".format(*x["step_time_ms_range"])
+                        if "step_time_ms_range" in x else ""))
+        lines += [f"warning: {w}" for w in x.get("warnings", [])]
     lines += [
         f"{what}, {r['dtype']} on {r['device']}: step time {r['step_time_ms']:,.2f} ms (median unprofiled step)",
         f"{basis[0].upper() + basis[1:]} per profiled step: {r['kernel_time_per_step_us'] / 1e3:,.2f} ms "
