@@ -128,6 +128,20 @@ def test_env_adapters_and_bad_adapter(tmp_path: Path, monkeypatch: pytest.Monkey
     assert r.exit_code == 2 and r.stderr.count("\n") == 1 and "cannot import adapter" in r.stderr
 
 
+@pytest.mark.parametrize(("source", "fragments"), [
+    ("WORKLOADS = [\ndef broken(:\n", ["SyntaxError", "bad_adapter.py:2"]),
+    ("import torch\n  WORKLOADS = []\n", ["IndentationError", "bad_adapter.py:2"]),
+    ("x = 1\nraise ValueError('no config here')\nWORKLOADS = []\n", ["bad_adapter.py:2: ValueError: no config here"]),
+])
+def test_a_broken_adapter_is_one_line(tmp_path: Path, source: str, fragments: list[str]) -> None:
+    """Issue 26: an adapter with a syntax error printed a traceback; every other adapter error is one line."""
+    path = tmp_path / "bad_adapter.py"
+    path.write_text(source)
+    for args in (["workloads", "--adapter", path], ["profile", "x", "--adapter", path, "--out", tmp_path / "o"]):
+        _one_line_error(cli(*args), f"cannot import adapter {path}", *fragments)
+    assert not (tmp_path / "o").exists()
+
+
 def test_registry_skips_only_builtins_that_do_not_exist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import addressable.capture.workload as wl
 
