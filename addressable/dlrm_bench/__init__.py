@@ -128,6 +128,8 @@ def problem_shares(run_dir: str | Path) -> pd.DataFrame:
     """
     run_dir = Path(run_dir)
     path = run_dir / "kernels.csv"
+    if not run_dir.is_dir():
+        raise AddressableError(f"no such run folder: {run_dir}")
     if not path.is_file():
         raise AddressableError(f"no kernels.csv in {run_dir} (run `addressable profile` first)")
     kernels = read_csv(path)

@@ -253,8 +253,11 @@ def test_cli_bench_shares(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert "01_embedding_bag_sum_uniform" in res.output
     assert len(pd.read_csv(tmp_path / "shares.csv")) == 12
-    res = CliRunner().invoke(main, ["bench", "shares", str(tmp_path / "nope")])
-    assert res.exit_code == 2 and "no kernels.csv" in res.output
+    res = CliRunner().invoke(main, ["bench", "shares", str(tmp_path / "no" / "such" / "run")])  # issue 26
+    assert res.exit_code == 2 and res.stderr == f"error: no such run folder: {tmp_path / 'no' / 'such' / 'run'}\n"
+    (tmp_path / "empty").mkdir()
+    res = CliRunner().invoke(main, ["bench", "shares", str(tmp_path / "empty")])
+    assert res.exit_code == 2 and "no kernels.csv in" in res.stderr
 
 
 def test_cli_bench_time_cpu(tmp_path: Path) -> None:
