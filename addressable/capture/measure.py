@@ -201,8 +201,11 @@ def profiled(step: Step, n: int, cuda: bool, path: Path) -> list[float]:
 
 
 def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Path, tax: Taxonomy,
-            progress: Callable[[str], None], record_io: bool = False) -> Measured:
+            progress: Callable[[str], None], record_io: bool = False, kept_in: Path | None = None) -> Measured:
     """Build the workload, warm it up, then per repeat: timed steps, profiled steps, a breakdown.
+
+    The last repeat's trace is kept as workdir/trace.json.gz; its breakdown's source names it where it
+    will be once the run folder is in place, `kept_in` (default: workdir, e.g. a temporary folder).
 
     With `record_io` (and an eager nn.Module model), one more step after warm-up runs under
     scopes.module_io: each module's external bytes, for the roofline's fusion headroom.
@@ -250,6 +253,7 @@ def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Pa
                 b.modules.note = COMPILE_NOTE
         if r == m.repeats - 1:
             os.replace(path, trace)
+            b.source = str((kept_in or workdir) / trace.name)
         else:
             path.unlink()
         repeats.append(b)

@@ -263,7 +263,8 @@ def profile_workload(config: WorkloadConfig, measurement: Measurement, out: str 
             sub = tmp if layers is None else tmp / f"layers{layers}"
             sub.mkdir(exist_ok=True)
             res = measure(spec, cfg, measurement, sub, tax, progress,
-                          record_io=layers_subset is None and config.device == "cuda")
+                          record_io=layers_subset is None and config.device == "cuda",
+                          kept_in=folder / sub.relative_to(tmp))
             measured.append(res)
             if layers is not None:
                 b = combine(res.repeats)
@@ -316,7 +317,8 @@ def profile_ranks(spec: WorkloadSpec, config: WorkloadConfig, m: Measurement, fo
             sub = Path(box[0]) / f"rank{r}"
             sub.mkdir()
             with memory_errors(config), cudnn_benchmark(config.device == "cuda"):
-                res = measure(spec, config, m, sub, tax, lambda line: progress(f"[rank {r}] {line}"))
+                res = measure(spec, config, m, sub, tax, lambda line: progress(f"[rank {r}] {line}"),
+                              kept_in=folder / sub.name)
             b = combine(res.repeats)
             keys = run_keys(spec, config, b, res.repeats, res.step_time_ms,
                             float(res.steps.loc[~res.steps["profiled"], "time_ms"].median()))

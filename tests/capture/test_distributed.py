@@ -160,6 +160,7 @@ def test_gpt2_ddp_two_cpu_processes(tmp_path: Path) -> None:
                 "trace.json.gz"} <= {p.name for p in sub.iterdir()}
         doc = json.loads((sub / "breakdown.json").read_text())
         assert doc["rank"] == k and doc["world_size"] == 2 and doc["strategy"] == "ddp"
+        assert doc["source"] == str(sub / "trace.json.gz")  # where the trace lies, not the .partial folder
     # step times are the maximum across ranks, so both ranks record the same ones
     s0, s1 = (pd.read_csv(run / f"rank{k}" / "steps.csv") for k in (0, 1))
     assert s0["time_ms"].tolist() == s1["time_ms"].tolist()

@@ -201,6 +201,9 @@ def test_rerun_writes_name_2_and_force_replaces(adapter: str, tmp_path: Path) ->
             "--repeats", 1, "--option", "width=8", "--out", tmp_path)
     first = tmp_path / "tiny-mlp-train-b8-fp32-cpu-width8"
     assert cli(*args).exit_code == 0 and first.is_dir()
+    # issue 26: the source is the trace where it lies, not the temporary .partial folder it was written in
+    source = Path(json.loads((first / "breakdown.json").read_text())["source"])
+    assert source == first / "trace.json.gz" and source.is_file()
     (first / "mine.txt").write_text("kept")  # the first run is never touched without --force
     r = cli(*args)
     assert r.exit_code == 0, r.output
@@ -393,6 +396,8 @@ def test_layers_subset_extrapolates_and_validates_against_full_depth(adapter: st
     assert {"layers2", "layers4", "breakdown.json", "categories.csv", "kernels.csv", "steps.csv",
             "manifest.json"} <= {p.name for p in run.iterdir()}
     assert {p.name for p in (run / "layers4").iterdir()} >= RUN_FILES
+    for depth in ("layers2", "layers4"):
+        assert json.loads((run / depth / "breakdown.json").read_text())["source"] == str(run / depth / "trace.json.gz")
     b = json.loads((run / "breakdown.json").read_text())
     x = b["extrapolated"]
     assert (x["from_layers"], x["to_layers"], b["layers"]) == ([2, 4], 8, 8)
