@@ -124,6 +124,21 @@ def fit_budget(m: Measurement, step_s: float, cuda: bool) -> Measurement:
 
 
 
+def over_budget(m: Measurement) -> bool:
+    """Whether m's plan (after fit_budget) is expected to take longer than its budget: its counts are then the
+    least they can be (those not fixed at their floors), and still do not fit."""
+    return m.budget_s is not None and m.estimate_s is not None and m.estimate_s > m.budget_s
+
+
+def budget_words(m: Measurement, cut: bool) -> str:
+    """What fit_budget did, for the plan's line: cut to fit, or could not fit (and the least it takes)."""
+    if over_budget(m):
+        given = [f"--{k.replace('_', '-')} {getattr(m, k)}" for k in COUNTS if k in m.fixed]
+        return (f"; this cannot fit --budget {m.budget_s:g} s: about {duration(m.estimate_s)} is the least"
+                + (f" with {', '.join(given)} as given" if given else "") + " (raise --budget, or accept it)")
+    return f", cut to fit --budget {m.budget_s:g} s" if cut else ""
+
+
 # --------------------------------------------------------------------------- measuring
 
 
@@ -222,8 +237,8 @@ def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Pa
     if warm:
         counts = [getattr(m, k) for k in COUNTS]
         m = fit_budget(m, warm[-1] / 1e3, cuda)  # the last warm-up step: compiled, autotuned
-        cut = f", cut to fit --budget {m.budget_s:g} s" if counts != [getattr(m, k) for k in COUNTS] else ""
-        progress(f"{label}: warm-up step {warm[-1] / 1e3:,.2f} s; plan: {m.plan()}{cut}")
+        progress(f"{label}: warm-up step {warm[-1] / 1e3:,.2f} s; plan: {m.plan()}"
+                 + budget_words(m, counts != [getattr(m, k) for k in COUNTS]))
     else:
         progress(f"{label}: plan: {m.plan()} (no warm-up step to time, so no --budget)")
     io = None

@@ -36,6 +36,7 @@ from addressable.capture.measure import (
     measure,
     measurement,
     memory_errors,
+    over_budget,
     run_keys,
 )
 from addressable.capture.workload import WorkloadConfig, WorkloadSpec, get_workload
@@ -462,9 +463,10 @@ def format_profile(res: ProfileResult, requested_device: str = "auto") -> str:
     counts = f"warm-up {m.warmup}, then {m.plan()}"
     if m.budget_s is not None and math.isfinite(m.budget_s) and len(m.fixed) < 3:
         d = default_measurement(r["device"])
+        fit = (f"lowered as far as they go, which could not fit --budget {m.budget_s:g} s" if over_budget(m) else
+               f"lowered where needed to fit --budget {m.budget_s:g} s")
         counts += (f"; counts not given are the {r['device']} defaults ({d.repeats} × ({d.steps} + "
-                   f"{d.profile_steps})), lowered where needed to fit --budget {m.budget_s:g} s; set them "
-                   "with --steps/--profile-steps/--repeats")
+                   f"{d.profile_steps})), {fit}; set them with --steps/--profile-steps/--repeats")
     reps = r["repeats"]  # the headline fractions are breakdown.json's, over all profiled steps
     kern, wall = res.breakdown.addressable_fraction, r["addressable_fraction_wall"]
     (klo, khi), (wlo, whi) = r["addressable_fraction_range"], r["addressable_fraction_wall_range"]

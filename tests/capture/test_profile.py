@@ -231,6 +231,21 @@ def test_budget_fits_the_counts_to_the_warm_up_step_and_prints_the_plan(adapter:
     assert "Steps: warm-up 1, then 1 repeat × (1 timed + 1 profiled step)" in r.stdout
 
 
+def test_a_budget_that_cannot_be_met_says_so_and_gives_the_least(adapter: str, tmp_path: Path) -> None:
+    """Issue 26: the plan said "cut to fit --budget 60 s" for 76 s. A 0.1 s step needs at least 0.3 s
+    (1 timed + 1 profiled step at twice the cost): --budget 0.2 cannot be met, and the log says so."""
+    r = cli("profile", "tiny-mlp", "--adapter", adapter, "--device", "cpu", "--option", "sleep_s=0.1",
+            "--option", "width=8", "--budget", 0.2, "--out", tmp_path)
+    assert r.exit_code == 0, r.output
+    assert "cut to fit" not in r.stderr
+    assert re.search(r"plan: 1 repeat × \(1 timed \+ 1 profiled step\), about \d s of steps; this cannot fit "
+                     r"--budget 0\.2 s: about \d s is the least \(raise --budget, or accept it\)", r.stderr), r.stderr
+    assert "lowered as far as they go, which could not fit --budget 0.2 s" in r.stdout
+    r = cli("profile", "tiny-mlp", "--adapter", adapter, "--device", "cpu", "--option", "sleep_s=0.1",
+            "--option", "width=8", "--budget", 0.2, "--steps", 2, "--out", tmp_path)
+    assert "is the least with --steps 2 as given" in r.stderr, r.stderr
+
+
 def test_each_repeat_reports_its_time_and_what_is_left(adapter: str, tmp_path: Path) -> None:
     # the plan counts steps only; the log times each repeat with its trace analysis and re-estimates
     r = cli("profile", "tiny-mlp", "--adapter", adapter, "--device", "cpu", "--option", "width=8",
