@@ -64,6 +64,7 @@ scaled by the run's exposed/summed ratio per category.
 from __future__ import annotations
 
 import ast
+import difflib
 import functools
 import io
 import json
@@ -417,7 +418,11 @@ class Resolver:
             if c is None:
                 return None, "ambiguous problem name (give the numeric prefix)"
             return Target(c, category=c), ""
-        return None, "not a category, a re: regex or a known problem name"
+        near = (difflib.get_close_matches(target.lower(), self.categories, n=2, cutoff=0.75)  # categories first
+                or difflib.get_close_matches(key, self.problems, n=2, cutoff=0.75))
+        hint = f"; did you mean {' or '.join(repr(self.categories.get(n, n)) for n in near)}?" if near else ""
+        raise AddressableError(f"{where}: unknown target '{target}': not a category, a re: regex or a known "
+                               f"problem name{hint}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -448,6 +453,10 @@ class Projection:
     include_unverified: bool = False
     warnings: list[str] = field(default_factory=list)
 
+    def left_out_unverified(self) -> pd.DataFrame:
+        """The wins rows with verified = false that were left out (all of them without include_unverified)."""
+        return self.wins[~self.wins["verified"] & (self.wins["group"].isna() | (not self.include_unverified))]
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON form printed by `project --json` (infinity as the string "inf", undefined as null)."""
         runs = []
@@ -467,7 +476,7 @@ class Projection:
             c = self.contributions[self.contributions["run"] == r["run"]].drop(columns="run")
             item["contributions"] = c.to_dict(orient="records")
             runs.append(item)
-        left_out = self.wins[~self.wins["verified"] & ~self.wins["used"]]
+        left_out = self.left_out_unverified()
         return to_jsonable({
             "combine": self.combine,
             "include_unverified": self.include_unverified,
@@ -536,10 +545,11 @@ def project(runs: Sequence[Run | str | Path], wins: pd.DataFrame | str | Path, *
         contrib += c
     scoped = any(r.modules is not None and r.modules.has_scopes for r in runs)
     for g, m in hit.items():
-        if not m:
+        if not m:  # a win that matched nothing is not used
             sel = table["used"] & (table["group"] == g)
             table.loc[sel, "reason"] = ("matched no kernel time in any run" if scoped or not g.startswith(MODULE_PREFIX)
                                         else NO_SCOPES_HINT.replace("this trace", "any run"))
+            table.loc[sel, "used"] = False
     bad = (table["reason"] != "") & (table["reason"] != "unverified")
     unmatched = table.loc[bad, ["row", "target", "speedup", "reason"]].reset_index(drop=True)
     messages += [f"wins row {r.row}: target '{r.target}' {r.reason}; listed as unmatched"
@@ -861,7 +871,7 @@ def format_projection(p: Projection, top: int = 5) -> str:
     if not p.unmatched.empty:
         lines += ["", "Unmatched wins (matched nothing in any run):"]
         lines += [f"  row {r.row}: {r.target} ({r.reason})" for r in p.unmatched.itertuples()]
-    left = p.wins[~p.wins["verified"] & ~p.wins["used"]]
+    left = p.left_out_unverified()
     if not left.empty:
         lines += ["", f"{len(left)} unverified win(s) left out (use --include-unverified): "
                   + ", ".join(left["target"])]

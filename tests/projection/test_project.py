@@ -32,6 +32,7 @@ from addressable.projection.project import (
     PROBLEM_DIRS,
     Resolver,
     amdahl,
+    format_projection,
     load_problem_map,
     load_wins,
     problem_categories,
@@ -351,13 +352,35 @@ def test_packaged_bench_problems_resolve() -> None:
             assert t is not None and t.category == category, (target, why)
 
 
-def test_unknown_target_warns_and_is_unmatched(tmp_path: Path) -> None:
-    p = project([TOY], wins_file(tmp_path, "target,speedup\nsoftmax,2\nflux_capacitor,9\n"))
+def test_unknown_target_is_an_error_with_a_did_you_mean(tmp_path: Path) -> None:
+    """Issue 26: `softmx` exited 0 with "0 win(s) used"; the README says an unknown category is exit 2."""
+    with pytest.raises(AddressableError, match=re.escape(
+            "wins row 2: unknown target 'softmx': not a category, a re: regex or a known problem name; did you "
+            "mean 'softmax'?")):
+        project([TOY], wins_file(tmp_path, "target,speedup\nsoftmax,2\nsoftmx,9\n"))
+    with pytest.raises(AddressableError, match=r"did you mean '01_embedding_bag_sum_uniform'"):  # a problem name
+        project([TOY], wins_file(tmp_path, "target,speedup\n01_embeding_bag_sum_uniform,2\n"))
+    with pytest.raises(AddressableError, match=r"unknown target 'flux_capacitor': .*problem name$"):
+        project([TOY], wins_file(tmp_path, "target,speedup\nflux_capacitor,9\n"))  # nothing close
+    r = CliRunner().invoke(main, ["project", "--speedups", str(wins_file(tmp_path, "target,speedup\nSoftmx,2\n")),
+                                  "--runs", str(TOY)])
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1 and "did you mean 'softmax'?" in r.stderr
+
+
+def test_only_wins_that_matched_count_as_used(tmp_path: Path) -> None:
+    """A known category with no time in any run is listed as unmatched, not counted among the wins used."""
+    p = project([TOY], wins_file(tmp_path, "target,speedup\nsoftmax,2\nembedding,3\n"))
     assert p.runs.iloc[0].speedup_kernel == pytest.approx(1 / 0.95)
+    assert p.wins["used"].tolist() == [True, False]
     assert p.unmatched.to_dict(orient="records") == [
-        {"row": 2, "target": "flux_capacitor", "speedup": 9.0,
-         "reason": "not a category, a re: regex or a known problem name"}]
-    assert any("flux_capacitor" in w for w in p.warnings)
+        {"row": 2, "target": "embedding", "speedup": 3.0, "reason": "matched no kernel time in any run"}]
+    assert format_projection(p).startswith("Projected end-to-end speedup: 1 win(s) used")
+    assert p.to_dict()["left_out_unverified"] == []
+    q = project([TOY], wins_file(tmp_path, "target,speedup,verified\nsoftmax,2,false\nembedding,3,false\n"))
+    assert [w["target"] for w in q.to_dict()["left_out_unverified"]] == ["softmax", "embedding"]
+    q = project([TOY], wins_file(tmp_path, "target,speedup,verified\nsoftmax,2,false\nembedding,3,false\n"),
+                include_unverified=True)
+    assert q.to_dict()["left_out_unverified"] == [] and q.wins["used"].tolist() == [True, False]
 
 
 # ------------------------------------------------------------------ combine, verified
@@ -546,7 +569,7 @@ def test_bad_run_files(tmp_path: Path) -> None:
 
 
 def test_json_schema(tmp_path: Path) -> None:
-    p = project([TOY, NOWALL], wins_file(tmp_path, "target,speedup\nsoftmax,2\nnowhere,3\n"))
+    p = project([TOY, NOWALL], wins_file(tmp_path, "target,speedup\nsoftmax,2\nembedding,3\n"))
     d = json.loads(json.dumps(p.to_dict()))  # strict JSON round trip
     assert set(d) == {"combine", "include_unverified", "runs", "unmatched", "left_out_unverified", "warnings"}
     assert d["combine"] == "best" and d["include_unverified"] is False
@@ -563,8 +586,8 @@ def test_json_schema(tmp_path: Path) -> None:
     toy = d["runs"][0]
     assert toy["run"] == "toy-train" and toy["basis"] == "summed"
     assert toy["speedup_kernel"] == pytest.approx(1 / 0.95)
-    assert d["unmatched"] == [{"row": 2, "target": "nowhere", "speedup": 3.0,
-                               "reason": "not a category, a re: regex or a known problem name"}]
+    assert d["unmatched"] == [{"row": 2, "target": "embedding", "speedup": 3.0,
+                               "reason": "matched no kernel time in any run"}]
 
 
 def test_json_infinity_is_a_string() -> None:
@@ -676,11 +699,11 @@ def test_cli_default_outputs_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 def test_cli_warning_on_stderr(tmp_path: Path) -> None:
-    wins = wins_file(tmp_path, "target,speedup\nsoftmax,2\nwarp_drive,3\n")
+    wins = wins_file(tmp_path, "target,speedup\nsoftmax,2\nembedding,3\n")  # a category the run has no time in
     res = CliRunner().invoke(main, ["project", "--speedups", str(wins), "--runs", str(TOY), "--json"])
     assert res.exit_code == 0
-    assert "warning: wins row 2: target 'warp_drive'" in res.stderr
-    assert json.loads(res.stdout)["unmatched"][0]["target"] == "warp_drive"
+    assert "warning: wins row 2: target 'embedding' matched no kernel time in any run" in res.stderr
+    assert json.loads(res.stdout)["unmatched"][0]["target"] == "embedding"
 
 
 @pytest.mark.parametrize(("args", "match"), [
