@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from addressable.core import interrupt
 from addressable.core.errors import AddressableError
 
 
@@ -27,6 +28,9 @@ def _user_errors(fn: Callable) -> Callable:
         except MemoryError:
             click.echo("error: out of memory", err=True)
             sys.exit(2)
+        except KeyboardInterrupt:  # Ctrl-C: core.interrupt's exit code, not click's "Aborted!" and 1
+            interrupt.announce(lambda line: click.echo(line, err=True))
+            sys.exit(interrupt.EXIT_CODE)
 
     return wrapper
 
@@ -62,7 +66,15 @@ def _json(obj: Any) -> str:
     return json.dumps(obj, indent=2, default=str)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Main(click.Group):
+    """The command line as a program (not as CliRunner calls it): Ctrl-C stops it within about a second."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        interrupt.install()
+        return super().__call__(*args, **kwargs)
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="addressable")
 def main() -> None:
     """What fraction of a GPU workload can a new kernel touch, and what does a speedup buy?"""
