@@ -559,8 +559,19 @@ def project(runs: Sequence[Run | str | Path], wins: pd.DataFrame | str | Path, *
                  for r in runs if _work_exceeds_step(r)]
     messages += [f"run {r['run']}: projected with Amdahl's law: {r['model_reason']}" for r in run_rows
                  if model == "replay" and r["model"] == "amdahl" and r["model_reason"] != NO_TRACE]
+    messages += [as_profiled_warning(r) for r in run_rows if r["model"] == "replay" and r["wall_basis"] == "profiled step"]
     return Projection(pd.DataFrame(run_rows), pd.DataFrame(contrib, columns=_CONTRIB_COLUMNS), table, unmatched,
                       combine, include_unverified, messages)
+
+
+def as_profiled_warning(row: dict[str, Any]) -> str:
+    """Why a trace replayed without its unprofiled step time projects little, and how to give that time."""
+    top, kernels = row["replay_ceiling_wall"], row["replay_ceiling_kernel"]
+    bound = (f": with every replaceable kernel free the replayed step runs {_x(top)} faster, its kernels "
+             f"{_x(kernels)}" if top < kernels * (1 - 1e-3) else "")
+    return (f"run {row['run']}: replayed as profiled (cpu_scale 1: no unprofiled step time), so the profiler's own "
+            f"CPU overhead stays in and the projection is bounded by the profiled CPU time{bound}; give the "
+            "unprofiled step time with --step-ms MS (e.g. the lower quartile of your steps, docs/replay.md)")
 
 
 def _work_exceeds_step(run: Run) -> bool:
