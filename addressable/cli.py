@@ -352,7 +352,7 @@ def plot(kind: str, run_args: tuple[Path, ...], run_dirs: tuple[Path, ...], spee
     roofline or modules."""
     from addressable.report.plot import plot_runs
 
-    path = plot_runs(kind, (*run_args, *run_dirs) or (Path("outputs"),), figure, speedups=speedups, x=x, n=top)
+    path = plot_runs(kind, (*run_args, *run_dirs), figure, speedups=speedups, x=x, n=top)
     click.echo(f"Wrote {path}")
 
 

@@ -754,3 +754,18 @@ def test_cli_sweep_runs_the_real_profiler_on_a_tiny_workload(tmp_path: Path) -> 
         assert "share of CPU-op self time" in {c.get_label() for c in plot.plot_sweep(runs).axes[0].containers}
     table = runs_table(runs)
     assert isinstance(table, pd.DataFrame) and len(table) == 2
+
+
+@pytest.mark.parametrize("make_outputs", [False, True])
+def test_plot_without_runs_words_it_as_project_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     make_outputs: bool) -> None:
+    """Issue 26: with no outputs/ folder, plot said "no such run folder: outputs"; it now says what project says."""
+    monkeypatch.chdir(tmp_path)
+    if make_outputs:
+        (tmp_path / "outputs").mkdir()
+    wins = Path(__file__).resolve().parents[2] / "examples" / "wins.csv"
+    said = {cmd[0]: CliRunner().invoke(main, cmd) for cmd in (["plot", "breakdown"], ["project", "--speedups", str(wins)])}
+    assert said["plot"].exit_code == said["project"].exit_code == 2
+    assert said["plot"].stderr == said["project"].stderr == (
+        "error: no runs found under outputs/ (no breakdown.json); profile a workload first or pass --runs RUN_DIR\n")
+    assert not (tmp_path / "outputs" / "figures").exists()
