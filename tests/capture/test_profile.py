@@ -309,6 +309,18 @@ def test_bad_input_is_one_line_and_leaves_nothing(adapter: str, tmp_path: Path, 
     assert not out.exists() or not any(out.iterdir())
 
 
+def test_profile_command_is_the_library_form_of_the_command(adapter: str, tmp_path: Path) -> None:
+    """The CLI's `profile` is a thin layer: the checks, the run and the printout are profile_command's."""
+    from addressable.capture.profile import profile_command
+
+    printed: list[str] = []
+    code = profile_command("tiny-mlp", device="cpu", adapters=(adapter,), warmup=0, steps=1, repeats=1,
+                           options=("width=8",), out=tmp_path, echo=printed.append)
+    assert code == 0 and len(printed) == 1 and printed[0].endswith(f"Run folder: {tmp_path / 'tiny-mlp-train-b8-fp32-cpu-width8'}")
+    with pytest.raises(AddressableError, match="--ncu needs a CUDA GPU"):
+        profile_command("tiny-mlp", device="cpu", adapters=(adapter,), ncu_top=5, out=tmp_path)
+
+
 def test_profile_takes_a_workload_config_and_a_measurement(adapter: str, tmp_path: Path) -> None:
     cfg = WorkloadConfig("tiny-mlp", "infer", batch=4, dtype="fp32", device="cpu", options={"width": 8})
     m = Measurement(warmup=0, steps=2, profile_steps=1, repeats=1)
