@@ -175,12 +175,13 @@ def extrapolate_breakdown(b1: Breakdown, b2: Breakdown, l1: int, l2: int, n: int
 
 
 def check_depth_fit(l1: int, l2: int, n: int, step1: list[float], step2: list[float], work1: list[float],
-                    work2: list[float]) -> dict[str, Any]:
+                    work2: list[float], medians: tuple[float, float] | None = None) -> dict[str, Any]:
     """Check two measured depths before their line is extrapolated to n layers (docs/extrapolation.md).
 
     step1, step2: each repeat's median unprofiled step time (ms) at l1 and l2 layers; work1, work2: each
-    repeat's work per profiled step (µs). A deeper model is not faster, so a step time that does not grow
-    with depth (the repeats' median, or any one repeat's pair) is refused: its line extrapolates to a step
+    repeat's work per profiled step (µs); `medians`: the step times the run's line goes through (default: the
+    medians of step1 and step2). A deeper model is not faster, so a step time that does not grow
+    with depth (the medians, or any one repeat's pair) is refused: its line extrapolates to a step
     at or below the shallow model's, down to 0. Returns {"step_time_ms_range": [lo, hi], "warnings": [...]}:
     the extrapolated step time at the two extreme slopes the repeats allow, and what makes a fit shaky
     (depths whose repeats overlap, work that does not grow, time per layer that grows with depth).
@@ -188,7 +189,7 @@ def check_depth_fit(l1: int, l2: int, n: int, step1: list[float], step2: list[fl
     s1, s2 = np.asarray(step1, float), np.asarray(step2, float)
     advice = ("the extra layers' time is below the timing noise: raise --steps or --repeats, choose depths "
               "further apart, or profile on a quieter machine")
-    med1, med2 = float(np.median(s1)), float(np.median(s2))
+    med1, med2 = medians or (float(np.median(s1)), float(np.median(s2)))
     falls = [(f"repeat {i + 1}'s step", a, b) for i, (a, b) in enumerate(zip(s1, s2, strict=True)) if b <= a]
     if med2 <= med1 or falls:
         which, a, b = ("the median step", med1, med2) if med2 <= med1 else falls[0]
@@ -208,6 +209,27 @@ def check_depth_fit(l1: int, l2: int, n: int, step1: list[float], step2: list[fl
                         "non-negative fixed cost fits, so the extrapolation is unreliable")
     lo, hi = extrapolate(s1.max(), s2.min(), l1, l2, n), extrapolate(s1.min(), s2.max(), l1, l2, n)
     return {"step_time_ms_range": [lo, hi], "warnings": warnings}
+
+
+def _median_step(m: Measured) -> float:
+    """The median unprofiled step time (ms) over all of m's repeats."""
+    return float(m.steps.loc[~m.steps["profiled"], "time_ms"].median())
+
+
+def _extrapolated(measured: list[Measured], layers_subset: tuple[int, int], n: int, progress: Callable[[str], None]
+                  ) -> tuple[Breakdown, list[Breakdown], list[float], float, pd.DataFrame, dict[str, Any]]:
+    """The two depths' runs, checked (check_depth_fit) and extrapolated to n layers: the breakdown, each repeat's,
+    each repeat's step time, the step time, the steps table of both depths, and the fit's range and warnings."""
+    (l1, l2), (a, c) = layers_subset, measured
+    fit = check_depth_fit(l1, l2, n, a.step_time_ms, c.step_time_ms, _work_per_step(a), _work_per_step(c),
+                          medians=(_median_step(a), _median_step(c)))
+    for w in fit["warnings"]:
+        progress(f"warning: {w}")
+    b = extrapolate_breakdown(combine(a.repeats), combine(c.repeats), l1, l2, n)
+    reps = [extrapolate_breakdown(x, y, l1, l2, n) for x, y in zip(a.repeats, c.repeats, strict=True)]
+    rep_ms = [extrapolate(x, y, l1, l2, n) for x, y in zip(a.step_time_ms, c.step_time_ms, strict=True)]
+    steps = pd.concat([a.steps.assign(layers=l1), c.steps.assign(layers=l2)], ignore_index=True)
+    return b, reps, rep_ms, extrapolate(_median_step(a), _median_step(c), l1, l2, n), steps, fit
 
 
 def _work_per_step(m: Measured) -> list[float]:
@@ -269,26 +291,15 @@ def profile_workload(config: WorkloadConfig, measurement: Measurement, out: str 
             measured.append(res)
             if layers is not None:
                 b = combine(res.repeats)
-                write_run(sub, b, run_keys(spec, cfg, b, res.repeats, res.step_time_ms,
-                                            float(res.steps.loc[~res.steps["profiled"], "time_ms"].median())),
-                           res.steps, {**man, "config": asdict(cfg), "measurement": asdict(res.measurement)})
+                write_run(sub, b, run_keys(spec, cfg, b, res.repeats, res.step_time_ms, _median_step(res)),
+                          res.steps, {**man, "config": asdict(cfg), "measurement": asdict(res.measurement)})
         if layers_subset is None:
             res = measured[0]
-            b, reps, rep_ms = combine(res.repeats), res.repeats, res.step_time_ms
-            step_ms = float(res.steps.loc[~res.steps["profiled"], "time_ms"].median())
-            steps_table = res.steps
+            b, reps, rep_ms, step_ms = combine(res.repeats), res.repeats, res.step_time_ms, _median_step(res)
+            steps_table, fit = res.steps, {}
         else:
-            (l1, l2), n, (a, c) = layers_subset, spec.full_layers, measured
-            fit = check_depth_fit(l1, l2, n, a.step_time_ms, c.step_time_ms, _work_per_step(a), _work_per_step(c))
-            for w in fit["warnings"]:
-                progress(f"warning: {w}")
-            b = extrapolate_breakdown(combine(a.repeats), combine(c.repeats), l1, l2, n)
-            reps = [extrapolate_breakdown(x, y, l1, l2, n) for x, y in zip(a.repeats, c.repeats, strict=True)]
-            rep_ms = [extrapolate(x, y, l1, l2, n) for x, y in zip(a.step_time_ms, c.step_time_ms, strict=True)]
-            med = [float(r.steps.loc[~r.steps["profiled"], "time_ms"].median()) for r in measured]
-            step_ms = extrapolate(med[0], med[1], l1, l2, n)
-            steps_table = pd.concat([r.steps.assign(layers=L) for r, L in zip(measured, depths, strict=True)],
-                                    ignore_index=True)
+            b, reps, rep_ms, step_ms, steps_table, fit = _extrapolated(measured, layers_subset, spec.full_layers,
+                                                                       progress)
         keys = run_keys(spec, config, b, reps, rep_ms, step_ms)
         man["measurement"] = asdict(measured[-1].measurement)  # the counts run (the deeper model's, extrapolating)
         if layers_subset:
@@ -481,7 +492,8 @@ def format_profile(res: ProfileResult, requested_device: str = "auto") -> str:
                         if "step_time_ms_range" in x else ""))
         lines += [f"warning: {w}" for w in x.get("warnings", [])]
     lines += [
-        f"{what}, {r['dtype']} on {r['device']}: step time {r['step_time_ms']:,.2f} ms (median unprofiled step)",
+        f"{what}, {r['dtype']} on {r['device']}: step time {r['step_time_ms']:,.2f} ms ("
+        + ("extrapolated from the depths' median unprofiled steps)" if "extrapolated" in r else "median unprofiled step)"),
         f"{basis[0].upper() + basis[1:]} per profiled step: {r['kernel_time_per_step_us'] / 1e3:,.2f} ms "
         f"({r['kernel_time_per_step_us'] / 1e3 / max(r['step_time_ms'], 1e-9):.0%} of the step time"
         + ("; summed over overlapping threads or streams" if r.get("wall_basis") == "work" else "") + ")",

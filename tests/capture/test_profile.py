@@ -432,6 +432,7 @@ def test_layers_subset_extrapolates_and_validates_against_full_depth(adapter: st
     assert b["step_time_ms"] > max(json.loads((run / "layers4" / "breakdown.json").read_text())["step_time_ms"], 40)
     assert len(b["repeats"]) == 2 and {"forward", "backward", "optimizer"} <= set(b["phases"])
     assert "Extrapolated linearly from 2 and 4 layers to 8" in r.stdout
+    assert "ms (extrapolated from the depths' median unprofiled steps)" in r.stdout
     # each category's time per step sits on the line through the two measured depths (clipped at 0)
     c2, c4 = ({c["category"]: c["time_us"] / d["n_steps"] for c in d["categories"]}
               for d in (json.loads((run / f"layers{n}" / "breakdown.json").read_text()) for n in (2, 4)))
@@ -533,6 +534,17 @@ def test_out_of_memory_at_batch_1_advises_what_would_fit() -> None:
         raise cpu
     assert re.search(r"\(it asked for 4.00 GiB more; this machine has [\d.,]+ GiB, [\d.,]+ GiB available\)", str(e.value))
     assert "it asked for 4.00 GiB more" in str(e.value) and "it needs a device with more memory" in str(e.value)
+
+
+@pytest.mark.gpu
+def test_a_real_cuda_out_of_memory_names_the_memory_asked_for_and_there() -> None:
+    """PyTorch's own CUDA message (not a hand-written one) is read for the sizes."""
+    cfg = WorkloadConfig("llama3-8b", "infer", 1, "bf16", "cuda", seq_len=1024)
+    with pytest.raises(AddressableError) as e, memory_errors(cfg):
+        torch.empty(2 * torch.cuda.mem_get_info()[1], dtype=torch.uint8, device="cuda")  # twice the GPU
+    msg = str(e.value)
+    assert re.search(r"\(it asked for [\d.]+ [GT]iB more; the GPU has [\d.]+ GiB, [\d.]+ [GM]iB free\); try ", msg), msg
+    assert "--layers-subset 2,4" in msg and "\n" not in msg
 
 
 def test_a_model_that_rejects_its_configuration_fails_in_one_line() -> None:

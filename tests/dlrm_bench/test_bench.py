@@ -220,9 +220,11 @@ def test_problem_shares(tmp_path: Path) -> None:
     assert df.loc["04_kjt_permute", "kernels"] == 0 and df.loc["04_kjt_permute", "top_kernel"] == ""
     (tmp_path / "run" / "breakdown.json").unlink()
     assert bench.problem_shares(tmp_path / "run")["step_share"].isna().all()
-    with pytest.raises(AddressableError, match=r"no kernels\.csv"):
+    with pytest.raises(AddressableError, match=r"no such run folder: .*missing$"):
         bench.problem_shares(tmp_path / "missing")
     (tmp_path / "bad").mkdir()
+    with pytest.raises(AddressableError, match=r"no kernels\.csv"):
+        bench.problem_shares(tmp_path / "bad")
     (tmp_path / "bad" / "kernels.csv").write_text("")
     with pytest.raises(AddressableError, match=r"cannot read .*kernels\.csv"):
         bench.problem_shares(tmp_path / "bad")
