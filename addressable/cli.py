@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any
 
 import click
 
+from addressable.core import interrupt
 from addressable.core.errors import AddressableError
 
 
@@ -28,6 +28,9 @@ def _user_errors(fn: Callable) -> Callable:
         except MemoryError:
             click.echo("error: out of memory", err=True)
             sys.exit(2)
+        except KeyboardInterrupt:  # Ctrl-C: core.interrupt's exit code, not click's "Aborted!" and 1
+            interrupt.announce(lambda line: click.echo(line, err=True))
+            sys.exit(interrupt.EXIT_CODE)
 
     return wrapper
 
@@ -63,7 +66,15 @@ def _json(obj: Any) -> str:
     return json.dumps(obj, indent=2, default=str)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Main(click.Group):
+    """The command line as a program (not as CliRunner calls it): Ctrl-C stops it within about a second."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        interrupt.install()
+        return super().__call__(*args, **kwargs)
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="addressable")
 def main() -> None:
     """What fraction of a GPU workload can a new kernel touch, and what does a speedup buy?"""
@@ -98,66 +109,23 @@ def classify(paths: tuple[str, ...], taxonomy: Path | None, classes: tuple[str, 
     PATHS: one trace file, or several files, folders and globs holding one trace per rank of a job
     (per-rank table, aggregate, straggler signal).
     """
-    if explain is not None:
-        _explain_one(paths, taxonomy, classes, as_json, explain)
-        return
-    if len(paths) == 1 and Path(paths[0]).is_file() and not (engine or scheduler or jobs):
-        _classify_one(Path(paths[0]), taxonomy, classes, as_json, out, top, basis)
-        return
-    from addressable.classify.ranks import classify_job, format_job, job_json
-    from addressable.runs.folder import write_job
+    from addressable.classify.paths import classify_paths
+    from addressable.report.text import format_classified
+    from addressable.runs.folder import write_classified
 
-    job = classify_job(paths, taxonomy, _parse_classes(classes), jobs=jobs, engine=engine, scheduler=scheduler)
-    for e in job.errors:
-        click.echo(f"error: {e.error if Path(e.file).name in e.error else f'{e.file}: {e.error}'}", err=True)
-    for w in job.warnings:
-        click.echo(f"warning: {w}", err=True)
-    if out and job.ranks:
-        write_job(job, out)
-    click.echo(job_json(job) if as_json else format_job(job, top))
-    if out and job.ranks and not as_json:
-        click.echo(f"\nWrote {out}/breakdown.json (the job), ranks.csv and rank<k>/ per rank")
-    if job.errors:
-        sys.exit(2)
-
-
-def _explain_one(paths: tuple[str, ...], taxonomy: Path | None, classes: tuple[str, ...], as_json: bool,
-                 pattern: str) -> None:
-    """`classify TRACE --explain PATTERN`."""
-    from addressable.classify.breakdown import explain
-    from addressable.classify.taxonomy import load_taxonomy
-    from addressable.core.jsonutil import records
-    from addressable.report.text import format_explain
-    from addressable.trace.reader import load_trace
-
-    if len(paths) != 1 or not Path(paths[0]).is_file():
-        raise AddressableError("--explain takes one trace file")
-    tax = load_taxonomy(taxonomy).with_classes(_parse_classes(classes))
-    table = explain(load_trace(paths[0]), tax, pattern)
-    click.echo(_json(records(table)) if as_json else format_explain(table))
-
-
-def _classify_one(trace: Path, taxonomy: Path | None, classes: tuple[str, ...], as_json: bool, out: Path | None,
-                  top: int, basis: str) -> None:
-    """`classify TRACE`: one trace's breakdown."""
-    from addressable.classify.breakdown import BASIS_CPU, classify_trace
-    from addressable.classify.timeline import format_overlap_note, format_timeline
-    from addressable.report.text import basis_warning, format_breakdown
-    from addressable.runs.folder import write_breakdown
-
-    b = classify_trace(trace, taxonomy, _parse_classes(classes), basis=BASIS_CPU if basis == "cpu" else None)
-    if warning := basis_warning(b, basis):
-        click.echo(f"warning: {warning}", err=True)
-    if out:
+    c = classify_paths(paths, taxonomy, _parse_classes(classes), basis=basis, jobs=jobs, engine=engine,
+                       scheduler=scheduler, explain_pattern=explain)
+    for line in c.messages():
+        click.echo(line, err=True)
+    extra = None
+    if out and c.breakdown is not None:  # a GPU trace's roofline, for `plot roofline OUT`
         from addressable.roofline.model import roofline_keys
 
-        write_breakdown(b, out, extra=roofline_keys(trace, taxonomy, _parse_classes(classes), b.basis))
-    click.echo(_json(b.to_dict(top)) if as_json else format_breakdown(b, top, basis))
-    t = b.timeline
-    if not as_json and t is not None and (basis == "exposed" or t.streams_overlap):
-        click.echo("\n" + (format_timeline(t) if basis == "exposed" else format_overlap_note(t)))
-    if out and not as_json:
-        click.echo(f"\nWrote {out}/breakdown.json, categories.csv, kernels.csv")
+        extra = roofline_keys(paths[0], taxonomy, _parse_classes(classes), c.breakdown.basis)
+    wrote = write_classified(c, out, extra) if out else None
+    click.echo(format_classified(c, top, as_json, wrote))
+    if c.failed:
+        sys.exit(2)
 
 
 @main.command()
@@ -339,52 +307,13 @@ def _workload_options(fn: Callable) -> Callable:
 @click.option("--ncu-flops/--ncu-bytes-only", default=True, show_default=True,
               help="With --ncu: also count FLOPs (SASS instrumentation: slower), or measure bytes only.")
 @_user_errors
-def profile(workload: str, mode: str | None, batch: int | None, seq_len: int | None, dtype: str | None,
-            device: str, warmup: int | None, steps: int | None, profile_steps: int | None, repeats: int | None,
-            out: Path, name: str | None, compile_: bool, adapters: tuple[str, ...], options: tuple[str, ...],
-            layers_subset: str | None, nproc: int | None, force: bool, budget: float | None,
-            ncu_top: int | None, ncu_flops: bool) -> None:
+def profile(compile_: bool, **kw: Any) -> None:
     """Run WORKLOAD, profile it, and write a run folder with its addressable fraction."""
-    from addressable.capture import distributed
-    from addressable.capture import profile as prof
-    from addressable.capture.measure import measurement
-    from addressable.capture.workload import get_workload
+    from addressable.capture.profile import profile_command
 
-    cfg = prof.resolve_config(workload, mode, batch, seq_len, dtype, device, compile_,
-                              prof.parse_options(options), adapters)
-    m = measurement(cfg.device, warmup, steps, profile_steps, repeats, budget)
-    subset = prof.parse_layers_subset(layers_subset) if layers_subset else None
-    if ncu_top is not None:
-        from addressable.capture.ncu import find_ncu
-
-        if cfg.device != "cuda":
-            raise AddressableError("--ncu needs a CUDA GPU (Nsight Compute measures GPU kernels)")
-        if nproc is not None or subset:
-            raise AddressableError("--ncu measures one process at full depth: drop --nproc and --layers-subset")
-        find_ncu()
-    if nproc is not None and distributed.check_nproc(get_workload(workload, adapters), nproc, subset):
-        # re-launch this command under torchrun, into a folder chosen here; the children see WORLD_SIZE
-        folder = prof.run_folder(cfg, out, name, world=nproc, force=force, progress=_progress)
-        argv = _command_argv(click.get_current_context(), skip=("nproc", "name", "force"))
-        sys.exit(distributed.launch(nproc, [*argv, "--name", folder.name]))
-    res = prof.profile_workload(cfg, m, out, name=name, layers_subset=subset, adapters=adapters, argv=sys.argv,
-                                progress=_progress, force=force)
-    if distributed.rank() == 0:
-        click.echo(prof.format_profile(res, device))
-        if "distributed" in res.run:
-            from addressable.classify.ranks import format_ranks
-
-            click.echo("\n" + format_ranks(res.run["distributed"]))
-    if ncu_top is not None:
-        from addressable.capture.ncu import check_run
-        from addressable.roofline.ncu_check import format_check
-
-        check = check_run(res.path, cfg, ncu_top, adapters, ncu_flops, progress=_progress)
-        click.echo("\n" + format_check(check) + f"\n(per kernel: {res.path / 'ncu.csv'})")
-    if distributed.world_size() > 1:  # a torchrun child whose run is written: skip C++ teardown,
-        sys.stdout.flush()            # where gloo's threads can abort the process after the fact
-        sys.stderr.flush()
-        os._exit(0)
+    relaunch = _command_argv(click.get_current_context(), skip=("nproc", "name", "force"))
+    sys.exit(profile_command(**kw, compile=compile_, relaunch=relaunch, argv=sys.argv, echo=click.echo,
+                             progress=_progress))
 
 
 def _progress(line: str) -> None:
@@ -428,7 +357,7 @@ def plot(kind: str, run_args: tuple[Path, ...], run_dirs: tuple[Path, ...], spee
     roofline or modules."""
     from addressable.report.plot import plot_runs
 
-    path = plot_runs(kind, (*run_args, *run_dirs) or (Path("outputs"),), figure, speedups=speedups, x=x, n=top)
+    path = plot_runs(kind, (*run_args, *run_dirs), figure, speedups=speedups, x=x, n=top)
     click.echo(f"Wrote {path}")
 
 

@@ -14,6 +14,7 @@ import os
 import re
 import sys
 import textwrap
+import traceback
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,6 +135,13 @@ def load_adapter(ref: str, optional: bool = False) -> list[WorkloadSpec]:
         raise AddressableError(f"cannot import adapter {ref}: {e}") from None
     except ImportError as e:
         raise AddressableError(f"cannot import adapter {ref}: {e}") from None
+    except SyntaxError as e:  # IndentationError too
+        where = f"{e.filename}:{e.lineno}" + (f":{e.offset}" if e.offset else "")
+        raise AddressableError(f"cannot import adapter {ref}: {where}: {type(e).__name__}: {e.msg}") from None
+    except Exception as e:  # what its module-level code raised: the adapter's own line, not a traceback
+        line = next((f"{f.filename}:{f.lineno}: " for f in reversed(traceback.extract_tb(e.__traceback__))
+                     if f.filename == str(ref) or f.filename.endswith(os.sep + Path(ref).name)), "")
+        raise AddressableError(f"cannot import adapter {ref}: {line}{type(e).__name__}: {e}") from None
     specs = getattr(module, "WORKLOADS", None)
     if not isinstance(specs, list | tuple) or not all(isinstance(s, WorkloadSpec) for s in specs):
         raise AddressableError(f"adapter {ref} must define WORKLOADS, a list of WorkloadSpec")

@@ -6,8 +6,9 @@ time the group takes and k_i its measured speedup (groups without a win keep k =
     speedup = 1 / ((1 − Σ s_i) + Σ s_i / k_i)
 
 computed on two bases: kernel time (s_i = group time / total kernel time) and unprofiled wall-clock
-time (s_i = group time per step / step_time_ms). The ceiling makes every replaceable kernel
-infinitely fast: 1 / (1 − addressable_fraction) (kernel) and 1 / (1 − addressable_fraction_wall).
+time (s_i = group time per step / max(work per step, step_time_ms): classify.breakdown.wall_total,
+docs/accounting.md "Wall clock"). The ceiling makes every replaceable kernel infinitely fast:
+1 / (1 − addressable_fraction) (kernel) and 1 / (1 − addressable_fraction_wall).
 
 Targets (addressable.projection.wins) resolve to groups. Grouping rule: module targets take their kernels first (in wins.csv row order, each kernel row once),
 then regex targets take what is left of each kernel, then categories what is left of their category.
@@ -58,6 +59,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from addressable.classify.breakdown import wall_total
 from addressable.classify.modules import MODULE_PREFIX, NO_SCOPES_HINT, attribute
 from addressable.classify.taxonomy import UNCLASSIFIED, default_taxonomy
 from addressable.core.amdahl import amdahl
@@ -117,6 +119,10 @@ class Projection:
     include_unverified: bool = False
     warnings: list[str] = field(default_factory=list)
 
+    def left_out_unverified(self) -> pd.DataFrame:
+        """The wins rows with verified = false that were left out (all of them without include_unverified)."""
+        return self.wins[~self.wins["verified"] & (self.wins["group"].isna() | (not self.include_unverified))]
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON form printed by `project --json` (infinity as the string "inf", undefined as null)."""
         runs = []
@@ -136,7 +142,7 @@ class Projection:
             c = self.contributions[self.contributions["run"] == r["run"]].drop(columns="run")
             item["contributions"] = c.to_dict(orient="records")
             runs.append(item)
-        left_out = self.wins[~self.wins["verified"] & ~self.wins["used"]]
+        left_out = self.left_out_unverified()
         return to_jsonable({
             "combine": self.combine,
             "include_unverified": self.include_unverified,
@@ -205,21 +211,40 @@ def project(runs: Sequence[Run | str | Path], wins: pd.DataFrame | str | Path, *
         contrib += c
     scoped = any(r.modules is not None and r.modules.has_scopes for r in runs)
     for g, m in hit.items():
-        if not m:
+        if not m:  # a win that matched nothing is not used
             sel = table["used"] & (table["group"] == g)
             table.loc[sel, "reason"] = ("matched no kernel time in any run" if scoped or not g.startswith(MODULE_PREFIX)
                                         else NO_SCOPES_HINT.replace("this trace", "any run"))
+            table.loc[sel, "used"] = False
     bad = (table["reason"] != "") & (table["reason"] != "unverified")
     unmatched = table.loc[bad, ["row", "target", "speedup", "reason"]].reset_index(drop=True)
     messages += [f"wins row {r.row}: target '{r.target}' {r.reason}; listed as unmatched"
                  for r in unmatched.itertuples()]
-    messages += [f"run {r['run']}: kernel time per step exceeds step_time_ms (streams overlap?); "
-                 "wall-clock projection undefined" for r in run_rows
-                 if math.isnan(r["ceiling_wall"]) and not math.isnan(r["addressable_fraction_wall"])]
+    messages += [f"run {r.name}: its work per step exceeds its step time (work on several threads or streams "
+                 "overlaps), so its wall-clock shares are over the summed work (docs/accounting.md, \"Wall clock\")"
+                 for r in runs if _work_exceeds_step(r)]
     messages += [f"run {r['run']}: projected with Amdahl's law: {r['model_reason']}" for r in run_rows
                  if model == "replay" and r["model"] == "amdahl" and r["model_reason"] != NO_TRACE]
+    messages += [as_profiled_warning(r) for r in run_rows if r["model"] == "replay" and r["wall_basis"] == "profiled step"]
     return Projection(pd.DataFrame(run_rows), pd.DataFrame(contrib, columns=_CONTRIB_COLUMNS), table, unmatched,
                       combine, include_unverified, messages)
+
+
+def as_profiled_warning(row: dict[str, Any]) -> str:
+    """Why a trace replayed without its unprofiled step time projects little, and how to give that time."""
+    top, kernels = row["replay_ceiling_wall"], row["replay_ceiling_kernel"]
+    bound = (f": with every replaceable kernel free the replayed step runs {_x(top)} faster, its kernels "
+             f"{_x(kernels)}" if top < kernels * (1 - 1e-3) else "")
+    return (f"run {row['run']}: replayed as profiled (cpu_scale 1: no unprofiled step time), so the profiler's own "
+            f"CPU overhead stays in and the projection is bounded by the profiled CPU time{bound}; give the "
+            "unprofiled step time with --step-ms MS (e.g. the lower quartile of your steps, docs/replay.md)")
+
+
+def _work_exceeds_step(run: Run) -> bool:
+    """Whether the run's work per step, on its basis, exceeds its step time (wall_total's "work")."""
+    if not (run.step_time_ms and run.n_steps):
+        return False
+    return wall_total(math.fsum(run.times.to_numpy()) / run.n_steps, run.step_time_ms * 1e3)[1] == "work"
 
 
 def _combine(table: pd.DataFrame, targets: list[Target | None], combine: str) -> list[Group]:
@@ -403,8 +428,9 @@ def _project_run(run: Run, groups: list[Group], weights: pd.DataFrame,
         times = times.reindex(weights.columns, fill_value=0.0)
         gt = (weights.to_numpy() @ times.to_numpy()) if len(groups) else np.zeros(0)
         out = {"kernel": (gt, times[replaceable].to_numpy(), math.fsum(times))}
-        if step_ms and per_step:
-            out["wall"] = (gt / per_step, times[replaceable].to_numpy() / per_step, step_ms * 1e3)
+        if step_ms and per_step:  # over max(work, step): classify.breakdown.wall_total
+            total, _ = wall_total(math.fsum(times.to_numpy()) / per_step, step_ms * 1e3)
+            out["wall"] = (gt / per_step, times[replaceable].to_numpy() / per_step, total)
         return out
 
     point = bases(run.times, run.step_time_ms, run.n_steps)
@@ -535,7 +561,7 @@ def format_projection(p: Projection, top: int = 5) -> str:
     if not p.unmatched.empty:
         lines += ["", "Unmatched wins (matched nothing in any run):"]
         lines += [f"  row {r.row}: {r.target} ({r.reason})" for r in p.unmatched.itertuples()]
-    left = p.wins[~p.wins["verified"] & ~p.wins["used"]]
+    left = p.left_out_unverified()
     if not left.empty:
         lines += ["", f"{len(left)} unverified win(s) left out (use --include-unverified): "
                   + ", ".join(left["target"])]

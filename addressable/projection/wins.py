@@ -21,6 +21,7 @@ DLRM-Bench problems come from addressable.dlrm_bench.problem_categories (read wi
 
 from __future__ import annotations
 
+import difflib
 import io
 import json
 import math
@@ -317,4 +318,8 @@ class Resolver:
             if c is None:
                 return None, "ambiguous problem name (give the numeric prefix)"
             return Target(c, category=c), ""
-        return None, "not a category, a re: regex or a known problem name"
+        near = (difflib.get_close_matches(target.lower(), self.categories, n=2, cutoff=0.75)  # categories first
+                or difflib.get_close_matches(key, self.problems, n=2, cutoff=0.75))
+        hint = f"; did you mean {' or '.join(repr(self.categories.get(n, n)) for n in near)}?" if near else ""
+        raise AddressableError(f"{where}: unknown target '{target}': not a category, a re: regex or a known "
+                               f"problem name{hint}")

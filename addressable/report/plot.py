@@ -778,9 +778,10 @@ def make_figure(kind: str, runs: list[Run], **options: Any) -> Figure:
     return PLOTS[kind](runs, **options)
 
 
-def plot_runs(kind: str, run_paths: Iterable[str | Path] = ("outputs",), out: str | Path | None = None,
+def plot_runs(kind: str, run_paths: Iterable[str | Path] = (), out: str | Path | None = None,
               **options: Any) -> Path:
-    """Load runs, draw one figure and save it (default outputs/figures/KIND.pdf): `addressable plot`."""
+    """Load runs (default: every run under outputs/), draw one figure and save it (default
+    outputs/figures/KIND.pdf): `addressable plot`."""
     check_kind(kind)
     out = Path(out) if out else Path("outputs") / "figures" / f"{kind}.pdf"
     if out.suffix.lower() not in FORMATS:

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import pandas as pd
 
 from addressable.classify.breakdown import Breakdown
+from addressable.classify.paths import Classified
+from addressable.classify.ranks import format_job, job_json
+from addressable.classify.timeline import format_overlap_note, format_timeline
+from addressable.core.jsonutil import records
 from addressable.trace.kernel_names import collisions, compact, fit_distinct, parse_kernel_name
 
 _TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
@@ -135,14 +141,6 @@ def format_breakdown(b: Breakdown, top: int = 5, asked_basis: str = "summed") ->
     return "\n".join(lines)
 
 
-def basis_warning(b: Breakdown, asked_basis: str) -> str:
-    """Why classify's --basis changes nothing for this breakdown; "" when it applies."""
-    if asked_basis == "exposed" and b.basis != "gpu_kernel_time":
-        return ("--basis exposed splits the time of kernels that overlap on GPU streams; this trace has no GPU "
-                "kernels, so its CPU-op self times are shown unchanged")
-    return ""
-
-
 def format_table(df: pd.DataFrame, floatfmt: str = "{:.4g}") -> str:
     """Any small DataFrame as aligned text."""
     return df.to_string(index=False, float_format=lambda v: floatfmt.format(v))
@@ -163,3 +161,26 @@ def format_explain(table: pd.DataFrame) -> str:
             f"  result:      {r['category']} ({r['class']}), by {by}; {r['time_us'] / 1e3:.3f} ms in {r['count']} calls",
         ]))
     return "\n\n".join(blocks)
+
+
+def format_classified(c: Classified, top: int = 5, as_json: bool = False, wrote: Path | None = None) -> str:
+    """What `classify PATHS` prints: the table (or JSON) of one trace, of a job's ranks, or of --explain;
+    with `wrote` (the folder write_classified wrote), a last line naming the files."""
+    if c.explained is not None:
+        return json.dumps(records(c.explained), indent=2, default=str) if as_json else format_explain(c.explained)
+    if c.job is not None:
+        if as_json:
+            return job_json(c.job)
+        return format_job(c.job, top) + (f"\n\nWrote {wrote}/breakdown.json (the job), ranks.csv and rank<k>/ per "
+                                         "rank" if wrote else "")
+    b = c.breakdown
+    if b is None:
+        raise ValueError("a Classified holds an explain table, a breakdown or a job")
+    if as_json:
+        return json.dumps(b.to_dict(top), indent=2, default=str)
+    parts, t = [format_breakdown(b, top, c.basis)], b.timeline
+    if t is not None and (c.basis == "exposed" or t.streams_overlap):
+        parts.append("\n" + (format_timeline(t) if c.basis == "exposed" else format_overlap_note(t)))
+    if wrote:
+        parts.append(f"\nWrote {wrote}/breakdown.json, categories.csv, kernels.csv")
+    return "\n".join(parts)

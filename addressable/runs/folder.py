@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -22,8 +22,9 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
-from addressable.classify.breakdown import Breakdown, breakdown_of_trace, classify_trace
+from addressable.classify.breakdown import Breakdown, breakdown_of_trace, classify_trace, wall_fraction
 from addressable.classify.modules import DETAIL_COLUMNS, NO_SCOPES_HINT, ModuleBreakdown
+from addressable.classify.paths import Classified
 from addressable.classify.ranks import JobResult, rank_folder_names
 from addressable.classify.taxonomy import default_taxonomy
 from addressable.core.atomic import atomic_dir, write_text
@@ -126,6 +127,17 @@ def write_job(job: JobResult, out: str | Path) -> Path:
         write_breakdown(total, tmp, extra)
         write_ranks_table(tmp, job.summary.ranks)
     return out
+
+
+def write_classified(c: Classified, out: str | Path, extra: dict[str, Any] | None = None) -> Path | None:
+    """Write what `classify PATHS` found into folder `out`: one trace's breakdown (write_breakdown, with the
+    `extra` keys, e.g. its roofline) or the job's run folder (write_job); None when there is nothing to write
+    (an explain table, no rank read)."""
+    if c.breakdown is not None:
+        return write_breakdown(c.breakdown, out, extra)
+    if c.job is not None and c.job.ranks:
+        return write_job(c.job, out)
+    return None
 
 
 def write_ranks_table(folder: Path, ranks: pd.DataFrame) -> Path:
@@ -231,15 +243,21 @@ class Run:
 
     @property
     def addressable_fraction_wall(self) -> float | None:
-        """Replaceable time per step over the wall-clock step time; None when absent."""
-        v = self.info.get("addressable_fraction_wall")
-        return None if v is None else float(v)
+        """Replaceable time per step over the step's wall time, computed from the category times on the
+        run's basis by classify.breakdown.wall_fraction (docs/accounting.md, "Wall clock"); breakdown.json's
+        value where the run has no step count or step time; None without either."""
+        if self.n_steps is None or self.step_time_ms is None:
+            v = self.info.get("addressable_fraction_wall")
+            return None if v is None else float(v)
+        return _wall_of(self.times / self.n_steps, self.class_of, self.step_time_ms)
 
     def fraction_range(self, wall: bool = False) -> tuple[float, float]:
-        """[min, max] of the addressable fraction across repeats (the point value when absent)."""
+        """[min, max] of the addressable fraction across repeats (the point value when absent); the wall
+        fraction's from each repeat's own times and step time, as addressable_fraction_wall computes it."""
         key = "addressable_fraction_wall_range" if wall else "addressable_fraction_range"
         value = self.addressable_fraction_wall if wall else self.addressable_fraction
-        lo, hi = self.info.get(key) or (value, value)
+        walls = [_wall_of(t, self.class_of, ms) for t, ms in self.repeats if ms] if wall and value is not None else []
+        lo, hi = (min(walls), max(walls)) if walls else self.info.get(key) or (value, value)
         return (float(lo), float(hi)) if lo is not None else (float("nan"), float("nan"))
 
     def share_of(self, *categories: str) -> float:
@@ -425,6 +443,12 @@ class Run:
         return self
 
 
+def _wall_of(per_step: pd.Series, class_of: Callable[[str], str], step_time_ms: float) -> float:
+    """The wall-clock fraction of category times per step (us) for a step of step_time_ms."""
+    repl = math.fsum(float(t) for c, t in per_step.items() if class_of(str(c)) == "replaceable")
+    return wall_fraction(repl, math.fsum(per_step.to_numpy(float)), step_time_ms * 1e3)[0]
+
+
 def checked_times(df: pd.DataFrame, columns: tuple[str, ...], where: str) -> pd.DataFrame:
     """The table with `category` as str and `time_us` as float; an error naming the first bad row."""
     missing = [c for c in columns if c not in df.columns]
@@ -547,6 +571,8 @@ def read_kernels(folder: str | Path) -> pd.DataFrame:
     """A run folder's kernels.csv (name and time_us at least, time_us numeric), with or without breakdown.json."""
     folder = Path(folder)
     path = folder / "kernels.csv"
+    if not folder.is_dir():
+        raise AddressableError(f"no such run folder: {folder}")
     if not path.is_file():
         raise AddressableError(f"no kernels.csv in {folder} (run `addressable profile` first)")
     kernels = read_csv(path)

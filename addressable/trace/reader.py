@@ -96,7 +96,32 @@ class Trace:
 
 
 def _file_blocks(path: Path, size: int) -> Iterator[bytes]:
-    """The file's (decompressed) bytes in blocks of about `size`."""
+    """The file's (decompressed) bytes in blocks of about `size`; a binary file (NUL bytes or bytes that are not
+    UTF-8 in its first 4 KiB, e.g. an image) is an AddressableError before any is parsed."""
+    blocks = _raw_blocks(path, size)
+    first = next(blocks, None)
+    if first is None:
+        return
+    head = first[:_HEAD_BYTES]
+    if b"\0" in head or not _utf8_prefix(head):
+        raise AddressableError(f"{path}: not a JSON trace (binary file)")
+    yield first
+    yield from blocks
+
+
+_HEAD_BYTES = 4096
+
+
+def _utf8_prefix(data: bytes) -> bool:
+    """Whether data is UTF-8, but for a character cut at its end."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return e.start >= len(data) - 3 and e.reason == "unexpected end of data"
+    return True
+
+
+def _raw_blocks(path: Path, size: int) -> Iterator[bytes]:
     with open(path, "rb") as f:
         if f.read(2) != _GZIP_MAGIC:
             f.seek(0)

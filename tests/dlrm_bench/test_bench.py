@@ -219,9 +219,11 @@ def test_problem_shares(tmp_path: Path) -> None:
     assert df.loc["04_kjt_permute", "kernels"] == 0 and df.loc["04_kjt_permute", "top_kernel"] == ""
     (tmp_path / "run" / "breakdown.json").unlink()
     assert bench.problem_shares(tmp_path / "run")["step_share"].isna().all()
-    with pytest.raises(AddressableError, match=r"no kernels\.csv"):
+    with pytest.raises(AddressableError, match=r"no such run folder: .*missing$"):
         bench.problem_shares(tmp_path / "missing")
     (tmp_path / "bad").mkdir()
+    with pytest.raises(AddressableError, match=r"no kernels\.csv"):
+        bench.problem_shares(tmp_path / "bad")
     (tmp_path / "bad" / "kernels.csv").write_text("")
     with pytest.raises(AddressableError, match=r"cannot read .*kernels\.csv"):
         bench.problem_shares(tmp_path / "bad")
@@ -252,8 +254,11 @@ def test_cli_bench_shares(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert "01_embedding_bag_sum_uniform" in res.output
     assert len(pd.read_csv(tmp_path / "shares.csv")) == 12
-    res = CliRunner().invoke(main, ["dlrm-bench", "shares", str(tmp_path / "nope")])
-    assert res.exit_code == 2 and "no kernels.csv" in res.output
+    res = CliRunner().invoke(main, ["dlrm-bench", "shares", str(tmp_path / "no" / "such" / "run")])  # issue 26
+    assert res.exit_code == 2 and res.stderr == f"error: no such run folder: {tmp_path / 'no' / 'such' / 'run'}\n"
+    (tmp_path / "empty").mkdir()
+    res = CliRunner().invoke(main, ["dlrm-bench", "shares", str(tmp_path / "empty")])
+    assert res.exit_code == 2 and "no kernels.csv in" in res.stderr
 
 
 def test_cli_bench_time_cpu(tmp_path: Path) -> None:

@@ -906,9 +906,10 @@ def test_sweep_shows_a_repeated_configuration_instead_of_dropping_it(tmp_path: P
     fig = plot.plot_sweep(runs)
     ax = fig.axes[0]
     shown = {tuple(np.round(line.get_xydata()[0], 4)) for line in ax.get_lines() if line.get_gid() == "repeat"}
-    assert shown == {(16.0, 0.5), (16.0, 0.25)}  # both bases, at its batch size, off the line
+    wall = round(repeats[0].addressable_fraction_wall, 4)  # recomputed from its times (docs/accounting.md)
+    assert wall != 0.5 and shown == {(16.0, 0.5), (16.0, wall)}  # both bases, at its batch size, off the line
     lo, hi = ax.get_ylim()
-    assert lo <= 0.25 and hi >= 0.5
+    assert lo <= min(wall, 0.5) and hi >= max(wall, 0.5)
     assert plot.REPEAT_LABEL in {t.get_text() for t in fig.legends[0].get_texts()}
     plain = plot.plot_sweep([r for r in runs if r.name != "resnet50-train-b16-2"])
     assert plot.REPEAT_LABEL not in {t.get_text() for t in plain.legends[0].get_texts()}
@@ -926,3 +927,18 @@ def test_top_kernels_names_that_share_a_long_prefix_stay_apart(tmp_path: Path) -
     ticks = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert len(ticks) == 3 and len(set(ticks)) == 3
     assert all(len(t) <= plot.KERNEL_CHARS for t in ticks) and ticks[2] == "triton_poi_fused_add_0"
+
+
+@pytest.mark.parametrize("make_outputs", [False, True])
+def test_plot_without_runs_words_it_as_project_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     make_outputs: bool) -> None:
+    """Issue 26: with no outputs/ folder, plot said "no such run folder: outputs"; it now says what project says."""
+    monkeypatch.chdir(tmp_path)
+    if make_outputs:
+        (tmp_path / "outputs").mkdir()
+    wins = Path(__file__).resolve().parents[2] / "examples" / "wins.csv"
+    said = {cmd[0]: CliRunner().invoke(main, cmd) for cmd in (["plot", "breakdown"], ["project", "--speedups", str(wins)])}
+    assert said["plot"].exit_code == said["project"].exit_code == 2
+    assert said["plot"].stderr == said["project"].stderr == (
+        "error: no runs found under outputs/ (no breakdown.json); profile a workload first or pass --runs RUN_DIR\n")
+    assert not (tmp_path / "outputs" / "figures").exists()
