@@ -257,8 +257,9 @@ def compare(rows: pd.DataFrame, ncu: pd.DataFrame, top: int, tolerance: float = 
                     tolerance, small_bytes, over, peak_gbps, per_config)
 
 
-def check_of_run(folder: str | Path, taxonomy: Taxonomy | None = None) -> NcuCheck | None:
-    """The check of a run folder that holds ncu_raw.csv, recomputed with the current models; None without one."""
+def check_of_run(folder: str | Path, taxonomy: Taxonomy | str | Path | None = None) -> NcuCheck | None:
+    """The check of a run folder that holds ncu_raw.csv, recomputed with the current models (taxonomy: the rules or
+    a rule file); None without one."""
     folder = Path(folder)
     raw, trace = read_ncu_raw(folder), folder / TRACE_FILE
     if raw is None or not trace.is_file():
@@ -269,7 +270,8 @@ def check_of_run(folder: str | Path, taxonomy: Taxonomy | None = None) -> NcuChe
         top, per_config = int(recorded["top"]), recorded.get("per_config", PER_CONFIG)
     except (ValueError, KeyError, TypeError):
         top, per_config = 20, PER_CONFIG
-    return compare(step_kernels(load_trace(trace), taxonomy), read_ncu_csv(raw), top,
+    tax = taxonomy if isinstance(taxonomy, Taxonomy) else load_taxonomy(taxonomy)
+    return compare(step_kernels(load_trace(trace), tax), read_ncu_csv(raw), top,
                    peak_gbps=peak_gbps_of(run.manifest), per_config=per_config)
 
 

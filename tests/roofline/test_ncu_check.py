@@ -128,6 +128,31 @@ def test_check_of_a_run_folder_and_the_roofline_command(tmp_path: Path) -> None:
     assert "Nsight Compute check" in res.output and f"OUTSIDE         {BN_STATS}" in res.output
 
 
+def test_the_roofline_command_checks_a_run_with_its_taxonomy_file(tmp_path: Path) -> None:
+    """`roofline RUN --taxonomy FILE` reads the rule file for the Nsight Compute check too (it passed the
+    path where the rules belong, and failed with a traceback)."""
+    from click.testing import CliRunner
+
+    from addressable.classify.breakdown import classify_trace
+    from addressable.classify.taxonomy import DEFAULT_TAXONOMY
+    from addressable.cli import main
+    from addressable.runs.folder import write_breakdown
+
+    run = tmp_path / "run"
+    write_breakdown(classify_trace(RESNET), run, extra={"roofline": {"ncu": {"top": 10}}})
+    shutil.copy(RESNET, run / "trace.json.gz")
+    rows = ncu_check.step_kernels(load_trace(RESNET))
+    (run / NCU_RAW_FILE).write_text(ncu_csv(_sampled_launches(rows, {BN_STATS: 0.5})))
+    rules = DEFAULT_TAXONOMY.read_text()
+    assert "normalization: {class: replaceable" in rules
+    (tmp_path / "tax.yaml").write_text(rules.replace("normalization: {class: replaceable", "normalization: {class: library"))
+    for taxonomy, listed in ((DEFAULT_TAXONOMY, True), (tmp_path / "tax.yaml", False)):
+        res = CliRunner().invoke(main, ["roofline", str(run), "--gpu", "H200", "--taxonomy", str(taxonomy)])
+        assert res.exit_code == 0, res.output
+        assert "Nsight Compute check" in res.output
+        assert (f"OUTSIDE         {BN_STATS}" in res.output) is listed  # batch norm is library work in tax.yaml
+
+
 # ---------------------------------------------------------------- real H200 measurements (23:27 run)
 # tests/data/ncu/*_ncu_trace.json.gz: the profiled step; *_ncu_raw.csv.gz: ncu's CSV of one re-run step, measured with
 # --filter-mode per-launch-config --launch-count 2 (FLOPs too for llama3-8b infer)
