@@ -120,6 +120,8 @@ def load_adapter(ref: str, optional: bool = False) -> list[WorkloadSpec]:
                 raise AddressableError(f"no such adapter file: {ref}")
             name = f"addressable_adapter_{path.stem}"
             mod_spec = importlib.util.spec_from_file_location(name, path)
+            if mod_spec is None or mod_spec.loader is None:  # a name Python does not import (no .py)
+                raise AddressableError(f"cannot import adapter {ref}: not a Python file (name it *.py)")
             module = importlib.util.module_from_spec(mod_spec)
             sys.modules[name] = module  # dataclasses and pickling look adapters up here
             try:
@@ -129,6 +131,8 @@ def load_adapter(ref: str, optional: bool = False) -> list[WorkloadSpec]:
                 raise
         else:
             module = importlib.import_module(ref)
+    except AddressableError:
+        raise
     except ModuleNotFoundError as e:
         if optional and e.name == ref:
             return []

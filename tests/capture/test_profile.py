@@ -155,6 +155,17 @@ def test_a_broken_adapter_is_one_line(tmp_path: Path, source: str, fragments: li
     assert not (tmp_path / "o").exists()
 
 
+def test_an_adapter_path_that_is_not_a_python_file_is_one_line(tmp_path: Path) -> None:
+    """A path Python cannot import (no .py) said "AttributeError: 'NoneType' object has no attribute 'loader'";
+    a missing file said "AddressableError: no such adapter file" inside another error."""
+    (tmp_path / "adapter").write_text(TINY_ADAPTER)
+    _one_line_error(cli("workloads", "--adapter", tmp_path / "adapter"),
+                    f"error: cannot import adapter {tmp_path / 'adapter'}: not a Python file (name it *.py)")
+    r = cli("workloads", "--adapter", tmp_path / "missing.py")
+    _one_line_error(r, f"error: no such adapter file: {tmp_path / 'missing.py'}")
+    assert "AddressableError" not in r.stderr
+
+
 def test_registry_skips_only_builtins_that_do_not_exist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import addressable.capture.workload as wl
 
