@@ -135,6 +135,7 @@ def over_budget(m: Measurement) -> bool:
 def budget_words(m: Measurement, cut: bool) -> str:
     """What fit_budget did, for the plan's line: cut to fit, or could not fit (and the least it takes)."""
     if over_budget(m):
+        assert m.estimate_s is not None  # over_budget needs an estimate
         given = [f"--{k.replace('_', '-')} {getattr(m, k)}" for k in COUNTS if k in m.fixed]
         return (f"; this cannot fit --budget {m.budget_s:g} s: about {duration(m.estimate_s)} is the least"
                 + (f" with {', '.join(given)} as given" if given else "") + " (raise --budget, or accept it)")
@@ -246,11 +247,11 @@ def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Pa
     io = None
     if record_io and not cfg.compile and isinstance(model, torch.nn.Module):
         progress(f"{label}: one step recording each module's inputs and outputs (fusion headroom)")
-        with module_io(model) as rec:
+        with module_io(model) as recorder:
             step()
         if cuda:
             torch.cuda.synchronize()
-        io = rec.table()
+        io = recorder.table()
     per_repeat = m.steps + m.profile_steps + (1 if cuda else 0)
     meter = Progress(m.repeats * per_repeat, label)
     say = meter.log(progress)
@@ -317,10 +318,12 @@ def combine(repeats: list[Breakdown]) -> Breakdown:
           .groupby(["phase", "category", "class"], sort=False)["time_us"].sum().reset_index()) if phases else None
     b = breakdown_from_tables(kernels[kernels["time_us"] > 0], repeats[0].basis, sum(b.n_steps or 0 for b in repeats),
                               repeats[-1].source, phases=ph)
-    if all(r.timeline is not None for r in repeats):
-        b.timeline = combine_timelines([r.timeline for r in repeats])
-    if all(r.modules is not None for r in repeats):
-        b.modules = combine_modules([r.modules for r in repeats], b.n_steps or 1)
+    timelines = [r.timeline for r in repeats if r.timeline is not None]
+    if len(timelines) == len(repeats):
+        b.timeline = combine_timelines(timelines)
+    modules = [r.modules for r in repeats if r.modules is not None]
+    if len(modules) == len(repeats):
+        b.modules = combine_modules(modules, b.n_steps or 1)
     return b
 
 

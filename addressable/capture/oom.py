@@ -52,8 +52,8 @@ def memory_here(device: str, message: str = "") -> str:
         except RuntimeError:
             return ""
         return f"the GPU has {total / GIB:,.1f} GiB, {free / GIB:,.1f} GiB free"
-    total, available = _host_memory()
-    return f"this machine has {total / GIB:,.1f} GiB, {available / GIB:,.1f} GiB available" if total else ""
+    host, available = _host_memory()
+    return f"this machine has {host / GIB:,.1f} GiB, {available / GIB:,.1f} GiB available" if host else ""
 
 
 def _host_memory() -> tuple[float, float]:

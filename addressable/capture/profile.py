@@ -296,8 +296,10 @@ def profile_workload(config: WorkloadConfig, measurement: Measurement, out: str 
         if layers_subset is None:
             res = measured[0]
             b, reps, rep_ms, step_ms = combine(res.repeats), res.repeats, res.step_time_ms, _median_step(res)
-            steps_table, fit = res.steps, {}
+            steps_table = res.steps
+            fit: dict[str, Any] = {}  # no extrapolation
         else:
+            assert spec.full_layers, "checked with layers_subset above"
             b, reps, rep_ms, step_ms, steps_table, fit = _extrapolated(measured, layers_subset, spec.full_layers,
                                                                        progress)
         keys = run_keys(spec, config, b, reps, rep_ms, step_ms)
@@ -326,6 +328,7 @@ def profile_ranks(spec: WorkloadSpec, config: WorkloadConfig, m: Measurement, fo
         with atomic_dir(folder) if r == 0 else nullcontext() as tmp:
             box = [str(tmp) if r == 0 else None]
             dist.broadcast_object_list(box, src=0)
+            assert box[0] is not None  # rank 0's folder, broadcast to every rank
             sub = Path(box[0]) / f"rank{r}"
             sub.mkdir()
             with memory_errors(config), cudnn_benchmark(config.device == "cuda"):
@@ -342,10 +345,11 @@ def profile_ranks(spec: WorkloadSpec, config: WorkloadConfig, m: Measurement, fo
                         "device_index": torch.cuda.current_device() if config.device == "cuda" else None}
             write_run(sub, b, keys, res.steps, rank_man)
             distributed.barrier()
-            gathered: list[Any] | None = [None] * n if r == 0 else None
-            dist.gather_object((b, keys), gathered, dst=0)
+            gathered: list[Any] = [None] * n  # filled in on rank 0 only
+            dist.gather_object((b, keys), gathered if r == 0 else None, dst=0)
             if r != 0:
                 return ProfileResult(b, keys, folder / f"rank{r}", rank_man)
+            assert tmp is not None  # rank 0 writes in the atomic folder
             breakdowns = [g[0] for g in gathered]
             agg = aggregate_breakdowns(breakdowns, [g[1] for g in gathered])
             top = {**{k: v for k, v in keys.items() if k not in ("rank", "local_rank")},

@@ -211,7 +211,7 @@ class ModuleIO:
         def changed(k: tuple, t: torch.Tensor) -> bool:  # written in place during the call
             if t.is_inference():  # no version counter: an input returned as itself was updated in place
                 return k in outputs and inputs.get(k) is t
-            before = call.versions.get(k, call.versions.get(base.get(k[0])))
+            before = call.versions.get(k, call.versions.get(base.get(k[0], k)))  # else the input view's
             return before is not None and t._version != before
 
         # written: new outputs, outputs that share an input's storage only if changed in place (not a

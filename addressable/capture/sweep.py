@@ -37,7 +37,7 @@ def parse_list(text: str | None, cast: Callable[[str], Any] = int, what: str = "
 def swept_parameter(workload: str | None, batch: Sequence[int], seq_len: Sequence[int],
                     workloads: Sequence[str]) -> tuple[str, list[Any]]:
     """Which parameter varies and its values; every other list may hold one fixed value at most."""
-    lists = {"batch": list(batch), "seq_len": list(seq_len), "workload": list(workloads)}
+    lists: dict[str, list[Any]] = {"batch": list(batch), "seq_len": list(seq_len), "workload": list(workloads)}
     varying = [k for k, v in lists.items() if len(v) > 1]
     if len(varying) != 1:
         raise AddressableError("give exactly one list of two or more values to sweep: --batch, --seq-len or "
@@ -88,7 +88,8 @@ def sweep(param: str, configs: Sequence[WorkloadConfig], measurement: Measuremen
     from addressable.capture import profile as prof
     profile_fn = profile_fn or prof.profile_workload
     progress = progress or (lambda _: None)
-    rows, errors = [], []
+    rows: list[dict[str, Any]] = []
+    errors: list[str] = []
     for cfg in configs:
         v = cfg.name if param == "workload" else getattr(cfg, param)
         progress(f"sweep {param}={v} ({len(rows) + 1}/{len(configs)})")

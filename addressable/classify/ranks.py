@@ -24,7 +24,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -477,9 +477,10 @@ def assemble_job(results: list[RankResult | RankError], engine: str = "serial") 
             warnings.append(f"{len(unknown)} trace(s) carry no rank (no distributedInfo, no rank in the file "
                             f"name): numbered {start}-{start + len(unknown) - 1} by file order")
     good.sort(key=lambda r: (r.rank, r.file))
+    ranks = cast("list[int]", [r.rank for r in good])  # every trace is numbered now
     seen: dict[int, list[str]] = {}
-    for r in good:
-        seen.setdefault(r.rank, []).append(Path(r.file).name)
+    for r, rank in zip(good, ranks, strict=True):
+        seen.setdefault(rank, []).append(Path(r.file).name)
     for rank, names in seen.items():
         if len(names) > 1:
             warnings.append(f"rank {rank} appears {len(names)} times: {', '.join(names)}")
@@ -489,7 +490,7 @@ def assemble_job(results: list[RankResult | RankError], engine: str = "serial") 
     elif worlds and worlds[0] != len(good) + len(errors):
         warnings.append(f"world size {worlds[0]} but {len(good) + len(errors)} trace(s) given")
     warnings += one_job_warnings(good)
-    summary = summarize_ranks([r.breakdown for r in good], [r.rank for r in good],
+    summary = summarize_ranks([r.breakdown for r in good], ranks,
                               [r.collectives for r in good]) if good else None
     return JobResult(good, summary, errors, warnings, engine)
 
@@ -528,7 +529,8 @@ def _counted(c: Counter) -> str:
 
 def rank_folder_names(job: JobResult) -> list[str]:
     """rank<k> per rank; a repeated rank gets rank<k>-2, rank<k>-3, ..."""
-    names, used = [], {}
+    names: list[str] = []
+    used: dict[int | None, int] = {}
     for r in job.ranks:
         used[r.rank] = used.get(r.rank, 0) + 1
         names.append(f"rank{r.rank}" + (f"-{used[r.rank]}" if used[r.rank] > 1 else ""))
@@ -573,7 +575,7 @@ def format_job(job: JobResult, top: int = 8) -> str:
         f"rank {r} {ms(v)}" for r, v in zip(s.ranks["rank"], st.communication_us, strict=True))
         + f" ms; spread {ms(st.communication_spread_us)} ms = {st.communication_spread_share:.1%} of the median "
         f"kernel time; rank {st.likely_straggler_rank} waits least"]
-    if st.last_arrival_rank is not None:
+    if st.last_arrival_rank is not None and st.waited_for_us is not None:
         lines.append(f"Matched collectives: the other ranks wait {ms(max(st.waited_for_us))} ms in all for rank "
                      f"{st.last_arrival_rank}, the last to arrive (waiting: the 'waiting' column)")
     return "\n".join(lines)

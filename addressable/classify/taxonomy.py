@@ -232,13 +232,14 @@ def _parse_rules(items: Any, classes: dict[str, str], source: str, key: str) -> 
         if patterns is None:
             raise AddressableError(f"{where} ({category}) needs a list of regex 'patterns'")
         template = item.get("template")
-        if template is not None and _pattern_list(template) is None:
+        templates = _pattern_list(template)
+        if template is not None and templates is None:
             raise AddressableError(f"{where} ({category}): 'template' must be a regex or a list of them")
         unknown = set(item) - {"category", "patterns", "template", "launch_op_wins"}
         if unknown:
             raise AddressableError(f"{where} ({category}): unknown key(s) {', '.join(sorted(unknown))}")
         rules.append(Rule(category, _compile(patterns, f"{where} ({category})"), tuple(patterns),
-                          _compile(_pattern_list(template), f"{where} ({category})") if template else None,
+                          _compile(templates, f"{where} ({category})") if template and templates else None,
                           bool(item.get("launch_op_wins", False)), key, i))
     return tuple(rules)
 

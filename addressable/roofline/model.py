@@ -234,7 +234,7 @@ def record_costs(table: pd.DataFrame, params: tuple[op_models.Tensor, ...] = ())
     working = _working_itemsize(table)
     param_size = max(({t.itemsize for t in params}), key=lambda s: sum(t.itemsize == s for t in params)) \
         if params else OPTIMIZER_LIST_ITEMSIZE
-    out = []
+    out: list[op_models.Cost | None] = []
     for op, dims, types, strides, concrete in table.itertuples(index=False):
         if dims in ("nan", "<NA>", ""):
             out.append(None)
@@ -595,7 +595,7 @@ def _fused_bytes(rec: dict[str, Any], members: set[str], mine: pd.DataFrame, anc
     fwd, bwd = working(FORWARD), working(BACKWARD)
     need = fwd | bwd  # a member that launches no kernel needs no fused kernel
     missing = need - set(by_module.index) if by_module is not None else need
-    if missing:
+    if missing or by_module is None:  # None: an empty record
         return f"{len(missing)} of {len(need)} module(s) with kernels not in the module I/O record"
     recs = by_module.loc[sorted(need)]
     if not recs["complete"].all():

@@ -113,7 +113,7 @@ def write_job(job: JobResult, out: str | Path) -> Path:
     """A run folder for the job: the job's total as breakdown.json (with the `distributed` aggregate,
     so `project --runs` and `plot` read it), ranks.csv, and one rank<k>/ folder per rank."""
     total = job.total()
-    if total is None:
+    if total is None or job.summary is None:
         raise AddressableError("no trace could be classified: nothing to write")
     out = Path(out)
     doc = job.to_dict()
@@ -258,7 +258,7 @@ class Run:
         value = self.addressable_fraction_wall if wall else self.addressable_fraction
         walls = [_wall_of(t, self.class_of, ms) for t, ms in self.repeats if ms] if wall and value is not None else []
         lo, hi = (min(walls), max(walls)) if walls else self.info.get(key) or (value, value)
-        return (float(lo), float(hi)) if lo is not None else (float("nan"), float("nan"))
+        return (float(lo), float(hi)) if lo is not None and hi is not None else (float("nan"), float("nan"))
 
     def share_of(self, *categories: str) -> float:
         """Combined share of work time of some categories (e.g. share_of('gemm', 'attention'))."""
@@ -726,7 +726,7 @@ def load_modules(path: str | Path) -> ModuleBreakdown:
     basis = str(run.info.get("basis") or "")
     total = float(run.info.get("total_kernel_time_us") or 0.0)
     if not isinstance(doc, dict) or "by_name" not in doc or not csv.is_file():
-        note = doc.get("note") if isinstance(doc, dict) and doc.get("note") else NO_SCOPES_HINT
+        note = (doc.get("note") if isinstance(doc, dict) else None) or NO_SCOPES_HINT
         empty = pd.DataFrame(columns=DETAIL_COLUMNS)
         return ModuleBreakdown(empty, pd.DataFrame(columns=["module", "module_class", "calls", "dispatch_us"]),
                                total, int(run.info.get("n_steps") or 1), basis, False, note)
