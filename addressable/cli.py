@@ -322,6 +322,7 @@ def _progress(line: str) -> None:
 
 def _command_argv(ctx: click.Context, skip: tuple[str, ...] = ()) -> list[str]:
     """The arguments that repeat a command as parsed: its name, then its arguments and options (but skip)."""
+    assert ctx.info_name is not None  # a command invoked has its name
     args = [ctx.info_name]
     for p in ctx.command.params:
         value = ctx.params.get(p.name)
@@ -329,10 +330,10 @@ def _command_argv(ctx: click.Context, skip: tuple[str, ...] = ()) -> list[str]:
             continue
         if isinstance(p, click.Argument):
             args.append(str(value))
-        elif p.is_flag:
+        elif isinstance(p, click.Option) and p.is_flag:
             args += [p.opts[0]] if value else []
         elif p.multiple:
-            args += [x for v in value for x in (p.opts[0], str(v))]
+            args += [x for v in value or () for x in (p.opts[0], str(v))]
         elif value is not None:
             args += [p.opts[0], str(value)]
     return args

@@ -169,15 +169,15 @@ def project(runs: Sequence[Run | str | Path], wins: pd.DataFrame | str | Path, *
         raise AddressableError(f"combine must be one of {', '.join(COMBINE)}, not '{combine}'")
     if model not in MODELS:
         raise AddressableError(f"model must be one of {', '.join(MODELS)}, not '{model}'")
-    runs = [r if isinstance(r, Run) else run_from_trace(r) if Path(r).is_file() and Path(r).name != "breakdown.json"
+    loaded = [r if isinstance(r, Run) else run_from_trace(r) if Path(r).is_file() and Path(r).name != "breakdown.json"
             else load_run(r) for r in runs]
-    for r in runs:
+    for r in loaded:
         r.check()
-    if not runs:
+    if not loaded:
         raise AddressableError("no runs to project")
     table = load_wins(wins) if isinstance(wins, str | Path) else parse_wins(wins)
     messages = list(table.attrs.get("warnings", []))
-    categories = set(default_taxonomy().classes) | {UNCLASSIFIED} | {c for r in runs for c in r.times.index}
+    categories = set(default_taxonomy().classes) | {UNCLASSIFIED} | {c for r in loaded for c in r.times.index}
     resolver = Resolver(categories, load_problem_map() if problem_map is None else problem_map,
                         load_module_problems())
 
@@ -195,21 +195,21 @@ def project(runs: Sequence[Run | str | Path], wins: pd.DataFrame | str | Path, *
     groups = _combine(table, targets, combine)
 
     run_rows, contrib, hit = [], [], dict.fromkeys((g.target.group for g in groups), False)
-    for run, label in zip(runs, _labels(runs), strict=True):
+    for run, label in zip(loaded, _labels(loaded), strict=True):
         weights, matched, counts = _group_weights(run, groups)
         for g, m in matched.items():
             hit[g] = hit[g] or m
         row, c = _project_run(run, groups, weights, counts)
         row.update(_replay_run(run, groups, model), step_time_ms=run.step_time_ms or math.nan, label=label)
-        for m in ("speedup", "ceiling"):  # the headline numbers follow the model used
+        for kind in ("speedup", "ceiling"):  # the headline numbers follow the model used
             for b in ("kernel", "wall"):
                 for sfx in ("", "_lo", "_hi"):
-                    row[f"amdahl_{m}_{b}{sfx}"] = row[f"{m}_{b}{sfx}"]
+                    row[f"amdahl_{kind}_{b}{sfx}"] = row[f"{kind}_{b}{sfx}"]
                     if row["model"] == "replay":
-                        row[f"{m}_{b}{sfx}"] = row[f"replay_{m}_{b}{sfx}"]
+                        row[f"{kind}_{b}{sfx}"] = row[f"replay_{kind}_{b}{sfx}"]
         run_rows.append(row)
         contrib += c
-    scoped = any(r.modules is not None and r.modules.has_scopes for r in runs)
+    scoped = any(r.modules is not None and r.modules.has_scopes for r in loaded)
     for g, m in hit.items():
         if not m:  # a win that matched nothing is not used
             sel = table["used"] & (table["group"] == g)
@@ -222,7 +222,7 @@ def project(runs: Sequence[Run | str | Path], wins: pd.DataFrame | str | Path, *
                  for r in unmatched.itertuples()]
     messages += [f"run {r.name}: its work per step exceeds its step time (work on several threads or streams "
                  "overlaps), so its wall-clock shares are over the summed work (docs/accounting.md, \"Wall clock\")"
-                 for r in runs if _work_exceeds_step(r)]
+                 for r in loaded if _work_exceeds_step(r)]
     messages += [f"run {r['run']}: projected with Amdahl's law: {r['model_reason']}" for r in run_rows
                  if model == "replay" and r["model"] == "amdahl" and r["model_reason"] != NO_TRACE]
     messages += [as_profiled_warning(r) for r in run_rows if r["model"] == "replay" and r["wall_basis"] == "profiled step"]
@@ -266,8 +266,9 @@ def _combine(table: pd.DataFrame, targets: list[Target | None], combine: str) ->
             k, lo, hi = (float(statistics.median(rows[c])) for c in ("speedup", "speedup_lo", "speedup_hi"))
             names = list(dict.fromkeys(rows["target"]))
             n_after = float(round(after.median())) if after.notna().any() else math.nan
-        groups.append(Group(targets[idx[0]], rows["row"].tolist(), names, float(k), float(lo), float(hi),
-                            float(n_after)))
+        target = targets[idx[0]]
+        assert target is not None  # by_key holds used targets only
+        groups.append(Group(target, rows["row"].tolist(), names, float(k), float(lo), float(hi), float(n_after)))
     return groups
 
 
@@ -288,7 +289,7 @@ def _group_weights(run: Run, groups: list[Group]
     mods = [g for g in groups if g.target.module is not None]
     if mods:
         taken = _module_weights(run, mods, weights, claimed, matched, counts)
-    regex = [g for g in groups if g.target.regex is not None]
+    regex = [(g, g.target.regex) for g in groups if g.target.regex is not None]
     if regex:
         k = run.kernel_times
         if k is None:
@@ -298,8 +299,8 @@ def _group_weights(run: Run, groups: list[Group]
             [k["name"], k["category"]]), fill_value=0.0).to_numpy() if len(taken) else k["time_us"].to_numpy()
         left = np.clip(left, 0.0, None)
         free = np.ones(len(k), dtype=bool)
-        for g in regex:
-            hit = free & np.fromiter((g.target.regex.search(n) is not None for n in k["name"]), bool, len(k))
+        for g, pattern in regex:
+            hit = free & np.fromiter((pattern.search(n) is not None for n in k["name"]), np.bool_, len(k))
             free &= ~hit
             by_cat = pd.Series(left[hit]).groupby(k.loc[hit, "category"].to_numpy()).sum()
             by_cat = by_cat[by_cat.index.isin(cats)]
@@ -330,14 +331,16 @@ def _module_weights(run: Run, groups: list[Group], weights: pd.DataFrame, claime
     cat_time = d["time_us"].groupby(d["category"]).sum()
     free = np.ones(len(d), dtype=bool)
     for g in groups:
-        hit = free & g.target.module.matches(d, mb.modules)
+        module = g.target.module
+        assert module is not None  # module groups only
+        hit = free & module.matches(d, mb.modules)
         free &= ~hit
         share = (d.loc[hit, "time_us"].groupby(d.loc[hit, "category"]).sum() / cat_time).dropna()
         share = share[share.index.isin(weights.columns)]
         weights.loc[g.target.group, share.index] = share.to_numpy()
         claimed.loc[share.index] += share.to_numpy()
         matched[g.target.group] = bool(d.loc[hit, "time_us"].sum() > 0)
-        calls = mb.modules.loc[mb.modules["module"].isin(g.target.module.heads(mb.modules)), "calls"].sum()
+        calls = mb.modules.loc[mb.modules["module"].isin(module.heads(mb.modules)), "calls"].sum()
         counts[g.target.group] = (float(d.loc[hit, "count"].sum()) / mb.n_steps, float(calls) / mb.n_steps)
     taken = d.loc[~free]
     return taken["time_us"].groupby([taken["name"], taken["category"]]).sum()
@@ -368,11 +371,11 @@ def _replay_run(run: Run, groups: list[Group], model: str) -> dict[str, Any]:
             names = pd.Series(g.gpu_name, dtype="string")
             category = tax.classify(names).astype(str).reset_index(drop=True)
             owner = np.full(g.n_gpu, -1)
-            mods = [(i, grp) for i, grp in enumerate(groups) if grp.target.module is not None]
+            mods = [(i, grp.target.module) for i, grp in enumerate(groups) if grp.target.module is not None]
             if mods:  # module groups claim first: each op's module, through its launching CPU op
                 attr = attribute(trace.events, trace.events.iloc[g.gpu_row], gpu=True)
-                for i, grp in mods:
-                    owner[(owner < 0) & grp.target.module.matches(attr.rows, attr.modules)] = i
+                for i, module in mods:
+                    owner[(owner < 0) & module.matches(attr.rows, attr.modules)] = i
             uniq, inverse = np.unique(g.gpu_name.astype(str), return_inverse=True)
             for i, grp in enumerate(groups):  # then regex groups, in row order
                 if grp.target.regex is not None:
@@ -384,7 +387,10 @@ def _replay_run(run: Run, groups: list[Group], model: str) -> dict[str, Any]:
             cache[id(g)] = owner, category
         return cache[id(g)]
 
-    whatifs = [replay_model.WhatIf(lambda t, g, i=i: groups_of(t, g)[0] == i, grp.k, grp.k_lo, grp.k_hi,
+    def in_group(i: int) -> replay_model.Select:
+        return lambda t, g: groups_of(t, g)[0] == i
+
+    whatifs = [replay_model.WhatIf(in_group(i), grp.k, grp.k_lo, grp.k_hi,
                                    None if math.isnan(grp.kernels_after) else grp.kernels_after)
                for i, grp in enumerate(groups)]
 

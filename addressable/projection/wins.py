@@ -86,8 +86,8 @@ def _kernelbench_json(text: str, path: Path) -> tuple[pd.DataFrame, list[str]]:
     """{name: {speedup, correct}} / {name: speedup} / [{problem|name, speedup, correct|verified}]."""
     try:
         doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise AddressableError(f"speedups file {path} is not valid JSON: {e}") from None
+    except json.JSONDecodeError as err:
+        raise AddressableError(f"speedups file {path} is not valid JSON: {err}") from None
     if isinstance(doc, dict):
         entries = [({"speedup": v} if not isinstance(v, dict) else v, str(k)) for k, v in doc.items()]
     elif isinstance(doc, list):
@@ -314,10 +314,10 @@ class Resolver:
         if key in self.unmapped and key not in self.problems:
             return None, f"KernelBench level-2 problem with no module target ({self.unmapped[key]})"
         if key in self.problems:
-            c = self.problems[key]
-            if c is None:
+            category = self.problems[key]
+            if category is None:
                 return None, "ambiguous problem name (give the numeric prefix)"
-            return Target(c, category=c), ""
+            return Target(category, category=category), ""
         near = (difflib.get_close_matches(target.lower(), self.categories, n=2, cutoff=0.75)  # categories first
                 or difflib.get_close_matches(key, self.problems, n=2, cutoff=0.75))
         hint = f"; did you mean {' or '.join(repr(self.categories.get(n, n)) for n in near)}?" if near else ""

@@ -14,7 +14,7 @@ import zlib
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -35,10 +35,13 @@ from addressable.roofline.model import roofline_of_trace
 from addressable.runs.folder import Run, load_modules, load_runs, run_label_parts
 from addressable.trace.kernel_names import fit_distinct
 
+if TYPE_CHECKING:
+    from matplotlib.typing import LegendLocType, RcKeyType
+
 WIDTH_IN = 3.5  # one column of a two-column paper
 FONT_PT = 7
 FORMATS = (".pdf", ".svg", ".png")
-STYLE: dict[str, Any] = {
+STYLE: dict[RcKeyType, Any] = {
     "font.size": FONT_PT, "axes.titlesize": FONT_PT + 1, "axes.labelsize": FONT_PT,
     "xtick.labelsize": FONT_PT, "ytick.labelsize": FONT_PT, "legend.fontsize": FONT_PT,
     "legend.title_fontsize": FONT_PT, "figure.titlesize": FONT_PT + 1,
@@ -149,7 +152,7 @@ def _category_legend(fig: Figure, categories: list[str], classes: dict[str, str]
     for i, (title, cats) in enumerate(groups):
         handles = [Patch(facecolor=color_of(c), edgecolor="black", linewidth=0.3, label=c.replace("_", " "))
                    for c in cats]
-        loc = "outside lower left" if i == 0 and len(groups) > 1 else (
+        loc: LegendLocType = "outside lower left" if i == 0 and len(groups) > 1 else (
             "outside lower right" if len(groups) > 1 else "outside lower center")
         fig.legend(handles=handles, title=title, loc=loc, ncols=1 if title.startswith("library") else 2,
                    alignment="left", handlelength=1.0, handleheight=0.8, columnspacing=0.8,
@@ -182,7 +185,7 @@ def plot_breakdown(runs: list[Run]) -> Figure:
             text = f"{r.addressable_fraction:.0%}"
             if r.world_size > 1:  # several GPUs: the compute basis beside it (NCCL waiting left out)
                 text += f" ({r.addressable_fraction_compute:.0%} cmp.)"
-            ax.text(1.015, yi, text, va="center", ha="left", fontsize=FONT_PT,
+            ax.text(1.015, float(yi), text, va="center", ha="left", fontsize=FONT_PT,
                     transform=ax.get_yaxis_transform(), clip_on=False)
         ax.text(1.015, 1.0, "addr.", va="bottom", ha="left", fontsize=FONT_PT, transform=ax.transAxes,
                 clip_on=False)
@@ -456,7 +459,7 @@ def _sweep_panel(ax: Axes, title: str, key: str, members: list[Run]) -> None:
     else:
         xs = np.array([float(r.info[key]) for r in members])
         ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_locator(FixedLocator(xs))
+        ax.xaxis.set_major_locator(FixedLocator(xs.tolist()))
         ax.xaxis.set_minor_locator(NullLocator())
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.set_xlim(xs.min() / 1.25, xs.max() * 1.25)
@@ -529,7 +532,7 @@ def plot_top_kernels(runs: list[Run], n: int = 10, cls: str = "replaceable") -> 
         top = float(t["share"].max())
         ax.set_xlim(0, top * 1.28)
         for yi, s in zip(y, t["share"], strict=True):
-            ax.text(s + top * 0.02, yi, f"{s:.1%}", va="center", ha="left", fontsize=FONT_PT)
+            ax.text(s + top * 0.02, float(yi), f"{s:.1%}", va="center", ha="left", fontsize=FONT_PT)
         ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0 if top >= 0.05 else 1))
         ax.xaxis.set_major_locator(FixedLocator(_nice_ticks(top * 1.28)))
         ax.tick_params(axis="y", length=0)
@@ -589,7 +592,7 @@ def plot_modules(runs: list[Run], n: int = 10, by: str = "class") -> Figure:
             left += share
         top = float(left.max()) if len(left) else 1.0
         for yi, s in zip(y, t["share"], strict=True):
-            ax.text(s + top * 0.02, yi, f"{s:.1%}", va="center", ha="left", fontsize=FONT_PT)
+            ax.text(s + top * 0.02, float(yi), f"{s:.1%}", va="center", ha="left", fontsize=FONT_PT)
         names = [_truncate(m or ROOT, MODULE_CHARS) for m in t["module"]]
         ax.set_yticks(y, names)
         ax.set_ylim(len(t) - 0.5, -0.5)
