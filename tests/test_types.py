@@ -19,16 +19,17 @@ CONFIG = ROOT / "pyproject.toml"
 
 def mypy(*args: str | Path) -> subprocess.CompletedProcess[str]:
     """`python -m mypy` with the project's configuration, from the repository root, without a cache."""
-    return subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(CONFIG), "--cache-dir", os.devnull,
-                           *map(str, args)], cwd=ROOT, capture_output=True, text=True)
+    cmd = [sys.executable, "-m", "mypy", "--config-file", str(CONFIG), "--cache-dir", os.devnull]
+    return subprocess.run([*cmd, *map(str, args)], cwd=ROOT, capture_output=True, text=True)
 
 
 def test_the_package_type_checks() -> None:
     res = mypy()  # the files of [tool.mypy]
     report = res.stdout + res.stderr
     assert res.returncode == 0, f"mypy found errors (run `python -m mypy`):\n{report}"
-    tracked = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-co", "--exclude-standard", "addressable/*.py",
-                              "workloads/*.py"], capture_output=True, text=True, check=True).stdout.split()
+    git = ["git", "-C", str(ROOT), "ls-files", "-co", "--exclude-standard"]
+    tracked = subprocess.run([*git, "addressable/*.py", "workloads/*.py"], capture_output=True, text=True,
+                             check=True).stdout.split()
     assert f"no issues found in {len(tracked)} source files" in report, report  # none left out
 
 
@@ -56,8 +57,9 @@ def first(names: list[str]) -> str:
 
 
 def test_the_configuration_reports_what_it_is_there_to_catch(tmp_path: Path) -> None:
-    """A file with three mistakes: a path passed for the rules (the `roofline --taxonomy` bug), an attribute of
-    something that may be None, and a stale `type: ignore` (reported only under the project's warn_unused_ignores)."""
+    """A file with three mistakes: a path passed for the rules (the `roofline --taxonomy` bug), an attribute
+    of something that may be None, and a stale `type: ignore` (reported only under the project's
+    warn_unused_ignores)."""
     bad = tmp_path / "bad.py"
     bad.write_text(BAD)
     res = mypy(bad)

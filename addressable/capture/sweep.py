@@ -37,7 +37,8 @@ def parse_list(text: str | None, cast: Callable[[str], Any] = int, what: str = "
 def swept_parameter(workload: str | None, batch: Sequence[int], seq_len: Sequence[int],
                     workloads: Sequence[str]) -> tuple[str, list[Any]]:
     """Which parameter varies and its values; every other list may hold one fixed value at most."""
-    lists: dict[str, list[Any]] = {"batch": list(batch), "seq_len": list(seq_len), "workload": list(workloads)}
+    lists: dict[str, list[Any]] = {"batch": list(batch), "seq_len": list(seq_len),
+                                   "workload": list(workloads)}
     varying = [k for k, v in lists.items() if len(v) > 1]
     if len(varying) != 1:
         raise AddressableError("give exactly one list of two or more values to sweep: --batch, --seq-len or "

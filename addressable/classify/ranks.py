@@ -24,7 +24,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -477,7 +477,8 @@ def assemble_job(results: list[RankResult | RankError], engine: str = "serial") 
             warnings.append(f"{len(unknown)} trace(s) carry no rank (no distributedInfo, no rank in the file "
                             f"name): numbered {start}-{start + len(unknown) - 1} by file order")
     good.sort(key=lambda r: (r.rank, r.file))
-    ranks = cast("list[int]", [r.rank for r in good])  # every trace is numbered now
+    ranks = [r.rank for r in good if r.rank is not None]
+    assert len(ranks) == len(good)  # every trace is numbered now
     seen: dict[int, list[str]] = {}
     for r, rank in zip(good, ranks, strict=True):
         seen.setdefault(rank, []).append(Path(r.file).name)

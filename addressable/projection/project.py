@@ -169,8 +169,8 @@ def project(runs: Sequence[Run | str | Path], wins: pd.DataFrame | str | Path, *
         raise AddressableError(f"combine must be one of {', '.join(COMBINE)}, not '{combine}'")
     if model not in MODELS:
         raise AddressableError(f"model must be one of {', '.join(MODELS)}, not '{model}'")
-    loaded = [r if isinstance(r, Run) else run_from_trace(r) if Path(r).is_file() and Path(r).name != "breakdown.json"
-            else load_run(r) for r in runs]
+    loaded = [r if isinstance(r, Run) else run_from_trace(r)
+              if Path(r).is_file() and Path(r).name != "breakdown.json" else load_run(r) for r in runs]
     for r in loaded:
         r.check()
     if not loaded:
@@ -268,7 +268,8 @@ def _combine(table: pd.DataFrame, targets: list[Target | None], combine: str) ->
             n_after = float(round(after.median())) if after.notna().any() else math.nan
         target = targets[idx[0]]
         assert target is not None  # by_key holds used targets only
-        groups.append(Group(target, rows["row"].tolist(), names, float(k), float(lo), float(hi), float(n_after)))
+        groups.append(Group(target, rows["row"].tolist(), names, float(k), float(lo), float(hi),
+                            float(n_after)))
     return groups
 
 

@@ -258,8 +258,8 @@ def compare(rows: pd.DataFrame, ncu: pd.DataFrame, top: int, tolerance: float = 
 
 
 def check_of_run(folder: str | Path, taxonomy: Taxonomy | str | Path | None = None) -> NcuCheck | None:
-    """The check of a run folder that holds ncu_raw.csv, recomputed with the current models (taxonomy: the rules or
-    a rule file); None without one."""
+    """The check of a run folder that holds ncu_raw.csv, recomputed with the current models (taxonomy: the
+    rules or a rule file); None without one."""
     folder = Path(folder)
     raw, trace = read_ncu_raw(folder), folder / TRACE_FILE
     if raw is None or not trace.is_file():

@@ -370,7 +370,7 @@ def _iter_parsed(path: str | Path, chunk_bytes: int, typed: Any = None,
     reader = _ReadAhead(path, chunk_bytes)
     try:
         blocks = iter(reader)
-        buf: bytes | memoryview  # a memoryview: the joined blocks the scanner reads, until it copies their rest
+        buf: bytes | memoryview  # a memoryview: joined blocks the scanner reads, until it copies their rest
         metadata, bare, buf, offset = _event_list_start(blocks, path, key)
         limit = max(4 * chunk_bytes, 64 << 20)
         between = ended = False  # the scanner stopped after an event / at the end of the list

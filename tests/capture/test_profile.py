@@ -156,8 +156,8 @@ def test_a_broken_adapter_is_one_line(tmp_path: Path, source: str, fragments: li
 
 
 def test_an_adapter_path_that_is_not_a_python_file_is_one_line(tmp_path: Path) -> None:
-    """A path Python cannot import (no .py) said "AttributeError: 'NoneType' object has no attribute 'loader'";
-    a missing file said "AddressableError: no such adapter file" inside another error."""
+    """A path Python cannot import (no .py) said "AttributeError: 'NoneType' object has no attribute
+    'loader'"; a missing file said "AddressableError: no such adapter file" inside another error."""
     (tmp_path / "adapter").write_text(TINY_ADAPTER)
     _one_line_error(cli("workloads", "--adapter", tmp_path / "adapter"),
                     f"error: cannot import adapter {tmp_path / 'adapter'}: not a Python file (name it *.py)")

@@ -145,12 +145,13 @@ def test_the_roofline_command_checks_a_run_with_its_taxonomy_file(tmp_path: Path
     (run / NCU_RAW_FILE).write_text(ncu_csv(_sampled_launches(rows, {BN_STATS: 0.5})))
     rules = DEFAULT_TAXONOMY.read_text()
     assert "normalization: {class: replaceable" in rules
-    (tmp_path / "tax.yaml").write_text(rules.replace("normalization: {class: replaceable", "normalization: {class: library"))
+    (tmp_path / "tax.yaml").write_text(rules.replace("normalization: {class: replaceable",
+                                                     "normalization: {class: library"))
     for taxonomy, listed in ((DEFAULT_TAXONOMY, True), (tmp_path / "tax.yaml", False)):
         res = CliRunner().invoke(main, ["roofline", str(run), "--gpu", "H200", "--taxonomy", str(taxonomy)])
         assert res.exit_code == 0, res.output
         assert "Nsight Compute check" in res.output
-        assert (f"OUTSIDE         {BN_STATS}" in res.output) is listed  # batch norm is library work in tax.yaml
+        assert (f"OUTSIDE         {BN_STATS}" in res.output) is listed  # batch norm: library in tax.yaml
 
 
 # ---------------------------------------------------------------- real H200 measurements (23:27 run)
