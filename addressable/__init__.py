@@ -35,7 +35,7 @@ _EXPORTS = {
     "load_modules": "addressable.runs.folder",
     "roofline_of_path": "addressable.roofline.model",
     "roofline_of_trace": "addressable.roofline.model",
-    "load_wins": "addressable.projection.project",
+    "load_wins": "addressable.projection.wins",
     "project": "addressable.projection.project",
     "build_graph": "addressable.projection.replay",
     "replay": "addressable.projection.replay",
@@ -57,8 +57,9 @@ if TYPE_CHECKING:
     from addressable.classify.ranks import classify_job
     from addressable.classify.taxonomy import Taxonomy, load_taxonomy
     from addressable.core.errors import AddressableError
-    from addressable.projection.project import load_wins, project
+    from addressable.projection.project import project
     from addressable.projection.replay import build_graph, replay
+    from addressable.projection.wins import load_wins
     from addressable.report.plot import plot_runs
     from addressable.roofline.model import roofline_of_path, roofline_of_trace
     from addressable.runs.folder import load_modules, load_run, load_runs

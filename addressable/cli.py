@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any
 
 import click
 
+from addressable.core import interrupt
 from addressable.core.errors import AddressableError
 
 
@@ -28,6 +28,9 @@ def _user_errors(fn: Callable) -> Callable:
         except MemoryError:
             click.echo("error: out of memory", err=True)
             sys.exit(2)
+        except KeyboardInterrupt:  # Ctrl-C: core.interrupt's exit code, not click's "Aborted!" and 1
+            interrupt.announce(lambda line: click.echo(line, err=True))
+            sys.exit(interrupt.EXIT_CODE)
 
     return wrapper
 
@@ -63,7 +66,15 @@ def _json(obj: Any) -> str:
     return json.dumps(obj, indent=2, default=str)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Main(click.Group):
+    """The command line as a program (not as CliRunner calls it): Ctrl-C stops it within about a second."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        interrupt.install()
+        return super().__call__(*args, **kwargs)
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="addressable")
 def main() -> None:
     """What fraction of a GPU workload can a new kernel touch, and what does a speedup buy?"""
@@ -75,8 +86,9 @@ def main() -> None:
 @click.option("--class", "classes", multiple=True, metavar="CATEGORY=CLASS", help="Flip a category's class, e.g. triton=library.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
-              help="Also write breakdown.json, categories.csv and kernels.csv here (several traces: rank<k>/ "
-                   "per rank, the job's total and ranks.csv).")
+              help="Also write breakdown.json (with the roofline of a GPU trace recorded with shapes, for `plot "
+                   "roofline`), categories.csv and kernels.csv here (several traces: rank<k>/ per rank, the job's "
+                   "total and ranks.csv).")
 @click.option("--top", default=5, show_default=True, help="Kernels to list per section.")
 @click.option("--basis", type=click.Choice(["summed", "exposed", "cpu"]), default="summed", show_default=True,
               help="exposed: also print overlap-aware times (busy time, split among overlapping kernels); "
@@ -97,62 +109,23 @@ def classify(paths: tuple[str, ...], taxonomy: Path | None, classes: tuple[str, 
     PATHS: one trace file, or several files, folders and globs holding one trace per rank of a job
     (per-rank table, aggregate, straggler signal).
     """
-    if explain is not None:
-        _explain_one(paths, taxonomy, classes, as_json, explain)
-        return
-    if len(paths) == 1 and Path(paths[0]).is_file() and not (engine or scheduler or jobs):
-        _classify_one(Path(paths[0]), taxonomy, classes, as_json, out, top, basis)
-        return
-    from addressable.classify.ranks import classify_job, format_job, job_json
-    from addressable.runs.folder import write_job
+    from addressable.classify.paths import classify_paths
+    from addressable.report.text import format_classified
+    from addressable.runs.folder import write_classified
 
-    job = classify_job(paths, taxonomy, _parse_classes(classes), jobs=jobs, engine=engine, scheduler=scheduler)
-    for e in job.errors:
-        click.echo(f"error: {e.error if Path(e.file).name in e.error else f'{e.file}: {e.error}'}", err=True)
-    for w in job.warnings:
-        click.echo(f"warning: {w}", err=True)
-    if out and job.ranks:
-        write_job(job, out)
-    click.echo(job_json(job) if as_json else format_job(job, top))
-    if out and job.ranks and not as_json:
-        click.echo(f"\nWrote {out}/breakdown.json (the job), ranks.csv and rank<k>/ per rank")
-    if job.errors:
+    c = classify_paths(paths, taxonomy, _parse_classes(classes), basis=basis, jobs=jobs, engine=engine,
+                       scheduler=scheduler, explain_pattern=explain)
+    for line in c.messages():
+        click.echo(line, err=True)
+    extra = None
+    if out and c.breakdown is not None:  # a GPU trace's roofline, for `plot roofline OUT`
+        from addressable.roofline.model import roofline_keys
+
+        extra = roofline_keys(paths[0], taxonomy, _parse_classes(classes), c.breakdown.basis)
+    wrote = write_classified(c, out, extra) if out else None
+    click.echo(format_classified(c, top, as_json, wrote))
+    if c.failed:
         sys.exit(2)
-
-
-def _explain_one(paths: tuple[str, ...], taxonomy: Path | None, classes: tuple[str, ...], as_json: bool,
-                 pattern: str) -> None:
-    """`classify TRACE --explain PATTERN`."""
-    from addressable.classify.breakdown import explain
-    from addressable.classify.taxonomy import load_taxonomy
-    from addressable.core.jsonutil import records
-    from addressable.report.text import format_explain
-    from addressable.trace.reader import load_trace
-
-    if len(paths) != 1 or not Path(paths[0]).is_file():
-        raise AddressableError("--explain takes one trace file")
-    tax = load_taxonomy(taxonomy).with_classes(_parse_classes(classes))
-    table = explain(load_trace(paths[0]), tax, pattern)
-    click.echo(_json(records(table)) if as_json else format_explain(table))
-
-
-def _classify_one(trace: Path, taxonomy: Path | None, classes: tuple[str, ...], as_json: bool, out: Path | None,
-                  top: int, basis: str) -> None:
-    """`classify TRACE`: one trace's breakdown."""
-    from addressable.classify.breakdown import BASIS_CPU, classify_trace
-    from addressable.classify.timeline import format_overlap_note, format_timeline
-    from addressable.report.text import format_breakdown
-    from addressable.runs.folder import write_breakdown
-
-    b = classify_trace(trace, taxonomy, _parse_classes(classes), basis=BASIS_CPU if basis == "cpu" else None)
-    if out:
-        write_breakdown(b, out)
-    click.echo(_json(b.to_dict(top)) if as_json else format_breakdown(b, top))
-    t = b.timeline
-    if not as_json and t is not None and (basis == "exposed" or t.streams_overlap):
-        click.echo("\n" + (format_timeline(t) if basis == "exposed" else format_overlap_note(t)))
-    if out and not as_json:
-        click.echo(f"\nWrote {out}/breakdown.json, categories.csv, kernels.csv")
 
 
 @main.command()
@@ -200,8 +173,8 @@ def roofline(source: Path, gpu: str | None, peaks_file: Path | None, datasheet: 
              as_json: bool, top: int, module_io: Path | None) -> None:
     """Headroom of every kernel of a TRACE or run folder against the roofline, the roofline ceiling, and the
     fusion headroom of each fusion candidate."""
-    from addressable.capture.ncu import check_of_run, format_check
     from addressable.roofline.model import format_roofline, roofline_of_path
+    from addressable.roofline.ncu_check import check_of_run, format_check
 
     r = roofline_of_path(source, taxonomy, gpu=gpu, peaks=peaks_file, datasheet_only=datasheet, module_io=module_io)
     check = check_of_run(source, taxonomy) if source.is_dir() else None  # a run profiled with --ncu
@@ -222,13 +195,12 @@ def calibrate(out: Path | None, as_json: bool) -> None:
 
     `addressable profile` stores the same measurement in each GPU run's manifest.json.
     """
-    from addressable.core.atomic import write_text
     from addressable.roofline.calibrate import measure_peaks
-    from addressable.roofline.model import format_peaks
+    from addressable.roofline.model import format_peaks, write_peaks
 
     p = measure_peaks()
     if out:
-        write_text(out, _json(p.to_dict()) + "\n")  # atomically
+        write_peaks(out, p)
     click.echo(_json(p.to_dict()) if as_json else format_peaks(p))
     if out and not as_json:
         click.echo(f"Wrote {out}")
@@ -335,51 +307,13 @@ def _workload_options(fn: Callable) -> Callable:
 @click.option("--ncu-flops/--ncu-bytes-only", default=True, show_default=True,
               help="With --ncu: also count FLOPs (SASS instrumentation: slower), or measure bytes only.")
 @_user_errors
-def profile(workload: str, mode: str | None, batch: int | None, seq_len: int | None, dtype: str | None,
-            device: str, warmup: int | None, steps: int | None, profile_steps: int | None, repeats: int | None,
-            out: Path, name: str | None, compile_: bool, adapters: tuple[str, ...], options: tuple[str, ...],
-            layers_subset: str | None, nproc: int | None, force: bool, budget: float | None,
-            ncu_top: int | None, ncu_flops: bool) -> None:
+def profile(compile_: bool, **kw: Any) -> None:
     """Run WORKLOAD, profile it, and write a run folder with its addressable fraction."""
-    from addressable.capture import distributed
-    from addressable.capture import profile as prof
-    from addressable.capture.measure import measurement
-    from addressable.capture.workload import get_workload
+    from addressable.capture.profile import profile_command
 
-    cfg = prof.resolve_config(workload, mode, batch, seq_len, dtype, device, compile_,
-                              prof.parse_options(options), adapters)
-    m = measurement(cfg.device, warmup, steps, profile_steps, repeats, budget)
-    subset = prof.parse_layers_subset(layers_subset) if layers_subset else None
-    if ncu_top is not None:
-        from addressable.capture.ncu import find_ncu
-
-        if cfg.device != "cuda":
-            raise AddressableError("--ncu needs a CUDA GPU (Nsight Compute measures GPU kernels)")
-        if nproc is not None or subset:
-            raise AddressableError("--ncu measures one process at full depth: drop --nproc and --layers-subset")
-        find_ncu()
-    if nproc is not None and distributed.check_nproc(get_workload(workload, adapters), nproc, subset):
-        # re-launch this command under torchrun, into a folder chosen here; the children see WORLD_SIZE
-        folder = prof.run_folder(cfg, out, name, world=nproc, force=force, progress=_progress)
-        argv = _command_argv(click.get_current_context(), skip=("nproc", "name", "force"))
-        sys.exit(distributed.launch(nproc, [*argv, "--name", folder.name]))
-    res = prof.profile_workload(cfg, m, out, name=name, layers_subset=subset, adapters=adapters, argv=sys.argv,
-                                progress=_progress, force=force)
-    if distributed.rank() == 0:
-        click.echo(prof.format_profile(res, device))
-        if "distributed" in res.run:
-            from addressable.classify.ranks import format_ranks
-
-            click.echo("\n" + format_ranks(res.run["distributed"]))
-    if ncu_top is not None:
-        from addressable.capture.ncu import check_run, format_check
-
-        check = check_run(res.path, cfg, ncu_top, adapters, ncu_flops, progress=_progress)
-        click.echo("\n" + format_check(check) + f"\n(per kernel: {res.path / 'ncu.csv'})")
-    if distributed.world_size() > 1:  # a torchrun child whose run is written: skip C++ teardown,
-        sys.stdout.flush()            # where gloo's threads can abort the process after the fact
-        sys.stderr.flush()
-        os._exit(0)
+    relaunch = _command_argv(click.get_current_context(), skip=("nproc", "name", "force"))
+    sys.exit(profile_command(**kw, compile=compile_, relaunch=relaunch, argv=sys.argv, echo=click.echo,
+                             progress=_progress))
 
 
 def _progress(line: str) -> None:
@@ -388,6 +322,7 @@ def _progress(line: str) -> None:
 
 def _command_argv(ctx: click.Context, skip: tuple[str, ...] = ()) -> list[str]:
     """The arguments that repeat a command as parsed: its name, then its arguments and options (but skip)."""
+    assert ctx.info_name is not None  # a command invoked has its name
     args = [ctx.info_name]
     for p in ctx.command.params:
         value = ctx.params.get(p.name)
@@ -395,10 +330,10 @@ def _command_argv(ctx: click.Context, skip: tuple[str, ...] = ()) -> list[str]:
             continue
         if isinstance(p, click.Argument):
             args.append(str(value))
-        elif p.is_flag:
+        elif isinstance(p, click.Option) and p.is_flag:
             args += [p.opts[0]] if value else []
         elif p.multiple:
-            args += [x for v in value for x in (p.opts[0], str(v))]
+            args += [x for v in value or () for x in (p.opts[0], str(v))]
         elif value is not None:
             args += [p.opts[0], str(value)]
     return args
@@ -423,7 +358,7 @@ def plot(kind: str, run_args: tuple[Path, ...], run_dirs: tuple[Path, ...], spee
     roofline or modules."""
     from addressable.report.plot import plot_runs
 
-    path = plot_runs(kind, (*run_args, *run_dirs) or (Path("outputs"),), figure, speedups=speedups, x=x, n=top)
+    path = plot_runs(kind, (*run_args, *run_dirs), figure, speedups=speedups, x=x, n=top)
     click.echo(f"Wrote {path}")
 
 
@@ -464,12 +399,12 @@ def sweep(workload: str | None, batch: str | None, seq_len: str | None, workload
         click.echo(f"Wrote {plot_runs('sweep', done, plot_out)}")
 
 
-@main.group()
-def bench() -> None:
+@main.group("dlrm-bench")
+def dlrm_bench() -> None:
     """DLRM-Bench: recommender kernel problems in KernelBench format (addressable/dlrm_bench/problems)."""
 
 
-@bench.command("list")
+@dlrm_bench.command("list")
 @click.option("--small", is_flag=True, help="Show the reduced (SMALL) sizes used by CPU tests.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON records instead of a table.")
 @_user_errors
@@ -481,7 +416,7 @@ def bench_list(small: bool, as_json: bool) -> None:
     click.echo(_json(df.to_dict(orient="records")) if as_json else format_problem_table(df))
 
 
-@bench.command("shares")
+@dlrm_bench.command("shares")
 @click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON records instead of a table.")
 @click.option("--csv", "out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the table to this CSV file.")
@@ -502,7 +437,7 @@ def bench_shares(run_dir: Path, as_json: bool, out: Path | None) -> None:
         click.echo(format_table(df.drop(columns=["top_kernel"]), "{:.4f}"))
 
 
-@bench.command("time")
+@dlrm_bench.command("time")
 @click.argument("problems", nargs=-1)
 @click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True)
 @click.option("--small", is_flag=True, help="Use the reduced (SMALL) sizes.")
@@ -525,6 +460,18 @@ def bench_time(problems: tuple[str, ...], device: str, small: bool, warmup: int,
     if out:
         write_text(out, df.to_csv(index=False))
     click.echo(format_table(df, "{:.4f}"))
+
+
+def _renamed_group(group: click.Group, old: str) -> click.Group:
+    """Keep `old`, the previous name of `group`, for one release: the same subcommands, hidden, and using it warns."""
+
+    def warn() -> None:
+        click.echo(f"warning: '{old}' is deprecated and goes in the next release; use '{group.name}'", err=True)
+
+    return click.Group(old, commands=group.commands, callback=warn, hidden=True, help=f"Deprecated: use {group.name}.")
+
+
+main.add_command(_renamed_group(dlrm_bench, "bench"))
 
 
 def _verify_options(fn: Callable) -> Callable:
@@ -614,8 +561,8 @@ def verify_batch(pairs: Path, wins_out: Path, reviews_out: Path | None, json_dir
     """Verify every problem,candidate row of PAIRS (CSV); write the passes to wins.csv.
 
     Exit 0 when every pair passed, 1 when any failed, 3 when the rest passed but some need review."""
-    from addressable.core.atomic import write_text
-    from addressable.verification.runner import WINS_COLUMNS, batch_exit_code, check_outputs, format_batch_row
+    from addressable.projection.wins import write_wins
+    from addressable.verification.runner import batch_exit_code, check_outputs, format_batch_row
     from addressable.verification.runner import verify_batch as run_batch
 
     check_outputs([wins_out, reviews_out], [json_dir])  # before anything is verified
@@ -625,10 +572,10 @@ def verify_batch(pairs: Path, wins_out: Path, reviews_out: Path | None, json_dir
                        progress=show, **_verify_kwargs(kw))
     finally:
         close()
-    write_text(wins_out, df.loc[df["verdict"] == "pass", WINS_COLUMNS].to_csv(index=False))
+    write_wins(wins_out, df[df["verdict"] == "pass"])
     reviews = df[df["verdict"] == "review"]
     if reviews_out:
-        write_text(reviews_out, reviews[WINS_COLUMNS].to_csv(index=False))
+        write_wins(reviews_out, reviews)
     counts = df["verdict"].value_counts()
     click.echo(f"{counts.get('pass', 0)} passed, {counts.get('review', 0)} to review, {counts.get('fail', 0)} failed "
                f"of {len(df)}; wrote the passes to {wins_out}" + (f", the reviews to {reviews_out}" if reviews_out else ""))

@@ -1,11 +1,11 @@
-"""Capture real H200 traces for this session's issues, in one device call.
+"""Capture, in one device call, the H200 data that other checks read (see gpu/README.md):
 
-  peaks      copy bandwidth and dense matmul rates (issue 19's calibrated peaks)
-  workloads  Kineto traces of models the package does not ship (issue 12's classifier check)
+  peaks      copy bandwidth and dense matmul rates (the calibrated H200 entry of addressable/roofline/peaks.yaml)
+  workloads  Kineto traces of models the package does not ship (docs/classification.md's coverage table)
   pairs      A/B swap pairs (one module or kernel group replaced by a faster one): A and B profiled in
              alternating windows (A, B, A, B, A, B; every trace kept: NAME.A.json.gz is round 0,
              NAME.A.r1.json.gz round 1, ...), unprofiled step times of both measured interleaved step
-             by step in the same process (issue 14)
+             by step in the same process (docs/projection.md's replay check: gpu/replay_validation.py reads them)
 
 python3 gpu/capture_session.py OUT [--only peaks,workloads,pairs] [--profile-rounds 3] [--smoke]
   (--smoke: tiny sizes, runs on the CPU)

@@ -1,5 +1,7 @@
 """Module attribution on the GPU: gpt2 train, llama3-8b infer and resnet50 train, and the cost of module scopes.
 
+Reproduces the H200 table of docs/modules.md (results/h200/modules/).
+
 Usage (repo root, one H200, about 3 minutes): python3 gpu/modules_suite.py OUT_DIR
 (LLAMA_LAYERS=N sets llama3-8b's depth, default 16 of 32, to stay well inside 4 minutes.)
 

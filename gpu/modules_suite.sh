@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call (one H200, about 3 minutes): module attribution of gpt2 train, llama3-8b infer
+# Reproduces docs/modules.md's H200 table in one device call (one H200, about 3 minutes): module attribution of gpt2 train, llama3-8b infer
 # (LLAMA_LAYERS, default 16) and resnet50 train, and the step-time cost of module scopes.
 # Usage (repo root, with the wheels the GPU image lacks in .whl/): bash gpu/modules_suite.sh
 # Writes $OUT/modules_summary.{json,txt}, $OUT/modules_runs.tgz and $OUT/modules.log.

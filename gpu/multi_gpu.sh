@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Multi-GPU profiles on the 2-GPU H200 machine (issue 9 part 2): `addressable profile --nproc 2`
+# Reproduces docs/multi_gpu.md's `profile --nproc 2` table on a 2-GPU H200 machine: `addressable profile --nproc 2`
 # re-launches itself under torchrun (NCCL, one GPU per rank) and writes <run>/rank0/, <run>/rank1/
 # and rank 0's aggregate (per-rank communication exposed/overlapped, per-category share across
 # ranks on the summed and exposed bases, straggler signal) into <run>/breakdown.json.

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# A newcomer's first commands on one H200 (issue #16), from the repository root, in under 4 minutes:
+# Reproduces the README's time for its first command on one GPU (results/h200/newcomer/): a newcomer's
+# first commands on one H200, from the repository root, in under 4 minutes:
 #   1. the README's main command, timed: `addressable profile resnet50 --batch 64` (default --budget 60)
 #   2. llama3-8b inference with the default counts cut to a 30 s budget: the plan line shows the cut
 #   3. the same resnet50 configuration again: it goes to NAME-2 and says so

@@ -1,4 +1,6 @@
-"""A real GPU trace whose CUDA activity was not recorded (issue 12): CPU activity only, kernels launched.
+"""A real GPU trace whose CUDA activity was not recorded: CPU activity only, kernels launched.
+
+Checks what docs/classification.md says of such a trace.
 
     python gpu/no_cuda_activity.py $OUT        # ~20 s on one H200; writes $OUT/cpu_only_activity.json.gz
 

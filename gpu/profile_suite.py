@@ -1,5 +1,7 @@
 """Profile the study's seven workloads, the extrapolation check and the sweeps on one GPU.
 
+Reproduces docs/results.md (results/h200/: the run folders, suite.csv, extrapolation.csv).
+
 One process, so Python and CUDA start once. A failing configuration is recorded and the
 suite goes on. Usage (repo root): python3 gpu/profile_suite.py OUT_DIR [--quick]
 Writes OUT_DIR/<run>/ folders, OUT_DIR/suite.csv (one row per configuration) and

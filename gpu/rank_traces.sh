@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Rank traces of two 2-GPU jobs, classified as folders (issue 15): `addressable profile --nproc 2` keeps
+# Reproduces docs/multi_gpu.md's rank-traces table (results/h200/rank_traces/): rank traces of two
+# 2-GPU jobs, classified as one job. `addressable profile --nproc 2` keeps
 # each rank's Kineto trace in <run>/rank<k>/trace.json.gz (distributedInfo.rank set by torch.profiler);
 # `addressable classify <run>/rank*/trace.json.gz` then reports the per-rank table on the summed,
 # exposed and compute bases, communication exposed / hidden / waiting, and the straggler.

@@ -25,7 +25,7 @@ with the min and max of the speedups in *_min / *_max columns.
                              union of kernel intervals)
   replay_speedup_*         = addressable.projection.replay on A's graph with the two groups changed; the CPU
                              time of the graph is first scaled so its replayed step matches A's
-                             unprofiled step (replay.calibrate), and kernels that share the GPU
+                             unprofiled step (replay.fit_cpu_scale), and kernels that share the GPU
                              across streams are re-timed (replay's sharing model); each kept launch
                              keeps the trace's typical CPU time before a launch
                              (`replay_own_dispatch_speedup_wall`: its own, the low end of the bracket);
@@ -56,7 +56,7 @@ from addressable.projection.replay import (
     Change,
     Graph,
     build_graph,
-    calibrate,
+    fit_cpu_scale,
     original,
     replay,
     replayable,
@@ -199,7 +199,7 @@ def validate_round(path_a: Path, path_b: Path, step_a: float) -> dict:
     base = replay(ga)
     row["replay_residual"] = (base.span - oa.span) / oa.span
     row["replay_raw_speedup_wall"] = base.span / replay(ga, changes).span
-    scale = calibrate(ga, step_a * 1e3)
+    scale = fit_cpu_scale(ga, step_a * 1e3)
     row["cpu_scale"] = scale
     scaled = replay(ga, cpu_scale=scale)
     wall, kernel = replay(ga, changes, scale).speedup_over(scaled)

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The roofline's bytes check against Nsight Compute (issue #19's must-show): `addressable profile --ncu 20`
+# Reproduces docs/roofline.md's Nsight Compute check (results/h200/roofline/ncu/): the roofline's bytes
+# against Nsight Compute. `addressable profile --ncu 20`
 # on resnet50 train (b64), gpt2 train (b8 x 1024) and llama3-8b infer (b8 x 1024, 2 layers, 4 decode
 # tokens), on one GPU; at most 7 minutes on an H200 (caps 135 + 150 + 115 s), usually about 4.
 # Each profile runs 1 profiled step with shapes, then re-runs one step of the same workload under ncu
-# (addressable/capture/ncu.py: DRAM bytes read and written, L2 bytes written by the kernels' stores, time; FLOPs for
+# (addressable/capture/ncu.py runs it, addressable/roofline/ncu_check.py checks it: DRAM bytes read and written,
+# L2 bytes written by the kernels' stores, time; FLOPs for
 # llama3-8b only, as SASS instrumentation costs replay time), restricted to the top 20 replaceable kernels'
 # function names and to the first K launches of each launch configuration (function base name, grid, block),
 # K the smallest that reaches every top-20 kernel within the launch budget (450 launches, 150 with FLOPs;
@@ -32,7 +34,7 @@ RUN="--warmup 3 --steps 3 --profile-steps 1 --repeats 1 --budget inf --force --o
   python3 - "$W" "$OUT/summary.txt" <<'PY'
 import sys
 from pathlib import Path
-from addressable.capture.ncu import STATUS_LEGEND, TOLERANCE, check_of_run, format_check
+from addressable.roofline.ncu_check import STATUS_LEGEND, TOLERANCE, check_of_run, format_check
 w, text = Path(sys.argv[1]), []
 text.append(f"Estimated bytes (addressable/roofline/op_models.py) against Nsight Compute's DRAM reads + bytes written, per "
             f"top-20 replaceable kernel, summed over its measured launches; tolerance ±{TOLERANCE:.0%}.\n"

@@ -1,10 +1,10 @@
-"""The README's roofline table: the seven workloads profiled with shapes on one GPU, then, per run, the
+"""docs/roofline.md's table of the seven workloads: the seven workloads profiled with shapes on one GPU, then, per run, the
 addressable fraction, the Amdahl ceiling, the roofline ceiling (breakdown.json's roofline key) and the
 fusion headroom of the top 3 fusion candidates (module classes; their external bytes from the run's
 module_io.json, recorded in one extra step after warm-up).
 
 Usage (repo root, on the device): python3 gpu/roofline_suite.py OUT_DIR   (about 5 minutes on an H200)
-Writes into OUT_DIR three files: roofline_table.md (the README table), fusion.csv (every fusion
+Writes into OUT_DIR three files: roofline_table.md (the table of docs/roofline.md), fusion.csv (every fusion
 candidate of every workload: time, kernel bytes, fused bytes, time at the roof, fusion headroom) and
 runs.tar.gz (the run folders without their traces). Short measurements (1 repeat, 1 profiled step): the
 ceilings are ratios of kernel times, which vary little between steps. llama3-70b is profiled at 4 of

@@ -1,4 +1,6 @@
-"""Check the Amdahl projection against reality with real kernel swaps (issue 4), on a GPU.
+"""Check the Amdahl projection against reality with real kernel swaps, on a GPU.
+
+Reproduces docs/projection.md's "Checked against reality" table (results/h200/validation/validation.json).
 
 Two experiments, each run eager and with a group of replaceable kernels swapped for fused ones:
 
@@ -30,6 +32,7 @@ from torch import nn
 
 from addressable.classify.breakdown import classify_events
 from addressable.classify.taxonomy import load_taxonomy
+from addressable.core.amdahl import amdahl
 from addressable.trace.reader import load_trace
 
 torch._dynamo.config.cache_size_limit = 128
@@ -91,11 +94,10 @@ def compare(name: str, eager: dict, fused: dict) -> dict:
     k = eager["group_us"] / fused["group_us"]
     s_kernel = eager["group_us"] / eager["kernel_us"]
     s_wall = eager["group_us"] / 1e3 / eager["step_ms"]
-    proj = lambda s: 1.0 / ((1 - s) + s / k)  # noqa: E731
     out = {
         "experiment": name, "group_speedup_k": k, "share_kernel": s_kernel, "share_wall": s_wall,
-        "projected_kernel": proj(s_kernel), "measured_kernel": eager["kernel_us"] / fused["kernel_us"],
-        "projected_wall": proj(s_wall), "measured_wall": eager["step_ms"] / fused["step_ms"],
+        "projected_kernel": amdahl([s_kernel], [k], 1.0), "measured_kernel": eager["kernel_us"] / fused["kernel_us"],
+        "projected_wall": amdahl([s_wall], [k], 1.0), "measured_wall": eager["step_ms"] / fused["step_ms"],
         "eager": eager, "fused": fused,
     }
     out["error_kernel"] = out["projected_kernel"] / out["measured_kernel"] - 1

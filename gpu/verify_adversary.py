@@ -2,9 +2,9 @@
 
 The list comes from --list-root (this checkout): tests/verification/zoo/pairs_zoo.csv (each zoo candidate,
 its problem and the verdict it must get), examples/candidates/pairs.csv and the DLRM-Bench pairs of
-gpu/bench_candidates.sh. The code that verifies comes from --root, which may be an old checkout: its
+gpu/dlrm_bench_candidates.sh. The code that verifies comes from --root, which may be an old checkout: its
 `verify` is called with the arguments every version has, and a pair whose files it lacks is listed as
-missing. The old H200 speedups (results/h200/verify/wins.csv, results/h200/bench/verify/*.json) are shown
+missing. The old H200 speedups (results/h200/verify/wins.csv, results/h200/dlrm_bench/verify/*.json) are shown
 beside the new ones, with whether the new speedup lies within the old IQR.
 Writes WORK/results.json (every result) and WORK/table.md; exit 1 when a pair did not get its expected verdict.
 """
@@ -89,7 +89,7 @@ def old_speedups(list_root: Path) -> dict[str, tuple[float, float, float]]:
     """Problem stem -> (speedup, lo, hi) of the committed H200 runs of the previous harness."""
     out = {}
     wins = list_root / "results/h200/verify"
-    for j in sorted(wins.glob("verify_*.json")) + sorted((list_root / "results/h200/bench/verify").glob("*.json")):
+    for j in sorted(wins.glob("verify_*.json")) + sorted(_first(list_root, "results/h200/dlrm_bench/verify", "results/h200/bench/verify").glob("*.json")):
         d = json.loads(j.read_text())
         if d.get("speedup"):
             out[Path(d["problem"]).stem] = (d["speedup"], d.get("speedup_lo") or 0.0, d.get("speedup_hi") or 0.0)

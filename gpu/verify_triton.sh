@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Verify the example Triton candidates against their problems at realistic sizes on one GPU (issue 6).
+# Reproduces docs/verification.md's Triton-candidates table (results/h200/verify/): verify the example
+# Triton candidates against their problems at realistic sizes on one GPU.
 #
 # Run from the repository root (no `pip install -e .` needed):
 #     OUT=/some/folder bash gpu/verify_triton.sh

@@ -24,8 +24,11 @@ T=tests/data
 W=$out/written
 mkdir -p "$W"
 
+# DLRM-Bench's command was `bench` before it was `dlrm-bench`: use whichever this commit has, so two commits compare
+b=dlrm-bench
+$cmd dlrm-bench --help >/dev/null 2>&1 || b=bench
 run help --help
-for c in audit bench calibrate classify modules plot profile project roofline sweep taxonomy verify verify-batch workloads; do
+for c in audit $b calibrate classify modules plot profile project roofline sweep taxonomy verify verify-batch workloads; do
     run "help_$c" "$c" --help
 done
 run workloads workloads
@@ -71,7 +74,7 @@ done
 run plot_top plot top-kernels --runs tests/fixtures/plot_runs/resnet50-train-b64 --figure "$W/plot_top.svg"
 run plot_modules plot modules --runs tests/fixtures/module_runs/gpt2-tiny-train-cpu --figure "$W/plot_modules.svg"
 run plot_roofline plot roofline --runs "$H/roofline/resnet50-train-b64-bf16-cuda" --figure "$W/plot_roofline.svg"
-run bench_list bench list
-run bench_shares bench shares "$H/dlrm-train-b8192-fp32-cuda"
+run bench_list $b list
+run bench_shares $b shares "$H/dlrm-train-b8192-fp32-cuda"
 find "$W" -type f \( -name '*.json' -o -name '*.csv' \) -exec sed -i "s#$out#OUT#g" {} +
 echo "$n commands; outputs in $out" >&2

@@ -118,6 +118,8 @@ def _copy(tmp_path: Path) -> Path:
     ("addressable/dlrm_bench/problems/06_dot_interaction.py", "from addressable.report import plot",
      "stages are layers"),
     ("addressable/capture/workload.py", "import workloads.resnet", "reaches an adapter"),
+    ("addressable/roofline/ncu_check.py", "def f():\n    import torch", "never import torch"),
+    ("addressable/classify/timeline.py", "from addressable.core.device import resolve_device", "never import torch"),
 ])
 def test_the_contracts_catch_a_violation(tmp_path: Path, file: str, line: str, broken: str) -> None:
     root = _copy(tmp_path)
@@ -126,6 +128,18 @@ def test_the_contracts_catch_a_violation(tmp_path: Path, file: str, line: str, b
     r = lint(root)
     assert r.returncode == 1, r.stdout
     assert next(ln for ln in r.stdout.splitlines() if broken in ln).endswith("BROKEN"), r.stdout
+
+
+def test_the_analysis_commands_load_without_torch() -> None:
+    """classify, modules, roofline, project and plot import no torch: the contract above keeps the lower stages
+    free of it even inside functions; projection and report reach it only inside functions (DLRM-Bench's
+    timing, the verification runner), never when imported."""
+    code = ("import sys\nimport addressable.cli, addressable.projection.project, addressable.projection.wins, "
+            "addressable.report.plot, addressable.roofline.ncu_check\nraise SystemExit(sorted({'torch', 'triton'} & "
+            "set(sys.modules)) or 0)")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                       env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+    assert r.returncode == 0, r.stdout + r.stderr
 
 
 def module_graph() -> tuple[dict[str, Path], list[Import]]:

@@ -1,5 +1,5 @@
 """A newcomer's session from the root of a fresh checkout, on the CPU with tiny settings: profile, classify, project,
-plot, audit and bench run,
+plot, audit and dlrm-bench run,
 no committed file changes (`git status` stays clean: user results go to the ignored outputs/), every file
 written is 0644 and every folder 0755 under umask 022, and none of the profiler's expected noise is printed."""
 
@@ -86,8 +86,8 @@ def test_a_session_from_the_repository_root_leaves_git_status_clean(tmp_path: Pa
         ["project", "--speedups", "examples/wins.csv"],
         ["plot", "breakdown"],
         ["audit", str(problems), "--set", "dim=1024"],
-        ["bench", "list"],
-        ["bench", "time", "10", "--small", "--device", "cpu", "--calls", "2", "--warmup", "0"],
+        ["dlrm-bench", "list"],
+        ["dlrm-bench", "time", "10", "--small", "--device", "cpu", "--calls", "2", "--warmup", "0"],
     ]
     env = {**os.environ, "PYTHONPATH": str(repo)}
     env.pop("KINETO_LOG_LEVEL", None)

@@ -74,6 +74,8 @@ class LowRankCross(nn.Module):
 class DotInteraction(nn.Module):
     """Original DLRM interaction: the dense vector and all pairwise dot products of the F+1 vectors."""
 
+    pairs: torch.Tensor  # a buffer, registered in __init__
+
     def __init__(self, vectors: int) -> None:
         super().__init__()
         self.register_buffer("pairs", torch.triu_indices(vectors, vectors, offset=1), persistent=False)
@@ -196,11 +198,11 @@ def build(config: WorkloadConfig) -> Step:
             model = PlainDLRM(rows, dim, dcn)
     batches = [make_batch(config.batch, rows, float(opts.get("skew", 0)), config.device)
                for _ in range(int(opts.get("batches", 4)))]
-    tables = list(model.sparse_arch.parameters())
+    tables = list(model.get_submodule("sparse_arch").parameters())  # either model's (torchrec's layout)
     dense = [p for n, p in model.named_parameters() if not n.startswith("sparse_arch.")]
     if config.compile:
-        for arch in (model.dense_arch, model.inter_arch, model.over_arch):
-            arch.compile()
+        for arch in ("dense_arch", "inter_arch", "over_arch"):
+            model.get_submodule(arch).compile()
     amp = torch.autocast(config.device, AMP[config.dtype]) if config.dtype in AMP else nullcontext()
     feed = itertools.cycle(batches)
 
@@ -212,7 +214,8 @@ def build(config: WorkloadConfig) -> Step:
         model.train()
         dense_opt = torch.optim.Adagrad(dense, lr=LR)
         if backend == "torchrec":  # apply each table's sparse gradient as soon as it is accumulated
-            sparse_opts = {p: torch.optim.Adagrad([p], lr=LR) for p in tables}
+            sparse_opts: dict[torch.Tensor, torch.optim.Optimizer] = {
+                p: torch.optim.Adagrad([p], lr=LR) for p in tables}
 
             def update(p: torch.Tensor) -> None:
                 sparse_opts[p].step()
@@ -235,7 +238,7 @@ def build(config: WorkloadConfig) -> Step:
                 if backend == "plain":
                     sparse_opt.step()
                     sparse_opt.zero_grad(set_to_none=True)
-            step.loss = loss.detach()
+            vars(step)["loss"] = loss.detach()  # a step's attributes (vars: mypy types none on a function)
     else:
         model.eval()
 
@@ -245,8 +248,8 @@ def build(config: WorkloadConfig) -> Step:
             with phase("forward"):
                 torch.sigmoid(forward(b))
 
-    step.model, step.batches = model, batches
-    step.info = {"backend": backend, "rows": cap, "embedding_rows": sum(rows)}
+    vars(step).update(model=model, batches=batches,
+                      info={"backend": backend, "rows": cap, "embedding_rows": sum(rows)})
     return step
 
 

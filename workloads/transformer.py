@@ -22,7 +22,7 @@ tokens: the prefill's, then one per decode step).
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from transformers import AutoModelForCausalLM, GPT2Config, LlamaConfig
@@ -31,6 +31,9 @@ from addressable.capture import distributed
 from addressable.capture.phases import phase
 from addressable.capture.workload import Step, WorkloadConfig, WorkloadSpec, check_options
 from addressable.core.errors import AddressableError
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 ATTN = ("sdpa", "eager", "flash_attention_2", "flex_attention")
@@ -61,7 +64,7 @@ def _hf_config(name: str, s: dict[str, Any], max_len: int) -> GPT2Config | Llama
     )
 
 
-def build_model(config: WorkloadConfig) -> torch.nn.Module:
+def build_model(config: WorkloadConfig) -> PreTrainedModel:
     """The named model with random weights, on config.device in config.dtype."""
     opts = config.options
     check_options(config.name, opts, OPTIONS)
@@ -95,7 +98,7 @@ def _train_step(model: torch.nn.Module, ids: torch.Tensor, device: str, fused: b
         with phase("optimizer"):
             opt.step()
             opt.zero_grad(set_to_none=True)
-        step.loss = loss.detach()
+        vars(step)["loss"] = loss.detach()  # a step's attributes (vars: mypy types none on a function)
 
     return step
 
@@ -117,7 +120,7 @@ def _infer_step(model: torch.nn.Module, ids: torch.Tensor, decode_tokens: int) -
                     out = model(input_ids=token, use_cache=True, logits_to_keep=1, **{cache_key: out[cache_key]})
                     token = out.logits[:, -1].argmax(-1, keepdim=True)
                     tokens.append(token)
-        step.generated = torch.cat(tokens, dim=1)
+        vars(step)["generated"] = torch.cat(tokens, dim=1)
 
     return step
 
@@ -141,9 +144,9 @@ def build(config: WorkloadConfig) -> Step:
         step = _infer_step(model, ids, int(config.options.get("decode_tokens", 16)))
     if config.compile:
         model.compile()
-    step.model = model
-    step.info = {"attn": model.config._attn_implementation, "layers": model.config.num_hidden_layers,
-                 "params": sum(p.numel() for p in model.parameters())}
+    vars(step).update(model=model, info={"attn": model.config._attn_implementation,
+                                         "layers": model.config.num_hidden_layers,
+                                         "params": sum(p.numel() for p in model.parameters())})
     return step
 
 

@@ -108,6 +108,15 @@ def check_nproc(spec: WorkloadSpec, nproc: int, layers_subset: tuple[int, int] |
     return world == 1 and nproc > 1
 
 
+def end_child() -> None:
+    """In a torchrun child (WORLD_SIZE > 1) whose run is written: flush and end the process now (exit 0),
+    skipping the C++ teardown, where gloo's threads can abort the process after the fact. A no-op otherwise."""
+    if world_size() > 1:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+
 def _sharded_torchrec_missing() -> str | None:
     """Why TorchRec's sharded (fbgemm_gpu CUDA) kernels are unavailable; None when they are there."""
     if not torch.cuda.is_available():
@@ -204,6 +213,3 @@ def fsdp2(model: torch.nn.Module, blocks: list[torch.nn.Module]) -> torch.nn.Mod
 def strategy() -> str:
     """How this process's workload spread its model: ddp, fsdp2, or replicated (one copy per rank)."""
     return _strategy or "replicated"
-
-
-# --------------------------------------------------------------------------- aggregating the ranks

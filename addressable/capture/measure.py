@@ -27,16 +27,25 @@ import pandas as pd
 import torch
 
 from addressable.capture import distributed
+from addressable.capture.oom import out_of_memory
 from addressable.capture.quiet import quiet_profiler
 from addressable.capture.scopes import module_io, module_scopes
 from addressable.capture.workload import Step, WorkloadConfig, WorkloadSpec
-from addressable.classify.breakdown import BASIS_GPU, Breakdown, breakdown_from_tables, breakdown_of_trace
+from addressable.classify.breakdown import (
+    BASIS_GPU,
+    Breakdown,
+    breakdown_from_tables,
+    breakdown_of_trace,
+    summed_kernels,
+    wall_fraction,
+)
 from addressable.classify.modules import combine_modules
 from addressable.classify.taxonomy import Taxonomy
 from addressable.classify.timeline import TimelineResult
 from addressable.core.errors import AddressableError
 from addressable.core.progress import Progress, duration
 from addressable.core.schema import KEY, VERSIONS
+from addressable.runs.folder import TRACE_FILE
 from addressable.trace.reader import load_trace
 
 
@@ -117,6 +126,22 @@ def fit_budget(m: Measurement, step_s: float, cuda: bool) -> Measurement:
 
 
 
+def over_budget(m: Measurement) -> bool:
+    """Whether m's plan (after fit_budget) is expected to take longer than its budget: its counts are then the
+    least they can be (those not fixed at their floors), and still do not fit."""
+    return m.budget_s is not None and m.estimate_s is not None and m.estimate_s > m.budget_s
+
+
+def budget_words(m: Measurement, cut: bool) -> str:
+    """What fit_budget did, for the plan's line: cut to fit, or could not fit (and the least it takes)."""
+    if over_budget(m):
+        assert m.estimate_s is not None  # over_budget needs an estimate
+        given = [f"--{k.replace('_', '-')} {getattr(m, k)}" for k in COUNTS if k in m.fixed]
+        return (f"; this cannot fit --budget {m.budget_s:g} s: about {duration(m.estimate_s)} is the least"
+                + (f" with {', '.join(given)} as given" if given else "") + " (raise --budget, or accept it)")
+    return f", cut to fit --budget {m.budget_s:g} s" if cut else ""
+
+
 # --------------------------------------------------------------------------- measuring
 
 
@@ -194,8 +219,11 @@ def profiled(step: Step, n: int, cuda: bool, path: Path) -> list[float]:
 
 
 def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Path, tax: Taxonomy,
-            progress: Callable[[str], None], record_io: bool = False) -> Measured:
+            progress: Callable[[str], None], record_io: bool = False, kept_in: Path | None = None) -> Measured:
     """Build the workload, warm it up, then per repeat: timed steps, profiled steps, a breakdown.
+
+    The last repeat's trace is kept as workdir/trace.json.gz; its breakdown's source names it where it
+    will be once the run folder is in place, `kept_in` (default: workdir, e.g. a temporary folder).
 
     With `record_io` (and an eager nn.Module model), one more step after warm-up runs under
     scopes.module_io: each module's external bytes, for the roofline's fusion headroom.
@@ -212,23 +240,23 @@ def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Pa
     if warm:
         counts = [getattr(m, k) for k in COUNTS]
         m = fit_budget(m, warm[-1] / 1e3, cuda)  # the last warm-up step: compiled, autotuned
-        cut = f", cut to fit --budget {m.budget_s:g} s" if counts != [getattr(m, k) for k in COUNTS] else ""
-        progress(f"{label}: warm-up step {warm[-1] / 1e3:,.2f} s; plan: {m.plan()}{cut}")
+        progress(f"{label}: warm-up step {warm[-1] / 1e3:,.2f} s; plan: {m.plan()}"
+                 + budget_words(m, counts != [getattr(m, k) for k in COUNTS]))
     else:
         progress(f"{label}: plan: {m.plan()} (no warm-up step to time, so no --budget)")
     io = None
     if record_io and not cfg.compile and isinstance(model, torch.nn.Module):
         progress(f"{label}: one step recording each module's inputs and outputs (fusion headroom)")
-        with module_io(model) as rec:
+        with module_io(model) as recorder:
             step()
         if cuda:
             torch.cuda.synchronize()
-        io = rec.table()
+        io = recorder.table()
     per_repeat = m.steps + m.profile_steps + (1 if cuda else 0)
     meter = Progress(m.repeats * per_repeat, label)
     say = meter.log(progress)
     step = meter.counting(step)
-    repeats, medians, rows, trace = [], [], [], workdir / "trace.json.gz"
+    repeats, medians, rows, trace = [], [], [], workdir / TRACE_FILE
     for r in range(m.repeats):
         started = time.perf_counter()
         times = timed(step, m.steps, cuda)
@@ -243,6 +271,7 @@ def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Pa
                 b.modules.note = COMPILE_NOTE
         if r == m.repeats - 1:
             os.replace(path, trace)
+            b.source = str((kept_in or workdir) / trace.name)
         else:
             path.unlink()
         repeats.append(b)
@@ -283,17 +312,18 @@ def basis_words(basis: str) -> str:
 
 def combine(repeats: list[Breakdown]) -> Breakdown:
     """One Breakdown over the profiled steps of all repeats."""
-    kernels = (pd.concat([b.kernels for b in repeats], ignore_index=True)
-               .groupby(["name", "category", "class"], sort=False)[["time_us", "count"]].sum().reset_index())
+    kernels = summed_kernels(repeats)
     phases = [b.phases for b in repeats if b.phases is not None and not b.phases.empty]
     ph = (pd.concat(phases, ignore_index=True).astype({"phase": str, "category": str, "class": str})
           .groupby(["phase", "category", "class"], sort=False)["time_us"].sum().reset_index()) if phases else None
     b = breakdown_from_tables(kernels[kernels["time_us"] > 0], repeats[0].basis, sum(b.n_steps or 0 for b in repeats),
                               repeats[-1].source, phases=ph)
-    if all(r.timeline is not None for r in repeats):
-        b.timeline = combine_timelines([r.timeline for r in repeats])
-    if all(r.modules is not None for r in repeats):
-        b.modules = combine_modules([r.modules for r in repeats], b.n_steps or 1)
+    timelines = [r.timeline for r in repeats if r.timeline is not None]
+    if len(timelines) == len(repeats):
+        b.timeline = combine_timelines(timelines)
+    modules = [r.modules for r in repeats if r.modules is not None]
+    if len(modules) == len(repeats):
+        b.modules = combine_modules(modules, b.n_steps or 1)
     return b
 
 
@@ -330,27 +360,25 @@ def _per_step(b: Breakdown) -> dict[str, float]:
     return {str(c): float(t) / n for c, t in zip(b.categories["category"], b.categories["time_us"], strict=True)}
 
 
-def wall_fraction(replaceable_us: float, work_us: float, step_time_ms: float) -> tuple[float, str]:
-    """Replaceable time per step as a fraction of the wall clock, and the basis used.
-
-    The basis is the step's wall time ("step"), unless the work per step exceeds it ("work"): CPU
-    ops on several threads, or kernels on several streams, overlap in time and their summed time
-    can be longer than the step; the fraction is then over the summed work, so it never exceeds 1.
-    """
-    wall_us = step_time_ms * 1e3
-    if work_us > wall_us:
-        return (replaceable_us / work_us if work_us > 0 else 0.0), "work"
-    return (replaceable_us / wall_us if wall_us > 0 else 0.0), "step"
+def _wall(b: Breakdown, step_time_ms: float) -> tuple[float, str]:
+    """b's addressable fraction of wall time for a step of step_time_ms (classify.breakdown.wall_fraction)."""
+    n = b.n_steps or 1
+    repl_us, work_us = b.wall_times()
+    return wall_fraction(repl_us / n, work_us / n, step_time_ms * 1e3)
 
 
 def _repeat_record(b: Breakdown, step_time_ms: float) -> dict[str, Any]:
-    per_step_us = b.total_time_us / (b.n_steps or 1)
-    repl_us = b.time_of("replaceable") / (b.n_steps or 1)
-    wall, basis = wall_fraction(repl_us, per_step_us, step_time_ms)
-    return {"step_time_ms": step_time_ms, "kernel_time_per_step_us": per_step_us,
-            "addressable_fraction": b.addressable_fraction,
-            "addressable_fraction_wall": wall, "wall_basis": basis,
-            "category_time_per_step_us": _per_step(b)}
+    wall, basis = _wall(b, step_time_ms)
+    rec = {"step_time_ms": step_time_ms, "kernel_time_per_step_us": b.total_time_us / (b.n_steps or 1),
+           "addressable_fraction": b.addressable_fraction,
+           "addressable_fraction_wall": wall, "wall_basis": basis,
+           "category_time_per_step_us": _per_step(b)}
+    t = b.timeline
+    if t is not None and t.streams_overlap:  # the times the wall fraction is over (project reads them)
+        rec["exposed_category_time_per_step_us"] = {
+            str(c): float(x) / (b.n_steps or 1) for c, x in zip(t.categories["category"], t.categories["exposed_us"],
+                                                               strict=True)}
+    return rec
 
 
 def run_keys(spec: WorkloadSpec, cfg: WorkloadConfig, b: Breakdown, repeats: list[Breakdown],
@@ -360,7 +388,7 @@ def run_keys(spec: WorkloadSpec, cfg: WorkloadConfig, b: Breakdown, repeats: lis
     frac = [r["addressable_fraction"] for r in recs]
     wall = [r["addressable_fraction_wall"] for r in recs]
     n = b.n_steps or 1
-    wall_now, wall_basis = wall_fraction(b.time_of("replaceable") / n, b.total_time_us / n, step_time_ms)
+    wall_now, wall_basis = _wall(b, step_time_ms)
     keys: dict[str, Any] = {
         "workload": cfg.name, "family": spec.family, "mode": cfg.mode, "device": cfg.device,
         "batch": cfg.batch, "seq_len": cfg.seq_len, "dtype": cfg.dtype, "compile": cfg.compile,
@@ -435,23 +463,20 @@ def manifest(cfg: WorkloadConfig, m: Measurement, argv: list[str] | None = None)
 
 
 @contextmanager
-def memory_errors(cfg: WorkloadConfig) -> Iterator[None]:
-    """Out of memory -> one line naming the batch size that failed; a model that rejects the
-    configuration (a ValueError, e.g. BatchNorm training on one value per channel) -> its first line."""
-    hint = f"out of memory running {cfg.name} {cfg.mode} at batch {cfg.batch} on {cfg.device}; " \
-           f"try --batch {max(1, cfg.batch // 2)}"
+def memory_errors(cfg: WorkloadConfig, layers_subset: tuple[int, int] | None = None) -> Iterator[None]:
+    """Out of memory -> one line: what ran, the memory asked for and there, what would fit (oom.out_of_memory);
+    a model that rejects the configuration (a ValueError, e.g. BatchNorm training on one value per
+    channel) -> its first line."""
     try:
         yield
-    except torch.cuda.OutOfMemoryError:
-        raise AddressableError(hint) from None
-    except MemoryError:
-        raise AddressableError(hint) from None
+    except (torch.cuda.OutOfMemoryError, MemoryError) as e:
+        raise AddressableError(out_of_memory(cfg, e, layers_subset)) from None
     except ValueError as e:
         reason = (str(e).strip().splitlines() or [type(e).__name__])[0]
         raise AddressableError(f"{cfg.name} {cfg.mode} at batch {cfg.batch} on {cfg.device} failed: {reason}") from None
     except RuntimeError as e:
         if "can't allocate memory" in str(e) or "out of memory" in str(e).lower():
-            raise AddressableError(hint) from None
+            raise AddressableError(out_of_memory(cfg, e, layers_subset)) from None
         raise
 
 

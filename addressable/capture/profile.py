@@ -26,6 +26,7 @@ import yaml
 
 from addressable.capture import distributed
 from addressable.capture.measure import (
+    Measured,
     Measurement,
     basis_words,
     combine,
@@ -33,7 +34,9 @@ from addressable.capture.measure import (
     default_measurement,
     manifest,
     measure,
+    measurement,
     memory_errors,
+    over_budget,
     run_keys,
 )
 from addressable.capture.workload import WorkloadConfig, WorkloadSpec, get_workload
@@ -46,7 +49,7 @@ from addressable.core.device import resolve_device
 from addressable.core.errors import AddressableError
 from addressable.roofline.calibrate import session_peaks
 from addressable.roofline.model import format_fusion, roofline_of_trace, stored_fusion
-from addressable.runs.folder import load_run, write_ranks_table, write_run
+from addressable.runs.folder import TRACE_FILE, load_run, write_ranks_table, write_run
 
 
 @dataclass
@@ -171,6 +174,72 @@ def extrapolate_breakdown(b1: Breakdown, b2: Breakdown, l1: int, l2: int, n: int
                                  categories=cats[cats["time_us"] > 0])
 
 
+def check_depth_fit(l1: int, l2: int, n: int, step1: list[float], step2: list[float], work1: list[float],
+                    work2: list[float], medians: tuple[float, float] | None = None) -> dict[str, Any]:
+    """Check two measured depths before their line is extrapolated to n layers (docs/extrapolation.md).
+
+    step1, step2: each repeat's median unprofiled step time (ms) at l1 and l2 layers; work1, work2: each
+    repeat's work per profiled step (µs); `medians`: the step times the run's line goes through (default: the
+    medians of step1 and step2). A deeper model is not faster, so a step time that does not grow
+    with depth (the medians, or any one repeat's pair) is refused: its line extrapolates to a step
+    at or below the shallow model's, down to 0. Returns {"step_time_ms_range": [lo, hi], "warnings": [...]}:
+    the extrapolated step time at the two extreme slopes the repeats allow, and what makes a fit shaky
+    (depths whose repeats overlap, work that does not grow, time per layer that grows with depth).
+    """
+    s1, s2 = np.asarray(step1, float), np.asarray(step2, float)
+    advice = ("the extra layers' time is below the timing noise: raise --steps or --repeats, choose depths "
+              "further apart, or profile on a quieter machine")
+    med1, med2 = medians or (float(np.median(s1)), float(np.median(s2)))
+    falls = [(f"repeat {i + 1}'s step", a, b) for i, (a, b) in enumerate(zip(s1, s2, strict=True)) if b <= a]
+    if med2 <= med1 or falls:
+        which, a, b = ("the median step", med1, med2) if med2 <= med1 else falls[0]
+        raise AddressableError(f"--layers-subset {l1},{l2}: {which} at {l2} layers ({b:,.1f} ms) is not slower "
+                               f"than at {l1} ({a:,.1f} ms), so no line through them extrapolates to {n} layers; "
+                               + advice)
+    warnings = []
+    if s1.max() >= s2.min():
+        warnings.append(f"the step times at {l1} layers ({_ms_span(s1)}) and at {l2} ({_ms_span(s2)}) overlap across "
+                        f"repeats: {advice}")
+    if np.median(work2) <= np.median(work1):
+        warnings.append(f"the work per step does not grow from {l1} to {l2} layers ({np.median(work1) / 1e3:,.1f} "
+                        f"-> {np.median(work2) / 1e3:,.1f} ms): the extrapolated breakdown is noise; {advice}")
+    if s1.max() / l1 < s2.min() / l2:
+        warnings.append(f"the time per layer grows with depth ({s1.max() / l1:,.1f} ms/layer at {l1} layers, "
+                        f"{s2.min() / l2:,.1f} at {l2}, at the least favourable repeats): no line with a "
+                        "non-negative fixed cost fits, so the extrapolation is unreliable")
+    lo, hi = extrapolate(s1.max(), s2.min(), l1, l2, n), extrapolate(s1.min(), s2.max(), l1, l2, n)
+    return {"step_time_ms_range": [lo, hi], "warnings": warnings}
+
+
+def _median_step(m: Measured) -> float:
+    """The median unprofiled step time (ms) over all of m's repeats."""
+    return float(m.steps.loc[~m.steps["profiled"], "time_ms"].median())
+
+
+def _extrapolated(measured: list[Measured], layers_subset: tuple[int, int], n: int, progress: Callable[[str], None]
+                  ) -> tuple[Breakdown, list[Breakdown], list[float], float, pd.DataFrame, dict[str, Any]]:
+    """The two depths' runs, checked (check_depth_fit) and extrapolated to n layers: the breakdown, each repeat's,
+    each repeat's step time, the step time, the steps table of both depths, and the fit's range and warnings."""
+    (l1, l2), (a, c) = layers_subset, measured
+    fit = check_depth_fit(l1, l2, n, a.step_time_ms, c.step_time_ms, _work_per_step(a), _work_per_step(c),
+                          medians=(_median_step(a), _median_step(c)))
+    for w in fit["warnings"]:
+        progress(f"warning: {w}")
+    b = extrapolate_breakdown(combine(a.repeats), combine(c.repeats), l1, l2, n)
+    reps = [extrapolate_breakdown(x, y, l1, l2, n) for x, y in zip(a.repeats, c.repeats, strict=True)]
+    rep_ms = [extrapolate(x, y, l1, l2, n) for x, y in zip(a.step_time_ms, c.step_time_ms, strict=True)]
+    steps = pd.concat([a.steps.assign(layers=l1), c.steps.assign(layers=l2)], ignore_index=True)
+    return b, reps, rep_ms, extrapolate(_median_step(a), _median_step(c), l1, l2, n), steps, fit
+
+
+def _work_per_step(m: Measured) -> list[float]:
+    return [b.total_time_us / (b.n_steps or 1) for b in m.repeats]
+
+
+def _ms_span(x: np.ndarray) -> str:
+    return f"{x.min():,.1f}–{x.max():,.1f} ms" if len(x) > 1 else f"{x[0]:,.1f} ms"
+
+
 def profile_workload(config: WorkloadConfig, measurement: Measurement, out: str | Path = "outputs", *,
                      name: str | None = None, layers_subset: tuple[int, int] | None = None,
                      adapters: tuple[str, ...] = (), taxonomy: Taxonomy | str | Path | None = None,
@@ -210,41 +279,36 @@ def profile_workload(config: WorkloadConfig, measurement: Measurement, out: str 
     if config.device == "cuda":  # the roofline's peaks (addressable.roofline.calibrate), measured once per process
         man["peaks"] = session_peaks().to_dict()
 
-    with atomic_dir(folder) as tmp, memory_errors(config), cudnn_benchmark(config.device == "cuda"):
+    with atomic_dir(folder) as tmp, memory_errors(config, layers_subset), cudnn_benchmark(config.device == "cuda"):
         measured = []
         for layers in depths:
             cfg = config if layers is None else replace(config, options={**config.options, "layers": layers})
             sub = tmp if layers is None else tmp / f"layers{layers}"
             sub.mkdir(exist_ok=True)
             res = measure(spec, cfg, measurement, sub, tax, progress,
-                          record_io=layers_subset is None and config.device == "cuda")
+                          record_io=layers_subset is None and config.device == "cuda",
+                          kept_in=folder / sub.relative_to(tmp))
             measured.append(res)
             if layers is not None:
                 b = combine(res.repeats)
-                write_run(sub, b, run_keys(spec, cfg, b, res.repeats, res.step_time_ms,
-                                            float(res.steps.loc[~res.steps["profiled"], "time_ms"].median())),
-                           res.steps, {**man, "config": asdict(cfg), "measurement": asdict(res.measurement)})
+                write_run(sub, b, run_keys(spec, cfg, b, res.repeats, res.step_time_ms, _median_step(res)),
+                          res.steps, {**man, "config": asdict(cfg), "measurement": asdict(res.measurement)})
         if layers_subset is None:
             res = measured[0]
-            b, reps, rep_ms = combine(res.repeats), res.repeats, res.step_time_ms
-            step_ms = float(res.steps.loc[~res.steps["profiled"], "time_ms"].median())
+            b, reps, rep_ms, step_ms = combine(res.repeats), res.repeats, res.step_time_ms, _median_step(res)
             steps_table = res.steps
+            fit: dict[str, Any] = {}  # no extrapolation
         else:
-            (l1, l2), n, (a, c) = layers_subset, spec.full_layers, measured
-            b = extrapolate_breakdown(combine(a.repeats), combine(c.repeats), l1, l2, n)
-            reps = [extrapolate_breakdown(x, y, l1, l2, n) for x, y in zip(a.repeats, c.repeats, strict=True)]
-            rep_ms = [extrapolate(x, y, l1, l2, n) for x, y in zip(a.step_time_ms, c.step_time_ms, strict=True)]
-            med = [float(r.steps.loc[~r.steps["profiled"], "time_ms"].median()) for r in measured]
-            step_ms = extrapolate(med[0], med[1], l1, l2, n)
-            steps_table = pd.concat([r.steps.assign(layers=L) for r, L in zip(measured, depths, strict=True)],
-                                    ignore_index=True)
+            assert spec.full_layers, "checked with layers_subset above"
+            b, reps, rep_ms, step_ms, steps_table, fit = _extrapolated(measured, layers_subset, spec.full_layers,
+                                                                       progress)
         keys = run_keys(spec, config, b, reps, rep_ms, step_ms)
         man["measurement"] = asdict(measured[-1].measurement)  # the counts run (the deeper model's, extrapolating)
         if layers_subset:
             keys["layers"] = spec.full_layers
-            keys["extrapolated"] = {"from_layers": list(layers_subset), "to_layers": spec.full_layers}
+            keys["extrapolated"] = {"from_layers": list(layers_subset), "to_layers": spec.full_layers, **fit}
         elif config.device == "cuda":  # the last repeat's trace against the calibrated peaks
-            keys["roofline"] = roofline_of_trace(tmp / "trace.json.gz", tax, manifest=man, step_time_ms=step_ms,
+            keys["roofline"] = roofline_of_trace(tmp / TRACE_FILE, tax, manifest=man, step_time_ms=step_ms,
                                                  module_io=measured[0].module_io).to_dict()
         write_run(tmp, b, keys, steps_table, man, module_io=measured[0].module_io if layers_subset is None else None)
     return ProfileResult(b, keys, folder, man)
@@ -264,10 +328,12 @@ def profile_ranks(spec: WorkloadSpec, config: WorkloadConfig, m: Measurement, fo
         with atomic_dir(folder) if r == 0 else nullcontext() as tmp:
             box = [str(tmp) if r == 0 else None]
             dist.broadcast_object_list(box, src=0)
+            assert box[0] is not None  # rank 0's folder, broadcast to every rank
             sub = Path(box[0]) / f"rank{r}"
             sub.mkdir()
             with memory_errors(config), cudnn_benchmark(config.device == "cuda"):
-                res = measure(spec, config, m, sub, tax, lambda line: progress(f"[rank {r}] {line}"))
+                res = measure(spec, config, m, sub, tax, lambda line: progress(f"[rank {r}] {line}"),
+                              kept_in=folder / sub.name)
             b = combine(res.repeats)
             keys = run_keys(spec, config, b, res.repeats, res.step_time_ms,
                             float(res.steps.loc[~res.steps["profiled"], "time_ms"].median()))
@@ -279,10 +345,11 @@ def profile_ranks(spec: WorkloadSpec, config: WorkloadConfig, m: Measurement, fo
                         "device_index": torch.cuda.current_device() if config.device == "cuda" else None}
             write_run(sub, b, keys, res.steps, rank_man)
             distributed.barrier()
-            gathered: list[Any] | None = [None] * n if r == 0 else None
-            dist.gather_object((b, keys), gathered, dst=0)
+            gathered: list[Any] = [None] * n  # filled in on rank 0 only
+            dist.gather_object((b, keys), gathered if r == 0 else None, dst=0)
             if r != 0:
                 return ProfileResult(b, keys, folder / f"rank{r}", rank_man)
+            assert tmp is not None  # rank 0 writes in the atomic folder
             breakdowns = [g[0] for g in gathered]
             agg = aggregate_breakdowns(breakdowns, [g[1] for g in gathered])
             top = {**{k: v for k, v in keys.items() if k not in ("rank", "local_rank")},
@@ -293,6 +360,60 @@ def profile_ranks(spec: WorkloadSpec, config: WorkloadConfig, m: Measurement, fo
             write_run(tmp, b, top, res.steps, top_man)
             write_ranks_table(tmp, pd.DataFrame(agg["ranks"]))
     return ProfileResult(b, top, folder, top_man)
+
+
+# --------------------------------------------------------------------------- the profile command
+
+
+def profile_command(workload: str, *, mode: str | None = None, batch: int | None = None, seq_len: int | None = None,
+                    dtype: str | None = None, device: str = "auto", warmup: int | None = None,
+                    steps: int | None = None, profile_steps: int | None = None, repeats: int | None = None,
+                    out: str | Path = "outputs", name: str | None = None, compile: bool = False,
+                    adapters: tuple[str, ...] = (), options: tuple[str, ...] = (), layers_subset: str | None = None,
+                    nproc: int | None = None, force: bool = False, budget: float | None = None,
+                    ncu_top: int | None = None, ncu_flops: bool = True, relaunch: list[str] | None = None,
+                    argv: list[str] | None = None, echo: Callable[[str], None] = print,
+                    progress: Callable[[str], None] | None = None) -> int:
+    """`addressable profile`: check the request, then profile one process, or re-launch `relaunch` (the
+    command's own arguments, less --nproc, --name and --force) under torchrun in `nproc` processes, or
+    (with `ncu_top`) also measure the top kernels with Nsight Compute. Prints through `echo`; returns
+    the exit code. A torchrun child whose run is written ends here (distributed.end_child)."""
+    cfg = resolve_config(workload, mode, batch, seq_len, dtype, device, compile, parse_options(options), adapters)
+    m = measurement(cfg.device, warmup, steps, profile_steps, repeats, budget)
+    subset = parse_layers_subset(layers_subset) if layers_subset else None
+    if ncu_top is not None:
+        _check_ncu_request(cfg, nproc, subset)
+    if nproc is not None and distributed.check_nproc(get_workload(workload, adapters), nproc, subset):
+        # re-launch this command under torchrun, into a folder chosen here; the children see WORLD_SIZE
+        folder = run_folder(cfg, out, name, world=nproc, force=force, progress=progress)
+        return distributed.launch(nproc, [*(relaunch or ["profile", workload]), "--name", folder.name])
+    res = profile_workload(cfg, m, out, name=name, layers_subset=subset, adapters=adapters, argv=argv,
+                           progress=progress, force=force)
+    if distributed.rank() == 0:
+        echo(format_profile(res, device))
+        if "distributed" in res.run:
+            from addressable.classify.ranks import format_ranks
+
+            echo("\n" + format_ranks(res.run["distributed"]))
+    if ncu_top is not None:
+        from addressable.capture.ncu import check_run
+        from addressable.roofline.ncu_check import format_check
+
+        check = check_run(res.path, cfg, ncu_top, adapters, ncu_flops, progress=progress)
+        echo("\n" + format_check(check) + f"\n(per kernel: {res.path / 'ncu.csv'})")
+    distributed.end_child()
+    return 0
+
+
+def _check_ncu_request(cfg: WorkloadConfig, nproc: int | None, subset: tuple[int, int] | None) -> None:
+    """--ncu runs on one CUDA process at full depth, with Nsight Compute on PATH."""
+    from addressable.capture.ncu import find_ncu
+
+    if cfg.device != "cuda":
+        raise AddressableError("--ncu needs a CUDA GPU (Nsight Compute measures GPU kernels)")
+    if nproc is not None or subset:
+        raise AddressableError("--ncu measures one process at full depth: drop --nproc and --layers-subset")
+    find_ncu()
 
 
 # --------------------------------------------------------------------------- validation
@@ -331,12 +452,13 @@ def validate_extrapolation(extrapolated: ProfileResult | str | Path, full: Profi
 
 
 def _spread(n: int, lo: float, hi: float) -> str:
-    return f"median of {n} repeats, range {lo:.1%}–{hi:.1%}" if n > 1 else "1 repeat: no spread"
+    return f"all profiled steps; {n} repeats range {lo:.1%}–{hi:.1%}" if n > 1 else "1 repeat: no spread"
 
 
-def _wall_basis_words(run: dict[str, Any], basis: str) -> str:
-    """How the wall-time fraction was taken (see measure.wall_fraction), for a breakdown basis."""
-    words = basis_words(basis)
+def _wall_basis_words(run: dict[str, Any], b: Breakdown) -> str:
+    """How the wall-time fraction was taken (classify.breakdown.wall_fraction), for a breakdown."""
+    basis = b.basis
+    words = ("exposed " if b.timeline is not None and b.timeline.streams_overlap else "") + basis_words(basis)
     if any(x.get("wall_basis") == "work" for x in run["repeats"]) or run.get("wall_basis") == "work":
         what = "kernels on several streams" if basis == BASIS_GPU else "CPU ops on several threads"
         return (f"{what} overlap in time, so their summed time exceeds the step's wall time; the fraction is "
@@ -357,12 +479,12 @@ def format_profile(res: ProfileResult, requested_device: str = "auto") -> str:
     counts = f"warm-up {m.warmup}, then {m.plan()}"
     if m.budget_s is not None and math.isfinite(m.budget_s) and len(m.fixed) < 3:
         d = default_measurement(r["device"])
+        fit = (f"lowered as far as they go, which could not fit --budget {m.budget_s:g} s" if over_budget(m) else
+               f"lowered where needed to fit --budget {m.budget_s:g} s")
         counts += (f"; counts not given are the {r['device']} defaults ({d.repeats} × ({d.steps} + "
-                   f"{d.profile_steps})), lowered where needed to fit --budget {m.budget_s:g} s; set them "
-                   "with --steps/--profile-steps/--repeats")
-    reps = r["repeats"]
-    kern = float(np.median([x["addressable_fraction"] for x in reps]))
-    wall = float(np.median([x["addressable_fraction_wall"] for x in reps]))
+                   f"{d.profile_steps})), {fit}; set them with --steps/--profile-steps/--repeats")
+    reps = r["repeats"]  # the headline fractions are breakdown.json's, over all profiled steps
+    kern, wall = res.breakdown.addressable_fraction, r["addressable_fraction_wall"]
     (klo, khi), (wlo, whi) = r["addressable_fraction_range"], r["addressable_fraction_wall_range"]
     basis = basis_words(res.breakdown.basis)
     what = f"{r['workload']} {r['mode']}, batch {r['batch']}" + (f", seq {r['seq_len']}" if r.get("seq_len") else "")
@@ -370,15 +492,19 @@ def format_profile(res: ProfileResult, requested_device: str = "auto") -> str:
     if "extrapolated" in r:
         x = r["extrapolated"]
         lines.append(f"Extrapolated linearly from {x['from_layers'][0]} and {x['from_layers'][1]} layers "
-                     f"to {x['to_layers']} (measured depths in layers<L>/ of the run folder)")
+                     f"to {x['to_layers']} (measured depths in layers<L>/ of the run folder)"
+                     + (", step time {:,.2f}–{:,.2f} ms at the repeats' extreme slopes".format(*x["step_time_ms_range"])
+                        if "step_time_ms_range" in x else ""))
+        lines += [f"warning: {w}" for w in x.get("warnings", [])]
     lines += [
-        f"{what}, {r['dtype']} on {r['device']}: step time {r['step_time_ms']:,.2f} ms (median unprofiled step)",
+        f"{what}, {r['dtype']} on {r['device']}: step time {r['step_time_ms']:,.2f} ms ("
+        + ("extrapolated from the depths' median unprofiled steps)" if "extrapolated" in r else "median unprofiled step)"),
         f"{basis[0].upper() + basis[1:]} per profiled step: {r['kernel_time_per_step_us'] / 1e3:,.2f} ms "
         f"({r['kernel_time_per_step_us'] / 1e3 / max(r['step_time_ms'], 1e-9):.0%} of the step time"
         + ("; summed over overlapping threads or streams" if r.get("wall_basis") == "work" else "") + ")",
         f"Addressable fraction of {basis}: {kern:.1%}  ({_spread(len(reps), klo, khi)})",
         f"Addressable fraction of wall time: {wall:.1%}  ({_spread(len(reps), wlo, whi)}); "
-        + _wall_basis_words(r, res.breakdown.basis),
+        + _wall_basis_words(r, res.breakdown),
     ]
     phases = res.breakdown.to_dict().get("phases")
     if phases:

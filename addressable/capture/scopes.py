@@ -95,17 +95,17 @@ def module_scopes(model: torch.nn.Module | None = None) -> Iterator[None]:
 # External inputs and outputs of each module call
 
 
-def tensors(obj: Any, depth: int = 0) -> Iterator[torch.Tensor]:
+def call_tensors(obj: Any, depth: int = 0) -> Iterator[torch.Tensor]:
     """The tensors in a module's arguments or output: through tuples, lists and dicts (Hugging Face
     ModelOutput is a dict); other objects (a KV cache object, a dataclass) are not looked into."""
     if isinstance(obj, torch.Tensor):
         yield obj
     elif depth < 8 and isinstance(obj, tuple | list):
         for x in obj:
-            yield from tensors(x, depth + 1)
+            yield from call_tensors(x, depth + 1)
     elif depth < 8 and isinstance(obj, dict):
         for x in obj.values():
-            yield from tensors(x, depth + 1)
+            yield from call_tensors(x, depth + 1)
 
 
 def tensor_bytes(t: torch.Tensor) -> int:
@@ -135,7 +135,7 @@ def _key(t: torch.Tensor) -> tuple:
 def _versions(obj: Any) -> dict[tuple, int]:
     """Version counters of the tensors in a call's arguments (inference tensors have none)."""
     try:
-        return {_key(t): t._version for t in tensors(obj) if not t.is_inference()}
+        return {_key(t): t._version for t in call_tensors(obj) if not t.is_inference()}
     except (RuntimeError, NotImplementedError):  # a tensor subclass without one: in-place writes go unseen
         return {}
 
@@ -204,14 +204,14 @@ class ModuleIO:
     def _count(self, module: torch.nn.Module, call: _Call, args: Any, kwargs: Any, output: Any
                ) -> tuple[int, int, int, int, int]:
         """(1 call, input bytes, output bytes, parameter bytes, backward bytes) of one call."""
-        inputs = {_key(t): t for t in tensors((args, kwargs))}
-        outputs = {_key(t): t for t in tensors(output)}
+        inputs = {_key(t): t for t in call_tensors((args, kwargs))}
+        outputs = {_key(t): t for t in call_tensors(output)}
         base = {k[0]: k for k in inputs}  # storage -> an input view of it
 
         def changed(k: tuple, t: torch.Tensor) -> bool:  # written in place during the call
             if t.is_inference():  # no version counter: an input returned as itself was updated in place
                 return k in outputs and inputs.get(k) is t
-            before = call.versions.get(k, call.versions.get(base.get(k[0])))
+            before = call.versions.get(k, call.versions.get(base.get(k[0], k)))  # else the input view's
             return before is not None and t._version != before
 
         # written: new outputs, outputs that share an input's storage only if changed in place (not a

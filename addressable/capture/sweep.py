@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 SWEEP_COLUMNS = ["param", "value", "run", "workload", "batch", "seq_len", "addressable_fraction",
                  "addressable_min", "addressable_max", "addressable_fraction_wall", "wall_min", "wall_max",
-                 "step_time_ms", "kernel_time_per_step_us", "error"]
+                 "step_time_ms", "kernel_time_per_step_us", "basis", "error"]
 
 
 def parse_list(text: str | None, cast: Callable[[str], Any] = int, what: str = "list") -> list[Any]:
@@ -37,7 +37,8 @@ def parse_list(text: str | None, cast: Callable[[str], Any] = int, what: str = "
 def swept_parameter(workload: str | None, batch: Sequence[int], seq_len: Sequence[int],
                     workloads: Sequence[str]) -> tuple[str, list[Any]]:
     """Which parameter varies and its values; every other list may hold one fixed value at most."""
-    lists = {"batch": list(batch), "seq_len": list(seq_len), "workload": list(workloads)}
+    lists: dict[str, list[Any]] = {"batch": list(batch), "seq_len": list(seq_len),
+                                   "workload": list(workloads)}
     varying = [k for k, v in lists.items() if len(v) > 1]
     if len(varying) != 1:
         raise AddressableError("give exactly one list of two or more values to sweep: --batch, --seq-len or "
@@ -88,7 +89,8 @@ def sweep(param: str, configs: Sequence[WorkloadConfig], measurement: Measuremen
     from addressable.capture import profile as prof
     profile_fn = profile_fn or prof.profile_workload
     progress = progress or (lambda _: None)
-    rows, errors = [], []
+    rows: list[dict[str, Any]] = []
+    errors: list[str] = []
     for cfg in configs:
         v = cfg.name if param == "workload" else getattr(cfg, param)
         progress(f"sweep {param}={v} ({len(rows) + 1}/{len(configs)})")
@@ -115,14 +117,18 @@ def _row(path: Path) -> dict[str, Any]:
             "addressable_fraction": t["addressable_kernel"], "addressable_min": t["kernel_min"],
             "addressable_max": t["kernel_max"], "addressable_fraction_wall": t["addressable_wall"],
             "wall_min": t["wall_min"], "wall_max": t["wall_max"], "step_time_ms": t["step_time_ms"],
-            "kernel_time_per_step_us": r.info.get("kernel_time_per_step_us"), "error": None}
+            "kernel_time_per_step_us": r.info.get("kernel_time_per_step_us"),
+            "basis": r.info.get("basis", "gpu_kernel_time"), "error": None}
 
 
 def format_sweep(df: pd.DataFrame) -> str:
-    """The sweep as a readable table: addressable fraction (kernel and wall) with its repeat range."""
+    """The sweep as a readable table: addressable fraction (of kernel time, CPU-op time on the CPU, and of the wall
+    clock) with its repeat range."""
     pct = pct_range
     param = df["param"].iloc[0] if len(df) else "value"
-    lines = [f"{param:<14}{'addressable (kernel time)':<28}{'addressable (wall)':<28}{'step ms':>10}  run"]
+    bases = set(df["basis"].dropna()) if "basis" in df else set()
+    work = "CPU-op time" if bases == {"cpu_op_time"} else "kernel time" if bases <= {"gpu_kernel_time"} else "work time"
+    lines = [f"{param:<14}{f'addressable ({work})':<28}{'addressable (wall)':<28}{'step ms':>10}  run"]
     for r in df.itertuples(index=False):
         if r.error:
             lines.append(f"{r.value!s:<14}failed: {r.error}")

@@ -11,7 +11,10 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import re
 import sys
+import textwrap
+import traceback
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -117,6 +120,8 @@ def load_adapter(ref: str, optional: bool = False) -> list[WorkloadSpec]:
                 raise AddressableError(f"no such adapter file: {ref}")
             name = f"addressable_adapter_{path.stem}"
             mod_spec = importlib.util.spec_from_file_location(name, path)
+            if mod_spec is None or mod_spec.loader is None:  # a name Python does not import (no .py)
+                raise AddressableError(f"cannot import adapter {ref}: not a Python file (name it *.py)")
             module = importlib.util.module_from_spec(mod_spec)
             sys.modules[name] = module  # dataclasses and pickling look adapters up here
             try:
@@ -126,12 +131,21 @@ def load_adapter(ref: str, optional: bool = False) -> list[WorkloadSpec]:
                 raise
         else:
             module = importlib.import_module(ref)
+    except AddressableError:
+        raise
     except ModuleNotFoundError as e:
         if optional and e.name == ref:
             return []
         raise AddressableError(f"cannot import adapter {ref}: {e}") from None
     except ImportError as e:
         raise AddressableError(f"cannot import adapter {ref}: {e}") from None
+    except SyntaxError as e:  # IndentationError too
+        where = f"{e.filename}:{e.lineno}" + (f":{e.offset}" if e.offset else "")
+        raise AddressableError(f"cannot import adapter {ref}: {where}: {type(e).__name__}: {e.msg}") from None
+    except Exception as e:  # what its module-level code raised: the adapter's own line, not a traceback
+        line = next((f"{f.filename}:{f.lineno}: " for f in reversed(traceback.extract_tb(e.__traceback__))
+                     if f.filename == str(ref) or f.filename.endswith(os.sep + Path(ref).name)), "")
+        raise AddressableError(f"cannot import adapter {ref}: {line}{type(e).__name__}: {e}") from None
     specs = getattr(module, "WORKLOADS", None)
     if not isinstance(specs, list | tuple) or not all(isinstance(s, WorkloadSpec) for s in specs):
         raise AddressableError(f"adapter {ref} must define WORKLOADS, a list of WorkloadSpec")
@@ -158,24 +172,35 @@ def get_workload(name: str, adapters: tuple[str, ...] = ()) -> WorkloadSpec:
 
 
 def workload_table(adapters: tuple[str, ...] = ()) -> pd.DataFrame:
-    """One row per known workload with its defaults: the library form of `addressable workloads`."""
+    """One row per known workload with its defaults and the --option keys it takes: the library form of
+    `addressable workloads`."""
     rows = [{"workload": s.name, "family": s.family, "modes": ",".join(s.modes),
              "default_mode": s.default_mode, "batch": s.default_batch,
              "seq_len": s.default_seq_len, "dtype": s.default_dtype, "dtypes": ",".join(s.dtypes),
-             "full_layers": s.full_layers, "description": s.description}
+             "full_layers": s.full_layers, "options": ",".join(s.known_options), "description": s.description}
             for s in sorted(registry(adapters).values(), key=lambda s: (s.family, s.name))]
     cols = ["workload", "family", "modes", "default_mode", "batch", "seq_len", "dtype", "dtypes",
-            "full_layers", "description"]
+            "full_layers", "options", "description"]
     return pd.DataFrame(rows, columns=cols).astype({"seq_len": "Int64", "full_layers": "Int64"})
 
 
-def format_workloads(df: pd.DataFrame, description_width: int = 72) -> str:
-    """workload_table() as aligned text ('-' for missing values, long descriptions cut with '…')."""
+def format_workloads(df: pd.DataFrame, width: int = 100) -> str:
+    """workload_table() as aligned text ('-' for missing values), then each workload's description in full,
+    wrapped to `width`, with the --option keys it takes: those its description's "options: ..." does not
+    name are added."""
     df = df.astype(object).fillna("-").astype(str)
-    df["description"] = [d if len(d) <= description_width else d[:description_width - 1] + "…"
-                         for d in df["description"]]
-    width = {c: max(len(c), *df[c].str.len()) for c in df.columns}
-    lines = ["  ".join(f"{c:<{width[c]}}" for c in df.columns).rstrip()]
-    lines += ["  ".join(f"{v:<{width[c]}}" for c, v in zip(df.columns, row, strict=True)).rstrip()
-              for row in df.itertuples(index=False)]
+    table = df.drop(columns=["options", "description"])
+    col = {c: max(len(c), *table[c].str.len()) for c in table.columns}
+    lines = ["  ".join(f"{c:<{col[c]}}" for c in table.columns).rstrip()]
+    lines += ["  ".join(f"{v:<{col[c]}}" for c, v in zip(table.columns, row, strict=True)).rstrip()
+              for row in table.itertuples(index=False)]
+    lines += ["", "Descriptions and --option KEY=VALUE keys:"]
+    indent = " " * (col["workload"] + 2)
+    for name, options, text in zip(df["workload"], df["options"], df["description"], strict=True):
+        named = text.partition("options:")[2]
+        unnamed = [k for k in options.split(",") if k not in ("", "-") and not re.search(rf"\b{re.escape(k)}\b", named)]
+        if unnamed:
+            text += f"{'; ' if text else ''}{'also ' if 'options:' in text else ''}options: {', '.join(unnamed)}"
+        lines += textwrap.wrap(text or "-", width, initial_indent=f"{name:<{col['workload']}}  ",
+                               subsequent_indent=indent, break_on_hyphens=False)
     return "\n".join(lines)

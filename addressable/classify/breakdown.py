@@ -188,6 +188,15 @@ class Breakdown:
         """Unclassified time over total work time."""
         return self.time_of(UNCLASSIFIED) / self.total_time_us if self.total_time_us else 0.0
 
+    def wall_times(self) -> tuple[float, float]:
+        """(replaceable, all) work time (µs, all steps) on the basis of the wall-clock fraction: the exposed
+        times where kernels on several streams overlap (the basis `project` reads), else the summed times."""
+        t = self.timeline
+        if t is not None and t.streams_overlap:
+            c = t.categories
+            return float(c.loc[c["class"] == "replaceable", "exposed_us"].sum()), float(t.busy_us)
+        return self.time_of("replaceable"), self.total_time_us
+
     def share_of(self, *categories: str) -> float:
         """Combined share of some categories (e.g. share_of('gemm', 'attention'))."""
         hit = self.categories["category"].isin(categories)
@@ -242,6 +251,20 @@ class Breakdown:
             out["modules"] = self.modules.to_dict(top)
         out.update(self.extra)
         return out
+
+
+def wall_total(work_us: float, step_us: float) -> tuple[float, str]:
+    """The wall-clock denominator of one step and its name: the step's wall time ("step"), or the summed
+    work where that exceeds it ("work": CPU ops on several threads, or kernels on several streams, overlap,
+    and are taken to share the wall time in proportion to their summed time). docs/accounting.md."""
+    return (work_us, "work") if work_us > step_us else (step_us, "step")
+
+
+def wall_fraction(replaceable_us: float, work_us: float, step_us: float) -> tuple[float, str]:
+    """The addressable fraction of wall time, replaceable / max(work, step) per step, and its basis
+    (wall_total). The one definition every command uses: never above 1, nor above the work fraction."""
+    total, basis = wall_total(work_us, step_us)
+    return (replaceable_us / total if total > 0 else 0.0), basis
 
 
 def phase_summary(phases: pd.DataFrame) -> dict[str, dict[str, float]]:
@@ -397,14 +420,19 @@ def classify_trace(path: str | Path, taxonomy: Taxonomy | str | Path | None = No
     return breakdown_of_trace(load_trace(path), tax, basis)
 
 
+def summed_kernels(breakdowns: list[Breakdown]) -> pd.DataFrame:
+    """The kernels of several breakdowns (ranks, repeats), each kernel's time and count added up, in first-seen order."""
+    return (pd.concat([b.kernels for b in breakdowns], ignore_index=True)
+            .groupby(["name", "category", "class"], sort=False)[["time_us", "count"]].sum().reset_index())
+
+
 def sum_breakdowns(breakdowns: list[Breakdown], source: str = "") -> Breakdown:
     """One Breakdown whose kernel times are those of several (e.g. every rank of a job) added up.
 
     Steps are the largest step count among them (ranks run the same steps side by side); no
     timeline (the ranks' devices are not one time line) and no phases.
     """
-    kernels = (pd.concat([b.kernels for b in breakdowns], ignore_index=True)
-               .groupby(["name", "category", "class"], sort=False)[["time_us", "count"]].sum().reset_index())
+    kernels = summed_kernels(breakdowns)
     steps = [b.n_steps for b in breakdowns if b.n_steps]
     return breakdown_from_tables(kernels.sort_values("time_us", ascending=False), breakdowns[0].basis,
                                  max(steps) if steps else None, source)

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from addressable.classify.taxonomy import read_yaml
+from addressable.core.files import read_yaml
 from addressable.core.jsonutil import records
 from addressable.trace.reader import lookup
 
@@ -177,7 +177,7 @@ def _name_mask(names: pd.Series, pattern: re.Pattern) -> np.ndarray:
 # Scopes of a trace
 
 
-def module_scopes(events: pd.DataFrame, rules: ScopeRules | None = None) -> pd.DataFrame:
+def scope_ranges(events: pd.DataFrame, rules: ScopeRules | None = None) -> pd.DataFrame:
     """The module-scope ranges of a trace: ts, dur, pid, tid, module (qualified name), module_class.
 
     Names written by with_stack=True (`nn.Module: Linear_3`) carry no attribute path, so their
@@ -249,7 +249,7 @@ def attribute(events: pd.DataFrame, rows: pd.DataFrame, gpu: bool, rules: ScopeR
     GPU rows go through their launching CPU op (External id); CPU rows (CPU-only traces) are ops.
     """
     rules = rules or scope_rules()
-    scopes = module_scopes(events, rules)
+    scopes = scope_ranges(events, rules)
     ops = events[events["kind"] == "cpu_op"]
     op_pos = pd.Series(np.arange(len(ops)), index=ops.index)
     if gpu:
@@ -559,24 +559,28 @@ class ModuleTarget:
 
 
 def format_modules(mb: ModuleBreakdown, by: str = "name", top: int = 15) -> str:
-    """The `addressable modules` table: top modules by time, then the top fusion candidates."""
+    """The `addressable modules` table: top modules (or module classes) by time, then the top fusion
+    candidates (at most `top`, and at most 10 classes and 10 modules)."""
     if not mb.has_scopes:
         return mb.note
     unit = "kernels" if mb.basis != "cpu_op_time" else "CPU ops"
     basis = "GPU kernel time" if mb.basis != "cpu_op_time" else "CPU-op self time"
     t = mb.by(by).head(top)
     n = max(mb.n_steps, 1)
+    def second(text: str) -> str:  # the class column; by class the first column is the class already
+        return f"{_cut(text, 21):<22}" if by == "name" else ""
+
     lines = [f"Attributed to a module: {mb.coverage:.1%} of {basis} "
              f"({mb.total_time_us / n / 1e3:,.3f} ms per step over {mb.n_steps} step(s)); the rest is in "
              f"{', '.join(PSEUDO)}.", "",
-             f"{'module' if by == 'name' else 'class':<44}{'class':<22}{'ms/step':>10}{'share':>7}{'repl.':>7}"
+             f"{'module' if by == 'name' else 'class':<44}{second('class')}{'ms/step':>10}{'share':>7}{'repl.':>7}"
              f"{unit + '/step':>14}{'calls':>7}{'CPU ms':>10}"]
     for name, cls, time, share, repl, kernels, calls, cpu in zip(
             t["module"], t["class"], t["time_us"], t["share"], t["replaceable_time_us"], t["kernels"], t["calls"],
             t["dispatch_per_step_us"], strict=True):
-        lines.append(f"{_cut(name or ROOT, 43):<44}{_cut(cls, 21):<22}{time / n / 1e3:>10.3f}{share:>7.1%}"
+        lines.append(f"{_cut(name or ROOT, 43):<44}{second(cls)}{time / n / 1e3:>10.3f}{share:>7.1%}"
                      f"{repl / time if time else 0.0:>7.0%}{kernels:>14.1f}{calls:>7.1f}{cpu / 1e3:>10.3f}")
-    lines += ["", *format_candidates(mb.fusion_candidates(10), unit)]
+    lines += ["", *format_candidates(mb.fusion_candidates(10).head(top), unit)]
     return "\n".join(lines)
 
 

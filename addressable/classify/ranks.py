@@ -18,6 +18,7 @@ import glob
 import json
 import os
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -28,9 +29,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from addressable.classify.breakdown import Breakdown, breakdown_of_trace, sum_breakdowns, work_rows
+from addressable.classify.breakdown import BASIS_GPU, Breakdown, breakdown_of_trace, sum_breakdowns, work_rows
 from addressable.classify.taxonomy import Taxonomy, load_taxonomy
-from addressable.classify.timeline import COMMUNICATION, aggregate_ranks
+from addressable.classify.timeline import COMMUNICATION
 from addressable.core.errors import AddressableError
 from addressable.core.jsonutil import records, to_jsonable
 from addressable.trace.reader import load_trace
@@ -49,10 +50,15 @@ ENGINES = ("serial", "process", "dask")
 
 
 def find_trace_files(paths: Iterable[str | Path]) -> list[Path]:
-    """The trace files named by files, folders (their *.json / *.json.gz files) and globs, in order.
+    """The trace files named by files, folders (their *.json / *.json.gz files) and globs, in order, each once.
 
     A missing path, a glob that matches nothing, or no trace at all is an AddressableError.
     """
+    return list(dict.fromkeys(_named_files(list(paths))))
+
+
+def _named_files(paths: list[str | Path]) -> list[Path]:
+    """Every trace file the paths name, resolved, in order, repeats kept (find_trace_files)."""
     found: list[Path] = []
     for p in map(str, paths):
         if Path(p).is_dir():
@@ -66,10 +72,9 @@ def find_trace_files(paths: Iterable[str | Path]) -> list[Path]:
             found += hits
         else:
             raise AddressableError(f"no such trace file or folder: {p}")
-    unique = list(dict.fromkeys(f.resolve() for f in found))
-    if not unique:
+    if not found:
         raise AddressableError(f"no trace files (*.json, *.json.gz) in {', '.join(map(str, paths))}")
-    return unique
+    return [f.resolve() for f in found]
 
 
 def _is_trace_name(name: str) -> bool:
@@ -107,6 +112,8 @@ class RankResult:
     rank_source: str
     breakdown: Breakdown
     collectives: pd.DataFrame  # name, ts, dur of each communication kernel, by start time
+    device: str = ""  # what it ran on: the GPU's name (deviceProperties), "CPU" for a CPU-op breakdown
+    backend: str | None = None  # distributedInfo's process-group backend (nccl, gloo), when recorded
 
 
 @dataclass
@@ -132,7 +139,20 @@ def classify_rank_file(path: str | Path, taxonomy: Taxonomy) -> RankResult | Ran
     comm = rows[rows["name"].astype(str).isin(comm_names)]
     coll = pd.DataFrame({"name": comm["name"].astype(str).to_numpy(), "ts": comm["ts"].to_numpy(np.float64),
                          "dur": comm["dur"].to_numpy(np.float64)}).sort_values("ts", kind="stable")
-    return RankResult(str(path), rank, world, source, b, coll.reset_index(drop=True))
+    info = trace.metadata.get("distributedInfo")
+    backend = info.get("backend") if isinstance(info, dict) else None
+    return RankResult(str(path), rank, world, source, b, coll.reset_index(drop=True), _device(trace.metadata, b),
+                      str(backend) if backend is not None else None)
+
+
+def _device(metadata: dict[str, Any], b: Breakdown) -> str:
+    """The device a trace's breakdown is of: "CPU" (CPU-op self time), else its GPUs' names."""
+    if b.basis != BASIS_GPU:
+        return "CPU"
+    props = metadata.get("deviceProperties")
+    names = sorted({str(d.get("name")) for d in props if isinstance(d, dict) and d.get("name")}) \
+        if isinstance(props, list) else []
+    return ", ".join(names) or "a GPU not named in the trace"
 
 
 # --------------------------------------------------------------------------- waiting at collectives
@@ -186,7 +206,7 @@ class Straggler:
     communication_us: list[float]  # summed communication time per rank
     communication_spread_us: float  # max - min of it
     communication_spread_share: float  # the spread over the median total work time
-    likely_straggler_rank: int  # the rank with the least communication time (it waits least)
+    likely_straggler_rank: int | None  # the rank with the least communication time (it waits least); None: none
     waiting_us: list[float] | None = None  # estimated waiting inside communication kernels, per rank
     waited_for_us: list[float] | None = None  # the others' waiting charged to each rank (it arrived last)
     last_arrival_rank: int | None = None  # the rank the others waited for longest
@@ -273,12 +293,46 @@ def summarize_ranks(breakdowns: list[Breakdown], ranks: list[int] | None = None,
     straggler = Straggler(
         communication_us=[float(x) for x in comm], communication_spread_us=spread,
         communication_spread_share=spread / median_total if median_total else 0.0,
-        likely_straggler_rank=int(df["rank"].iloc[int(np.argmin(comm))]),
+        likely_straggler_rank=int(df["rank"].iloc[int(np.argmin(comm))]) if comm.any() else None,
         waiting_us=[float(x) for x in df["communication_waiting_us"]] if matched else None,
         waited_for_us=[float(x) for x in df["waited_for_us"]] if matched else None,
         last_arrival_rank=int(df["rank"].iloc[int(np.argmax(df["waited_for_us"]))]) if matched else None)
     df = df.drop(columns=["replaceable_us", "replaceable_exposed_us"])
     return RankSummary(df, aggregate_ranks(breakdowns), fractions, straggler)
+
+
+def aggregate_ranks(breakdowns: list[Breakdown]) -> pd.DataFrame:
+    """Each category's share across ranks: median, min, max and spread (summed and exposed basis).
+
+    One row per category; a category absent from a rank counts as zero there. The exposed
+    columns are NaN unless every breakdown has a timeline. The per-rank table and the straggler
+    signal are summarize_ranks'.
+    """
+    frames = []
+    for rank, b in enumerate(breakdowns):
+        c = b.categories[["category", "class", "time_us", "share"]].assign(rank=rank, exposed_share=np.nan)
+        if b.timeline is not None:
+            exposed = b.timeline.categories.set_index("category")["exposed_share"]
+            c["exposed_share"] = c["category"].map(exposed).fillna(0.0).to_numpy()
+        frames.append(c)
+    if not frames:
+        return pd.DataFrame(columns=["category", "class", *_STATS])
+    df = pd.concat(frames, ignore_index=True).astype({"category": str})
+    out = df.groupby("category")["class"].first().rename_axis("category").reset_index()
+    with_timeline = all(b.timeline is not None for b in breakdowns)
+    for v in ("share", "time_us", "exposed_share"):
+        wide = df.pivot(index="category", columns="rank", values=v).reindex(
+            index=out["category"], columns=range(len(breakdowns)))
+        m = wide.fillna(0.0).to_numpy() if v != "exposed_share" or with_timeline else wide.to_numpy()
+        out[f"{v}_median"], out[f"{v}_min"], out[f"{v}_max"] = np.median(m, axis=1), m.min(axis=1), m.max(axis=1)
+    out["share_spread"] = out["share_max"] - out["share_min"]
+    out = out[["category", "class", *_STATS]].sort_values(["class", "share_median"], ascending=[True, False])
+    out = out.reset_index(drop=True)
+    return out
+
+
+_STATS = ["share_median", "share_min", "share_max", "share_spread", "time_us_median", "time_us_min",
+          "time_us_max", "exposed_share_median", "exposed_share_min", "exposed_share_max"]
 
 
 def _ratio(num: pd.Series, den: pd.Series) -> pd.Series:
@@ -342,20 +396,26 @@ def classify_job(paths: Iterable[str | Path], taxonomy: Taxonomy | str | Path | 
     tcp://host:8786, else a LocalCluster of `jobs` workers; the files must be readable there).
     The results do not depend on the engine.
     """
-    files = find_trace_files(paths)
+    named = _named_files(list(paths))
+    files = list(dict.fromkeys(named))
     tax = taxonomy if isinstance(taxonomy, Taxonomy) else load_taxonomy(taxonomy)
     if classes:
         tax = tax.with_classes(classes)
-    engine = engine or ("dask" if scheduler else "process")
-    if engine not in ENGINES:
-        raise AddressableError(f"unknown engine {engine!r} (choose from {', '.join(ENGINES)})")
-    if scheduler and engine != "dask":
+    asked = engine or ("dask" if scheduler else "process")
+    if asked not in ENGINES:
+        raise AddressableError(f"unknown engine {asked!r} (choose from {', '.join(ENGINES)})")
+    if scheduler and asked != "dask":
         raise AddressableError("--scheduler needs the dask engine")
-    jobs = max(1, jobs or os.cpu_count() or 1)
-    if engine == "process" and (jobs == 1 or len(files) == 1):
-        engine = "serial"
-    results = _RUNNERS[engine](files, tax, jobs, scheduler)
-    return assemble_job(results, engine)
+    n_jobs = max(1, jobs or os.cpu_count() or 1)
+    ran = "serial" if asked == "process" and (n_jobs == 1 or len(files) == 1) else asked
+    job = assemble_job(_RUNNERS[ran](files, tax, n_jobs, scheduler), ran)
+    counts = Counter(named)
+    job.warnings += [f"{f.name} is named {counts[f]} times: classified once" for f in files if counts[f] > 1]
+    if ran != asked and (engine == "process" or (jobs or 1) > 1):  # a pool was asked for: say why not
+        why = (f"one trace file (-j {jobs} needs several)" if jobs and jobs > 1 else "one trace file") \
+            if len(files) == 1 else "-j 1" if jobs == 1 else "this machine has one core (set -j)"
+        job.warnings.append(f"classified serially, not in a process pool: {why}")
+    return job
 
 
 def _run_serial(files: list[Path], tax: Taxonomy, jobs: int, scheduler: str | None) -> list:
@@ -417,9 +477,11 @@ def assemble_job(results: list[RankResult | RankError], engine: str = "serial") 
             warnings.append(f"{len(unknown)} trace(s) carry no rank (no distributedInfo, no rank in the file "
                             f"name): numbered {start}-{start + len(unknown) - 1} by file order")
     good.sort(key=lambda r: (r.rank, r.file))
+    ranks = [r.rank for r in good if r.rank is not None]
+    assert len(ranks) == len(good)  # every trace is numbered now
     seen: dict[int, list[str]] = {}
-    for r in good:
-        seen.setdefault(r.rank, []).append(Path(r.file).name)
+    for r, rank in zip(good, ranks, strict=True):
+        seen.setdefault(rank, []).append(Path(r.file).name)
     for rank, names in seen.items():
         if len(names) > 1:
             warnings.append(f"rank {rank} appears {len(names)} times: {', '.join(names)}")
@@ -428,9 +490,39 @@ def assemble_job(results: list[RankResult | RankError], engine: str = "serial") 
         warnings.append(f"mixed world sizes: {', '.join(map(str, worlds))} (traces of different jobs?)")
     elif worlds and worlds[0] != len(good) + len(errors):
         warnings.append(f"world size {worlds[0]} but {len(good) + len(errors)} trace(s) given")
-    summary = summarize_ranks([r.breakdown for r in good], [r.rank for r in good],
+    warnings += one_job_warnings(good)
+    summary = summarize_ranks([r.breakdown for r in good], ranks,
                               [r.collectives for r in good]) if good else None
     return JobResult(good, summary, errors, warnings, engine)
+
+
+def one_job_warnings(ranks: list[RankResult]) -> list[str]:
+    """What says several traces are not the ranks of one job: different bases (CPU-op and GPU kernel time
+    do not add up), different devices, traces without distributedInfo, different process-group backends."""
+    if len(ranks) < 2:
+        return []
+    out = []
+    bases = Counter("CPU-op self time" if r.breakdown.basis != BASIS_GPU else "GPU kernel time" for r in ranks)
+    if len(bases) > 1:
+        out.append(f"the traces are on different bases ({_counted(bases)}), whose times do not add up: the job's "
+                   "pooled figures mix them")
+    devices = Counter(r.device for r in ranks)
+    if len(devices) > 1:
+        out.append(f"the traces ran on different devices ({_counted(devices)})")
+    bare = sum(r.rank_source != "distributedInfo" for r in ranks)
+    if bare == len(ranks):
+        out.append(f"none of the {bare} traces carries distributedInfo (Kineto records it for each rank of a "
+                   "process group), so nothing shows they are ranks of one job")
+    elif bare:
+        out.append(f"{bare} of the {len(ranks)} traces carry no distributedInfo: they may not be ranks of this job")
+    backends = Counter(r.backend for r in ranks if r.backend is not None)
+    if len(backends) > 1:
+        out.append(f"mixed process-group backends ({_counted(backends)}): traces of different jobs?")
+    return out
+
+
+def _counted(c: Counter) -> str:
+    return ", ".join(f"{k} ×{n}" for k, n in c.most_common())
 
 
 # --------------------------------------------------------------------------- writing and printing
@@ -438,7 +530,8 @@ def assemble_job(results: list[RankResult | RankError], engine: str = "serial") 
 
 def rank_folder_names(job: JobResult) -> list[str]:
     """rank<k> per rank; a repeated rank gets rank<k>-2, rank<k>-3, ..."""
-    names, used = [], {}
+    names: list[str] = []
+    used: dict[int | None, int] = {}
     for r in job.ranks:
         used[r.rank] = used.get(r.rank, 0) + 1
         names.append(f"rank{r.rank}" + (f"-{used[r.rank]}" if used[r.rank] > 1 else ""))
@@ -479,11 +572,11 @@ def format_job(job: JobResult, top: int = 8) -> str:
     for c in s.categories.sort_values("share_median", ascending=False).head(top).itertuples(index=False):
         lines.append(f"{c.category:<15}{c[1]:<13}{pct(c.share_median):>10}{pct(c.share_min):>8}{pct(c.share_max):>8}")
     st = s.straggler
-    lines += ["", "Straggler signal: communication " + ", ".join(
+    lines += ["", NO_STRAGGLER if st.likely_straggler_rank is None else "Straggler signal: communication " + ", ".join(
         f"rank {r} {ms(v)}" for r, v in zip(s.ranks["rank"], st.communication_us, strict=True))
         + f" ms; spread {ms(st.communication_spread_us)} ms = {st.communication_spread_share:.1%} of the median "
         f"kernel time; rank {st.likely_straggler_rank} waits least"]
-    if st.last_arrival_rank is not None:
+    if st.last_arrival_rank is not None and st.waited_for_us is not None:
         lines.append(f"Matched collectives: the other ranks wait {ms(max(st.waited_for_us))} ms in all for rank "
                      f"{st.last_arrival_rank}, the last to arrive (waiting: the 'waiting' column)")
     return "\n".join(lines)
@@ -494,6 +587,7 @@ def job_json(job: JobResult) -> str:
     return json.dumps(job.to_dict(), indent=2, default=str)
 
 
+NO_STRAGGLER = "Straggler signal: none (no communication kernels in any trace)"
 TOP_LEVEL = "rank 0"  # whose breakdown the top-level run keys and tables are
 
 
@@ -568,6 +662,9 @@ def format_ranks(dist_doc: dict[str, Any], top: int = 8) -> str:
                      f"{pct(c['exposed_share_max']):>8}")
     s = d["straggler"]
     lines.append("")
+    if s.get("likely_straggler_rank") is None:
+        lines.append(NO_STRAGGLER)
+        return "\n".join(lines)
     lines.append("Straggler signal: communication " + ", ".join(f"rank {i} {ms(v)} ms" for i, v in
                                                                  enumerate(s["communication_us"]))
                  + f" (all profiled steps); spread {ms(s['communication_spread_us'])} ms = "

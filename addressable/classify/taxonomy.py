@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from addressable.core.errors import AddressableError
+from addressable.core.files import read_yaml
 from addressable.core.schema import check_version
 from addressable.trace.kernel_names import KernelName, parse_kernel_name, template_args
 
@@ -164,20 +165,16 @@ def _factorize(values: pd.Series) -> tuple[np.ndarray, list[str]]:
     return codes, [str(u) for u in uniques]
 
 
-def read_yaml(path: Path, what: str) -> Any:
-    """Parse a YAML file; a missing file or bad YAML is a one-line AddressableError naming `what`."""
-    try:
-        return yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise AddressableError(f"no such {what}: {path}") from None
-    except yaml.YAMLError as e:
-        raise AddressableError(f"{what} {path} is not valid YAML: {str(e).splitlines()[0]}") from None
-
-
 def load_taxonomy(path: str | Path | None = None) -> Taxonomy:
     """Read and validate a taxonomy file (the packaged one by default)."""
     path = Path(path) if path else DEFAULT_TAXONOMY
     return parse_taxonomy(read_yaml(path, "taxonomy file"), str(path))
+
+
+@cache
+def default_taxonomy() -> Taxonomy:
+    """The packaged taxonomy, read once (for readers that classify with the default rules)."""
+    return load_taxonomy()
 
 
 def parse_taxonomy(doc: Any, source: str = "<taxonomy>") -> Taxonomy:
@@ -235,13 +232,14 @@ def _parse_rules(items: Any, classes: dict[str, str], source: str, key: str) -> 
         if patterns is None:
             raise AddressableError(f"{where} ({category}) needs a list of regex 'patterns'")
         template = item.get("template")
-        if template is not None and _pattern_list(template) is None:
+        templates = _pattern_list(template)
+        if template is not None and templates is None:
             raise AddressableError(f"{where} ({category}): 'template' must be a regex or a list of them")
         unknown = set(item) - {"category", "patterns", "template", "launch_op_wins"}
         if unknown:
             raise AddressableError(f"{where} ({category}): unknown key(s) {', '.join(sorted(unknown))}")
         rules.append(Rule(category, _compile(patterns, f"{where} ({category})"), tuple(patterns),
-                          _compile(_pattern_list(template), f"{where} ({category})") if template else None,
+                          _compile(templates, f"{where} ({category})") if template and templates else None,
                           bool(item.get("launch_op_wins", False)), key, i))
     return tuple(rules)
 

@@ -14,7 +14,7 @@ exposed time equals summed time exactly.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -290,48 +290,6 @@ def _category_table(cats: np.ndarray, classes: pd.Series, n_dev: int, busy_ns: i
 def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     num, den = np.asarray(num, np.float64), np.asarray(den, np.float64)
     return np.divide(num, den, out=np.zeros_like(num), where=den > 0)
-
-
-class RankBreakdown(Protocol):
-    """What aggregate_ranks reads of one rank's breakdown (addressable.classify.breakdown.Breakdown; this
-    module sits below it)."""
-
-    categories: pd.DataFrame
-    timeline: TimelineResult | None
-
-
-def aggregate_ranks(breakdowns: list[RankBreakdown]) -> pd.DataFrame:
-    """Each category's share across ranks: median, min, max and spread (summed and exposed basis).
-
-    One row per category; a category absent from a rank counts as zero there. The exposed
-    columns are NaN unless every breakdown has a timeline. The per-rank table and the straggler
-    signal are in `addressable.classify.ranks.summarize_ranks`.
-    """
-    frames = []
-    for rank, b in enumerate(breakdowns):
-        c = b.categories[["category", "class", "time_us", "share"]].assign(rank=rank, exposed_share=np.nan)
-        if b.timeline is not None:
-            exposed = b.timeline.categories.set_index("category")["exposed_share"]
-            c["exposed_share"] = c["category"].map(exposed).fillna(0.0).to_numpy()
-        frames.append(c)
-    if not frames:
-        return pd.DataFrame(columns=["category", "class", *_STATS])
-    df = pd.concat(frames, ignore_index=True).astype({"category": str})
-    out = df.groupby("category")["class"].first().rename_axis("category").reset_index()
-    with_timeline = all(b.timeline is not None for b in breakdowns)
-    for v in ("share", "time_us", "exposed_share"):
-        wide = df.pivot(index="category", columns="rank", values=v).reindex(
-            index=out["category"], columns=range(len(breakdowns)))
-        m = wide.fillna(0.0).to_numpy() if v != "exposed_share" or with_timeline else wide.to_numpy()
-        out[f"{v}_median"], out[f"{v}_min"], out[f"{v}_max"] = np.median(m, axis=1), m.min(axis=1), m.max(axis=1)
-    out["share_spread"] = out["share_max"] - out["share_min"]
-    out = out[["category", "class", *_STATS]].sort_values(["class", "share_median"], ascending=[True, False])
-    out = out.reset_index(drop=True)
-    return out
-
-
-_STATS = ["share_median", "share_min", "share_max", "share_spread", "time_us_median", "time_us_min",
-          "time_us_max", "exposed_share_median", "exposed_share_min", "exposed_share_max"]
 
 
 def format_timeline(t: TimelineResult) -> str:

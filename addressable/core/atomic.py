@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
+from addressable.core import interrupt
 from addressable.core.errors import AddressableError
 
 
@@ -41,6 +42,7 @@ def atomic_file(path: str | Path, mode: str = "w") -> Iterator[IO]:
     path = Path(path)
     parent = _writable_parent(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
+    interrupt.track(Path(tmp))
     try:
         with os.fdopen(fd, mode) as f:
             yield f
@@ -49,6 +51,8 @@ def atomic_file(path: str | Path, mode: str = "w") -> Iterator[IO]:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    finally:
+        interrupt.untrack(Path(tmp))
 
 
 def write_text(path: str | Path, text: str) -> Path:
@@ -75,6 +79,7 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     path = Path(path)
     parent = _writable_parent(path)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".partial", dir=parent))
+    interrupt.track(tmp)
     try:
         os.chmod(tmp, 0o777 & ~umask())  # mkdtemp makes 0700
         yield tmp
@@ -84,3 +89,5 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    finally:
+        interrupt.untrack(tmp)

@@ -11,16 +11,17 @@ Reference Triton candidates (`ModelNew`) live in `candidates/<problem stem>.py`.
 
 from __future__ import annotations
 
-import importlib.util
-import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pandas as pd
 
 from addressable.core.errors import AddressableError
-from addressable.runs.folder import read_csv
+from addressable.runs.folder import read_kernels, read_run_keys
+from addressable.verification.harness import load_module, problem_category, quartiles, time_calls
 
 PROBLEMS_DIR = Path(__file__).with_name("problems")
 CANDIDATES_DIR = Path(__file__).with_name("candidates")
@@ -46,26 +47,35 @@ def problem_path(ref: str | Path) -> Path:
     raise AddressableError(f"unknown bench problem '{ref}' (known: {', '.join(problem_names())})")
 
 
+def problem_categories(dirs: Sequence[str | Path] | None = None) -> dict[str, str]:
+    """Problem stem -> taxonomy category of each problem file (its CATEGORY constant, read without importing
+    it: addressable.verification.harness.problem_category): DLRM-Bench's problems, or those in `dirs`."""
+    out = {}
+    for d in map(Path, (PROBLEMS_DIR,) if dirs is None else dirs):
+        for f in sorted(d.glob("*.py")) if d.is_dir() else []:
+            if not f.name.startswith("_") and (category := problem_category(f)):
+                out[f.stem] = category
+    return out
+
+
 def candidate_path(ref: str | Path) -> Path | None:
     """The reference Triton candidate of a problem, if there is one."""
     path = CANDIDATES_DIR / f"{problem_path(ref).stem}.py"
     return path if path.is_file() else None
 
 
-def _exec_file(path: Path, prefix: str) -> ModuleType:
-    """A fresh module from a file (never cached, so size overrides never leak between loads)."""
-    spec = importlib.util.spec_from_file_location(f"{prefix}_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
+def _exec_file(path: Path) -> ModuleType:
+    """A fresh module from a problem or candidate file (addressable.verification.harness.load_module: a new
+    module each time, so size overrides never leak between loads)."""
     try:
-        spec.loader.exec_module(module)
+        return load_module(path)
     except ImportError as e:
         raise AddressableError(f"cannot import {path}: {e}") from None
-    return module
 
 
 def load_problem(ref: str | Path, small: bool = False) -> ModuleType:
     """Load a problem as a fresh module; with `small`, apply its SMALL size overrides first."""
-    module = _exec_file(problem_path(ref), "dlrm_bench")
+    module = _exec_file(problem_path(ref))
     if small:
         for key, value in getattr(module, "SMALL", {}).items():
             if not hasattr(module, key):
@@ -79,7 +89,7 @@ def load_candidate(ref: str | Path) -> ModuleType:
     path = candidate_path(ref)
     if path is None:
         raise AddressableError(f"no reference candidate for {problem_path(ref).stem}")
-    return _exec_file(path, "dlrm_bench_candidate")
+    return _exec_file(path)
 
 
 def sizes(module: ModuleType) -> dict[str, object]:
@@ -126,20 +136,9 @@ def problem_shares(run_dir: str | Path) -> pd.DataFrame:
     (needs breakdown.json). shared_with: other problems whose regex matches the same kernels
     (then the shares overlap and are upper bounds).
     """
-    run_dir = Path(run_dir)
-    path = run_dir / "kernels.csv"
-    if not path.is_file():
-        raise AddressableError(f"no kernels.csv in {run_dir} (run `addressable profile` first)")
-    kernels = read_csv(path)
-    missing = {"name", "time_us"} - set(kernels.columns)
-    if missing:
-        raise AddressableError(f"{path} lacks columns {sorted(missing)}")
-    t = pd.to_numeric(kernels["time_us"], errors="coerce")
-    if t.isna().any():
-        raise AddressableError(f"{path}: time_us on row {int(t.isna().to_numpy().argmax()) + 1} is not a number")
-    kernels = kernels.assign(time_us=t)
+    kernels = read_kernels(run_dir)
     total = kernels["time_us"].sum()
-    per_step = _kernel_fraction_of_step(run_dir / "breakdown.json")
+    per_step = _kernel_fraction_of_step(read_run_keys(run_dir, required=False))
     names = kernels["name"].astype(str)  # one row per distinct kernel name: a plain loop is fine
     masks = {}
     for stem in problem_names():
@@ -160,12 +159,11 @@ def problem_shares(run_dir: str | Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _kernel_fraction_of_step(path: Path) -> float | None:
-    """Kernel time per step / wall-clock step time, from breakdown.json (None if unavailable)."""
+def _kernel_fraction_of_step(keys: dict[str, Any]) -> float | None:
+    """Kernel time per step / wall-clock step time, from breakdown.json's keys (None if unavailable)."""
     try:
-        doc = json.loads(path.read_text())
-        return float(doc["kernel_time_per_step_us"]) / (1000.0 * float(doc["step_time_ms"]))
-    except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError):
+        return float(keys["kernel_time_per_step_us"]) / (1000.0 * float(keys["step_time_ms"]))
+    except (ValueError, KeyError, TypeError, ZeroDivisionError):
         return None
 
 
@@ -177,7 +175,6 @@ def baseline_times(names: list[str] | None = None, device: str = "cuda", small: 
     import torch
 
     from addressable.core.device import resolve_device
-    from addressable.verification.harness import quartiles, time_calls
 
     device = resolve_device(device)
     rows = []

@@ -1,4 +1,4 @@
-"""Stage 7: what end-to-end speedup do measured kernel speedups buy? (Amdahl over a run's breakdown)
+"""What end-to-end speedup do measured kernel speedups buy? (Amdahl over a run's breakdown, or a replay)
 
 For one run, a *group* is the set of kernels one measured win replaces; with s_i the share of step
 time the group takes and k_i its measured speedup (groups without a win keep k = 1):
@@ -6,24 +6,11 @@ time the group takes and k_i its measured speedup (groups without a win keep k =
     speedup = 1 / ((1 − Σ s_i) + Σ s_i / k_i)
 
 computed on two bases: kernel time (s_i = group time / total kernel time) and unprofiled wall-clock
-time (s_i = group time per step / step_time_ms). The ceiling makes every replaceable kernel
-infinitely fast: 1 / (1 − addressable_fraction) (kernel) and 1 / (1 − addressable_fraction_wall).
+time (s_i = group time per step / max(work per step, step_time_ms): classify.breakdown.wall_total,
+docs/accounting.md "Wall clock"). The ceiling makes every replaceable kernel infinitely fast:
+1 / (1 − addressable_fraction) (kernel) and 1 / (1 − addressable_fraction_wall).
 
-Targets in wins.csv, resolved in this order:
-  `module:M[@forward|@backward]`  the kernels launched inside module class M, or inside the modules
-                   whose qualified name matches the glob M (`module:LlamaRMSNorm`, `module:*.mlp.act_fn`),
-                   submodules included, from the run's modules.csv (addressable/classify/modules.py); the
-                   suffix keeps one direction. Optional column `kernels_after`: kernels the
-                   replacement launches per call (reported as kernels per step after; default unchanged).
-  `re:REGEX`       kernels of the run whose kernels.csv name matches REGEX (re.search, case-sensitive;
-                   write (?i) for case-insensitive).
-  a category       a taxonomy category (case-insensitive), e.g. `softmax`.
-  a problem name   a KernelBench problem (kernelbench_map.yaml) or a DLRM-Bench problem (the
-                   `CATEGORY` constant of its module in addressable/dlrm_bench/problems), e.g.
-                   `23_Softmax`; case, a `.py` suffix, surrounding `_` and the numeric prefix are
-                   ignored (`softmax`, `Softmax.py`). It stands for its category. A KernelBench
-                   level-2 problem listed in kernelbench_level2.yaml stands for its module target.
-Grouping rule: module targets take their kernels first (in wins.csv row order, each kernel row once),
+Targets (addressable.projection.wins) resolve to groups. Grouping rule: module targets take their kernels first (in wins.csv row order, each kernel row once),
 then regex targets take what is left of each kernel, then categories what is left of their category.
 Regex rows are applied in wins.csv row order and a kernel goes to the first regex row that matches
 it; rows with the same regex are one group. A category group is its category's time minus the
@@ -62,14 +49,8 @@ scaled by the run's exposed/summed ratio per category.
 
 from __future__ import annotations
 
-import ast
-import functools
-import io
-import json
 import math
-import re
 import statistics
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,50 +59,28 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from addressable.classify.modules import MODULE_PREFIX, NO_SCOPES_HINT, ModuleTarget, attribute
-from addressable.classify.taxonomy import UNCLASSIFIED, Taxonomy, load_taxonomy, read_yaml
+from addressable.classify.breakdown import wall_total
+from addressable.classify.modules import MODULE_PREFIX, NO_SCOPES_HINT, attribute
+from addressable.classify.taxonomy import UNCLASSIFIED, default_taxonomy
+from addressable.core.amdahl import amdahl
 from addressable.core.errors import AddressableError
 from addressable.core.jsonutil import to_jsonable
 from addressable.projection import replay as replay_model
-from addressable.runs.folder import Run, load_run, run_from_trace, run_labels
+from addressable.projection.wins import (
+    Resolver,
+    Target,
+    load_module_problems,
+    load_problem_map,
+    load_wins,
+    parse_wins,
+)
+from addressable.runs.folder import Run, load_run, run_from_trace, run_label_parts
+from addressable.trace.kernel_names import fit_distinct
 from addressable.trace.reader import Trace
 
-KERNELBENCH_MAP = Path(__file__).with_name("kernelbench_map.yaml")
-KERNELBENCH_LEVEL2 = Path(__file__).with_name("kernelbench_level2.yaml")
-PROBLEM_DIRS = (Path(__file__).resolve().parents[1] / "dlrm_bench" / "problems",)
 COMBINE = ("best", "median")
-REGEX_PREFIX = "re:"
-REQUIRED_COLUMNS = ("target", "speedup")
-OPTIONAL_COLUMNS = ("verified", "source", "notes", "speedup_lo", "speedup_hi", "kernels_after")
 MODELS = ("replay", "amdahl")
 NO_TRACE = "no trace kept with the run (trace.json.gz) to replay"
-_TRUE = {"true", "t", "yes", "y", "1"}
-_FALSE = {"false", "f", "no", "n", "0"}
-
-
-# ---------------------------------------------------------------------------------------------
-# Amdahl
-
-def amdahl(times: Sequence[float], speedups: Sequence[float], total: float) -> float:
-    """End-to-end speedup when parts `times` of `total` run `speedups` times faster (k = inf allowed).
-
-    total / (total − Σt + Σt/k), i.e. 1 / ((1 − Σs) + Σs/k) with s = t / total, summed exactly
-    (math.fsum) so the result does not depend on the order of the parts. NaN when the parts add up
-    to more than the total (e.g. summed kernel time above the wall-clock step time).
-    """
-    t = [float(x) for x in times]
-    if not total > 0 or math.fsum(t) > total * (1 + 1e-12):
-        return math.nan
-    new = math.fsum([float(total), *(-x for x in t), *(x / float(k) for x, k in zip(t, speedups, strict=True))])
-    return math.inf if new <= 0 else float(total) / new
-
-
-# ---------------------------------------------------------------------------------------------
-# Runs (read by addressable.runs.folder: Run, load_runs, run_from_trace)
-
-@functools.cache
-def _taxonomy() -> Taxonomy:
-    return load_taxonomy()
 
 
 def _labels(runs: list[Run]) -> list[str]:
@@ -129,293 +88,7 @@ def _labels(runs: list[Run]) -> list[str]:
     folders; else the run names."""
     if not all(r.is_folder for r in runs):
         return [r.name for r in runs]
-    return [" ".join(p for p in pair if p) for pair in run_labels(runs, full=True)]
-
-
-# ---------------------------------------------------------------------------------------------
-# Wins
-
-def load_wins(path: str | Path) -> pd.DataFrame:
-    """Read a wins.csv (or a results JSON of speedups, see _kernelbench_json) and validate every row; see parse_wins."""
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise AddressableError(f"no such speedups file: {path}") from None
-    except (UnicodeDecodeError, IsADirectoryError) as e:
-        raise AddressableError(f"cannot read speedups file {path}: {e}") from None
-    if not text.strip():
-        raise AddressableError(f"speedups file {path} is empty")
-    if text.lstrip()[0] in "[{":
-        raw, notes = _kernelbench_json(text, path)
-    else:
-        try:
-            with warnings.catch_warnings():  # a row with more fields than the header is an error
-                warnings.simplefilter("error", pd.errors.ParserWarning)
-                raw = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, skipinitialspace=True,
-                                  index_col=False)
-        except (pd.errors.ParserError, pd.errors.ParserWarning, pd.errors.EmptyDataError) as e:
-            raise AddressableError(f"speedups file {path} is not a readable CSV: {e}") from None
-        notes = []
-    out = parse_wins(raw, str(path))
-    out.attrs["warnings"] = notes + out.attrs.get("warnings", [])
-    return out
-
-
-def _kernelbench_json(text: str, path: Path) -> tuple[pd.DataFrame, list[str]]:
-    """{name: {speedup, correct}} / {name: speedup} / [{problem|name, speedup, correct|verified}]."""
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise AddressableError(f"speedups file {path} is not valid JSON: {e}") from None
-    if isinstance(doc, dict):
-        entries = [({"speedup": v} if not isinstance(v, dict) else v, str(k)) for k, v in doc.items()]
-    elif isinstance(doc, list):
-        entries = []
-        for i, e in enumerate(doc, 1):
-            if not isinstance(e, dict):
-                raise AddressableError(f"speedups file {path}: entry {i} is not an object")
-            name = e.get("problem", e.get("name", e.get("target")))
-            if not isinstance(name, str) or not name.strip():
-                raise AddressableError(f"speedups file {path}: entry {i} has no 'problem' or 'name'")
-            entries.append((e, name))
-    else:
-        raise AddressableError(f"speedups file {path}: expected a JSON object or list")
-    if not entries:
-        raise AddressableError(f"speedups file {path} is empty")
-    if not any("speedup" in e for e, _ in entries) and any("runtime" in e for e, _ in entries):
-        raise AddressableError(f"speedups file {path} holds runtimes but no speedups (KernelBench's eval_results.json "
-                               "does): run `addressable verify-batch` on its problem/candidate pairs for a wins.csv")
-    rows, notes = [], []
-    for e, name in entries:
-        ok = e.get("verified", e.get("correct"))
-        speedup = e.get("speedup")
-        if ok is False and (speedup is None or (isinstance(speedup, int | float) and speedup <= 0)):
-            notes.append(f"{path}: '{name}' failed (correct=false, no speedup); skipped")
-            continue
-        rows.append({"target": name.removesuffix(".py"), "speedup": _cell(speedup),
-                     "verified": _cell(ok), "speedup_lo": _cell(e.get("speedup_lo")),
-                     "speedup_hi": _cell(e.get("speedup_hi")), "source": _cell(e.get("source", str(path))),
-                     "notes": _cell(e.get("notes"))})
-    if not rows:
-        raise AddressableError(f"speedups file {path} has no usable entries (all failed)")
-    return pd.DataFrame(rows), notes
-
-
-def _cell(v: Any) -> str:
-    return "" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
-
-
-def parse_wins(raw: pd.DataFrame, source: str = "wins") -> pd.DataFrame:
-    """Validate a raw wins table; the whole file is rejected on the first bad row.
-
-    Returns row (1-based data row), target, speedup, speedup_lo, speedup_hi, verified, source, notes.
-    A `row` column in `raw` (e.g. a table this function returned) is ignored and renumbered.
-    """
-    if raw.empty and not len(raw.columns):
-        raise AddressableError(f"speedups file {source} is empty")
-    raw = raw.rename(columns=lambda c: str(c).strip().lower())
-    missing = [c for c in REQUIRED_COLUMNS if c not in raw.columns]
-    if missing:
-        raise AddressableError(f"speedups file {source} is missing column(s) {', '.join(missing)} "
-                               f"(has: {', '.join(map(str, raw.columns))})")
-    if raw.empty:
-        raise AddressableError(f"speedups file {source} has a header but no rows")
-    notes = [f"{source}: ignoring unknown column '{c}'" for c in raw.columns
-             if c not in (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS, "row")]
-    rows = []
-    for i, r in enumerate(raw.to_dict(orient="records"), 1):
-        where = f"{source} row {i}"
-        target = "" if _empty(r["target"]) else str(r["target"]).strip()
-        if not target:
-            raise AddressableError(f"{where}: empty target")
-        k = _speedup(r["speedup"], where, "speedup")
-        lo = k if _empty(r.get("speedup_lo")) else _speedup(r["speedup_lo"], where, "speedup_lo")
-        hi = k if _empty(r.get("speedup_hi")) else _speedup(r["speedup_hi"], where, "speedup_hi")
-        if not lo <= k <= hi:
-            raise AddressableError(f"{where}: need speedup_lo <= speedup <= speedup_hi, got {lo:g}, {k:g}, {hi:g}")
-        rows.append({"row": i, "target": target, "speedup": k, "speedup_lo": lo, "speedup_hi": hi,
-                     "kernels_after": _kernels_after(r.get("kernels_after"), where),
-                     "verified": _verified(r.get("verified"), where),
-                     "source": "" if _empty(r.get("source")) else str(r["source"]).strip(),
-                     "notes": "" if _empty(r.get("notes")) else str(r["notes"]).strip()})
-    out = pd.DataFrame(rows)
-    key = ["target", "speedup", "speedup_lo", "speedup_hi", "verified", "source"]
-    dup = out.duplicated(key, keep=False)
-    if dup.any():
-        first = out[dup].iloc[0]
-        same = out.loc[dup & (out[key] == first[key]).all(axis=1), "row"].tolist()
-        raise AddressableError(f"{source}: rows {' and '.join(map(str, same))} are duplicates "
-                               f"(target '{first['target']}', speedup {first['speedup']:g})")
-    out.attrs["warnings"] = notes
-    return out
-
-
-def _empty(v: Any) -> bool:
-    return v is None or (isinstance(v, float) and math.isnan(v)) or (isinstance(v, str) and not v.strip())
-
-
-def _speedup(v: Any, where: str, column: str) -> float:
-    if _empty(v):
-        raise AddressableError(f"{where}: missing {column}")
-    try:
-        k = float(str(v).strip().removesuffix("x")) if not isinstance(v, int | float) else float(v)
-    except ValueError:
-        raise AddressableError(f"{where}: {column} '{v}' is not a number") from None
-    if math.isnan(k) or k <= 0:
-        raise AddressableError(f"{where}: {column} must be a positive number, got '{v}'")
-    return k
-
-
-def _kernels_after(v: Any, where: str) -> float:
-    """Kernels a replacement launches per call (NaN: unchanged)."""
-    if _empty(v):
-        return math.nan
-    try:
-        n = float(v)
-    except (TypeError, ValueError):
-        raise AddressableError(f"{where}: kernels_after '{v}' is not a number") from None
-    if not (math.isfinite(n) and n >= 0 and n == int(n)):
-        raise AddressableError(f"{where}: kernels_after must be a whole number >= 0, got '{v}'")
-    return n
-
-
-def _verified(v: Any, where: str) -> bool:
-    if _empty(v):
-        return True
-    if isinstance(v, bool | np.bool_):
-        return bool(v)
-    s = str(v).strip().lower()
-    if s in _TRUE or s in _FALSE:
-        return s in _TRUE
-    raise AddressableError(f"{where}: verified must be true or false, got '{v}'")
-
-
-# ---------------------------------------------------------------------------------------------
-# Targets
-
-def load_problem_map(path: str | Path | None = None,
-                     problem_dirs: Sequence[str | Path] | None = None) -> dict[str, str]:
-    """Problem name -> category: kernelbench_map.yaml (all sections) plus DLRM-Bench modules' CATEGORY."""
-    path = Path(path) if path else KERNELBENCH_MAP
-    doc = read_yaml(path, "problem map")
-    if not isinstance(doc, dict) or not all(isinstance(s, dict) for s in doc.values()):
-        raise AddressableError(f"problem map {path} must map sections to {{problem: category}}")
-    known = load_taxonomy().classes
-    out: dict[str, str] = {}
-    for section, entries in doc.items():
-        for name, category in entries.items():
-            if category not in known:
-                raise AddressableError(f"problem map {path}: {section}.{name} has unknown category '{category}'")
-            out[str(name)] = category
-    for name, category in problem_categories(PROBLEM_DIRS if problem_dirs is None else problem_dirs).items():
-        if category in known:
-            out.setdefault(name, category)
-    return out
-
-
-def load_module_problems(path: str | Path | None = None) -> tuple[dict[str, str], dict[str, str]]:
-    """KernelBench level-2 problems (kernelbench_level2.yaml): name -> the `module:` target it stands for,
-    and name -> why it has none."""
-    path = Path(path) if path else KERNELBENCH_LEVEL2
-    doc = read_yaml(path, "level-2 problem map")
-    modules = doc.get("modules") if isinstance(doc, dict) else None
-    unmapped = doc.get("unmapped") if isinstance(doc, dict) else None
-    if not isinstance(modules, dict) or not all(str(t).startswith(MODULE_PREFIX) for t in modules.values()) \
-            or not isinstance(unmapped, dict):
-        raise AddressableError(f"level-2 problem map {path}: needs 'modules' (problem: module:TARGET) "
-                               "and 'unmapped' (problem: reason)")
-    return {str(k): str(v) for k, v in modules.items()}, {str(k): str(v) for k, v in unmapped.items()}
-
-
-def problem_categories(dirs: Sequence[str | Path]) -> dict[str, str]:
-    """Category of each benchmark problem module: its `CATEGORY = "..."` constant, else a
-    `Category: ...` line in its docstring. Read with ast, never imported."""
-    out = {}
-    for d in map(Path, dirs):
-        for f in sorted(d.glob("*.py")) if d.is_dir() else []:
-            if f.name.startswith("_"):
-                continue
-            try:
-                tree = ast.parse(f.read_text())
-            except (SyntaxError, UnicodeDecodeError, ValueError):
-                continue
-            category = next((n.value.value for n in tree.body if isinstance(n, ast.Assign)
-                             and any(isinstance(t, ast.Name) and t.id == "CATEGORY" for t in n.targets)
-                             and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)), None)
-            if category is None:
-                m = re.search(r"^\s*category\s*[:=]\s*`?(\w+)", ast.get_docstring(tree) or "", re.I | re.M)
-                category = m.group(1) if m else None
-            if category:
-                out[f.stem] = category
-    return out
-
-
-def _norm(name: str) -> str:
-    """A problem name as matched: the last path component, lower case, no .py, no outer underscores."""
-    return name.strip().replace("\\", "/").rsplit("/", 1)[-1].lower().removesuffix(".py").strip("_")
-
-
-@dataclass(frozen=True)
-class Target:
-    """What one wins.csv target resolved to: a category group or a regex group."""
-
-    group: str  # the group key: the category name, "re:REGEX" or "module:NAME[@direction]"
-    category: str | None = None
-    regex: re.Pattern | None = None
-    module: ModuleTarget | None = None
-
-
-class Resolver:
-    """Turns wins.csv targets into groups (regex, category, problem name: in that order)."""
-
-    def __init__(self, categories: set[str], problems: dict[str, str],
-                 level2: tuple[dict[str, str], dict[str, str]] | None = None) -> None:
-        self.categories = {c.lower(): c for c in categories}
-        self.module_problems: dict[str, str] = {}
-        self.unmapped: dict[str, str] = {}
-        for table, entries in zip((self.module_problems, self.unmapped), level2 or ({}, {}), strict=True):
-            for name, value in entries.items():
-                table[_norm(name)] = value
-                table.setdefault(_norm(re.sub(r"^\d+_", "", name.strip())), value)
-        self.problems: dict[str, str | None] = {}
-        short: dict[str, set[str]] = {}
-        for name, category in problems.items():
-            self.problems[_norm(name)] = category
-            short.setdefault(_norm(re.sub(r"^\d+_", "", name.strip())), set()).add(category)
-        for name, cats in short.items():  # an unprefixed name shared by two categories is ambiguous
-            self.problems.setdefault(name, next(iter(cats)) if len(cats) == 1 else None)
-
-    def resolve(self, target: str, where: str) -> tuple[Target | None, str]:
-        """The target, or None and why not."""
-        if target.startswith(MODULE_PREFIX):
-            try:
-                m = ModuleTarget.parse(target)
-            except ValueError as e:
-                raise AddressableError(f"{where}: bad module target '{target}': {e}") from None
-            return Target(MODULE_PREFIX + m.pattern + (f"@{m.direction}" if m.direction else ""), module=m), ""
-        if target.startswith(REGEX_PREFIX):
-            pattern = target[len(REGEX_PREFIX):]
-            if not pattern:
-                raise AddressableError(f"{where}: empty regex in target '{target}'")
-            try:
-                return Target(target, regex=re.compile(pattern)), ""
-            except re.error as e:
-                raise AddressableError(f"{where}: invalid regex in target '{target}': {e}") from None
-        if target.lower() in self.categories:
-            c = self.categories[target.lower()]
-            return Target(c, category=c), ""
-        key = _norm(target)
-        if key in self.module_problems:  # a KernelBench level-2 problem that one module runs
-            return self.resolve(self.module_problems[key], where)
-        if key in self.unmapped and key not in self.problems:
-            return None, f"KernelBench level-2 problem with no module target ({self.unmapped[key]})"
-        if key in self.problems:
-            c = self.problems[key]
-            if c is None:
-                return None, "ambiguous problem name (give the numeric prefix)"
-            return Target(c, category=c), ""
-        return None, "not a category, a re: regex or a known problem name"
+    return [" ".join(p for p in pair if p) for pair in run_label_parts(runs, full=True)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -446,6 +119,10 @@ class Projection:
     include_unverified: bool = False
     warnings: list[str] = field(default_factory=list)
 
+    def left_out_unverified(self) -> pd.DataFrame:
+        """The wins rows with verified = false that were left out (all of them without include_unverified)."""
+        return self.wins[~self.wins["verified"] & (self.wins["group"].isna() | (not self.include_unverified))]
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON form printed by `project --json` (infinity as the string "inf", undefined as null)."""
         runs = []
@@ -465,7 +142,7 @@ class Projection:
             c = self.contributions[self.contributions["run"] == r["run"]].drop(columns="run")
             item["contributions"] = c.to_dict(orient="records")
             runs.append(item)
-        left_out = self.wins[~self.wins["verified"] & ~self.wins["used"]]
+        left_out = self.left_out_unverified()
         return to_jsonable({
             "combine": self.combine,
             "include_unverified": self.include_unverified,
@@ -492,15 +169,15 @@ def project(runs: Sequence[Run | str | Path], wins: pd.DataFrame | str | Path, *
         raise AddressableError(f"combine must be one of {', '.join(COMBINE)}, not '{combine}'")
     if model not in MODELS:
         raise AddressableError(f"model must be one of {', '.join(MODELS)}, not '{model}'")
-    runs = [r if isinstance(r, Run) else run_from_trace(r) if Path(r).is_file() and Path(r).name != "breakdown.json"
-            else load_run(r) for r in runs]
-    for r in runs:
+    loaded = [r if isinstance(r, Run) else run_from_trace(r)
+              if Path(r).is_file() and Path(r).name != "breakdown.json" else load_run(r) for r in runs]
+    for r in loaded:
         r.check()
-    if not runs:
+    if not loaded:
         raise AddressableError("no runs to project")
     table = load_wins(wins) if isinstance(wins, str | Path) else parse_wins(wins)
     messages = list(table.attrs.get("warnings", []))
-    categories = set(load_taxonomy().classes) | {UNCLASSIFIED} | {c for r in runs for c in r.times.index}
+    categories = set(default_taxonomy().classes) | {UNCLASSIFIED} | {c for r in loaded for c in r.times.index}
     resolver = Resolver(categories, load_problem_map() if problem_map is None else problem_map,
                         load_module_problems())
 
@@ -518,37 +195,56 @@ def project(runs: Sequence[Run | str | Path], wins: pd.DataFrame | str | Path, *
     groups = _combine(table, targets, combine)
 
     run_rows, contrib, hit = [], [], dict.fromkeys((g.target.group for g in groups), False)
-    for run, label in zip(runs, _labels(runs), strict=True):
+    for run, label in zip(loaded, _labels(loaded), strict=True):
         weights, matched, counts = _group_weights(run, groups)
         for g, m in matched.items():
             hit[g] = hit[g] or m
         row, c = _project_run(run, groups, weights, counts)
         row.update(_replay_run(run, groups, model), step_time_ms=run.step_time_ms or math.nan, label=label)
-        for m in ("speedup", "ceiling"):  # the headline numbers follow the model used
+        for kind in ("speedup", "ceiling"):  # the headline numbers follow the model used
             for b in ("kernel", "wall"):
                 for sfx in ("", "_lo", "_hi"):
-                    row[f"amdahl_{m}_{b}{sfx}"] = row[f"{m}_{b}{sfx}"]
+                    row[f"amdahl_{kind}_{b}{sfx}"] = row[f"{kind}_{b}{sfx}"]
                     if row["model"] == "replay":
-                        row[f"{m}_{b}{sfx}"] = row[f"replay_{m}_{b}{sfx}"]
+                        row[f"{kind}_{b}{sfx}"] = row[f"replay_{kind}_{b}{sfx}"]
         run_rows.append(row)
         contrib += c
-    scoped = any(r.modules is not None and r.modules.has_scopes for r in runs)
+    scoped = any(r.modules is not None and r.modules.has_scopes for r in loaded)
     for g, m in hit.items():
-        if not m:
+        if not m:  # a win that matched nothing is not used
             sel = table["used"] & (table["group"] == g)
             table.loc[sel, "reason"] = ("matched no kernel time in any run" if scoped or not g.startswith(MODULE_PREFIX)
                                         else NO_SCOPES_HINT.replace("this trace", "any run"))
+            table.loc[sel, "used"] = False
     bad = (table["reason"] != "") & (table["reason"] != "unverified")
     unmatched = table.loc[bad, ["row", "target", "speedup", "reason"]].reset_index(drop=True)
     messages += [f"wins row {r.row}: target '{r.target}' {r.reason}; listed as unmatched"
                  for r in unmatched.itertuples()]
-    messages += [f"run {r['run']}: kernel time per step exceeds step_time_ms (streams overlap?); "
-                 "wall-clock projection undefined" for r in run_rows
-                 if math.isnan(r["ceiling_wall"]) and not math.isnan(r["addressable_fraction_wall"])]
+    messages += [f"run {r.name}: its work per step exceeds its step time (work on several threads or streams "
+                 "overlaps), so its wall-clock shares are over the summed work (docs/accounting.md, \"Wall clock\")"
+                 for r in loaded if _work_exceeds_step(r)]
     messages += [f"run {r['run']}: projected with Amdahl's law: {r['model_reason']}" for r in run_rows
                  if model == "replay" and r["model"] == "amdahl" and r["model_reason"] != NO_TRACE]
+    messages += [as_profiled_warning(r) for r in run_rows if r["model"] == "replay" and r["wall_basis"] == "profiled step"]
     return Projection(pd.DataFrame(run_rows), pd.DataFrame(contrib, columns=_CONTRIB_COLUMNS), table, unmatched,
                       combine, include_unverified, messages)
+
+
+def as_profiled_warning(row: dict[str, Any]) -> str:
+    """Why a trace replayed without its unprofiled step time projects little, and how to give that time."""
+    top, kernels = row["replay_ceiling_wall"], row["replay_ceiling_kernel"]
+    bound = (f": with every replaceable kernel free the replayed step runs {_x(top)} faster, its kernels "
+             f"{_x(kernels)}" if top < kernels * (1 - 1e-3) else "")
+    return (f"run {row['run']}: replayed as profiled (cpu_scale 1: no unprofiled step time), so the profiler's own "
+            f"CPU overhead stays in and the projection is bounded by the profiled CPU time{bound}; give the "
+            "unprofiled step time with --step-ms MS (e.g. the lower quartile of your steps, docs/replay.md)")
+
+
+def _work_exceeds_step(run: Run) -> bool:
+    """Whether the run's work per step, on its basis, exceeds its step time (wall_total's "work")."""
+    if not (run.step_time_ms and run.n_steps):
+        return False
+    return wall_total(math.fsum(run.times.to_numpy()) / run.n_steps, run.step_time_ms * 1e3)[1] == "work"
 
 
 def _combine(table: pd.DataFrame, targets: list[Target | None], combine: str) -> list[Group]:
@@ -570,7 +266,9 @@ def _combine(table: pd.DataFrame, targets: list[Target | None], combine: str) ->
             k, lo, hi = (float(statistics.median(rows[c])) for c in ("speedup", "speedup_lo", "speedup_hi"))
             names = list(dict.fromkeys(rows["target"]))
             n_after = float(round(after.median())) if after.notna().any() else math.nan
-        groups.append(Group(targets[idx[0]], rows["row"].tolist(), names, float(k), float(lo), float(hi),
+        target = targets[idx[0]]
+        assert target is not None  # by_key holds used targets only
+        groups.append(Group(target, rows["row"].tolist(), names, float(k), float(lo), float(hi),
                             float(n_after)))
     return groups
 
@@ -592,7 +290,7 @@ def _group_weights(run: Run, groups: list[Group]
     mods = [g for g in groups if g.target.module is not None]
     if mods:
         taken = _module_weights(run, mods, weights, claimed, matched, counts)
-    regex = [g for g in groups if g.target.regex is not None]
+    regex = [(g, g.target.regex) for g in groups if g.target.regex is not None]
     if regex:
         k = run.kernel_times
         if k is None:
@@ -602,8 +300,8 @@ def _group_weights(run: Run, groups: list[Group]
             [k["name"], k["category"]]), fill_value=0.0).to_numpy() if len(taken) else k["time_us"].to_numpy()
         left = np.clip(left, 0.0, None)
         free = np.ones(len(k), dtype=bool)
-        for g in regex:
-            hit = free & np.fromiter((g.target.regex.search(n) is not None for n in k["name"]), bool, len(k))
+        for g, pattern in regex:
+            hit = free & np.fromiter((pattern.search(n) is not None for n in k["name"]), np.bool_, len(k))
             free &= ~hit
             by_cat = pd.Series(left[hit]).groupby(k.loc[hit, "category"].to_numpy()).sum()
             by_cat = by_cat[by_cat.index.isin(cats)]
@@ -634,14 +332,16 @@ def _module_weights(run: Run, groups: list[Group], weights: pd.DataFrame, claime
     cat_time = d["time_us"].groupby(d["category"]).sum()
     free = np.ones(len(d), dtype=bool)
     for g in groups:
-        hit = free & g.target.module.matches(d, mb.modules)
+        module = g.target.module
+        assert module is not None  # module groups only
+        hit = free & module.matches(d, mb.modules)
         free &= ~hit
         share = (d.loc[hit, "time_us"].groupby(d.loc[hit, "category"]).sum() / cat_time).dropna()
         share = share[share.index.isin(weights.columns)]
         weights.loc[g.target.group, share.index] = share.to_numpy()
         claimed.loc[share.index] += share.to_numpy()
         matched[g.target.group] = bool(d.loc[hit, "time_us"].sum() > 0)
-        calls = mb.modules.loc[mb.modules["module"].isin(g.target.module.heads(mb.modules)), "calls"].sum()
+        calls = mb.modules.loc[mb.modules["module"].isin(module.heads(mb.modules)), "calls"].sum()
         counts[g.target.group] = (float(d.loc[hit, "count"].sum()) / mb.n_steps, float(calls) / mb.n_steps)
     taken = d.loc[~free]
     return taken["time_us"].groupby([taken["name"], taken["category"]]).sum()
@@ -663,7 +363,7 @@ def _replay_run(run: Run, groups: list[Group], model: str) -> dict[str, Any]:
     if not run.traces:
         out["model_reason"] = NO_TRACE
         return out
-    tax = _taxonomy()
+    tax = default_taxonomy()
     cache: dict[int, tuple[np.ndarray, pd.Series]] = {}
 
     def groups_of(trace: Trace, g: replay_model.Graph) -> tuple[np.ndarray, pd.Series]:
@@ -672,11 +372,11 @@ def _replay_run(run: Run, groups: list[Group], model: str) -> dict[str, Any]:
             names = pd.Series(g.gpu_name, dtype="string")
             category = tax.classify(names).astype(str).reset_index(drop=True)
             owner = np.full(g.n_gpu, -1)
-            mods = [(i, grp) for i, grp in enumerate(groups) if grp.target.module is not None]
+            mods = [(i, grp.target.module) for i, grp in enumerate(groups) if grp.target.module is not None]
             if mods:  # module groups claim first: each op's module, through its launching CPU op
                 attr = attribute(trace.events, trace.events.iloc[g.gpu_row], gpu=True)
-                for i, grp in mods:
-                    owner[(owner < 0) & grp.target.module.matches(attr.rows, attr.modules)] = i
+                for i, module in mods:
+                    owner[(owner < 0) & module.matches(attr.rows, attr.modules)] = i
             uniq, inverse = np.unique(g.gpu_name.astype(str), return_inverse=True)
             for i, grp in enumerate(groups):  # then regex groups, in row order
                 if grp.target.regex is not None:
@@ -688,7 +388,10 @@ def _replay_run(run: Run, groups: list[Group], model: str) -> dict[str, Any]:
             cache[id(g)] = owner, category
         return cache[id(g)]
 
-    whatifs = [replay_model.WhatIf(lambda t, g, i=i: groups_of(t, g)[0] == i, grp.k, grp.k_lo, grp.k_hi,
+    def in_group(i: int) -> replay_model.Select:
+        return lambda t, g: groups_of(t, g)[0] == i
+
+    whatifs = [replay_model.WhatIf(in_group(i), grp.k, grp.k_lo, grp.k_hi,
                                    None if math.isnan(grp.kernels_after) else grp.kernels_after)
                for i, grp in enumerate(groups)]
 
@@ -732,8 +435,9 @@ def _project_run(run: Run, groups: list[Group], weights: pd.DataFrame,
         times = times.reindex(weights.columns, fill_value=0.0)
         gt = (weights.to_numpy() @ times.to_numpy()) if len(groups) else np.zeros(0)
         out = {"kernel": (gt, times[replaceable].to_numpy(), math.fsum(times))}
-        if step_ms and per_step:
-            out["wall"] = (gt / per_step, times[replaceable].to_numpy() / per_step, step_ms * 1e3)
+        if step_ms and per_step:  # over max(work, step): classify.breakdown.wall_total
+            total, _ = wall_total(math.fsum(times.to_numpy()) / per_step, step_ms * 1e3)
+            out["wall"] = (gt / per_step, times[replaceable].to_numpy() / per_step, total)
         return out
 
     point = bases(run.times, run.step_time_ms, run.n_steps)
@@ -808,6 +512,28 @@ def _with_interval(v: float, lo: float, hi: float) -> str:
     return "n/a" if math.isnan(v) else f"{_x(v)} [{_num(lo)}-{_num(hi)}]"
 
 
+def _contribution_tables(p: Projection, top: int) -> list[str]:
+    """Each run's wins by gain; the target and group columns as wide as their longest entry (up to 48
+    characters), longer entries cut so that no two look the same."""
+    c = p.contributions
+    names = {col: list(pd.unique(c[col].astype(str))) for col in ("target", "group")}
+    tw, gw = (min(max([least, *map(len, names[col])]), 48) + 1 for col, least in (("target", 29), ("group", 19)))
+    targets = dict(zip(names["target"], fit_distinct(names["target"], tw - 1), strict=True))
+    groups = dict(zip(names["group"], fit_distinct(names["group"], gw - 1), strict=True))
+    lines = []
+    for run, label in zip(p.runs["run"], p.runs["label"], strict=True):
+        rows = c[c["run"] == run].head(top)
+        if rows.empty:
+            continue
+        lines += ["", f"{label}: wins by end-to-end gain (that win alone)",
+                  f"  {'target':<{tw}}{'group':<{gw}}{'k':>8}{'share':>8}{'gain':>9}{'wall share':>12}{'wall gain':>11}"]
+        for r in rows.itertuples():
+            share_wall = "n/a" if math.isnan(r.share_wall) else f"{r.share_wall:.1%}"
+            lines.append(f"  {targets[str(r.target)]:<{tw}}{groups[str(r.group)]:<{gw}}{_x(r.k, 2):>8}{r.share:>8.1%}"
+                         f"{_x(r.gain_kernel):>9}{share_wall:>12}{_x(r.gain_wall):>11}")
+    return lines
+
+
 def format_projection(p: Projection, top: int = 5) -> str:
     """The projection as readable tables: one line per run, then each run's top wins."""
     used = int(p.wins["used"].sum())
@@ -838,20 +564,11 @@ def format_projection(p: Projection, top: int = 5) -> str:
                      f"{r.wall_basis:<16}")
         if r.model_reason and r.model_reason != "--model amdahl":
             lines.append(f"    (Amdahl: {r.model_reason})")
-    for run, label in zip(p.runs["run"], p.runs["label"], strict=True):
-        c = p.contributions[p.contributions["run"] == run].head(top)
-        if c.empty:
-            continue
-        lines += ["", f"{label}: wins by end-to-end gain (that win alone)",
-                  f"  {'target':<30}{'group':<20}{'k':>8}{'share':>8}{'gain':>9}{'wall share':>12}{'wall gain':>11}"]
-        for r in c.itertuples():
-            share_wall = "n/a" if math.isnan(r.share_wall) else f"{r.share_wall:.1%}"
-            lines.append(f"  {r.target[:29]:<30}{r.group[:19]:<20}{_x(r.k, 2):>8}{r.share:>8.1%}"
-                         f"{_x(r.gain_kernel):>9}{share_wall:>12}{_x(r.gain_wall):>11}")
+    lines += _contribution_tables(p, top)
     if not p.unmatched.empty:
         lines += ["", "Unmatched wins (matched nothing in any run):"]
         lines += [f"  row {r.row}: {r.target} ({r.reason})" for r in p.unmatched.itertuples()]
-    left = p.wins[~p.wins["verified"] & ~p.wins["used"]]
+    left = p.left_out_unverified()
     if not left.empty:
         lines += ["", f"{len(left)} unverified win(s) left out (use --include-unverified): "
                   + ", ".join(left["target"])]

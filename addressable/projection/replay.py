@@ -495,14 +495,14 @@ def _waits(cpu_ts: np.ndarray, cpu_dur: np.ndarray, cpu_name: np.ndarray, kind: 
     sync_calls = np.flatnonzero(np.isin(kind, ["sync", "device_sync"]))
     per_stream = [np.flatnonzero(stream == s) for s in range(n_streams)]
     for i in sync_calls:
-        last = []
+        found = []
         for ops in per_stream:
             k = np.searchsorted(position[ops], i, "left") - 1  # positions rise along a stream
             if k >= 0:
-                last.append(ops[k])
-        if not last:
+                found.append(ops[k])
+        if not found:
             continue
-        last = np.array(last)
+        last = np.array(found)
         if kind[i] == "device_sync":
             waits[int(i)] = last
         else:  # stream or event sync: the stream whose work ended last, by the call's end
@@ -514,13 +514,13 @@ def _waits(cpu_ts: np.ndarray, cpu_dur: np.ndarray, cpu_name: np.ndarray, kind: 
     mem = np.flatnonzero((launch >= 0) & (kind[np.clip(launch, 0, None)] == "memory") if n_cpu else
                          np.zeros(0, bool))
     for j in mem:
-        i = int(launch[j])
-        if cpu_ts[i] < g_end[j] <= cpu_end[i] + 1.0 and position[j] < i:
-            waits[i] = np.array([j])
-        elif cpu_ts[i] < g_end[j] <= cpu_end[i] + 1.0:  # the copy is replayed with its call: wait on its predecessor
-            p = j - 1 if j > 0 and stream[j - 1] == stream[j] and position[j - 1] < i else -1
+        c = int(launch[j])  # the copy's call
+        if cpu_ts[c] < g_end[j] <= cpu_end[c] + 1.0 and position[j] < c:
+            waits[c] = np.array([j])
+        elif cpu_ts[c] < g_end[j] <= cpu_end[c] + 1.0:  # the copy is replayed with its call: wait on its predecessor
+            p = j - 1 if j > 0 and stream[j - 1] == stream[j] and position[j - 1] < c else -1
             if p >= 0:
-                waits[i] = np.array([p])
+                waits[c] = np.array([p])
     base = cpu_dur.copy()
     wake = np.zeros(n_cpu)
     if not waits:
@@ -753,7 +753,7 @@ def step_span(r: Replay) -> float:
     return r.span / max(len(r.steps), 1)
 
 
-def calibrate(g: Graph, step_us: float, lo: float = 0.05, hi: float = 4.0, rtol: float = 1e-3) -> float:
+def fit_cpu_scale(g: Graph, step_us: float, lo: float = 0.05, hi: float = 4.0, rtol: float = 1e-3) -> float:
     """The CPU scale at which the unmodified replay's step takes `step_us` (an unprofiled step time).
 
     The profiler slows the CPU (each op and runtime call is recorded) but hardly the GPU, so a
@@ -838,7 +838,7 @@ def project_traces(paths: Sequence[str | Path | Trace], whatifs: Sequence[WhatIf
     every `ceiling` op infinitely fast); a string says why a trace cannot be replayed.
 
     With `step_us` (the unprofiled step time), each graph's CPU time is first scaled so that its
-    replayed step takes that long (`calibrate`): the profiler's own CPU overhead is taken out.
+    replayed step takes that long (`fit_cpu_scale`): the profiler's own CPU overhead is taken out.
     """
     rows, per_step = [], []
     for rank, path in enumerate(paths):
@@ -846,7 +846,7 @@ def project_traces(paths: Sequence[str | Path | Trace], whatifs: Sequence[WhatIf
         if g is None:
             return why if len(paths) == 1 else f"{Path(trace.path).name}: {why}"
         unscaled = replay(g)
-        scale = calibrate(g, step_us) if step_us else 1.0
+        scale = fit_cpu_scale(g, step_us) if step_us else 1.0
         base = unscaled if scale == 1.0 else replay(g, cpu_scale=scale)
 
         def changes(which: str, dispatch: str = "typical", g: Graph = g, trace: Trace = trace) -> list[Change]:

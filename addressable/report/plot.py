@@ -8,35 +8,40 @@ in warm, colour-blind-safe colours (Okabe-Ito and Paul Tol palettes).
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import zlib
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 from matplotlib import rc_context
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator, PercentFormatter
 
 from addressable.classify.modules import ROOT
 from addressable.classify.taxonomy import UNCLASSIFIED, load_taxonomy
+from addressable.core.amdahl import amdahl
 from addressable.core.atomic import atomic_file
 from addressable.core.errors import AddressableError
 from addressable.report.text import short_kernel_name
-from addressable.runs.folder import Run, load_modules, load_runs
-from addressable.runs.folder import run_labels as labels_of
+from addressable.roofline.model import roofline_of_trace
+from addressable.runs.folder import Run, load_modules, load_runs, run_label_parts
+from addressable.trace.kernel_names import fit_distinct
+
+if TYPE_CHECKING:
+    from matplotlib.typing import LegendLocType, RcKeyType
 
 WIDTH_IN = 3.5  # one column of a two-column paper
 FONT_PT = 7
 FORMATS = (".pdf", ".svg", ".png")
-STYLE: dict[str, Any] = {
+STYLE: dict[RcKeyType, Any] = {
     "font.size": FONT_PT, "axes.titlesize": FONT_PT + 1, "axes.labelsize": FONT_PT,
     "xtick.labelsize": FONT_PT, "ytick.labelsize": FONT_PT, "legend.fontsize": FONT_PT,
     "legend.title_fontsize": FONT_PT, "figure.titlesize": FONT_PT + 1,
@@ -56,9 +61,11 @@ REPLACEABLE_COLORS = ("#E69F00", "#D55E00", "#CC79A7", "#882255", "#AA4499", "#D
                       "#BBCC33", "#F0E442", "#117733", "#44AA99")
 EXTRA_COLORS = ("#EE7733", "#33BBEE", "#EE3377", "#009988", "#BBBBBB", "#0077BB")
 UNCLASSIFIED_COLOR = "#DDDDDD"
-# Lines for one curve per run (Okabe-Ito without yellow, then black), cycled with dash styles.
-RUN_COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
-RUN_DASHES = ("-", "--", ":", "-.")
+# One colour per curve: Okabe-Ito without yellow, then Paul Tol's wine, olive and grey. A figure with one curve
+# per run draws at most this many runs, so no two share a colour.
+RUN_COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#882255", "#999933",
+              "#888888")
+LEGEND_CHARS = 27  # the longest label line that fits a two-column legend one column wide
 BASIS_STYLE = {"kernel": ("#0072B2", "o", "-", "GPU kernel time"),
                "wall": ("#D55E00", "s", "--", "wall-clock step time")}
 SWEEP_KEYS = ("batch", "seq_len", "workload")
@@ -121,12 +128,12 @@ def _truncate(text: str, n: int) -> str:
 
 
 def run_labels(runs: list[Run], wrap: int | None = LABEL_CHARS) -> list[str]:
-    """Labels from the run keys (addressable.runs.folder.run_labels): "gpt2 train b8 s1024 DDP×2",
+    """Labels from the run keys (addressable.runs.folder.run_label_parts): "gpt2 train b8 s1024 DDP×2",
     "llama3-70b infer b8 s1024 (extrap. 4,8→80 layers)". A label longer than `wrap` characters puts
     its qualifier (compile, strategy, layers) on a second line.
     """
     return [f"{base}\n{qual}" if qual and wrap and len(base) + 1 + len(qual) > wrap else " ".join(p for p in (base, qual) if p)
-            for base, qual in labels_of(runs)]
+            for base, qual in run_label_parts(runs)]
 
 
 def _classes(runs: list[Run]) -> dict[str, str]:
@@ -145,7 +152,7 @@ def _category_legend(fig: Figure, categories: list[str], classes: dict[str, str]
     for i, (title, cats) in enumerate(groups):
         handles = [Patch(facecolor=color_of(c), edgecolor="black", linewidth=0.3, label=c.replace("_", " "))
                    for c in cats]
-        loc = "outside lower left" if i == 0 and len(groups) > 1 else (
+        loc: LegendLocType = "outside lower left" if i == 0 and len(groups) > 1 else (
             "outside lower right" if len(groups) > 1 else "outside lower center")
         fig.legend(handles=handles, title=title, loc=loc, ncols=1 if title.startswith("library") else 2,
                    alignment="left", handlelength=1.0, handleheight=0.8, columnspacing=0.8,
@@ -178,7 +185,7 @@ def plot_breakdown(runs: list[Run]) -> Figure:
             text = f"{r.addressable_fraction:.0%}"
             if r.world_size > 1:  # several GPUs: the compute basis beside it (NCCL waiting left out)
                 text += f" ({r.addressable_fraction_compute:.0%} cmp.)"
-            ax.text(1.015, yi, text, va="center", ha="left", fontsize=FONT_PT,
+            ax.text(1.015, float(yi), text, va="center", ha="left", fontsize=FONT_PT,
                     transform=ax.get_yaxis_transform(), clip_on=False)
         ax.text(1.015, 1.0, "addr.", va="bottom", ha="left", fontsize=FONT_PT, transform=ax.transAxes,
                 clip_on=False)
@@ -199,14 +206,8 @@ def _basis_name(runs: list[Run]) -> str:
         "CPU-op self time" if bases == {"cpu_op_time"} else "work time")
 
 
-def amdahl_gain(share: float | np.ndarray, k: float | np.ndarray) -> np.ndarray:
-    """End-to-end speedup when a share of the time gets k times faster: 1/((1-s)+s/k)."""
-    share, k = np.asarray(share, float), np.asarray(k, float)
-    return 1.0 / ((1.0 - share) + share / k)
-
-
 def effective_k(share: float, gain: float) -> float:
-    """The kernel speedup k that buys `gain` end to end at this share (inverse of amdahl_gain)."""
+    """The kernel speedup k that buys `gain` end to end at this share (Amdahl's law solved for k)."""
     rest = 1.0 / gain - (1.0 - share)
     return math.inf if rest <= 0 else share / rest
 
@@ -220,25 +221,30 @@ def plot_amdahl(runs: list[Run], speedups: str | Path | pd.DataFrame | None = No
     that would buy the same gain, k = s/(1/gain - (1-s)). Vertical bars: the projection's interval.
     """
     runs = _check_runs(runs)
+    if len(runs) > len(RUN_COLORS):
+        raise AddressableError(
+            f"amdahl draws one curve per run, each in its own colour, for at most {len(RUN_COLORS)} runs; got "
+            f"{len(runs)}: name the runs to compare (`addressable plot amdahl RUN...`, e.g. one workload's run "
+            "folders), or use `plot breakdown`, which shows any number of runs (each ceiling is 1/(1 - its "
+            "addressable fraction))")
     shares = np.array([min(r.addressable_fraction, 0.999) for r in runs])
-    ceilings = 1.0 / (1.0 - shares)
+    ceilings = np.array([amdahl([s], [math.inf], 1.0) for s in shares])
     k = np.logspace(0, math.log10(k_max), 200)
     labels = run_labels(runs)
     projected = projected_speedups(runs, speedups) if speedups is not None else None
-    legend_rows = sum(1 + max(a.count("\n"), b.count("\n"))
-                      for a, b in itertools.zip_longest(labels[::2], labels[1::2], fillvalue=""))
-    legend_rows += projected is not None and len(runs) % 2 == 0
+    ncols = 2 if max(len(line) for lab in labels for line in lab.split("\n")) <= LEGEND_CHARS else 1
+    legend_rows = sum(1 + max(lab.count("\n") for lab in labels[i:i + ncols]) for i in range(0, len(labels), ncols))
+    legend_rows += projected is not None and len(runs) % ncols == 0
     with _style():
         # the axes hold every ceiling label (1.3 lines apart) with room to spare
         fig = _figure(max(2.2, 0.75 + 0.16 * len(runs)) + 0.125 * legend_rows)
         ax = fig.add_subplot()
         log_y = ceilings.max() > 8
         colors = []
-        for i, (s, label) in enumerate(zip(shares, labels, strict=True)):
-            color, dash = RUN_COLORS[i % len(RUN_COLORS)], RUN_DASHES[(i // len(RUN_COLORS)) % len(RUN_DASHES)]
+        for s, top, label, color in zip(shares, ceilings, labels, RUN_COLORS, strict=False):
             colors.append(color)
-            ax.plot(k, amdahl_gain(s, k), color=color, linestyle=dash, label=label)
-            ax.axhline(1 / (1 - s), color=color, linestyle=(0, (2, 2)), linewidth=0.6, alpha=0.8)
+            ax.plot(k, [amdahl([s], [x], 1.0) for x in k], color=color, label=label)
+            ax.axhline(top, color=color, linestyle=(0, (2, 2)), linewidth=0.6, alpha=0.8)
         ax.set_xscale("log")
         ax.set_xlim(1, k_max)
         if projected is not None:
@@ -252,7 +258,7 @@ def plot_amdahl(runs: list[Run], speedups: str | Path | pd.DataFrame | None = No
         ax.set_xlabel("kernel speedup k of all replaceable work")
         ax.set_ylabel("end-to-end speedup")
         ax.grid(True, which="major", linewidth=0.3, alpha=0.4)
-        fig.legend(loc="outside lower center", ncols=2, handlelength=1.6, handletextpad=0.5,
+        fig.legend(loc="outside lower center", ncols=ncols, handlelength=1.6, handletextpad=0.5,
                    columnspacing=1.0, labelspacing=0.25, borderaxespad=0.2)
         fig.draw_without_rendering()  # settle the layout before placing the ceiling labels
         _ceiling_labels(ax, ceilings, colors)
@@ -313,8 +319,12 @@ def spread_labels(positions: np.ndarray, gap: float, lo: float | None = None, hi
     return out
 
 
+CEILING_GUTTER = 0.05  # axes widths between the axes and the ceiling labels, for their leader lines
+
+
 def _ceiling_labels(ax: Axes, ceilings: np.ndarray, colors: list[str]) -> None:
-    """Label each ceiling right of the axes, nudged apart so no two labels overlap."""
+    """Label each ceiling right of the axes, nudged apart so no two labels overlap; each leader line runs from
+    the ceiling at the axes' edge to the middle of its label's left side, so it crosses no label."""
     px = np.array([ax.transData.transform((1, c))[1] for c in ceilings])
     gap = FONT_PT * 1.3 * ax.figure.dpi / 72
     placed = spread_labels(px, gap, lo=ax.bbox.y0 + gap / 2, hi=ax.figure.bbox.y1 - gap / 2)
@@ -322,10 +332,10 @@ def _ceiling_labels(ax: Axes, ceilings: np.ndarray, colors: list[str]) -> None:
     for j, yp in enumerate(placed):
         y = inv((0, yp))[1]
         ax.annotate(f"{ceilings[j]:.3g}×", xy=(1.0, ceilings[j]), xycoords=ax.get_yaxis_transform(),
-                    xytext=(1.02, y), textcoords=ax.get_yaxis_transform(), va="center", ha="left",
+                    xytext=(1 + CEILING_GUTTER, y), textcoords=ax.get_yaxis_transform(), va="center", ha="left",
                     color=colors[j], fontsize=FONT_PT, annotation_clip=False,
                     arrowprops={"arrowstyle": "-", "color": colors[j], "linewidth": 0.4, "shrinkA": 0,
-                                "shrinkB": 0})
+                                "shrinkB": 0, "relpos": (0.0, 0.5)})
 
 
 def sweep_groups(runs: list[Run], x: str | None = None) -> list[tuple[str, str, list[Run]]]:
@@ -335,9 +345,16 @@ def sweep_groups(runs: list[Run], x: str | None = None) -> list[tuple[str, str, 
     model-size sweep) and agree on all else that changes what is measured: family, mode, dtype,
     device, torch.compile, world size and multi-GPU strategy, and the workload options (a run on
     a subset of layers is compared only with runs on that subset). Where two runs share a point,
-    a measured run is kept over one extrapolated from fewer layers (then the first one given).
+    a measured run is kept over one extrapolated from fewer layers (then the first one given);
+    sweep_repeats has the others.
     `x` picks the key; by default every key that varies somewhere gives its sweeps.
     """
+    return [(title, key, members) for title, key, members, _ in sweep_repeats(runs, x)]
+
+
+def sweep_repeats(runs: list[Run], x: str | None = None) -> list[tuple[str, str, list[Run], list[Run]]]:
+    """sweep_groups with a fourth item: the runs left off each sweep's line because another run holds
+    their point (the same configuration profiled twice, NAME and NAME-2, or an extrapolated check)."""
     if x is not None and x not in SWEEP_KEYS:
         raise AddressableError(f"--x must be one of {', '.join(SWEEP_KEYS)}, not '{x}'")
     table = pd.DataFrame([{"i": i, "family": r.family, "mode": r.mode, "dtype": r.info.get("dtype"),
@@ -352,11 +369,12 @@ def sweep_groups(runs: list[Run], x: str | None = None) -> list[tuple[str, str, 
         fixed = ["family", "mode", "dtype", "device", "compile", "world_size", "strategy", "options",
                  *(k for k in SWEEP_KEYS if k != key)]
         for _, g in table.groupby(fixed, sort=False):
-            g = g.sort_values(["extrapolated", "i"], kind="stable").drop_duplicates(key)
-            if len(g) < 2:
+            g = g.sort_values(["extrapolated", "i"], kind="stable")
+            kept, repeats = g.drop_duplicates(key), g[g.duplicated(key)]
+            if len(kept) < 2:
                 continue
-            members = sorted((runs[i] for i in sorted(g["i"])), key=_sweep_sort_key(key))
-            out.append((_sweep_title(members[0], key), key, members))
+            members = sorted((runs[i] for i in sorted(kept["i"])), key=_sweep_sort_key(key))
+            out.append((_sweep_title(members[0], key), key, members, [runs[i] for i in sorted(repeats["i"])]))
     if not out:
         what = f"in '{x}'" if x else "in batch, seq_len or workload"
         raise AddressableError(f"no sweep {what}: need two or more runs of one family and mode that differ "
@@ -393,18 +411,44 @@ def plot_sweep(runs: list[Run], x: str | None = None) -> Figure:
 
     Points are the runs' addressable fractions; error bars span the min-max across repeats
     (addressable_fraction_range / addressable_fraction_wall_range). Batch and sequence length use a
-    log2 axis; a model-size sweep (runs differing in workload) is ordered by parameter count.
+    log2 axis; a model-size sweep (runs differing in workload) is ordered by parameter count. A run
+    whose point another run holds (sweep_repeats) is an open marker at that point, not on the line.
     """
-    groups = sweep_groups(_check_runs(runs), x)
+    groups = sweep_repeats(_check_runs(runs), x)
     with _style():
         fig = _figure(0.55 + 1.45 * len(groups))
         axes = fig.subplots(len(groups), 1, squeeze=False)[:, 0]
-        for ax, (title, key, members) in zip(axes, groups, strict=True):
+        for ax, (title, key, members, repeats) in zip(axes, groups, strict=True):
             _sweep_panel(ax, title, key, members)
-        handles, labels = axes[0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="outside lower center", ncols=2, columnspacing=1.2,
+            _sweep_repeats(ax, key, members, repeats)
+        legend = {lab: h for ax in axes for h, lab in zip(*ax.get_legend_handles_labels(), strict=True)}
+        legend = {**{k: v for k, v in legend.items() if k != REPEAT_LABEL},
+                  **{k: v for k, v in legend.items() if k == REPEAT_LABEL}}  # the open markers' entry last
+        fig.legend(legend.values(), legend.keys(), loc="outside lower center", ncols=2, columnspacing=1.2,
                    borderaxespad=0.2, handlelength=2.2)
     return fig
+
+
+REPEAT_LABEL = "other run at this point"
+
+
+def _sweep_repeats(ax: Axes, key: str, members: list[Run], repeats: list[Run]) -> None:
+    """Open markers for the runs another run's point stands for, at that point's x."""
+    if not repeats:
+        return
+    position = {r.workload: float(i) for i, r in enumerate(members)}
+    xs = [position[r.workload] if key == "workload" else float(r.info[key]) for r in repeats]
+    for basis, wall in (("kernel", False), ("wall", True)):
+        ys = [r.addressable_fraction_wall if wall else r.addressable_fraction for r in repeats]
+        shown = [(xv, yv) for xv, yv in zip(xs, ys, strict=True) if yv is not None]
+        if shown:
+            color, marker, _, _ = BASIS_STYLE[basis]
+            ax.plot(*zip(*shown, strict=True), linestyle="none", marker=marker, markersize=4.5,
+                    markerfacecolor="white", markeredgecolor=color, markeredgewidth=0.8, zorder=4,
+                    label=REPEAT_LABEL if not wall else "_" + REPEAT_LABEL, gid="repeat")
+            lo, hi = ax.get_ylim()
+            ys_shown = [yv for _, yv in shown]
+            ax.set_ylim(max(0.0, min(lo, min(ys_shown) - 0.03)), min(1.0, max(hi, max(ys_shown) + 0.03)))
 
 
 def _sweep_panel(ax: Axes, title: str, key: str, members: list[Run]) -> None:
@@ -415,7 +459,7 @@ def _sweep_panel(ax: Axes, title: str, key: str, members: list[Run]) -> None:
     else:
         xs = np.array([float(r.info[key]) for r in members])
         ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_locator(FixedLocator(xs))
+        ax.xaxis.set_major_locator(FixedLocator(xs.tolist()))
         ax.xaxis.set_minor_locator(NullLocator())
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.set_xlim(xs.min() / 1.25, xs.max() * 1.25)
@@ -481,14 +525,14 @@ def plot_top_kernels(runs: list[Run], n: int = 10, cls: str = "replaceable") -> 
         y = np.arange(len(t))
         ax.barh(y, t["share"], color=[color_of(c) for c in t["category"]], height=0.7,
                 edgecolor="black", linewidth=0.3)
-        names = [_truncate(kname, KERNEL_CHARS) + (f" ({v})" if v > 1 else "")
-                 for kname, v in zip(t["kernel"], t["variants"], strict=True)]
+        names = [kname + (f" ({v})" if v > 1 else "")
+                 for kname, v in zip(fit_distinct(list(t["kernel"]), KERNEL_CHARS), t["variants"], strict=True)]
         ax.set_yticks(y, names)
         ax.set_ylim(len(t) - 0.5, -0.5)
         top = float(t["share"].max())
         ax.set_xlim(0, top * 1.28)
         for yi, s in zip(y, t["share"], strict=True):
-            ax.text(s + top * 0.02, yi, f"{s:.1%}", va="center", ha="left", fontsize=FONT_PT)
+            ax.text(s + top * 0.02, float(yi), f"{s:.1%}", va="center", ha="left", fontsize=FONT_PT)
         ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0 if top >= 0.05 else 1))
         ax.xaxis.set_major_locator(FixedLocator(_nice_ticks(top * 1.28)))
         ax.tick_params(axis="y", length=0)
@@ -548,7 +592,7 @@ def plot_modules(runs: list[Run], n: int = 10, by: str = "class") -> Figure:
             left += share
         top = float(left.max()) if len(left) else 1.0
         for yi, s in zip(y, t["share"], strict=True):
-            ax.text(s + top * 0.02, yi, f"{s:.1%}", va="center", ha="left", fontsize=FONT_PT)
+            ax.text(s + top * 0.02, float(yi), f"{s:.1%}", va="center", ha="left", fontsize=FONT_PT)
         names = [_truncate(m or ROOT, MODULE_CHARS) for m in t["module"]]
         ax.set_yticks(y, names)
         ax.set_ylim(len(t) - 0.5, -0.5)
@@ -566,9 +610,14 @@ def plot_modules(runs: list[Run], n: int = 10, by: str = "class") -> Figure:
 def roofline_points(run: Run) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The kernels of a run's roofline (breakdown.json's roofline key) with bytes per launch, and its peaks."""
     roof = run.info.get("roofline")
+    if roof is None and run.trace is not None:  # a trace file given as the run
+        roof = roofline_of_trace(run.trace).to_dict()
     if not isinstance(roof, dict) or not roof.get("kernels"):
+        if run.info.get("roofline_note"):
+            raise AddressableError(f"{run.name} has no roofline: {run.info['roofline_note']}")
         raise AddressableError(f"{run.name} has no roofline (breakdown.json's roofline key): profile it on a GPU "
-                               "with this version, or run `addressable roofline TRACE`")
+                               "with this version, or give plot roofline its trace (recorded with shapes), or "
+                               "store one with `addressable classify TRACE --out DIR`")
     k = pd.DataFrame(roof["kernels"])
     for c in ("time_us", "bytes", "flops", "achieved_gbps", "achieved_tflops", "headroom"):
         k[c] = pd.to_numeric(k[c], errors="coerce")
@@ -580,14 +629,28 @@ def roofline_points(run: Run) -> tuple[pd.DataFrame, dict[str, Any]]:
     return k[k["bytes"] > 0].reset_index(drop=True), roof.get("peaks") or {}
 
 
+# The matmul roofs a run's kernels are held to, by the run's dtype: fp32 runs also get TF32, which cuDNN uses
+# for fp32 convolutions by default. A run whose dtype is not recorded (a trace) gets every roof but fp8.
+MATMUL_ROOFS = {"bf16": ("bf16",), "fp16": ("fp16",), "fp32": ("fp32", "tf32"), "fp8": ("fp8",)}
+ANY_DTYPE_ROOFS = ("bf16", "fp16", "tf32", "fp32")
+ROOF_COLOR = "#555555"
+LIBRARY_DOT = "#AAAAAA"
+
+
+def matmul_roofs(peaks: dict[str, Any], dtype: str) -> dict[str, float]:
+    """dtype -> matmul peak (TFLOP/s) of the roofs drawn for a run of this dtype (MATMUL_ROOFS)."""
+    tflops = peaks.get("tflops") or {}
+    return {d: float(tflops[d]) for d in MATMUL_ROOFS.get(dtype, ANY_DTYPE_ROOFS) if tflops.get(d)}
+
+
 def plot_roofline(runs: list[Run]) -> Figure:
     """The roofline of one run: kernels as points sized by their time, coloured by category, under the peaks.
 
     Top: the classic roofline, achieved TFLOP/s against arithmetic intensity (FLOP per DRAM byte),
     for the kernels with FLOPs (GEMM, convolution, attention: library work, in grey), under the
-    memory slope and each dtype's matmul roof. Bottom: the replaceable kernels, which move bytes
-    but do no matrix math: achieved GB/s against bytes moved per launch, under the memory roof;
-    the gap to the roof is their headroom. Peaks are the run's calibrated ones (or the datasheet's).
+    memory slope and the matmul roof of the run's dtype (matmul_roofs). Bottom: the replaceable kernels,
+    which move bytes but do no matrix math: achieved GB/s against bytes moved per launch, under the
+    memory roof; the gap to the roof is their headroom. Peaks are the run's calibrated ones (or the datasheet's).
     """
     runs = _check_runs(runs)
     if len(runs) > 1:
@@ -597,7 +660,6 @@ def plot_roofline(runs: list[Run]) -> Figure:
     if k.empty:
         raise AddressableError(f"{run.name}: no kernel of its roofline has a bytes estimate (no shapes recorded?)")
     mem = float(peaks.get("memory_gbps") or np.nan)
-    tflops = {d: float(v) for d, v in (peaks.get("tflops") or {}).items() if d in ("bf16", "fp16", "tf32", "fp32", "fp8")}
     classes = _classes(runs)
     repl = k[k["class"] == "replaceable"]
     cats = category_order(set(repl["category"]), classes)
@@ -607,46 +669,84 @@ def plot_roofline(runs: list[Run]) -> Figure:
     with _style():
         fig = _figure(4.6 + 0.13 * math.ceil(len(cats) / 2))
         top, bottom = fig.subplots(2, 1, height_ratios=[1, 1])
-        f = k[k["flops"] > 0]
-        ai = np.logspace(-1, 4, 200)
-        if not math.isnan(mem):
-            roofs: dict[float, list[str]] = {}
-            for d, v in tflops.items():
-                roofs.setdefault(v, []).append(d)
-            for v, names in sorted(roofs.items(), reverse=True)[:3]:  # the top three roofs keep the labels apart
-                top.plot(ai, np.minimum(v, mem * ai / 1e3), color="#555555", linewidth=0.6)
-                top.text(ai[-1], v * 1.1, f"{'/'.join(names)} {v:,.0f} TFLOP/s", va="bottom", ha="right",
-                         fontsize=FONT_PT, color="#555555")
-        if not f.empty:
-            colors = [color_of(c) if cl == "replaceable" else "#AAAAAA" for c, cl in zip(f["category"], f["class"], strict=True)]
-            top.scatter(f["flops"] / f["bytes"], f["achieved_tflops"], s=size(f["time_us"]), c=colors,
-                        edgecolors="black", linewidths=0.3, alpha=0.85, zorder=3)
-        top.set_xscale("log")
-        top.set_yscale("log")
-        low = float(f["achieved_tflops"].min()) / 3 if not f.empty else 0.3
-        top.set_ylim(min(0.3, low), max(tflops.values(), default=1.0) * 3)
-        top.set_xlim(ai[0], ai[-1])
-        top.set_xlabel("arithmetic intensity (FLOP per DRAM byte)")
-        top.set_ylabel("achieved TFLOP/s")
+        roofs = matmul_roofs(peaks, run.dtype)
+        library = _compute_panel(top, k[k["flops"] > 0], roofs, mem, size)
         top.set_title(" ".join(p for p in (base, qual) if p) + f" on {peaks.get('gpu', '?')}", loc="left",
                       fontsize=FONT_PT)
-        if not repl.empty:
-            bottom.scatter(repl["bytes_per_launch"], repl["achieved_gbps"], s=size(repl["time_us"]),
-                           c=[color_of(c) for c in repl["category"]], edgecolors="black", linewidths=0.3,
-                           alpha=0.85, zorder=3)
-        if not math.isnan(mem):
-            bottom.axhline(mem, color="#555555", linewidth=0.6)
-            bottom.text(0.02, mem * 1.08, f"memory roof {mem:,.0f} GB/s", va="bottom", ha="left", fontsize=FONT_PT,
-                        color="#555555", transform=bottom.get_yaxis_transform())
-        bottom.set_xscale("log")
-        bottom.set_yscale("log")
-        if not math.isnan(mem):
-            bottom.set_ylim(min(mem / 30, float(repl["achieved_gbps"].min()) / 2 if not repl.empty else mem), mem * 3)
-        bottom.set_xlabel("bytes moved per launch (estimated from the launching op)")
-        bottom.set_ylabel("achieved GB/s")
-        bottom.set_title("replaceable kernels (size: time)", loc="left", fontsize=FONT_PT)
+        _memory_panel(bottom, repl, mem, size)
+        if library:  # the grey dots, in the panel they are drawn in
+            top.legend(handles=[Line2D([], [], linestyle="none", marker="o", markersize=5, markerfacecolor=LIBRARY_DOT,
+                                       markeredgecolor="black", markeredgewidth=0.3,
+                                       label=f"library: {', '.join(c.replace('_', ' ') for c in library)}")],
+                       loc="best", handletextpad=0.3, borderaxespad=0.3)
         _category_legend(fig, cats, classes)
+        fig.draw_without_rendering()  # settle the layout before placing the roof labels
+        _roof_labels(top, roofs, math.sqrt(float(size(k["time_us"]).max())) / 2 + 1)
     return fig
+
+
+def _compute_panel(ax: Axes, f: pd.DataFrame, roofs: dict[str, float], mem: float,
+                   size: Callable[[pd.Series], np.ndarray]) -> list[str]:
+    """The classic roofline of the kernels with FLOPs; returns the library categories drawn (grey dots)."""
+    ai = np.logspace(-1, 4, 200)
+    if not math.isnan(mem):
+        for d, v in roofs.items():
+            ax.plot(ai, np.minimum(v, mem * ai / 1e3), color=ROOF_COLOR, linewidth=0.6, gid=f"roof:{d}")
+    if not f.empty:
+        colors = [color_of(c) if cl == "replaceable" else LIBRARY_DOT for c, cl in zip(f["category"], f["class"],
+                                                                                      strict=True)]
+        ax.scatter(f["flops"] / f["bytes"], f["achieved_tflops"], s=size(f["time_us"]), c=colors,
+                   edgecolors="black", linewidths=0.3, alpha=0.85, zorder=3)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    low = float(f["achieved_tflops"].min()) / 3 if not f.empty else 0.3
+    ax.set_ylim(min(0.3, low), max(roofs.values(), default=1.0) * 3)  # _roof_labels may raise the top
+    ax.set_xlim(ai[0], ai[-1])
+    ax.set_xlabel("arithmetic intensity (FLOP per DRAM byte)")
+    ax.set_ylabel("achieved TFLOP/s")
+    return category_order(set(f.loc[f["class"] != "replaceable", "category"]))
+
+
+def _roof_labels(ax: Axes, roofs: dict[str, float], lift_pt: float) -> None:
+    """Label the matmul roofs at the right, `lift_pt` above their lines (clear of the largest dot on a roof),
+    raising the top of the axes to make room; roofs too close for a label between them (bf16 782 and fp16 751
+    TFLOP/s) share one, above the highest of them."""
+    if not roofs:
+        return
+    pt = ax.figure.dpi / 72
+    lo, _ = np.log10(ax.get_ylim())
+    need = (lift_pt + 1.4 * FONT_PT) / (ax.bbox.height / pt)  # the label's share of the axes height
+    top = (math.log10(max(roofs.values())) - need * lo) / (1 - need)
+    ax.set_ylim(10 ** lo, 10 ** max(top, np.log10(ax.get_ylim()[1])))
+    groups: list[list[tuple[str, float, float]]] = []
+    for d, v in sorted(roofs.items(), key=lambda kv: -kv[1]):
+        y = float(ax.transData.transform((1.0, v))[1])
+        if groups and groups[-1][-1][2] - y < (lift_pt + 1.4 * FONT_PT) * pt:
+            groups[-1].append((d, v, y))
+        else:
+            groups.append([(d, v, y)])
+    for g in groups:
+        ax.annotate(", ".join(f"{d} {v:,.0f}" for d, v, _ in g) + " TFLOP/s", xy=(1.0, g[0][1]),
+                    xycoords=ax.get_yaxis_transform(), xytext=(0, lift_pt), textcoords="offset points",
+                    va="bottom", ha="right", fontsize=FONT_PT, color=ROOF_COLOR, gid="roof label")
+
+
+def _memory_panel(ax: Axes, repl: pd.DataFrame, mem: float, size: Callable[[pd.Series], np.ndarray]) -> None:
+    """The replaceable kernels: achieved GB/s against bytes moved per launch, under the memory roof."""
+    if not repl.empty:
+        ax.scatter(repl["bytes_per_launch"], repl["achieved_gbps"], s=size(repl["time_us"]),
+                   c=[color_of(c) for c in repl["category"]], edgecolors="black", linewidths=0.3, alpha=0.85, zorder=3)
+    if not math.isnan(mem):
+        ax.axhline(mem, color=ROOF_COLOR, linewidth=0.6)
+        ax.text(0.02, mem * 1.08, f"memory roof {mem:,.0f} GB/s", va="bottom", ha="left", fontsize=FONT_PT,
+                color=ROOF_COLOR, transform=ax.get_yaxis_transform())
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    if not math.isnan(mem):
+        ax.set_ylim(min(mem / 30, float(repl["achieved_gbps"].min()) / 2 if not repl.empty else mem), mem * 3)
+    ax.set_xlabel("bytes moved per launch (estimated from the launching op)")
+    ax.set_ylabel("achieved GB/s")
+    ax.set_title("replaceable kernels (size: time)", loc="left", fontsize=FONT_PT)
 
 
 PLOTS: dict[str, Callable[..., Figure]] = {
@@ -681,9 +781,10 @@ def make_figure(kind: str, runs: list[Run], **options: Any) -> Figure:
     return PLOTS[kind](runs, **options)
 
 
-def plot_runs(kind: str, run_paths: Iterable[str | Path] = ("outputs",), out: str | Path | None = None,
+def plot_runs(kind: str, run_paths: Iterable[str | Path] = (), out: str | Path | None = None,
               **options: Any) -> Path:
-    """Load runs, draw one figure and save it (default outputs/figures/KIND.pdf): `addressable plot`."""
+    """Load runs (default: every run under outputs/), draw one figure and save it (default
+    outputs/figures/KIND.pdf): `addressable plot`."""
     check_kind(kind)
     out = Path(out) if out else Path("outputs") / "figures" / f"{kind}.pdf"
     if out.suffix.lower() not in FORMATS:

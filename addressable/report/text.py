@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import pandas as pd
 
 from addressable.classify.breakdown import Breakdown
+from addressable.classify.paths import Classified
+from addressable.classify.ranks import format_job, job_json
+from addressable.classify.timeline import format_overlap_note, format_timeline
+from addressable.core.jsonutil import records
+from addressable.trace.kernel_names import collisions, compact, fit_distinct, parse_kernel_name
 
 _TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
 _PARAMS = re.compile(r"\([^()]*\)")
@@ -60,6 +67,18 @@ def short_kernel_name(name: str, width: int = 60) -> str:
     return s if len(s) <= width else s[: width - 1] + "…"
 
 
+def short_kernel_names(names: list[str], width: int = 60) -> list[str]:
+    """short_kernel_name of each kernel, cut to `width`; kernels whose short names coincide ("elementwise: mul"
+    twice) get their template arguments after it, cut so that they stay apart (kernel_names.fit_distinct)."""
+    short = [short_kernel_name(n, len(n) + 1) for n in names]
+    keep = [len(s) for s in short]
+    for _, idx in collisions(short, names):
+        for i in idx:
+            template = compact(parse_kernel_name(names[i]).template)
+            short[i] += f" <{template}>" if template else ""
+    return fit_distinct(short, width, keep)
+
+
 def _inner_op(text: str) -> str | None:
     """The first identifier in a launcher's template arguments that names an op, in snake_case."""
     fallback = None
@@ -91,9 +110,10 @@ def _signal_line(b: Breakdown) -> list[str]:
             f"{n} kernel(s) whose name and launching op disagree on the class (classify --json: disagreements)"]
 
 
-def format_breakdown(b: Breakdown, top: int = 5) -> str:
-    """The breakdown as a readable table, with the addressable fraction on top."""
-    basis = "GPU kernel time" if b.basis == "gpu_kernel_time" else "CPU-op self time (no GPU work in trace)"
+def format_breakdown(b: Breakdown, top: int = 5, asked_basis: str = "summed") -> str:
+    """The breakdown as a readable table, with the addressable fraction on top (`asked_basis`: classify's --basis)."""
+    basis = "GPU kernel time" if b.basis == "gpu_kernel_time" else \
+        f"CPU-op self time ({'--basis cpu' if asked_basis == 'cpu' else 'no GPU work in trace'})"
     unit = "kernels" if b.basis == "gpu_kernel_time" else "CPU ops"
     lines = [
         f"Addressable fraction: {b.addressable_fraction:6.1%}  of {basis} "
@@ -109,15 +129,15 @@ def format_breakdown(b: Breakdown, top: int = 5) -> str:
     unc = b.top_unclassified(top)
     if not unc.empty:
         lines += ["", f"Top unclassified {unit} (extend taxonomy.yaml to cover them):"]
-        lines += [f"  {r.time_us / 1e3:9.3f} ms  {r.name[:100]}"
-                  + (f"  [launched by {r.op}]" if getattr(r, "op", "") else "") for r in unc.itertuples()]
+        lines += [f"  {r.time_us / 1e3:9.3f} ms  {name}" + (f"  [launched by {r.op}]" if getattr(r, "op", "") else "")
+                  for r, name in zip(unc.itertuples(), fit_distinct(list(unc["name"]), 100), strict=True)]
         if b.suggested_rule:
             lines.append(f"  a kernel_rules line that would claim them: {b.suggested_rule}")
     repl = b.kernels[b.kernels["class"] == "replaceable"].head(top)
     if not repl.empty:
         lines += ["", f"Largest replaceable {unit}:"]
-        lines += [f"  {r.time_us / 1e3:9.3f} ms  {r.category:<14} {short_kernel_name(r.name)}"
-                  for r in repl.itertuples()]
+        lines += [f"  {r.time_us / 1e3:9.3f} ms  {r.category:<14} {name}"
+                  for r, name in zip(repl.itertuples(), short_kernel_names(list(repl["name"])), strict=True)]
     return "\n".join(lines)
 
 
@@ -141,3 +161,26 @@ def format_explain(table: pd.DataFrame) -> str:
             f"  result:      {r['category']} ({r['class']}), by {by}; {r['time_us'] / 1e3:.3f} ms in {r['count']} calls",
         ]))
     return "\n\n".join(blocks)
+
+
+def format_classified(c: Classified, top: int = 5, as_json: bool = False, wrote: Path | None = None) -> str:
+    """What `classify PATHS` prints: the table (or JSON) of one trace, of a job's ranks, or of --explain;
+    with `wrote` (the folder write_classified wrote), a last line naming the files."""
+    if c.explained is not None:
+        return json.dumps(records(c.explained), indent=2, default=str) if as_json else format_explain(c.explained)
+    if c.job is not None:
+        if as_json:
+            return job_json(c.job)
+        return format_job(c.job, top) + (f"\n\nWrote {wrote}/breakdown.json (the job), ranks.csv and rank<k>/ per "
+                                         "rank" if wrote else "")
+    b = c.breakdown
+    if b is None:
+        raise ValueError("a Classified holds an explain table, a breakdown or a job")
+    if as_json:
+        return json.dumps(b.to_dict(top), indent=2, default=str)
+    parts, t = [format_breakdown(b, top, c.basis)], b.timeline
+    if t is not None and (c.basis == "exposed" or t.streams_overlap):
+        parts.append("\n" + (format_timeline(t) if c.basis == "exposed" else format_overlap_note(t)))
+    if wrote:
+        parts.append(f"\nWrote {wrote}/breakdown.json, categories.csv, kernels.csv")
+    return "\n".join(parts)

@@ -10,6 +10,7 @@ the Amdahl ceiling (every replaceable kernel infinitely fast). docs/roofline.md 
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -30,11 +31,14 @@ from addressable.classify.modules import (
     attribute,
     module_breakdown,
 )
-from addressable.classify.taxonomy import Taxonomy, load_taxonomy, read_yaml
+from addressable.classify.taxonomy import Taxonomy, load_taxonomy
+from addressable.core.amdahl import amdahl
+from addressable.core.atomic import write_text
 from addressable.core.errors import AddressableError
+from addressable.core.files import read_yaml
 from addressable.core.jsonutil import records, to_jsonable
 from addressable.roofline import op_models
-from addressable.trace.kernel_names import parse_kernel_name
+from addressable.trace.kernel_names import parse_kernel_name, short_names
 from addressable.trace.reader import Trace, load_trace
 
 PEAKS_FILE = Path(__file__).with_name("peaks.yaml")
@@ -87,6 +91,19 @@ class Peaks:
         return peaks
 
 
+def read_peaks(path: str | Path) -> Peaks:
+    """A peaks JSON file (write_peaks'; `calibrate --peaks FILE`), for `roofline --peaks FILE`."""
+    try:
+        return Peaks.from_dict(json.loads(Path(path).read_text()), f"calibrated: {path}")
+    except (OSError, ValueError) as e:
+        raise AddressableError(f"cannot read peaks file {path}: {e}") from None
+
+
+def write_peaks(path: str | Path, peaks: Peaks) -> Path:
+    """Write the peaks JSON that read_peaks reads (atomically)."""
+    return write_text(path, json.dumps(peaks.to_dict(), indent=2, default=str) + "\n")
+
+
 @cache
 def datasheet() -> list[dict[str, Any]]:
     """The GPUs of peaks.yaml."""
@@ -130,12 +147,7 @@ def resolve_peaks(gpu: str | None = None, peaks: Peaks | dict | str | Path | Non
     if isinstance(peaks, dict):
         return Peaks.from_dict(peaks)
     if peaks is not None:
-        import json
-
-        try:
-            return Peaks.from_dict(json.loads(Path(peaks).read_text()), f"calibrated: {peaks}")
-        except (OSError, ValueError) as e:
-            raise AddressableError(f"cannot read peaks file {peaks}: {e}") from None
+        return read_peaks(peaks)
     if gpu:
         return gpu_peaks(gpu, not datasheet_only)
     manifest = manifest or {}
@@ -222,7 +234,7 @@ def record_costs(table: pd.DataFrame, params: tuple[op_models.Tensor, ...] = ())
     working = _working_itemsize(table)
     param_size = max(({t.itemsize for t in params}), key=lambda s: sum(t.itemsize == s for t in params)) \
         if params else OPTIMIZER_LIST_ITEMSIZE
-    out = []
+    out: list[op_models.Cost | None] = []
     for op, dims, types, strides, concrete in table.itertuples(index=False):
         if dims in ("nan", "<NA>", ""):
             out.append(None)
@@ -350,11 +362,6 @@ def time_at_peak_us(nbytes: np.ndarray, flops: np.ndarray, dtype: np.ndarray, pe
     return mem, comp
 
 
-def amdahl_time(total: float, saved: float) -> float:
-    """total / (total − saved), NaN when nothing is left."""
-    return total / (total - saved) if total > saved else math.inf if total > 0 else math.nan
-
-
 @dataclass
 class Roofline:
     """Per-kernel roofline figures and the ceilings of one trace."""
@@ -396,19 +403,20 @@ class Roofline:
     @property
     def ceiling_kernel(self) -> float:
         """Amdahl ceiling on kernel time: every replaceable kernel infinitely fast."""
-        return amdahl_time(self.total_time_us, self.replaceable_time_us)
+        return amdahl([self.replaceable_time_us], [math.inf], self.total_time_us)
 
     @property
     def ceiling_kernel_roofline(self) -> float:
         """End-to-end speedup (kernel time) if every replaceable kernel ran at its roofline."""
-        return amdahl_time(self.total_time_us, self.saved_us)
+        return amdahl([self.saved_us], [math.inf], self.total_time_us)
 
     @property
     def ceiling_wall_roofline(self) -> float:
-        """The same on the wall-clock step time; NaN without a step time or step count."""
+        """The same on the wall-clock step time; NaN without a step time or step count, or where the time saved
+        per step exceeds the step (kernels overlapping on several streams)."""
         if not self.step_time_ms or not self.n_steps:
             return math.nan
-        return amdahl_time(self.step_time_ms * 1e3, self.saved_us / self.n_steps)
+        return amdahl([self.saved_us / self.n_steps], [math.inf], self.step_time_ms * 1e3)
 
     def kernels(self) -> pd.DataFrame:
         """One row per kernel name: time, bytes, FLOPs, achieved GB/s and TFLOP/s, bound, headroom."""
@@ -419,8 +427,8 @@ class Roofline:
         c = _aggregate(self.rows, ["category", "class"], self.peaks)
         total = self.total_time_us
         saved = c["time_us"] - c["time_roof_us"]
-        c["ceiling_roofline"] = [amdahl_time(total, s) for s in saved]
-        c["ceiling_amdahl"] = [amdahl_time(total, t) for t in c["time_us"]]
+        c["ceiling_roofline"] = [amdahl([s], [math.inf], total) for s in saved]
+        c["ceiling_amdahl"] = [amdahl([t], [math.inf], total) for t in c["time_us"]]
         return c
 
     def unmodelled_ops(self) -> pd.DataFrame:
@@ -587,7 +595,7 @@ def _fused_bytes(rec: dict[str, Any], members: set[str], mine: pd.DataFrame, anc
     fwd, bwd = working(FORWARD), working(BACKWARD)
     need = fwd | bwd  # a member that launches no kernel needs no fused kernel
     missing = need - set(by_module.index) if by_module is not None else need
-    if missing:
+    if missing or by_module is None:  # None: an empty record
         return f"{len(missing)} of {len(need)} module(s) with kernels not in the module I/O record"
     recs = by_module.loc[sorted(need)]
     if not recs["complete"].all():
@@ -603,21 +611,43 @@ def roofline_of_path(path: str | Path, taxonomy: Taxonomy | str | Path | None = 
                      module_io: str | Path | None = None) -> Roofline:
     """roofline_of_trace for a trace file or a run folder (its trace.json.gz, manifest peaks, step time and
     module_io.json); `module_io`, a module_io.json file, overrides the run's (and gives a trace one)."""
-    from addressable.runs.folder import load_module_io, load_run
+    from addressable.runs.folder import TRACE_FILE, load_module_io, load_run
 
     path = Path(path)
     io = load_module_io(module_io, required=True) if module_io is not None else None
     if not path.is_dir():
         return roofline_of_trace(path, taxonomy, gpu=gpu, peaks=peaks, datasheet_only=datasheet_only, module_io=io)
-    trace = path / "trace.json.gz"
+    trace = path / TRACE_FILE
     if not trace.is_file():
-        raise AddressableError(f"{path} holds no trace.json.gz (a committed run keeps only its tables): "
+        raise AddressableError(f"{path} holds no {TRACE_FILE} (a committed run keeps only its tables): "
                                "re-profile it or give a trace file")
     run = load_run(path)
     step = run.info.get("step_time_ms")
     return roofline_of_trace(trace, taxonomy, gpu=gpu, peaks=peaks, manifest=run.manifest,
                              step_time_ms=float(step) if isinstance(step, int | float) else None,
                              datasheet_only=datasheet_only, module_io=io if io is not None else load_module_io(path))
+
+
+def roofline_keys(trace: Trace | str | Path, taxonomy: Taxonomy | str | Path | None = None,
+                  classes: dict[str, str] | None = None, basis: str = BASIS_GPU) -> dict[str, Any]:
+    """The `roofline` key of a breakdown.json written from a trace alone (`classify TRACE --out DIR`, which `plot
+    roofline DIR` then reads): its roofline against the peaks of the GPU it names, `classes` flipped as in
+    classify's --class. {} for a breakdown of CPU-op time (`basis`) or a trace without GPU kernels;
+    {"roofline_note": why} where there is no roofline to store (no input shapes, an unknown GPU)."""
+    if basis != BASIS_GPU:
+        return {}
+    trace = trace if isinstance(trace, Trace) else load_trace(trace)
+    if not trace.has_gpu_work:
+        return {}
+    tax = taxonomy if isinstance(taxonomy, Taxonomy) else load_taxonomy(taxonomy)
+    taxonomy = tax.with_classes(classes) if classes else tax
+    if not has_shapes(trace):
+        return {"roofline_note": "no input shapes in the trace, so no kernel's bytes or FLOPs are known (profile "
+                                 "with record_shapes=True, as `addressable profile` does)"}
+    try:
+        return {"roofline": roofline_of_trace(trace, taxonomy).to_dict()}
+    except AddressableError as e:
+        return {"roofline_note": str(e)}
 
 
 # ---------------------------------------------------------------- text
@@ -655,8 +685,8 @@ def format_roofline(r: Roofline, top: int = 15) -> str:
     k = k[k["class"] == "replaceable"].head(top)
     lines += ["", f"Top {len(k)} replaceable kernels by time",
               f"  {'kernel':<60}{'category':<16}{'time ms':>9}{'GB/s':>8}{'TFLOP/s':>9}{'bound':>11}{'headroom':>9}"]
-    for x in k.itertuples():
-        lines.append(f"  {x.name[:59]:<60}{x.category[:15]:<16}{x.time_us / 1e3:>9.2f}{_fmt(x.achieved_gbps, ',.0f'):>8}"
+    for x, name in zip(k.itertuples(), short_names(list(k["name"]), 59), strict=True):
+        lines.append(f"  {name:<60}{x.category[:15]:<16}{x.time_us / 1e3:>9.2f}{_fmt(x.achieved_gbps, ',.0f'):>8}"
                      f"{_fmt(x.achieved_tflops, '.1f'):>9}{x.bound:>11}{_fmt(x.headroom, '.0%'):>9}")
     u = r.unmodelled_ops().head(10)
     if not u.empty:
@@ -665,7 +695,9 @@ def format_roofline(r: Roofline, top: int = 15) -> str:
     over = r.over_peak()
     if not over.empty:
         lines += ["", f"Faster than the roofline by more than {OVER_PEAK - 1:.0%} (a bytes or FLOPs model is wrong):"]
-        lines += [f"  {o.name[:70]:<70} headroom {o.headroom:.0%}" for o in over.head(10).itertuples()]
+        over = over.head(10)
+        lines += [f"  {name:<70} headroom {o.headroom:.0%}"
+                  for o, name in zip(over.itertuples(), short_names(list(over["name"]), 70), strict=True)]
     if r.fusion is not None or r.fusion_note:
         lines += ["", *format_fusion(r.fusion, r.fusion_note)]
     return "\n".join(lines)

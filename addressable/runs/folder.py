@@ -1,18 +1,19 @@
 """Run folders on disk: writing a breakdown, and reading runs back for projection and plots.
 
-This is the one reader of runs: `load_run` / `load_runs` / `find_runs` / `run_from_trace` return `Run`,
-which project, plot, sweep, report code and notebooks all use. What projection needs (category times
+This is the one reader and writer of run folders (their layout: docs/CONVENTIONS.md): `write_run`,
+`write_job`, `write_module_io` and `write_ncu_check` write them; `load_run` / `load_runs` / `find_runs` /
+`run_from_trace` return `Run`, which project, plot, sweep, report code and notebooks all use;
+`read_run_keys`, `read_kernels`, `load_module_io`, `load_modules` and `read_ncu_raw` read one file each. What projection needs (category times
 on the run's basis, per-repeat times, steps, kernel times) are checked properties of `Run`: a bad file
 is one AddressableError naming it (`Run.check()` reads them all at once).
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -21,17 +22,22 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
-from addressable.classify.breakdown import Breakdown, breakdown_of_trace, classify_trace
+from addressable.classify.breakdown import Breakdown, breakdown_of_trace, classify_trace, wall_fraction
 from addressable.classify.modules import DETAIL_COLUMNS, NO_SCOPES_HINT, ModuleBreakdown
+from addressable.classify.paths import Classified
 from addressable.classify.ranks import JobResult, rank_folder_names
-from addressable.classify.taxonomy import Taxonomy, load_taxonomy
+from addressable.classify.taxonomy import default_taxonomy
 from addressable.core.atomic import atomic_dir, write_text
 from addressable.core.errors import AddressableError
+from addressable.core.files import read_csv
 from addressable.core.jsonutil import records
 from addressable.core.schema import KEY, VERSIONS, check_version
 from addressable.trace.reader import Trace, load_trace
 
 DEFAULT_RUNS_ROOT = Path("outputs")
+TRACE_FILE = "trace.json.gz"  # the profiled steps' Kineto trace (rank<k>/trace.json.gz per rank of a job)
+NCU_RAW_FILE = "ncu_raw.csv"  # Nsight Compute's own CSV, kept so that `addressable roofline RUN` re-checks it
+NCU_CHECK_FILE = "ncu.csv"  # the per-kernel check of the roofline's bytes against Nsight Compute's
 KERNEL_COLUMNS = ["name", "category", "class", "time_us", "count", "share"]
 CATEGORY_COLUMNS = ["category", "class", "time_us", "share", "count"]
 
@@ -42,7 +48,7 @@ def write_breakdown(b: Breakdown, out: str | Path, extra: dict | None = None) ->
     doc = b.to_dict()
     if extra:
         doc.update(extra)
-    write_text(out / "breakdown.json", json.dumps(doc, indent=2, default=str) + "\n")
+    write_text(out / "breakdown.json", _json_text(doc))
     write_text(out / "categories.csv", b.categories.to_csv(index=False))
     write_text(out / "kernels.csv", b.kernels.to_csv(index=False))
     if b.modules is not None and b.modules.has_scopes:
@@ -57,7 +63,7 @@ def write_run(folder: str | Path, b: Breakdown, keys: dict[str, Any], steps: pd.
     folder = Path(folder)
     write_breakdown(b, folder, extra=keys)
     write_text(folder / "steps.csv", steps.to_csv(index=False))
-    write_text(folder / "manifest.json", json.dumps(manifest, indent=2, default=str) + "\n")
+    write_text(folder / "manifest.json", _json_text(manifest))
     if module_io is not None:
         write_module_io(folder / MODULE_IO_FILE, module_io)
     return folder
@@ -107,7 +113,7 @@ def write_job(job: JobResult, out: str | Path) -> Path:
     """A run folder for the job: the job's total as breakdown.json (with the `distributed` aggregate,
     so `project --runs` and `plot` read it), ranks.csv, and one rank<k>/ folder per rank."""
     total = job.total()
-    if total is None:
+    if total is None or job.summary is None:
         raise AddressableError("no trace could be classified: nothing to write")
     out = Path(out)
     doc = job.to_dict()
@@ -123,9 +129,43 @@ def write_job(job: JobResult, out: str | Path) -> Path:
     return out
 
 
+def write_classified(c: Classified, out: str | Path, extra: dict[str, Any] | None = None) -> Path | None:
+    """Write what `classify PATHS` found into folder `out`: one trace's breakdown (write_breakdown, with the
+    `extra` keys, e.g. its roofline) or the job's run folder (write_job); None when there is nothing to write
+    (an explain table, no rank read)."""
+    if c.breakdown is not None:
+        return write_breakdown(c.breakdown, out, extra)
+    if c.job is not None and c.job.ranks:
+        return write_job(c.job, out)
+    return None
+
+
 def write_ranks_table(folder: Path, ranks: pd.DataFrame) -> Path:
     """ranks.csv of a job's run folder: one row per rank (its fractions, times and straggler figures)."""
     return write_text(folder / "ranks.csv", ranks.to_csv(index=False))
+
+
+def write_ncu_check(folder: str | Path, raw: str, kernels: pd.DataFrame, check: dict[str, Any]) -> Path:
+    """Record `profile --ncu`'s check in a run folder: ncu_raw.csv (Nsight Compute's CSV), ncu.csv (per
+    kernel) and, where breakdown.json has a roofline, its roofline.ncu (`check`); each written atomically."""
+    folder = Path(folder)
+    doc = read_run_keys(folder)
+    write_text(folder / NCU_RAW_FILE, raw)
+    write_text(folder / NCU_CHECK_FILE, kernels.to_csv(index=False))
+    if isinstance(doc.get("roofline"), dict):
+        doc["roofline"]["ncu"] = check
+        write_text(folder / "breakdown.json", _json_text(doc))
+    return folder
+
+
+def read_ncu_raw(folder: str | Path) -> str | None:
+    """The Nsight Compute CSV a run folder keeps (ncu_raw.csv, from `profile --ncu`); None without one."""
+    path = Path(folder) / NCU_RAW_FILE
+    return path.read_text() if path.is_file() else None
+
+
+def _json_text(doc: Any) -> str:
+    return json.dumps(doc, indent=2, default=str) + "\n"
 
 
 
@@ -154,7 +194,7 @@ class Run:
         a category missing from `classes` takes the taxonomy's class."""
         t = pd.Series(dict(times), dtype=float)
         cats = pd.DataFrame({"category": [str(c) for c in t.index], "time_us": t.to_numpy()})
-        cats["class"] = [(classes or {}).get(c) or _taxonomy().class_of(c) for c in cats["category"]]
+        cats["class"] = [(classes or {}).get(c) or default_taxonomy().class_of(c) for c in cats["category"]]
         total = float(t.sum())
         cats["share"] = cats["time_us"] / total if total > 0 else 0.0
         info = {"workload": name, "n_steps": n_steps, "step_time_ms": step_time_ms}
@@ -203,16 +243,22 @@ class Run:
 
     @property
     def addressable_fraction_wall(self) -> float | None:
-        """Replaceable time per step over the wall-clock step time; None when absent."""
-        v = self.info.get("addressable_fraction_wall")
-        return None if v is None else float(v)
+        """Replaceable time per step over the step's wall time, computed from the category times on the
+        run's basis by classify.breakdown.wall_fraction (docs/accounting.md, "Wall clock"); breakdown.json's
+        value where the run has no step count or step time; None without either."""
+        if self.n_steps is None or self.step_time_ms is None:
+            v = self.info.get("addressable_fraction_wall")
+            return None if v is None else float(v)
+        return _wall_of(self.times / self.n_steps, self.class_of, self.step_time_ms)
 
     def fraction_range(self, wall: bool = False) -> tuple[float, float]:
-        """[min, max] of the addressable fraction across repeats (the point value when absent)."""
+        """[min, max] of the addressable fraction across repeats (the point value when absent); the wall
+        fraction's from each repeat's own times and step time, as addressable_fraction_wall computes it."""
         key = "addressable_fraction_wall_range" if wall else "addressable_fraction_range"
         value = self.addressable_fraction_wall if wall else self.addressable_fraction
-        lo, hi = self.info.get(key) or (value, value)
-        return (float(lo), float(hi)) if lo is not None else (float("nan"), float("nan"))
+        walls = [_wall_of(t, self.class_of, ms) for t, ms in self.repeats if ms] if wall and value is not None else []
+        lo, hi = (min(walls), max(walls)) if walls else self.info.get(key) or (value, value)
+        return (float(lo), float(hi)) if lo is not None and hi is not None else (float("nan"), float("nan"))
 
     def share_of(self, *categories: str) -> float:
         """Combined share of work time of some categories (e.g. share_of('gemm', 'attention'))."""
@@ -319,7 +365,7 @@ class Run:
 
     def class_of(self, category: str) -> str:
         """The run's class of a category (the taxonomy's for one the run does not have)."""
-        return self.classes.get(category) or _taxonomy().class_of(category)
+        return self.classes.get(category) or default_taxonomy().class_of(category)
 
     @cached_property
     def n_steps(self) -> float | None:
@@ -397,9 +443,10 @@ class Run:
         return self
 
 
-@functools.cache
-def _taxonomy() -> Taxonomy:
-    return load_taxonomy()
+def _wall_of(per_step: pd.Series, class_of: Callable[[str], str], step_time_ms: float) -> float:
+    """The wall-clock fraction of category times per step (us) for a step of step_time_ms."""
+    repl = math.fsum(float(t) for c, t in per_step.items() if class_of(str(c)) == "replaceable")
+    return wall_fraction(repl, math.fsum(per_step.to_numpy(float)), step_time_ms * 1e3)[0]
 
 
 def checked_times(df: pd.DataFrame, columns: tuple[str, ...], where: str) -> pd.DataFrame:
@@ -456,7 +503,7 @@ def positive_or_none(v: Any) -> float | None:
     return float(v)
 
 
-def run_labels(runs: list[Run], full: bool = False) -> list[tuple[str, str]]:
+def run_label_parts(runs: list[Run], full: bool = False) -> list[tuple[str, str]]:
     """Unique, readable labels from the run keys, each as (base, qualifier): ("gpt2 train b8 s1024", "compile DDP×2").
 
     `full` puts dtype and device in every label; otherwise the dtype shows where a workload's runs
@@ -492,14 +539,11 @@ def load_run(path: str | Path) -> Run:
     """Read one run folder (or its breakdown.json)."""
     path = Path(path)
     folder = path.parent if path.name == "breakdown.json" else path
-    doc = _read_json(folder / "breakdown.json")
-    if not isinstance(doc, dict):
-        raise AddressableError(f"{folder}/breakdown.json is not a JSON object")
-    check_version(doc, "breakdown", f"{folder}/breakdown.json")
+    doc = read_run_keys(folder)
     categories = read_csv(folder / "categories.csv") if (folder / "categories.csv").is_file() else \
         pd.DataFrame(doc.get("categories") or [], columns=["category", "class", "time_us", "share", "count"])
     if "class" not in categories.columns and "category" in categories.columns:  # older or hand-written runs
-        categories["class"] = categories["category"].astype(str).map(load_taxonomy().class_of)
+        categories["class"] = categories["category"].astype(str).map(default_taxonomy().class_of)
     if "share" not in categories.columns and "time_us" in categories.columns:
         t = pd.to_numeric(categories["time_us"], errors="coerce")
         categories["share"] = t / t.sum() if t.sum() > 0 else 0.0
@@ -508,6 +552,37 @@ def load_run(path: str | Path) -> Run:
     manifest = _read_json(folder / "manifest.json") if (folder / "manifest.json").is_file() else {}
     check_version(manifest, "manifest", f"{folder}/manifest.json")
     return Run(folder, doc, categories, kernels, manifest if isinstance(manifest, dict) else {})
+
+
+def read_run_keys(folder: str | Path, required: bool = True) -> dict[str, Any]:
+    """A run folder's breakdown.json (its classification and run keys), version-checked; {} when the folder
+    has none and not `required`."""
+    folder = Path(folder)
+    if not required and not (folder / "breakdown.json").is_file():
+        return {}
+    doc = _read_json(folder / "breakdown.json")
+    if not isinstance(doc, dict):
+        raise AddressableError(f"{folder}/breakdown.json is not a JSON object")
+    check_version(doc, "breakdown", f"{folder}/breakdown.json")
+    return doc
+
+
+def read_kernels(folder: str | Path) -> pd.DataFrame:
+    """A run folder's kernels.csv (name and time_us at least, time_us numeric), with or without breakdown.json."""
+    folder = Path(folder)
+    path = folder / "kernels.csv"
+    if not folder.is_dir():
+        raise AddressableError(f"no such run folder: {folder}")
+    if not path.is_file():
+        raise AddressableError(f"no kernels.csv in {folder} (run `addressable profile` first)")
+    kernels = read_csv(path)
+    missing = {"name", "time_us"} - set(kernels.columns)
+    if missing:
+        raise AddressableError(f"{path} lacks columns {sorted(missing)}")
+    t = pd.to_numeric(kernels["time_us"], errors="coerce")
+    if t.isna().any():
+        raise AddressableError(f"{path}: time_us on row {int(t.isna().to_numpy().argmax()) + 1} is not a number")
+    return kernels.assign(time_us=t)
 
 
 def find_runs(paths: str | Path | Iterable[str | Path] | None = None) -> list[Path]:
@@ -562,9 +637,9 @@ def load_runs(paths: str | Path | Iterable[str | Path] | None = None, step_ms: f
 
 def run_traces(folder: Path) -> list[Path]:
     """A run folder's trace, or its ranks' traces (rank0/trace.json.gz, ...); [] when not kept."""
-    if (folder / "trace.json.gz").is_file():
-        return [folder / "trace.json.gz"]
-    return sorted(folder.glob("rank*/trace.json.gz"), key=lambda p: int(re.sub(r"\D", "", p.parent.name) or 0))
+    if (folder / TRACE_FILE).is_file():
+        return [folder / TRACE_FILE]
+    return sorted(folder.glob(f"rank*/{TRACE_FILE}"), key=lambda p: int(re.sub(r"\D", "", p.parent.name) or 0))
 
 
 def run_from_trace(path: str | Path, step_ms: float | None = None) -> Run:
@@ -574,7 +649,7 @@ def run_from_trace(path: str | Path, step_ms: float | None = None) -> Run:
     if step_ms is not None and not (math.isfinite(step_ms) and step_ms > 0):
         raise AddressableError(f"--step-ms must be a positive number of milliseconds, got {step_ms}")
     trace = load_trace(path, runtime=True)
-    b = breakdown_of_trace(trace, _taxonomy())
+    b = breakdown_of_trace(trace, default_taxonomy())
     steps = trace.events[(trace.events["kind"] == "step").to_numpy()]
     basis = "--step-ms" if step_ms else "profiled step"
     if not step_ms:  # the mean ProfilerStep span; without steps, the whole trace is one step
@@ -640,14 +715,6 @@ def _read_json(path: Path) -> Any:
         raise AddressableError(f"{path} is not valid JSON: {e}") from None
 
 
-def read_csv(path: str | Path, **options: Any) -> pd.DataFrame:
-    """A CSV of a run folder; an unreadable or empty file is an AddressableError."""
-    try:
-        return pd.read_csv(path, **options)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError) as e:
-        raise AddressableError(f"cannot read {path}: {str(e).splitlines()[0]}") from None
-
-
 def load_modules(path: str | Path) -> ModuleBreakdown:
     """The module breakdown of a run folder (breakdown.json's `modules` and modules.csv) or of a trace file."""
     path = Path(path)
@@ -659,7 +726,7 @@ def load_modules(path: str | Path) -> ModuleBreakdown:
     basis = str(run.info.get("basis") or "")
     total = float(run.info.get("total_kernel_time_us") or 0.0)
     if not isinstance(doc, dict) or "by_name" not in doc or not csv.is_file():
-        note = doc.get("note") if isinstance(doc, dict) and doc.get("note") else NO_SCOPES_HINT
+        note = (doc.get("note") if isinstance(doc, dict) else None) or NO_SCOPES_HINT
         empty = pd.DataFrame(columns=DETAIL_COLUMNS)
         return ModuleBreakdown(empty, pd.DataFrame(columns=["module", "module_class", "calls", "dispatch_us"]),
                                total, int(run.info.get("n_steps") or 1), basis, False, note)

@@ -177,3 +177,101 @@ def template_args(template: str) -> list[str]:
             start = i + 1
     out.append(template[start:].strip())
     return [a for a in out if a]
+
+
+# ---------------------------------------------------------------- names that fit a column
+
+_QUALIFIER = re.compile(r"\(anonymous namespace\)::|\b[A-Za-z_]\w*::(?!\{)")
+_CALL_OPERATOR = re.compile(r"::operator\(\)\(\)(\s*const)?")
+
+
+def compact(text: str) -> str:
+    """Template or parameter text without namespaces, lambdas and inner call signatures:
+    `at::native::silu_kernel(at::TensorIteratorBase&)::{lambda()#1}, std::array<char*, 2ul> >`
+    -> `silu_kernel, array<char*, 2ul>>`."""
+    text = _CALL_OPERATOR.sub("", text.replace("(anonymous namespace)", "\0"))
+    out, depth = [], 0
+    for c in text:  # drop every (...) and {...} group (an inner function's signature, a lambda)
+        if c in "({":
+            depth += 1
+        elif c in ")}" and depth:
+            depth -= 1
+        elif not depth:
+            out.append(c)
+    text = re.sub(r"(::)+(?=[,>\s]|$)", "", "".join(out))  # `f(...)::{lambda}` leaves `f::`
+    text = _QUALIFIER.sub("", text.replace("\0", "(anonymous namespace)"))
+    text = re.sub(r"\s+const\b", "", text)
+    while "> >" in text:
+        text = text.replace("> >", ">>")
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def display_name(name: str, params: bool = False) -> tuple[str, int]:
+    """The kernel's own name first, then its template arguments (and with `params`, its parameters),
+    namespaces left out: `void at::native::vectorized_elementwise_kernel<8, at::native::CUDAFunctor_add<
+    c10::BFloat16>, std::array<char*, 3ul> >(…)` -> `vectorized_elementwise_kernel<8, CUDAFunctor_add<BFloat16>,
+    array<char*, 3ul>>`. Returns the text and the length of the own name."""
+    k = parse_kernel_name(name)
+    own = _QUALIFIER.sub("", k.qualified).strip() or k.qualified
+    text = own + (f"<{compact(k.template)}>" if k.template else "")
+    if params and k.params:
+        text += f"({compact(k.params)})"
+    return text, len(own)
+
+
+def short_names(names: list[str], width: int) -> list[str]:
+    """Kernel names cut to `width` characters so that different kernels never look the same: display_name,
+    with parameters where two kernels differ only there, then fit_distinct."""
+    shown = [display_name(n) for n in names]
+    for _, idx in collisions([t for t, _ in shown], names):
+        for i in idx:
+            shown[i] = display_name(names[i], params=True)
+    return fit_distinct([t for t, _ in shown], width, [n for _, n in shown])
+
+
+def collisions(texts: list[str], keys: list[str]) -> list[tuple[str, list[int]]]:
+    """Groups of positions whose text is the same while their keys (e.g. the full names) differ."""
+    groups: dict[str, list[int]] = {}
+    for i, t in enumerate(texts):
+        groups.setdefault(t, []).append(i)
+    return [(t, idx) for t, idx in groups.items() if len({keys[i] for i in idx}) > 1]
+
+
+def cut(text: str, width: int) -> str:
+    """`text` cut to `width` characters, '…' marking the cut."""
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def fit_distinct(texts: list[str], width: int, keep: list[int] | None = None) -> list[str]:
+    """Each text cut to `width` characters ('…' marks a cut) so that different texts stay different.
+
+    A text whose plain cut would look like another's keeps its first `keep[i]` characters (at most half
+    the width; a kernel's own name), then '…' and the part where it differs from the others; if two
+    still look alike, a number in brackets ends each.
+    """
+    out = [cut(t, width) for t in texts]
+    for _, idx in collisions(out, texts):
+        for i in idx:
+            others = [texts[j] for j in idx if texts[j] != texts[i]]
+            at = max(_common_prefix(texts[i], o) for o in others)
+            out[i] = _elide(texts[i], width, min(keep[i] if keep else width, width // 2), at)
+    for _, idx in collisions(out, texts):
+        for n, i in enumerate(idx, 1):
+            out[i] = cut(texts[i], width - len(f" [{n}]")) + f" [{n}]"
+    return out
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """Length of the longest common prefix of two texts."""
+    n = min(len(a), len(b))
+    return next((i for i in range(n) if a[i] != b[i]), n)
+
+
+def _elide(text: str, width: int, head: int, at: int) -> str:
+    """`text[:head]`, '…', then `text` from a little before position `at` (a word's start where one is near),
+    within `width`."""
+    room = width - head - 1
+    lo = max(head, at - 12)
+    words = [i for i in (text.rfind(d, lo, at - 1) + 1 for d in " <,_") if i >= lo and at - i <= room - 4]
+    start = max(words) if words else max(head, at - min(12, room // 3))
+    return cut(text[:head] + "…" + text[start:], width) if start > head else cut(text, width)

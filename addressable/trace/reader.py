@@ -27,13 +27,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from types import GenericAlias, ModuleType
 from typing import Any, BinaryIO, NamedTuple
 
 import numpy as np
 import orjson
 import pandas as pd
-import yaml
 
+from addressable.core.errors import AddressableError
+from addressable.core.files import read_yaml
+from addressable.core.schema import check_version
+
+msgspec: ModuleType | None
 try:
     import msgspec
 except ImportError:  # the schema decoder is an optional speed-up; orjson parses every block then
@@ -42,13 +47,11 @@ try:  # the C scanner (setup.py builds it where a compiler is); msgspec/orjson p
     import addressable.trace._kineto as _kineto
 except ImportError:
     _kineto = None
+gzip_codec: ModuleType
 try:  # zlib-ng: zlib's API, un-gzips these traces 2-2.5x faster; the standard zlib where it is missing
     from zlib_ng import zlib_ng as gzip_codec
 except ImportError:
     gzip_codec = zlib
-
-from addressable.core.errors import AddressableError
-from addressable.core.schema import check_version
 
 CHUNK_BYTES = 1 << 20
 _KINDS = ("gpu", "annotation", "cpu_op", "cpu_annotation", "step", "runtime")
@@ -65,8 +68,7 @@ _MAX_TRIES = 4  # event boundaries tried per block (a "}, {" can sit inside a st
 def trace_format() -> dict[str, Any]:
     """The trace format description shipped with the package."""
     path = Path(__file__).with_name("trace_format.yaml")
-    with open(path) as f:
-        fmt = yaml.safe_load(f)
+    fmt = read_yaml(path, "trace format file")
     check_version(fmt, "trace_format", str(path))
     return fmt
 
@@ -97,7 +99,32 @@ class Trace:
 
 
 def _file_blocks(path: Path, size: int) -> Iterator[bytes]:
-    """The file's (decompressed) bytes in blocks of about `size`."""
+    """The file's (decompressed) bytes in blocks of about `size`; a binary file (NUL bytes or bytes that are not
+    UTF-8 in its first 4 KiB, e.g. an image) is an AddressableError before any is parsed."""
+    blocks = _raw_blocks(path, size)
+    first = next(blocks, None)
+    if first is None:
+        return
+    head = first[:_HEAD_BYTES]
+    if b"\0" in head or not _utf8_prefix(head):
+        raise AddressableError(f"{path}: not a JSON trace (binary file)")
+    yield first
+    yield from blocks
+
+
+_HEAD_BYTES = 4096
+
+
+def _utf8_prefix(data: bytes) -> bool:
+    """Whether data is UTF-8, but for a character cut at its end."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return e.start >= len(data) - 3 and e.reason == "unexpected end of data"
+    return True
+
+
+def _raw_blocks(path: Path, size: int) -> Iterator[bytes]:
     with open(path, "rb") as f:
         if f.read(2) != _GZIP_MAGIC:
             f.seek(0)
@@ -210,6 +237,7 @@ def _parse(doc: bytes, path: Path, offset: int, appended: int = 0) -> Any:
     except orjson.JSONDecodeError as e:
         end = len(doc) - appended
         token = _LAST_TOKEN.search(doc, max(0, end - 64), end)
+        assert token is not None  # it matches the empty string at the end
         if e.msg.startswith("unexpected end") or (e.pos >= token.start() and _PARTIAL_TOKEN.fullmatch(token[0])):
             raise AddressableError(f"truncated trace: {path} ends in the middle of its JSON") from None
         raise _json_error(path, e, offset) from None
@@ -251,7 +279,7 @@ def _cut(buf: bytes, path: Path, offset: int, limit: int, typed: Any = None) -> 
     doc, error = b"", None
     for end, nxt in _boundaries(buf):
         doc = b"[" + buf[:end] + b"]"
-        if typed is not None:
+        if typed is not None and msgspec is not None:  # typed: a msgspec decoder
             try:
                 return typed.decode(doc), buf[nxt:]
             except msgspec.DecodeError:  # bad JSON, a false boundary, or not the schema: orjson decides
@@ -303,7 +331,9 @@ def _event_list_start(blocks: Iterator[bytes], path: Path, key: str) -> tuple[di
     buf, head, bare, offset = b"", None, False, 0
     for data in blocks:
         searched, buf = max(0, len(buf) - 1024), buf + data
-        first = _SPACE.match(buf).end()
+        space = _SPACE.match(buf)
+        assert space is not None  # \s* matches
+        first = space.end()
         if buf[first : first + 1] == b"[":
             head, bare, offset = b"{", True, first + 1
             buf = buf[offset:]
@@ -340,11 +370,13 @@ def _iter_parsed(path: str | Path, chunk_bytes: int, typed: Any = None,
     reader = _ReadAhead(path, chunk_bytes)
     try:
         blocks = iter(reader)
+        buf: bytes | memoryview  # a memoryview: joined blocks the scanner reads, until it copies their rest
         metadata, bare, buf, offset = _event_list_start(blocks, path, key)
         limit = max(4 * chunk_bytes, 64 << 20)
         between = ended = False  # the scanner stopped after an event / at the end of the list
         joined, scanned = _Joined(), 0
         for data in blocks:
+            assert isinstance(buf, bytes)  # the scanner copies the rest of what it read
             buf = buf + data if scanner is None or ended else joined.join(buf, data)
             while not ended:
                 if scanner is not None:
@@ -359,6 +391,7 @@ def _iter_parsed(path: str | Path, chunk_bytes: int, typed: Any = None,
                         raise AddressableError(f"{path} is not valid JSON (near byte {offset})")
                     if ended or (status == _kineto.MORE and len(buf) <= limit):
                         break
+                assert isinstance(buf, bytes)  # the same
                 events, rest = _cut(buf, path, offset, limit, typed)
                 if events is None:
                     break
@@ -420,7 +453,9 @@ class _Format:
         if _kineto is None or len(self.parents) > 1:
             return None
         fmt = trace_format()
-        types, top, child = [], [(b"ph", -2)], []
+        types: list[int] = []
+        top: list[tuple[bytes, int]] = [(b"ph", -2)]
+        child: list[tuple[bytes, int]] = []
         for i, (col, key) in enumerate(fmt["columns"].items()):
             types.append(_TEXT if col in self.text else _INT if col in _INTS else _FLOAT)
             _, dot, sub = key.partition(".")
@@ -471,6 +506,7 @@ def _compiled_format() -> _Format:
 def _add_schema(fmt: _Format, keys: list[str], filters: dict[str, Callable]) -> None:
     """The msgspec schema of one event (the named fields only, any JSON value each; a parent object
     such as args as a nested schema, or any non-object value) and an extractor over it."""
+    assert msgspec is not None  # called only where it is installed
     top = list(dict.fromkeys(["ph", "cat", *(k for k in keys if "." not in k)]))
     children: dict[str, list[str]] = {p: [] for p in fmt.parents}
     for k in keys:
@@ -495,7 +531,8 @@ def _add_schema(fmt: _Format, keys: list[str], filters: dict[str, Callable]) -> 
            f"    return [({', '.join(getters[k] for k in keys)},) for e in events"
            f" if e.f1 in keep and e.f0 == X{named}{''.join(loops)}]\n")
     exec(compile(src, "<trace_format schema extractor>", "exec"), scope)
-    fmt.decoder, fmt.event_type, fmt.extract_typed = msgspec.json.Decoder(list[event]), event, scope["extract"]
+    decoder = msgspec.json.Decoder(GenericAlias(list, event))  # list[event], a class made at run time
+    fmt.decoder, fmt.event_type, fmt.extract_typed = decoder, event, scope["extract"]
 
 
 _EMPTY: dict = {}
@@ -576,7 +613,7 @@ class _RawCodes:
         """fn of the text of every raw value so far, by scanner code (computed once per value, cached under key)."""
         done = self.cache.get(key, np.zeros(0, dtype))
         if len(done) < len(self.raw):
-            fresh = np.empty(len(self.raw) - len(done), dtype)
+            fresh: np.ndarray = np.empty(len(self.raw) - len(done), dtype)
             fresh[:] = [fn(self.text(c)) for c in range(len(done), len(self.raw))]
             done = self.cache[key] = np.concatenate([done, fresh])
         return done
@@ -628,6 +665,11 @@ def _ints(values: tuple) -> tuple[np.ndarray, np.ndarray]:
     return np.where(ok, f, 0).astype(np.int64), ~ok
 
 
+def _passes(match: Callable[[str], Any]) -> Callable[[str], bool]:
+    """Whether a name passes one name filter (bound to this filter, not to a loop's last)."""
+    return lambda text: bool(match(text))
+
+
 class _Columns:
     """The kept rows of every chunk, as numpy columns."""
 
@@ -645,7 +687,7 @@ class _Columns:
             return
         self.n_events += len(events)
         fmt = self.fmt
-        if events and type(events[0]) is fmt.event_type:
+        if events and fmt.extract_typed is not None and type(events[0]) is fmt.event_type:
             try:
                 rows = fmt.extract_typed(events, self.keep, fmt.phase)
             except TypeError:  # an unhashable category (a list)
@@ -699,7 +741,7 @@ class _Columns:
         rows = None
         for i in np.unique(which[which >= 0]):
             match = filters[i][1]
-            ok = self.raw["name"].derived(i, lambda text, match=match: bool(match(text)), bool)
+            ok = self.raw["name"].derived(i, _passes(match), bool)
             ok = np.append(ok, bool(match("None")))  # code -1, no name: str(None), as the loader matches it
             rows = (np.ones(len(cats), bool) if rows is None else rows) & ((which != i) | ok[names])
         return rows
@@ -826,6 +868,13 @@ def _launching_op(events: pd.DataFrame) -> pd.Categorical:
     return op.remove_unused_categories()
 
 
+def _step_number(pattern: re.Pattern, name: str) -> int:
+    """N of a step row's name (ProfilerStep#N: it matched the step pattern), at most 2**63 - 1."""
+    m = pattern.match(name)
+    assert m is not None, name
+    return min(int(m.group(1)), 2**63 - 1)
+
+
 def _step_of(events: pd.DataFrame) -> pd.arrays.IntegerArray:
     """Step number of each row: GPU rows by their launching op's start, others by their own start."""
     fmt = _compiled_format()
@@ -835,8 +884,7 @@ def _step_of(events: pd.DataFrame) -> pd.arrays.IntegerArray:
     if not is_step.any():
         return pd.arrays.IntegerArray(out_values, out_na)
     steps = events[is_step]
-    numbers = np.array([min(int(fmt.step_re.match(n).group(1)), 2**63 - 1) for n in steps["name"].astype(str)],
-                       dtype=np.int64)
+    numbers = np.array([_step_number(fmt.step_re, n) for n in steps["name"].astype(str)], dtype=np.int64)
     starts = steps["ts"].to_numpy()
     ends = starts + steps["dur"].to_numpy()
     order = np.argsort(starts, kind="stable")

@@ -35,7 +35,7 @@ from addressable.verification.harness import (
     on_device,
     one_line,
     overrides_for,
-    problem_names,
+    problem_symbols,
     seed_all,
 )
 
@@ -91,7 +91,7 @@ def _audit_one(path: Path, atol: float, rtol: float, device: str, overrides: dic
 
     row: dict[str, Any] = {"problem": path.stem}
     try:
-        names = problem_names(path)
+        names = problem_symbols(path)
     except AddressableError as e:
         return {**row, "error": str(e).replace(f"reference {path} ", "")}
     try:
@@ -135,7 +135,7 @@ def _check_scoped(files: list[Path], scoped: dict[tuple[str | None, str], Any]) 
             raise AddressableError(f"--set {problem}:{name}: no problem '{problem}' in the folder")
         for p in hits:
             try:
-                defined = problem_names(p)
+                defined = problem_symbols(p)
             except AddressableError:
                 defined = set()
             if name not in defined:
@@ -181,22 +181,26 @@ def audit_to_dict(df: pd.DataFrame, atol: float, rtol: float) -> dict[str, Any]:
 
 
 def _mark(v: Any) -> str:
+    """What allclose says of a trivial output: "accepted" (the problem is fooled), "rejected", or "-" (not tested)."""
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "-"
-    return "PASS" if bool(v) else "fail"
+    return "accepted" if bool(v) else "rejected"
 
 
 def format_audit(df: pd.DataFrame, atol: float, rtol: float) -> str:
-    """A terminal table: magnitudes and which trivial outputs pass allclose; then the counts."""
+    """A terminal table: magnitudes, whether allclose accepts each trivial output, and a verdict (VULNERABLE
+    in capitals where one is accepted); then the counts."""
     w = max(8, *(len(str(p)) for p in df["problem"])) + 2
-    lines = [f"allclose(atol={atol:g}, rtol={rtol:g}) against trivial outputs",
-             f"  {'problem':<{w}}{'max|ref|':>11}{'mean|ref|':>11}{'‖ref‖_F':>11}  {'zeros':<7}{'mean':<7}"]
+    lines = [f"allclose(atol={atol:g}, rtol={rtol:g}) against trivial outputs: is an all-zeros output, or the "
+             "reference's mean everywhere, accepted?",
+             f"  {'problem':<{w}}{'max|ref|':>11}{'mean|ref|':>11}{'‖ref‖_F':>11}  {'zeros':<10}{'mean':<10}{'verdict':<10}"]
     for r in df.itertuples():
         if r.error:
             lines.append(f"  {r.problem:<{w}}error: {r.error}")
             continue
+        verdict = "VULNERABLE" if r.vulnerable else "ok"
         lines.append(f"  {r.problem:<{w}}{r.max_abs_ref:>11.3g}{r.mean_abs_ref:>11.3g}{r.fro_ref:>11.3g}  "
-                     f"{_mark(r.zeros_pass):<7}{_mark(r.const_pass):<7}")
+                     f"{_mark(r.zeros_pass):<10}{_mark(r.const_pass):<10}{verdict:<10}")
     ok = df[df["error"] == ""]
     zeros = int(ok["zeros_pass"].astype(bool).sum())
     const = int(ok["const_pass"].map(lambda v: v is True or v == 1.0).sum())

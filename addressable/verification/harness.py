@@ -18,6 +18,7 @@ import importlib.util
 import itertools
 import os
 import random
+import re
 import statistics
 import sys
 import time
@@ -58,7 +59,7 @@ def readable(path: Path, what: str) -> Path:
     return path
 
 
-def problem_names(path: str | Path) -> set[str]:
+def problem_symbols(path: str | Path) -> set[str]:
     """The module-level names of a KernelBench problem file; AddressableError when it is not one."""
     path = readable(Path(path), "reference")
     try:
@@ -73,9 +74,25 @@ def problem_names(path: str | Path) -> set[str]:
     return names
 
 
+def problem_category(path: str | Path) -> str | None:
+    """A problem file's taxonomy category: its `CATEGORY = "..."` constant, else a `Category: ...` line in its
+    docstring; None when it has neither or does not parse. Read with ast, never imported."""
+    try:
+        tree = ast.parse(Path(path).read_text())
+    except (SyntaxError, UnicodeDecodeError, ValueError):
+        return None
+    category = next((n.value.value for n in tree.body if isinstance(n, ast.Assign)
+                     and any(isinstance(t, ast.Name) and t.id == "CATEGORY" for t in n.targets)
+                     and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)), None)
+    if category is None:
+        m = re.search(r"^\s*category\s*[:=]\s*`?(\w+)", ast.get_docstring(tree) or "", re.I | re.M)
+        category = m.group(1) if m else None
+    return category or None
+
+
 def check_problem_file(path: str | Path, overrides: dict[str, Any] | None = None) -> Path:
     """A KernelBench-format problem: Model, get_inputs, get_init_inputs, and the constants to override."""
-    names = problem_names(path)
+    names = problem_symbols(path)
     unknown = sorted(set(overrides or {}) - names)
     if unknown:
         raise AddressableError(f"--set {unknown[0]}: {Path(path).name} has no module-level constant '{unknown[0]}'")

@@ -86,6 +86,7 @@ import pandas as pd
 
 from addressable.core.device import resolve_device
 from addressable.core.errors import AddressableError
+from addressable.core.files import read_csv
 from addressable.core.jsonutil import to_jsonable
 from addressable.verification.channel import Local, Remote
 from addressable.verification.checks import Thresholds
@@ -317,10 +318,7 @@ def verify_batch(pairs_csv: str | Path, json_dir: str | Path | None = None, over
     pairs_csv = Path(pairs_csv)
     if not pairs_csv.is_file():
         raise AddressableError(f"pairs file not found: {pairs_csv}")
-    try:
-        pairs = pd.read_csv(pairs_csv, dtype=str, comment="#", skipinitialspace=True).fillna("")
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
-        raise AddressableError(f"cannot read {pairs_csv}: {e}") from None
+    pairs = read_csv(pairs_csv, dtype=str, comment="#", skipinitialspace=True).fillna("")
     missing = {"problem", "candidate"} - set(pairs.columns)
     if missing or pairs.empty:
         raise AddressableError(f"{pairs_csv} needs columns problem,candidate and at least one row")

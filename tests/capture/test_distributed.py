@@ -82,6 +82,15 @@ def test_aggregate_breakdowns_synthetic() -> None:
     assert "rank 0 waits least" in text
 
 
+def test_ranks_without_communication_name_no_straggler() -> None:
+    """A run whose ranks launch no communication kernel (replicas, gloo on the CPU): no straggler at 0 ms."""
+    bs = [_rank_breakdown([("gemm_k", "gemm", 0, 10, 7), ("add_k", "elementwise", 10, 4, 7)]) for _ in range(2)]
+    d = aggregate_breakdowns(bs, [{"step_time_ms": 0.02, "addressable_fraction_wall": 0.2}] * 2)
+    assert d["straggler"]["likely_straggler_rank"] is None
+    text = format_ranks({**d, "strategy": "replicated", "backend": "gloo"})
+    assert text.endswith("Straggler signal: none (no communication kernels in any trace)")
+
+
 def test_aggregate_breakdowns_needs_keys_per_rank() -> None:
     bs, keys = _two_ranks()
     with pytest.raises(AddressableError):
@@ -160,6 +169,7 @@ def test_gpt2_ddp_two_cpu_processes(tmp_path: Path) -> None:
                 "trace.json.gz"} <= {p.name for p in sub.iterdir()}
         doc = json.loads((sub / "breakdown.json").read_text())
         assert doc["rank"] == k and doc["world_size"] == 2 and doc["strategy"] == "ddp"
+        assert doc["source"] == str(sub / "trace.json.gz")  # where the trace lies, not the .partial folder
     # step times are the maximum across ranks, so both ranks record the same ones
     s0, s1 = (pd.read_csv(run / f"rank{k}" / "steps.csv") for k in (0, 1))
     assert s0["time_ms"].tolist() == s1["time_ms"].tolist()

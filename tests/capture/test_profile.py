@@ -19,6 +19,7 @@ from click.testing import CliRunner
 
 from addressable.capture.measure import Measurement, measurement, memory_errors
 from addressable.capture.profile import (
+    check_depth_fit,
     extrapolate,
     extrapolate_breakdown,
     profile_workload,
@@ -42,6 +43,7 @@ from addressable.capture.workload import WorkloadSpec
 def build(cfg):
     layers, width = int(cfg.options.get("layers", 8)), int(cfg.options.get("width", 64))
     fail_at, calls, sleep_s = cfg.options.get("fail_at"), [0], float(cfg.options.get("sleep_s", 0))
+    sleep_s = max(0.0, sleep_s + float(cfg.options.get("layer_sleep_s", 0)) * layers)  # a step's cost per layer
     model = torch.nn.Sequential(*[m for _ in range(layers) for m in (torch.nn.Linear(width, width), torch.nn.ReLU())])
     x = torch.randn(cfg.batch, width)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -68,7 +70,7 @@ def build_oom(cfg):
 
 WORKLOADS = [
     WorkloadSpec("tiny-mlp", "test", "tiny MLP", build, modes=("train",), default_batch=8,
-                 default_dtype="fp32", dtypes=("fp32",), full_layers=8, options=("width", "fail_at", "sleep_s")),
+                 default_dtype="fp32", dtypes=("fp32",), full_layers=8, options=("width", "fail_at", "sleep_s", "layer_sleep_s")),
     WorkloadSpec("tiny-oom", "test", "runs out of memory", build_oom, default_batch=8, default_dtype="fp32"),
 ]
 '''
@@ -110,6 +112,19 @@ def test_workloads_lists_builtins_and_user_adapters(adapter: str) -> None:
     assert df.set_index("workload").loc["tiny-mlp", "full_layers"] == 8
 
 
+def test_workloads_shows_every_option_key(adapter: str) -> None:
+    """issue 26: descriptions were cut at 72 characters, which hid each workload's options."""
+    out = cli("workloads", "--adapter", adapter).output
+    assert "…" not in out
+    blocks = out.split("Descriptions and --option KEY=VALUE keys:\n")[1]
+    text = {b.split()[0]: " ".join(b.split()[1:]) for b in re.split(r"\n(?=\S)", blocks)}
+    assert text["tiny-mlp"] == "tiny MLP; options: width, fail_at, sleep_s, layer_sleep_s, layers"  # not in its description
+    for row in workload_table((adapter,)).itertuples():
+        named = text[row.workload].partition("options:")[2]
+        assert all(re.search(rf"\b{k}\b", named) for k in row.options.split(",") if k), row.workload
+    assert "decode_tokens (infer, default 16), checkpoint (train)" in text["gpt2"]  # the whole description
+
+
 def test_user_adapter_registers_without_touching_the_package(adapter: str) -> None:
     assert "tiny-mlp" in registry((adapter,))
     spec = get_workload("tiny-mlp", (adapter,))
@@ -124,6 +139,31 @@ def test_env_adapters_and_bad_adapter(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.delenv("ADDRESSABLE_ADAPTERS")
     r = cli("workloads", "--adapter", "no_such_adapter_module")
     assert r.exit_code == 2 and r.stderr.count("\n") == 1 and "cannot import adapter" in r.stderr
+
+
+@pytest.mark.parametrize(("source", "fragments"), [
+    ("WORKLOADS = [\ndef broken(:\n", ["SyntaxError", "bad_adapter.py:2"]),
+    ("import torch\n  WORKLOADS = []\n", ["IndentationError", "bad_adapter.py:2"]),
+    ("x = 1\nraise ValueError('no config here')\nWORKLOADS = []\n", ["bad_adapter.py:2: ValueError: no config here"]),
+])
+def test_a_broken_adapter_is_one_line(tmp_path: Path, source: str, fragments: list[str]) -> None:
+    """Issue 26: an adapter with a syntax error printed a traceback; every other adapter error is one line."""
+    path = tmp_path / "bad_adapter.py"
+    path.write_text(source)
+    for args in (["workloads", "--adapter", path], ["profile", "x", "--adapter", path, "--out", tmp_path / "o"]):
+        _one_line_error(cli(*args), f"cannot import adapter {path}", *fragments)
+    assert not (tmp_path / "o").exists()
+
+
+def test_an_adapter_path_that_is_not_a_python_file_is_one_line(tmp_path: Path) -> None:
+    """A path Python cannot import (no .py) said "AttributeError: 'NoneType' object has no attribute
+    'loader'"; a missing file said "AddressableError: no such adapter file" inside another error."""
+    (tmp_path / "adapter").write_text(TINY_ADAPTER)
+    _one_line_error(cli("workloads", "--adapter", tmp_path / "adapter"),
+                    f"error: cannot import adapter {tmp_path / 'adapter'}: not a Python file (name it *.py)")
+    r = cli("workloads", "--adapter", tmp_path / "missing.py")
+    _one_line_error(r, f"error: no such adapter file: {tmp_path / 'missing.py'}")
+    assert "AddressableError" not in r.stderr
 
 
 def test_registry_skips_only_builtins_that_do_not_exist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -185,6 +225,9 @@ def test_rerun_writes_name_2_and_force_replaces(adapter: str, tmp_path: Path) ->
             "--repeats", 1, "--option", "width=8", "--out", tmp_path)
     first = tmp_path / "tiny-mlp-train-b8-fp32-cpu-width8"
     assert cli(*args).exit_code == 0 and first.is_dir()
+    # issue 26: the source is the trace where it lies, not the temporary .partial folder it was written in
+    source = Path(json.loads((first / "breakdown.json").read_text())["source"])
+    assert source == first / "trace.json.gz" and source.is_file()
     (first / "mine.txt").write_text("kept")  # the first run is never touched without --force
     r = cli(*args)
     assert r.exit_code == 0, r.output
@@ -210,6 +253,21 @@ def test_budget_fits_the_counts_to_the_warm_up_step_and_prints_the_plan(adapter:
     assert (m["repeats"], m["steps"], m["profile_steps"], m["budget_s"]) == (1, 1, 1, 0.35)
     assert len(json.loads((run / "breakdown.json").read_text())["repeats"]) == 1
     assert "Steps: warm-up 1, then 1 repeat × (1 timed + 1 profiled step)" in r.stdout
+
+
+def test_a_budget_that_cannot_be_met_says_so_and_gives_the_least(adapter: str, tmp_path: Path) -> None:
+    """Issue 26: the plan said "cut to fit --budget 60 s" for 76 s. A 0.1 s step needs at least 0.3 s
+    (1 timed + 1 profiled step at twice the cost): --budget 0.2 cannot be met, and the log says so."""
+    r = cli("profile", "tiny-mlp", "--adapter", adapter, "--device", "cpu", "--option", "sleep_s=0.1",
+            "--option", "width=8", "--budget", 0.2, "--out", tmp_path)
+    assert r.exit_code == 0, r.output
+    assert "cut to fit" not in r.stderr
+    assert re.search(r"plan: 1 repeat × \(1 timed \+ 1 profiled step\), about \d s of steps; this cannot fit "
+                     r"--budget 0\.2 s: about \d s is the least \(raise --budget, or accept it\)", r.stderr), r.stderr
+    assert "lowered as far as they go, which could not fit --budget 0.2 s" in r.stdout
+    r = cli("profile", "tiny-mlp", "--adapter", adapter, "--device", "cpu", "--option", "sleep_s=0.1",
+            "--option", "width=8", "--budget", 0.2, "--steps", 2, "--out", tmp_path)
+    assert "is the least with --steps 2 as given" in r.stderr, r.stderr
 
 
 def test_each_repeat_reports_its_time_and_what_is_left(adapter: str, tmp_path: Path) -> None:
@@ -254,9 +312,10 @@ def _one_line_error(r: object, *fragments: str) -> None:
     (["resnet50", "--dtype", "fp16", "--device", "cpu"], ["fp16 is not supported on the CPU"]),
     (["tiny-mlp", "--dtype", "bf16"], ["does not run in bf16"]),
     (["resnet50", "--seq-len", "128"], ["takes no --seq-len"]),
-    (["tiny-oom", "--batch", "8"], ["out of memory", "batch 8", "--batch 4"]),
+    (["tiny-oom", "--batch", "8"], ["out of memory", "batch 8", "--batch 4", "it asked for 2.00 GiB more"]),
+    (["tiny-oom", "--batch", "1"], ["out of memory", "batch 1", "it needs a device with more memory"]),
     (["tiny-mlp", "--option", "width"], ["KEY=VALUE"]),
-    (["tiny-mlp", "--option", "widht=3"], ["tiny-mlp: unknown option 'widht'", "known: width, fail_at, sleep_s, layers"]),
+    (["tiny-mlp", "--option", "widht=3"], ["tiny-mlp: unknown option 'widht'", "known: width, fail_at, sleep_s, layer_sleep_s, layers"]),
     (["tiny-oom", "--option", "x=1"], ["tiny-oom: unknown option 'x'", "takes no options"]),  # before build's OOM
     (["resnet50", "--option", "bogus=1"], ["resnet50: unknown option 'bogus'", "image_size"]),
     (["gpt2", "--option", "layer=2"], ["gpt2: unknown option 'layer'", "layers", "decode_tokens"]),
@@ -272,6 +331,18 @@ def test_bad_input_is_one_line_and_leaves_nothing(adapter: str, tmp_path: Path, 
     out = tmp_path / "runs"
     _one_line_error(cli("profile", *args, "--device", "cpu", "--adapter", adapter, "--out", out), *fragments)
     assert not out.exists() or not any(out.iterdir())
+
+
+def test_profile_command_is_the_library_form_of_the_command(adapter: str, tmp_path: Path) -> None:
+    """The CLI's `profile` is a thin layer: the checks, the run and the printout are profile_command's."""
+    from addressable.capture.profile import profile_command
+
+    printed: list[str] = []
+    code = profile_command("tiny-mlp", device="cpu", adapters=(adapter,), warmup=0, steps=1, repeats=1,
+                           options=("width=8",), out=tmp_path, echo=printed.append)
+    assert code == 0 and len(printed) == 1 and printed[0].endswith(f"Run folder: {tmp_path / 'tiny-mlp-train-b8-fp32-cpu-width8'}")
+    with pytest.raises(AddressableError, match="--ncu needs a CUDA GPU"):
+        profile_command("tiny-mlp", device="cpu", adapters=(adapter,), ncu_top=5, out=tmp_path)
 
 
 def test_profile_takes_a_workload_config_and_a_measurement(adapter: str, tmp_path: Path) -> None:
@@ -368,24 +439,32 @@ def test_extrapolate_breakdown_by_hand() -> None:
 
 
 def test_layers_subset_extrapolates_and_validates_against_full_depth(adapter: str, tmp_path: Path) -> None:
+    # 5 ms of sleep per layer: the step time grows with depth well above the timing noise
     r = cli("profile", "tiny-mlp", "--device", "cpu", "--adapter", adapter, "--layers-subset", "2,4",
-            "--warmup", 1, "--steps", 2, "--repeats", 2, "--out", tmp_path)
+            "--warmup", 1, "--steps", 2, "--repeats", 2, "--out", tmp_path, "--option", "layer_sleep_s=0.005")
     assert r.exit_code == 0, r.output
-    run = tmp_path / "tiny-mlp-train-b8-fp32-cpu-extrap2-4"
+    run = tmp_path / "tiny-mlp-train-b8-fp32-cpu-layer_sleep_s0.005-extrap2-4"
     assert {"layers2", "layers4", "breakdown.json", "categories.csv", "kernels.csv", "steps.csv",
             "manifest.json"} <= {p.name for p in run.iterdir()}
     assert {p.name for p in (run / "layers4").iterdir()} >= RUN_FILES
+    for depth in ("layers2", "layers4"):
+        assert json.loads((run / depth / "breakdown.json").read_text())["source"] == str(run / depth / "trace.json.gz")
     b = json.loads((run / "breakdown.json").read_text())
-    assert b["extrapolated"] == {"from_layers": [2, 4], "to_layers": 8} and b["layers"] == 8
+    x = b["extrapolated"]
+    assert (x["from_layers"], x["to_layers"], b["layers"]) == ([2, 4], 8, 8)
+    assert x["step_time_ms_range"][0] <= b["step_time_ms"] <= x["step_time_ms_range"][1]
+    assert b["step_time_ms"] > max(json.loads((run / "layers4" / "breakdown.json").read_text())["step_time_ms"], 40)
     assert len(b["repeats"]) == 2 and {"forward", "backward", "optimizer"} <= set(b["phases"])
     assert "Extrapolated linearly from 2 and 4 layers to 8" in r.stdout
+    assert "ms (extrapolated from the depths' median unprofiled steps)" in r.stdout
     # each category's time per step sits on the line through the two measured depths (clipped at 0)
     c2, c4 = ({c["category"]: c["time_us"] / d["n_steps"] for c in d["categories"]}
               for d in (json.loads((run / f"layers{n}" / "breakdown.json").read_text()) for n in (2, 4)))
     line = {c: max(0.0, c2.get(c, 0.0) + (c4.get(c, 0.0) - c2.get(c, 0.0)) * 3) for c in c2.keys() | c4.keys()}
     assert b["kernel_time_per_step_us"] == pytest.approx(sum(line.values()), rel=1e-6)
 
-    full = profile_workload(tiny(adapter), measurement("cpu", warmup=1, steps=2, repeats=2), tmp_path, adapters=(adapter,))
+    full = profile_workload(tiny(adapter, layer_sleep_s=0.005), measurement("cpu", warmup=1, steps=2, repeats=2),
+                            tmp_path, adapters=(adapter,))
     v = validate_extrapolation(run, full)
     assert list(v.columns) == ["metric", "extrapolated", "full", "error", "rel_error"]
     m = v.set_index("metric")
@@ -398,6 +477,49 @@ def test_layers_subset_extrapolates_and_validates_against_full_depth(adapter: st
     assert m.loc["addressable_fraction", "extrapolated"] == pytest.approx(b["addressable_fraction"])
     with pytest.raises(AddressableError, match="not an extrapolated run"):
         validate_extrapolation(full, run)
+
+
+def test_a_deeper_model_measured_faster_is_refused_not_extrapolated_to_a_zero_step(adapter: str,
+                                                                                     tmp_path: Path) -> None:
+    """Issue 26: the 4-layer step was faster than the 2-layer one, and the run said step_time_ms 0.0. Here
+    each layer takes 5 ms less sleep: one line, exit 2, and no run folder."""
+    r = cli("profile", "tiny-mlp", "--device", "cpu", "--adapter", adapter, "--layers-subset", "2,4",
+            "--warmup", 1, "--steps", 1, "--repeats", 2, "--out", tmp_path, "--option", "sleep_s=0.04",
+            "--option", "layer_sleep_s=-0.005")
+    assert r.exit_code == 2, r.output
+    err = r.stderr.strip().splitlines()[-1]
+    assert err.startswith("error: --layers-subset 2,4: ") and "is not slower than at 2" in err, err
+    assert "Traceback" not in r.output and not any(tmp_path.iterdir())
+
+
+def test_depth_fit_refuses_a_step_that_does_not_grow() -> None:
+    with pytest.raises(AddressableError, match=r"the median step at 4 layers .* not slower"):
+        check_depth_fit(2, 4, 12, [10.0, 11.0], [9.0, 10.5], [1e3, 1e3], [2e3, 2e3])
+    with pytest.raises(AddressableError, match=re.escape("repeat 2's step at 4 layers (13.0 ms) is not slower than at 2 "
+                                                         "(14.0 ms)")):
+        check_depth_fit(2, 4, 12, [10.0, 14.0], [15.0, 13.0], [1e3, 1e3], [2e3, 2e3])
+    with pytest.raises(AddressableError, match="not slower"):  # equal is not slower either
+        check_depth_fit(2, 4, 12, [10.0], [10.0], [1e3], [2e3])
+
+
+def test_depth_fit_of_a_clean_line_has_no_warning_and_a_range_around_it() -> None:
+    # 2 ms fixed + 4 ms per layer, +-0.1 ms of noise: 2 layers 10 ms, 4 layers 18 ms, 12 layers 50 ms
+    fit = check_depth_fit(2, 4, 12, [9.9, 10.1], [17.9, 18.1], [8e3, 8.1e3], [16e3, 16.2e3])
+    assert fit["warnings"] == []
+    lo, hi = fit["step_time_ms_range"]
+    assert lo == pytest.approx(10.1 + (17.9 - 10.1) * 5) and hi == pytest.approx(9.9 + (18.1 - 9.9) * 5)
+    assert lo < 50.0 < hi
+
+
+@pytest.mark.parametrize(("step1", "step2", "work1", "work2", "what"), [
+    ([10.0, 16.0], [15.0, 22.0], [8e3, 8e3], [16e3, 16e3], "overlap across repeats"),  # every pair grows
+    ([10.0, 10.0], [18.0, 18.0], [8e3, 8e3], [7e3, 7.5e3], "work per step does not grow"),
+    ([10.0, 10.2], [30.0, 30.5], [8e3, 8e3], [24e3, 24e3], "time per layer grows with depth"),  # 5.1 vs 7.5 ms
+])
+def test_depth_fit_warns_where_the_line_is_shaky(step1: list[float], step2: list[float], work1: list[float],
+                                                 work2: list[float], what: str) -> None:
+    fit = check_depth_fit(2, 4, 12, step1, step2, work1, work2)
+    assert len(fit["warnings"]) == 1 and what in fit["warnings"][0], fit["warnings"]
 
 
 def test_profile_and_sweep_share_the_workload_options() -> None:
@@ -413,6 +535,40 @@ def test_profile_and_sweep_share_the_workload_options() -> None:
     assert shared <= set(p) & set(s)
     same = shared - {"out", "force"}  # their help says run folder(s)
     assert {k: p[k] for k in same} == {k: s[k] for k in same}
+
+
+def test_out_of_memory_at_batch_1_advises_what_would_fit() -> None:
+    """Issue 26: out of memory at batch 1 said "try --batch 1". It now names what is smaller: the sequence,
+    a layer subset, a smaller workload of the family, and the memory asked for against what the GPU has."""
+    from addressable.capture.oom import memory_tips, out_of_memory
+
+    cfg = WorkloadConfig("llama3-8b", "train", 1, "bf16", "cuda", seq_len=1024)
+    err = torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 3.91 GiB. GPU 0 has a total capacity "
+                                      "of 139.72 GiB of which 1.20 GiB is free. Including non-PyTorch memory, ...")
+    msg = out_of_memory(cfg, err)
+    assert msg.startswith("out of memory running llama3-8b train at batch 1, seq 1024 on cuda (it asked for 3.91 GiB "
+                          "more; the GPU has 139.72 GiB, 1.20 GiB free); try --seq-len 512, --layers-subset 2,4 "
+                          "(two depths, extrapolated to 32 layers) or a smaller workload (gpt2, llama3-1b)"), msg
+    assert "--batch" not in msg and "\n" not in msg
+    assert memory_tips(cfg, (4, 8))[1] == "smaller depths than --layers-subset 4,8"
+    assert memory_tips(WorkloadConfig("gpt2", "train", 4, "fp32", "cpu", seq_len=32, options={"layers": 6})) == [
+        "--batch 2", "--seq-len 16", "--option layers=3"]  # gpt2 is the family's smallest
+    cpu = RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 4294967296 bytes. Error code 12")
+    with pytest.raises(AddressableError) as e, memory_errors(WorkloadConfig("resnet50", "train", 1, "fp32", "cpu")):
+        raise cpu
+    assert re.search(r"\(it asked for 4.00 GiB more; this machine has [\d.,]+ GiB, [\d.,]+ GiB available\)", str(e.value))
+    assert "it asked for 4.00 GiB more" in str(e.value) and "it needs a device with more memory" in str(e.value)
+
+
+@pytest.mark.gpu
+def test_a_real_cuda_out_of_memory_names_the_memory_asked_for_and_there() -> None:
+    """PyTorch's own CUDA message (not a hand-written one) is read for the sizes."""
+    cfg = WorkloadConfig("llama3-8b", "infer", 1, "bf16", "cuda", seq_len=1024)
+    with pytest.raises(AddressableError) as e, memory_errors(cfg):
+        torch.empty(2 * torch.cuda.mem_get_info()[1], dtype=torch.uint8, device="cuda")  # twice the GPU
+    msg = str(e.value)
+    assert re.search(r"\(it asked for [\d.]+ [GT]iB more; the GPU has [\d.]+ GiB, [\d.]+ [GM]iB free\); try ", msg), msg
+    assert "--layers-subset 2,4" in msg and "\n" not in msg
 
 
 def test_a_model_that_rejects_its_configuration_fails_in_one_line() -> None:

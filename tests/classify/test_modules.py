@@ -4,6 +4,7 @@ pseudo-scopes, fusion candidates, the run folder's modules.csv and `addressable 
 from __future__ import annotations
 
 import json
+import shutil
 import warnings
 from pathlib import Path
 
@@ -243,7 +244,8 @@ def test_project_json_lists_module_wins(toy_trace, tmp_path) -> None:
 
 
 def test_kernelbench_level2_problems_map_to_module_targets_or_say_why(toy_trace, tmp_path) -> None:
-    from addressable.projection.project import load_module_problems, project
+    from addressable.projection.project import project
+    from addressable.projection.wins import load_module_problems
 
     modules, unmapped = load_module_problems()
     assert len(modules) + len(unmapped) == 100 and not set(modules) & set(unmapped)
@@ -317,3 +319,24 @@ def test_a_model_of_one_library_layer_has_no_fusion_candidates() -> None:
     mods = pd.DataFrame({"module": [""], "module_class": ["Linear"], "calls": [1], "dispatch_us": [5.0]})
     mb = ModuleBreakdown(detail, mods, 100.0, 1, "cpu_op_time")
     assert mb.fusion_candidates().empty and mb.to_dict()["fusion_candidates"] == []
+
+
+GPT2_RUN = Path(__file__).resolve().parents[2] / "results" / "h200" / "modules" / "gpt2-train-b8-s1024-bf16-cuda"
+
+
+def test_modules_by_class_has_one_class_column_and_top_caps_the_candidates(tmp_path) -> None:
+    """issue 26: `--by class` had two columns headed "class"; `--top 5` still listed 14 fusion candidates."""
+    run = tmp_path / "gpt2"
+    shutil.copytree(GPT2_RUN, run)
+    r = CliRunner().invoke(main, ["modules", str(run), "--by", "class", "--top", "5"])
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    header = lines[2].split()
+    assert header.count("class") == 1 and header[0] == "class"
+    assert lines[3].split()[:2] == ["Linear", "15.395"]  # the class, then its time: no repeated class
+    start = lines.index(next(line for line in lines if line.startswith("Top fusion candidates")))
+    candidates = [line for line in lines[start + 2:] if line.startswith(("  class", "  module"))]
+    assert len(candidates) == 5
+    default = CliRunner().invoke(main, ["modules", str(run)]).output.splitlines()
+    assert default[2].split()[:2] == ["module", "class"]
+    assert sum(line.startswith(("  class", "  module")) for line in default) == 13  # 3 classes, 10 modules

@@ -17,6 +17,8 @@ from addressable.classify.ranks import (
     classify_rank_file,
     collective_waits,
     find_trace_files,
+    format_job,
+    job_json,
     rank_of,
 )
 from addressable.classify.taxonomy import load_taxonomy
@@ -33,13 +35,16 @@ BASE = 5115133000000.125
 
 
 def write_rank(path: Path, kernels: list[tuple], rank: int | None = None, world: int | None = None,
-               gz: bool = False) -> Path:
-    """kernels: (name, start µs, dur µs, stream) on one device -> a Kineto trace, distributedInfo when rank given."""
-    events = [{"ph": "X", "cat": "kernel", "name": n, "pid": 0, "tid": s, "ts": BASE + t, "dur": d,
+               gz: bool = False, gpu: str | None = None, backend: str = "nccl", cat: str = "kernel") -> Path:
+    """kernels: (name, start µs, dur µs, stream) on one device -> a Kineto trace, distributedInfo when rank given
+    (cat="cpu_op": CPU ops instead, a trace without GPU work)."""
+    events = [{"ph": "X", "cat": cat, "name": n, "pid": 0, "tid": s, "ts": BASE + t, "dur": d,
                "args": {"stream": s, "device": 0, "correlation": i + 1}} for i, (n, t, d, s) in enumerate(kernels)]
     doc: dict = {"schemaVersion": 1}
+    if gpu is not None:
+        doc["deviceProperties"] = [{"id": 0, "name": gpu}]
     if rank is not None:
-        doc["distributedInfo"] = {"backend": "nccl", "rank": rank, "world_size": world}
+        doc["distributedInfo"] = {"backend": backend, "rank": rank, "world_size": world}
     doc["traceEvents"] = events
     data = json.dumps(doc).encode()
     path.write_bytes(gzip.compress(data) if gz else data)
@@ -167,7 +172,49 @@ def test_unranked_traces_numbered_by_file_order(tmp_path: Path) -> None:
     job = classify_job([d], engine="serial")
     assert [(Path(r.file).name, r.rank, r.rank_source) for r in job.ranks] == [("a.json", 0, "file order"),
                                                                              ("b.json", 1, "file order")]
-    assert not job.warnings
+    assert job.warnings == ["none of the 2 traces carries distributedInfo (Kineto records it for each rank of a "
+                            "process group), so nothing shows they are ranks of one job"]
+
+
+def test_one_job_has_no_such_warning(tmp_path: Path) -> None:
+    job = classify_job([job_folder(tmp_path)], engine="serial")
+    assert job.warnings == [] and job.summary.straggler.likely_straggler_rank == 0
+
+
+def test_unrelated_traces_are_not_taken_silently_for_one_job(tmp_path: Path) -> None:
+    """Issue 26: a CPU trace and two GPU traces of other runs were pooled into one "job" with no word."""
+    cpu = write_rank(tmp_path / "cpu.json", [("aten::mm", 0, 50, 1), ("aten::add", 50, 10, 1)], cat="cpu_op")
+    h200 = write_rank(tmp_path / "h200.json", RANK0, rank=0, world=2, gpu="NVIDIA H200")
+    a100 = write_rank(tmp_path / "a100.json", RANK1, rank=1, world=2, gpu="NVIDIA A100", backend="gloo")
+    text = "\n".join(classify_job([cpu, h200, a100], engine="serial").warnings)
+    assert "different bases (GPU kernel time ×2, CPU-op self time ×1)" in text
+    assert "different devices (" in text and "NVIDIA A100 ×1" in text and "CPU ×1" in text
+    assert "1 of the 3 traces carry no distributedInfo" in text
+    assert "mixed process-group backends (" in text
+    assert "different devices" not in " ".join(classify_job([h200, write_rank(
+        tmp_path / "h200b.json", RANK1, rank=1, world=2, gpu="NVIDIA H200")], engine="serial").warnings)
+
+
+def test_a_file_named_twice_and_a_pool_not_used_are_said(tmp_path: Path) -> None:
+    d = job_folder(tmp_path)
+    one = d / "host_123.1.pt.trace.json"
+    job = classify_job([one, d], engine="serial")
+    assert "host_123.1.pt.trace.json is named 2 times: classified once" in job.warnings and len(job.ranks) == 2
+    job = classify_job([one], jobs=2)
+    assert job.engine == "serial"
+    assert "classified serially, not in a process pool: one trace file (-j 2 needs several)" in job.warnings
+    assert "-j 1" in " ".join(classify_job([d], engine="process", jobs=1).warnings)
+    assert not any("serially" in w for w in classify_job([d], jobs=1).warnings)  # -j 1 asks for serial
+
+
+def test_no_straggler_is_named_without_communication(tmp_path: Path) -> None:
+    a = write_rank(tmp_path / "a.json", [(GEMM, 0, 10, 7), (ELEM, 10, 2, 7)], rank=0, world=2)
+    b = write_rank(tmp_path / "b.json", [(GEMM, 0, 8, 7), (ELEM, 8, 2, 7)], rank=1, world=2)
+    job = classify_job([a, b], engine="serial")
+    assert job.summary.straggler.likely_straggler_rank is None
+    text = format_job(job)
+    assert "Straggler signal: none (no communication kernels in any trace)" in text and "waits least" not in text
+    assert json.loads(job_json(job))["aggregate"]["straggler"]["likely_straggler_rank"] is None
 
 
 def test_bad_files_reported_rest_classified(tmp_path: Path) -> None:

@@ -13,13 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from addressable.classify.breakdown import breakdown_of_trace, classify_trace
-from addressable.classify.ranks import summarize_ranks
-from addressable.classify.timeline import (
-    TimelineResult,
-    aggregate_ranks,
-    format_overlap_note,
-    timeline_accounting,
-)
+from addressable.classify.ranks import aggregate_ranks, summarize_ranks
+from addressable.classify.timeline import TimelineResult, format_overlap_note, timeline_accounting
 from addressable.cli import main
 from addressable.trace.reader import load_trace
 

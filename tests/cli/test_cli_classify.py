@@ -73,3 +73,30 @@ def test_classify_missing_file(tmp_path) -> None:
 def test_taxonomy_command_lists_categories() -> None:
     r = run("taxonomy")
     assert r.exit_code == 0 and "gemm" in r.output and "replaceable" in r.output
+
+
+def _cpu_trace(path):
+    """A CPU-only trace: two CPU ops, no GPU kernels."""
+    ev = [{"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": 10, "args": {}}
+          for name, ts in (("aten::mm", 0), ("aten::softmax", 20))]
+    path.write_text(json.dumps({"traceEvents": ev}))
+    return path
+
+
+def test_basis_wording_says_why_the_basis_is_cpu(h200_traces, tmp_path) -> None:
+    """issue 26: `classify GPU_TRACE --basis cpu` said "(no GPU work in trace)"."""
+    gpu = run("classify", h200_traces["resnet50_train"], "--basis", "cpu")
+    assert gpu.exit_code == 0, gpu.output
+    assert "of CPU-op self time (--basis cpu)" in gpu.output and "no GPU work" not in gpu.output
+    cpu = run("classify", _cpu_trace(tmp_path / "cpu.json"))
+    assert "of CPU-op self time (no GPU work in trace)" in cpu.output
+
+
+def test_exposed_basis_on_a_cpu_trace_says_it_changes_nothing(tmp_path) -> None:
+    """issue 26: `--basis exposed` on a CPU trace changed nothing and said nothing."""
+    trace = _cpu_trace(tmp_path / "cpu.json")
+    plain, exposed = run("classify", trace), run("classify", trace, "--basis", "exposed")
+    assert exposed.exit_code == 0
+    assert exposed.stdout == plain.stdout
+    assert exposed.stderr.startswith("warning: --basis exposed splits the time of kernels that overlap")
+    assert "no GPU kernels" in exposed.stderr and plain.stderr == ""

@@ -17,6 +17,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def _commands(group: click.Group = main, prefix: str = "") -> dict[str, click.Command]:
     out = {}
     for name, cmd in group.commands.items():
+        if cmd.hidden:  # a deprecated name (`bench`) has the same subcommands as the current one
+            continue
         if isinstance(cmd, click.Group):
             out.update(_commands(cmd, f"{prefix}{name} "))
         else:
@@ -39,7 +41,7 @@ def test_each_flag_means_one_thing() -> None:
     assert set(runs) == {"project", "plot"} and all(p.multiple for p in runs.values()), "--runs: run folders"
     assert set(_options("--repeats")) == {"profile", "sweep"}, "--repeats: profile's repeats"
     calls = _options("--calls")
-    assert set(calls) == {"verify", "verify-batch", "bench time"}, "--calls: timed calls of a model"
+    assert set(calls) == {"verify", "verify-batch", "dlrm-bench time"}, "--calls: timed calls of a model"
     devices = _options("--device")
     assert len(devices) >= 6 and {p.default for p in devices.values()} == {"auto"}, "--device: auto by default"
     for flag in ("--csv", "--figure", "--peaks"):  # files
@@ -48,16 +50,18 @@ def test_each_flag_means_one_thing() -> None:
 
 @pytest.mark.parametrize(("args", "old", "new"), [
     (["verify", "{ref}", "{cand}", "--runs", "2", "--trials", "2", "--warmup", "0", "--device", "cpu"], "--runs", "--calls"),
-    (["bench", "time", "10", "--small", "--device", "cpu", "--warmup", "0", "--repeats", "2", "--out", "{out}"],
+    (["dlrm-bench", "time", "10", "--small", "--device", "cpu", "--warmup", "0", "--repeats", "2", "--out", "{out}"],
      "--repeats", "--calls"),
 ])
 def test_old_spellings_still_work_and_warn(tmp_path: Path, args: list[str], old: str, new: str) -> None:
     files = {"ref": ROOT / "tests" / "verification" / "zoo" / "softmax_long.py",
              "cand": ROOT / "tests" / "verification" / "zoo" / "honest_torch.py", "out": tmp_path / "t.csv"}
     res = CliRunner().invoke(main, [a.format(**files) for a in args])
-    assert res.exit_code == 0, res.output
+    # verify: pass (0), or review (3) when two timed calls on a loaded machine look too fast or too noisy
+    # (an honest candidate timed at 27x under a load average of 5); either way the old spelling worked
+    assert res.exit_code in ((0, 3) if args[0] == "verify" else (0,)), res.output
     assert f"warning: {old} is deprecated here and goes in the next release; use {new}" in res.stderr
-    if args[0] == "bench":
+    if args[0] == "dlrm-bench":
         assert "warning: --out is deprecated here and goes in the next release; use --csv" in res.stderr
         assert pd.read_csv(files["out"])["problem"].tolist() == ["10_sigmoid_bce_loss"]
     else:

@@ -88,11 +88,11 @@ def test_bad_budget(budget: float) -> None:
 
 
 def test_wall_fraction_never_exceeds_one_and_says_its_basis() -> None:
-    from addressable.capture.measure import wall_fraction
+    from addressable.classify.breakdown import wall_fraction
 
-    assert wall_fraction(250.0, 500.0, 1.0) == (0.25, "step")  # 250 us of a 1 ms step
+    assert wall_fraction(250.0, 500.0, 1_000.0) == (0.25, "step")  # 250 us of a 1 ms step
     # CPU ops on two threads: 4,440 us of op time in a 1 ms step -> over the summed op time, not 444%
-    frac, basis = wall_fraction(3_000.0, 4_440.0, 1.0)
+    frac, basis = wall_fraction(3_000.0, 4_440.0, 1_000.0)
     assert basis == "work" and frac == pytest.approx(3_000 / 4_440) and frac <= 1.0
     assert wall_fraction(0.0, 0.0, 0.0) == (0.0, "step")
 

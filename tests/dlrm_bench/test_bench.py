@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-import subprocess
 from pathlib import Path
 
 import pandas as pd
@@ -220,9 +219,11 @@ def test_problem_shares(tmp_path: Path) -> None:
     assert df.loc["04_kjt_permute", "kernels"] == 0 and df.loc["04_kjt_permute", "top_kernel"] == ""
     (tmp_path / "run" / "breakdown.json").unlink()
     assert bench.problem_shares(tmp_path / "run")["step_share"].isna().all()
-    with pytest.raises(AddressableError, match=r"no kernels\.csv"):
+    with pytest.raises(AddressableError, match=r"no such run folder: .*missing$"):
         bench.problem_shares(tmp_path / "missing")
     (tmp_path / "bad").mkdir()
+    with pytest.raises(AddressableError, match=r"no kernels\.csv"):
+        bench.problem_shares(tmp_path / "bad")
     (tmp_path / "bad" / "kernels.csv").write_text("")
     with pytest.raises(AddressableError, match=r"cannot read .*kernels\.csv"):
         bench.problem_shares(tmp_path / "bad")
@@ -238,35 +239,42 @@ def test_baseline_times_cpu() -> None:
 
 
 def test_cli_bench_list() -> None:
-    res = CliRunner().invoke(main, ["bench", "list"])
+    res = CliRunner().invoke(main, ["dlrm-bench", "list"])
     assert res.exit_code == 0, res.output
     assert all(stem in res.output for stem in PROBLEMS)
     assert "DLRM kernel: /split_embedding" in res.output and "sizes: BATCH=16384" in res.output
-    res = CliRunner().invoke(main, ["bench", "list", "--json", "--small"])
+    res = CliRunner().invoke(main, ["dlrm-bench", "list", "--json", "--small"])
     records = json.loads(res.output)
     assert len(records) == 12 and records[0]["sizes"].startswith("BATCH=4")
 
 
 def test_cli_bench_shares(tmp_path: Path) -> None:
     run = _fake_run(tmp_path / "run")
-    res = CliRunner().invoke(main, ["bench", "shares", str(run), "--csv", str(tmp_path / "shares.csv")])
+    res = CliRunner().invoke(main, ["dlrm-bench", "shares", str(run), "--csv", str(tmp_path / "shares.csv")])
     assert res.exit_code == 0, res.output
     assert "01_embedding_bag_sum_uniform" in res.output
     assert len(pd.read_csv(tmp_path / "shares.csv")) == 12
-    res = CliRunner().invoke(main, ["bench", "shares", str(tmp_path / "nope")])
-    assert res.exit_code == 2 and "no kernels.csv" in res.output
+    res = CliRunner().invoke(main, ["dlrm-bench", "shares", str(tmp_path / "no" / "such" / "run")])  # issue 26
+    assert res.exit_code == 2 and res.stderr == f"error: no such run folder: {tmp_path / 'no' / 'such' / 'run'}\n"
+    (tmp_path / "empty").mkdir()
+    res = CliRunner().invoke(main, ["dlrm-bench", "shares", str(tmp_path / "empty")])
+    assert res.exit_code == 2 and "no kernels.csv in" in res.stderr
 
 
 def test_cli_bench_time_cpu(tmp_path: Path) -> None:
-    res = CliRunner().invoke(main, ["bench", "time", "10", "--device", "cpu", "--small", "--calls", "2",
+    res = CliRunner().invoke(main, ["dlrm-bench", "time", "10", "--device", "cpu", "--small", "--calls", "2",
                                     "--warmup", "1", "--csv", str(tmp_path / "t.csv")])
     assert res.exit_code == 0, res.output
     assert pd.read_csv(tmp_path / "t.csv")["problem"].tolist() == ["10_sigmoid_bce_loss"]
-    res = CliRunner().invoke(main, ["bench", "time", "nope", "--device", "cpu"])
+    res = CliRunner().invoke(main, ["dlrm-bench", "time", "nope", "--device", "cpu"])
     assert res.exit_code == 2 and "unknown bench problem" in res.output
 
 
-@pytest.mark.parametrize("script", ["bench_baselines.sh", "bench_candidates.sh", "verify_adversarial.sh"])
-def test_gpu_scripts_parse(script: str) -> None:
-    path = ROOT / "gpu" / script
-    assert subprocess.run(["bash", "-n", str(path)], capture_output=True).returncode == 0
+def test_old_command_name_bench_still_works_warns_and_is_hidden() -> None:
+    new = CliRunner().invoke(main, ["dlrm-bench", "list", "--json", "--small"])
+    old = CliRunner().invoke(main, ["bench", "list", "--json", "--small"])
+    assert old.exit_code == 0 and old.stdout == new.stdout, old.output
+    assert "warning: 'bench' is deprecated and goes in the next release; use 'dlrm-bench'" in old.stderr
+    assert "deprecated" not in new.stderr
+    commands = CliRunner().invoke(main, ["--help"]).output
+    assert "dlrm-bench" in commands and not re.search(r"^\s+bench\s", commands, re.M)

@@ -27,19 +27,13 @@ from hypothesis import strategies as st
 from addressable.classify.taxonomy import load_taxonomy
 from addressable.cli import main
 from addressable.core.errors import AddressableError
-from addressable.projection.project import (
-    KERNELBENCH_MAP,
-    PROBLEM_DIRS,
-    Resolver,
-    amdahl,
-    load_problem_map,
-    load_wins,
-    problem_categories,
-    project,
-)
+from addressable.dlrm_bench import PROBLEMS_DIR, problem_categories
+from addressable.projection.project import format_projection, project
+from addressable.projection.wins import KERNELBENCH_MAP, Resolver, load_problem_map, load_wins
 from addressable.runs.folder import Run, find_runs, load_run
 
 RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
+DATA = Path(__file__).resolve().parents[1] / "data"
 TOY, LIB, NOWALL, OVERLAP = (RUNS / n for n in ("toy-train", "all-library", "no-wall", "overlap"))
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "wins.csv"
 
@@ -57,14 +51,6 @@ def one(tmp_path: Path, text: str, run: Path = TOY, **kw) -> pd.Series:
 
 
 # ------------------------------------------------------------------ hand-computed Amdahl
-
-
-def test_amdahl_formula() -> None:
-    assert amdahl([20, 10], [4, 2], 100) == pytest.approx(1 / ((1 - 0.3) + 0.2 / 4 + 0.1 / 2))
-    assert amdahl([], [], 100) == 1.0
-    assert amdahl([40], [math.inf], 100) == pytest.approx(1 / 0.6)
-    assert amdahl([100], [math.inf], 100) == math.inf
-    assert math.isnan(amdahl([80, 40], [2, 2], 100))  # parts above the total: undefined
 
 
 def test_single_category_win(tmp_path: Path) -> None:
@@ -193,16 +179,56 @@ def test_exposed_repeat_times_used_when_present(tmp_path: Path) -> None:
     assert r.speedup_kernel_lo == pytest.approx(1 / (1 - 100 / 900 / 2))  # repeat: 100 of 900 us
 
 
-def test_wall_undefined_when_kernels_exceed_step(tmp_path: Path) -> None:
+def test_wall_over_the_work_when_kernels_exceed_step(tmp_path: Path) -> None:
+    """Summed kernel time (1000 us/step) above the step (50 us): the wall-clock shares are over the work, so the
+    wall fraction and ceiling are the kernel ones (never a wall ceiling above the kernel ceiling), and it says so."""
     run = tmp_path / "run"
     shutil.copytree(OVERLAP, run)
     doc = json.loads((run / "breakdown.json").read_text())
     del doc["exposed_category_time_us"]  # summed: 1000 us of kernels in a 0.9 ms step
     doc["step_time_ms"] = 0.05
     (run / "breakdown.json").write_text(json.dumps(doc))
-    p = project([run], wins_file(tmp_path, "target,speedup\nelementwise,2\n"))
-    assert math.isnan(p.runs.iloc[0].ceiling_wall) and math.isnan(p.runs.iloc[0].speedup_wall)
-    assert any("wall-clock projection undefined" in w for w in p.warnings)
+    p = project([run], wins_file(tmp_path, "target,speedup\nelementwise,2\n"), model="amdahl")
+    r = p.runs.iloc[0]
+    assert r.addressable_fraction_wall == pytest.approx(r.addressable_fraction)
+    assert r.ceiling_wall == pytest.approx(r.ceiling_kernel) and r.speedup_wall == pytest.approx(r.speedup_kernel)
+    assert load_run(run).addressable_fraction_wall == pytest.approx(r.addressable_fraction_wall)
+    assert any("wall-clock shares are over the summed work" in w for w in p.warnings)
+
+
+def test_one_wall_fraction_for_profile_breakdown_json_and_project(tmp_path: Path) -> None:
+    """The CPU run of issue 26: CPU-op time 116% of the step. profile's printout, breakdown.json and project
+    report one wall fraction (they gave 59.2%, 63.7% and 74.2%), never above the work fraction."""
+    from addressable.capture.measure import Measurement, manifest, run_keys
+    from addressable.capture.profile import ProfileResult, format_profile
+    from addressable.capture.workload import WorkloadConfig, get_workload
+    from addressable.classify.breakdown import Breakdown, breakdown_from_tables
+    from addressable.runs.folder import write_run
+
+    def rep(repl: float, lib: float) -> Breakdown:
+        k = pd.DataFrame({"name": ["aten::mm", "aten::tanh"], "category": ["gemm", "elementwise"],
+                          "class": ["library", "replaceable"], "time_us": [lib, repl], "count": [1, 1]})
+        return breakdown_from_tables(k, "cpu_op_time", n_steps=1)
+
+    reps = [rep(740.0, 420.0), rep(500.0, 500.0)]  # 1160 us of ops in a 0.9 ms step, then 1000 us in 1.1 ms
+    both = rep(1240.0, 920.0)
+    both.n_steps = 2
+    cfg = WorkloadConfig("gpt2", "train", 1, "fp32", "cpu", seq_len=32)
+    keys = run_keys(get_workload("gpt2"), cfg, both, reps, [0.9, 1.1], 1.0)
+    steps = pd.DataFrame({"repeat": [0, 1], "step": [0, 0], "time_ms": [0.9, 1.1], "profiled": [False, False]})
+    m = Measurement(1, 1, 1, 2)
+    write_run(tmp_path / "run", both, keys, steps, {**manifest(cfg, m), "measurement": vars(m)})
+    printed = format_profile(ProfileResult(both, keys, tmp_path / "run", {"measurement": vars(m), "gpu": None}), "cpu")
+    run = load_run(tmp_path / "run")
+    p = project([run], wins_file(tmp_path, "target,speedup\nelementwise,2\n"), model="amdahl")
+    wall = keys["addressable_fraction_wall"]
+    assert wall == pytest.approx(620 / 1080) and wall <= both.addressable_fraction  # over max(work, step)
+    assert keys["addressable_fraction_wall_range"] == pytest.approx([500 / 1100, 740 / 1160])
+    assert run.addressable_fraction_wall == pytest.approx(wall)
+    assert p.runs.iloc[0].addressable_fraction_wall == pytest.approx(wall)
+    assert f"Addressable fraction of wall time: {wall:.1%}" in printed
+    assert run.fraction_range(wall=True) == pytest.approx(tuple(keys["addressable_fraction_wall_range"]))
+    assert p.runs.iloc[0].ceiling_wall <= p.runs.iloc[0].ceiling_kernel + 1e-12
 
 
 # ------------------------------------------------------------------ targets
@@ -304,19 +330,41 @@ def test_packaged_bench_problems_resolve() -> None:
     known = load_taxonomy().classes
     assert all(c in known for c in pm.values())
     resolver = Resolver(set(known), pm)
-    for name, category in problem_categories(PROBLEM_DIRS).items():
+    for name, category in problem_categories([PROBLEMS_DIR]).items():
         for target in (name, re.sub(r"^\d+_", "", name), name.upper() + ".py"):
             t, why = resolver.resolve(target, "test")
             assert t is not None and t.category == category, (target, why)
 
 
-def test_unknown_target_warns_and_is_unmatched(tmp_path: Path) -> None:
-    p = project([TOY], wins_file(tmp_path, "target,speedup\nsoftmax,2\nflux_capacitor,9\n"))
+def test_unknown_target_is_an_error_with_a_did_you_mean(tmp_path: Path) -> None:
+    """Issue 26: `softmx` exited 0 with "0 win(s) used"; the README says an unknown category is exit 2."""
+    with pytest.raises(AddressableError, match=re.escape(
+            "wins row 2: unknown target 'softmx': not a category, a re: regex or a known problem name; did you "
+            "mean 'softmax'?")):
+        project([TOY], wins_file(tmp_path, "target,speedup\nsoftmax,2\nsoftmx,9\n"))
+    with pytest.raises(AddressableError, match=r"did you mean '01_embedding_bag_sum_uniform'"):  # a problem name
+        project([TOY], wins_file(tmp_path, "target,speedup\n01_embeding_bag_sum_uniform,2\n"))
+    with pytest.raises(AddressableError, match=r"unknown target 'flux_capacitor': .*problem name$"):
+        project([TOY], wins_file(tmp_path, "target,speedup\nflux_capacitor,9\n"))  # nothing close
+    r = CliRunner().invoke(main, ["project", "--speedups", str(wins_file(tmp_path, "target,speedup\nSoftmx,2\n")),
+                                  "--runs", str(TOY)])
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1 and "did you mean 'softmax'?" in r.stderr
+
+
+def test_only_wins_that_matched_count_as_used(tmp_path: Path) -> None:
+    """A known category with no time in any run is listed as unmatched, not counted among the wins used."""
+    p = project([TOY], wins_file(tmp_path, "target,speedup\nsoftmax,2\nembedding,3\n"))
     assert p.runs.iloc[0].speedup_kernel == pytest.approx(1 / 0.95)
+    assert p.wins["used"].tolist() == [True, False]
     assert p.unmatched.to_dict(orient="records") == [
-        {"row": 2, "target": "flux_capacitor", "speedup": 9.0,
-         "reason": "not a category, a re: regex or a known problem name"}]
-    assert any("flux_capacitor" in w for w in p.warnings)
+        {"row": 2, "target": "embedding", "speedup": 3.0, "reason": "matched no kernel time in any run"}]
+    assert format_projection(p).startswith("Projected end-to-end speedup: 1 win(s) used")
+    assert p.to_dict()["left_out_unverified"] == []
+    q = project([TOY], wins_file(tmp_path, "target,speedup,verified\nsoftmax,2,false\nembedding,3,false\n"))
+    assert [w["target"] for w in q.to_dict()["left_out_unverified"]] == ["softmax", "embedding"]
+    q = project([TOY], wins_file(tmp_path, "target,speedup,verified\nsoftmax,2,false\nembedding,3,false\n"),
+                include_unverified=True)
+    assert q.to_dict()["left_out_unverified"] == [] and q.wins["used"].tolist() == [True, False]
 
 
 # ------------------------------------------------------------------ combine, verified
@@ -505,7 +553,7 @@ def test_bad_run_files(tmp_path: Path) -> None:
 
 
 def test_json_schema(tmp_path: Path) -> None:
-    p = project([TOY, NOWALL], wins_file(tmp_path, "target,speedup\nsoftmax,2\nnowhere,3\n"))
+    p = project([TOY, NOWALL], wins_file(tmp_path, "target,speedup\nsoftmax,2\nembedding,3\n"))
     d = json.loads(json.dumps(p.to_dict()))  # strict JSON round trip
     assert set(d) == {"combine", "include_unverified", "runs", "unmatched", "left_out_unverified", "warnings"}
     assert d["combine"] == "best" and d["include_unverified"] is False
@@ -522,8 +570,8 @@ def test_json_schema(tmp_path: Path) -> None:
     toy = d["runs"][0]
     assert toy["run"] == "toy-train" and toy["basis"] == "summed"
     assert toy["speedup_kernel"] == pytest.approx(1 / 0.95)
-    assert d["unmatched"] == [{"row": 2, "target": "nowhere", "speedup": 3.0,
-                               "reason": "not a category, a re: regex or a known problem name"}]
+    assert d["unmatched"] == [{"row": 2, "target": "embedding", "speedup": 3.0,
+                               "reason": "matched no kernel time in any run"}]
 
 
 def test_json_infinity_is_a_string() -> None:
@@ -635,11 +683,11 @@ def test_cli_default_outputs_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 def test_cli_warning_on_stderr(tmp_path: Path) -> None:
-    wins = wins_file(tmp_path, "target,speedup\nsoftmax,2\nwarp_drive,3\n")
+    wins = wins_file(tmp_path, "target,speedup\nsoftmax,2\nembedding,3\n")  # a category the run has no time in
     res = CliRunner().invoke(main, ["project", "--speedups", str(wins), "--runs", str(TOY), "--json"])
     assert res.exit_code == 0
-    assert "warning: wins row 2: target 'warp_drive'" in res.stderr
-    assert json.loads(res.stdout)["unmatched"][0]["target"] == "warp_drive"
+    assert "warning: wins row 2: target 'embedding' matched no kernel time in any run" in res.stderr
+    assert json.loads(res.stdout)["unmatched"][0]["target"] == "embedding"
 
 
 @pytest.mark.parametrize(("args", "match"), [
@@ -686,3 +734,50 @@ def test_one_run_reader_for_folders_and_trace_files() -> None:
     wins = pd.DataFrame({"target": ["softmax"], "speedup": [2.0]})
     assert list(project([folder, from_trace], wins, model="amdahl").runs["run"]) == ["toy-train", "resnet50_train"]
     assert len(plot.projected_speedups([folder], wins)) == 1
+
+
+def test_target_column_shows_long_targets_and_keeps_them_apart(tmp_path: Path) -> None:
+    """issue 26: targets were cut at 29 characters (`re:vectorized_layer_norm_kern`), so two could look alike."""
+    from addressable.projection.project import format_projection
+
+    fwd = "re:softmax_warp_forward<float, float, float, 8, false, false>"  # 61 characters
+    bwd = "re:softmax_warp_backward<float, float, float, 8, false, false>"
+    norm = "re:vectorized_layer_norm_kernel"
+    wins = wins_file(tmp_path, f'target,speedup\n"{fwd}",2\n"{bwd}",1.5\n{norm},1.2\nsoftmax,1.1\n')
+    text = format_projection(project([TOY], wins), top=5)
+    rows = text.split("wins by end-to-end gain (that win alone)\n")[1].splitlines()[1:5]
+    targets = [r[2:50].rstrip() for r in rows]
+    assert norm in targets  # 31 characters: shown whole now
+    assert len(set(targets)) == 4 and all(len(t) <= 48 for t in targets)
+    assert any("forward" in t for t in targets) and any("backward" in t for t in targets)
+    header = text.split("wins by end-to-end gain (that win alone)\n")[1].splitlines()[0]
+    assert header.index("group") == 2 + 49  # the column as wide as its longest entry allows
+
+
+def test_wall_fraction_of_overlapping_streams_is_on_the_exposed_basis_everywhere(tmp_path: Path) -> None:
+    """Kernels on two streams overlap: breakdown.json's wall fraction is over the exposed times, the basis
+    project reads for such a run, so breakdown.json, Run and project agree (they differed on DDP runs)."""
+    import pandas as pd
+
+    from addressable.capture.measure import Measurement, run_keys
+    from addressable.capture.workload import WorkloadConfig, get_workload
+    from addressable.classify.breakdown import classify_trace
+    from addressable.runs.folder import write_run
+
+    b = classify_trace(DATA / "pairs" / "two-stream-gelu.A.json.gz")
+    assert b.timeline is not None and b.timeline.streams_overlap
+    step_ms = 1.2 * b.timeline.busy_us / b.n_steps / 1e3  # busy < step < summed: the two bases disagree
+    cfg = WorkloadConfig("gpt2", "train", 1, "bf16", "cuda", seq_len=32)
+    keys = run_keys(get_workload("gpt2"), cfg, b, [b], [step_ms], step_ms)
+    assert "exposed_category_time_per_step_us" in keys["repeats"][0]
+    repl, _ = b.wall_times()
+    assert keys["addressable_fraction_wall"] == pytest.approx(repl / (step_ms * 1e3 * b.n_steps))
+    m = Measurement(1, 1, 1, 1)
+    steps = pd.DataFrame({"repeat": [0], "step": [0], "time_ms": [step_ms], "profiled": [False]})
+    write_run(tmp_path / "run", b, keys, steps, {"measurement": vars(m)})
+    run = load_run(tmp_path / "run")
+    p = project([run], wins_file(tmp_path, "target,speedup\nelementwise,2\n"), model="amdahl")
+    assert run.basis == "exposed"
+    assert run.addressable_fraction_wall == pytest.approx(keys["addressable_fraction_wall"])
+    assert p.runs.iloc[0].addressable_fraction_wall == pytest.approx(keys["addressable_fraction_wall"])
+    assert run.fraction_range(wall=True) == pytest.approx(tuple(keys["addressable_fraction_wall_range"]))

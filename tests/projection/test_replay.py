@@ -287,6 +287,22 @@ def test_project_replays_a_trace_file(tmp_path: Path) -> None:
     assert 1.0 < r["speedup_wall"] < 1003 / 148
 
 
+def test_a_bare_trace_replayed_as_profiled_says_it_is_bounded_by_the_cpu(tmp_path: Path) -> None:
+    """Issue 26: a launch-bound trace without --step-ms gave 1.000x, cpu_scale 1.0, and no word why."""
+    trace = launch_bound_trace(tmp_path)
+    wins = tmp_path / "wins.csv"
+    wins.write_text("target,speedup\nelementwise,2\n")
+    code, d, err = project_json("--speedups", str(wins), "--runs", str(trace), "--json")
+    r = d["runs"][0]
+    assert code == 0 and r["cpu_scale"] == 1.0 and r["speedup_wall"] == pytest.approx(1003 / 1000.5)
+    said = [w for w in d["warnings"] if "replayed as profiled" in w]
+    assert len(said) == 1 and "bounded by the profiled CPU time" in said[0] and "--step-ms MS" in said[0]
+    assert "with every replaceable kernel free the replayed step runs 1.003x faster, its kernels inf" in said[0]
+    assert said[0] in err
+    _, d, _ = project_json("--speedups", str(wins), "--runs", str(trace), "--json", "--step-ms", "0.5")
+    assert not any("replayed as profiled" in w for w in d["warnings"])  # the unprofiled step is known
+
+
 def test_project_falls_back_to_amdahl_with_a_reason(tmp_path: Path) -> None:
     tb = TraceBuilder()
     tb.launch(0, 5, 8, 10)

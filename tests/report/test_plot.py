@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import shutil
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from matplotlib.text import Text
 from addressable.capture.measure import measurement
 from addressable.capture.sweep import format_sweep, parse_list, sweep, sweep_configs, swept_parameter
 from addressable.cli import main
+from addressable.core.amdahl import amdahl
 from addressable.core.atomic import umask
 from addressable.core.errors import AddressableError
 from addressable.report import plot
@@ -220,12 +222,12 @@ def test_amdahl_projection_points_sit_on_their_curves(runs: list) -> None:
     for pt, r, gain in zip(points, chosen, projected["speedup"], strict=True):
         k, y = pt.get_xdata()[0], pt.get_ydata()[0]
         assert y == pytest.approx(gain)
-        assert plot.amdahl_gain(r.addressable_fraction, k) == pytest.approx(gain)
+        assert amdahl([r.addressable_fraction], [k], 1.0) == pytest.approx(gain)
 
 
 def test_effective_k_inverts_amdahl() -> None:
     for s, k in [(0.3, 2.0), (0.68, 1.25), (0.9, 50.0)]:
-        assert plot.effective_k(s, float(plot.amdahl_gain(s, k))) == pytest.approx(k)
+        assert plot.effective_k(s, amdahl([s], [k], 1.0)) == pytest.approx(k)
     assert plot.effective_k(0.5, 2.0) == np.inf  # at the ceiling
 
 
@@ -373,9 +375,16 @@ def test_labels_that_tie_on_every_key_get_numbers(runs: list) -> None:
     assert plot.run_labels(twice) == ["resnet50 train b64 #1", "resnet50 train b64 #2"]
 
 
+def _longest_labels(runs: list, n: int = 10) -> list:
+    """The n runs with the longest labels (the two-line ones first), in their order."""
+    lengths = [len(lab) for lab in plot.run_labels(runs, wrap=None)]
+    keep = sorted(sorted(range(len(runs)), key=lambda i: -lengths[i])[:n])
+    return [runs[i] for i in keep]
+
+
 @pytest.mark.parametrize("kind", ["breakdown", "amdahl"])
 def test_mixed_runs_figures_have_no_overlaps(mixed_runs: list, kind: str) -> None:
-    fig = plot.make_figure(kind, mixed_runs)
+    fig = plot.make_figure(kind, mixed_runs if kind == "breakdown" else _longest_labels(mixed_runs))
     boxes = _boxes(fig)
     w, h = fig.bbox.width, fig.bbox.height
     for text, b in boxes:
@@ -387,14 +396,14 @@ def test_mixed_runs_figures_have_no_overlaps(mixed_runs: list, kind: str) -> Non
 
 
 def test_amdahl_ceiling_labels_of_many_runs_stay_in_the_figure(runs: list) -> None:
-    many = [load_run(r.path) for r in runs + runs]  # 20 runs
+    many = [load_run(r.path) for r in runs]  # 10 runs, as many as amdahl draws
     for i, r in enumerate(many):
         r.info["addressable_fraction"] = 0.80 + 0.004 * i  # crowded near the top
     fig = plot.plot_amdahl(many)
     renderer = _draw(fig)
     boxes = [Text.get_window_extent(t, renderer) for t in fig.axes[0].texts]  # the text, not its arrow
     ys = sorted(b.y0 for b in boxes)
-    assert len(ys) == 20
+    assert len(ys) == 10
     assert all(b - a >= 0.95 * plot.FONT_PT * 1.3 * fig.dpi / 72 for a, b in itertools.pairwise(ys))
     assert all(b.y0 >= 0 and b.y1 <= fig.bbox.height + 1 for b in boxes)
 
@@ -613,7 +622,7 @@ def test_parse_list_and_swept_parameter() -> None:
             swept_parameter(*args)
 
 
-def _stub_profile(calls: list, fail: set[int] = frozenset()):
+def _stub_profile(calls: list, fail: set[int] = frozenset(), **keys: object):
     """A stand-in for profile_workload: copies a fixture run into out/<name> with the config's keys."""
     from addressable.capture.profile import run_name
     from addressable.core.errors import AddressableError as Err
@@ -625,7 +634,7 @@ def _stub_profile(calls: list, fail: set[int] = frozenset()):
         folder = Path(out) / run_name(cfg)
         shutil.copytree(PLOT_RUNS / f"resnet50-train-b{cfg.batch}", folder)
         doc = json.loads((folder / "breakdown.json").read_text())
-        doc.update(workload=cfg.name, batch=cfg.batch, device=cfg.device, dtype=cfg.dtype)
+        doc.update(workload=cfg.name, batch=cfg.batch, device=cfg.device, dtype=cfg.dtype, **keys)
         (folder / "breakdown.json").write_text(json.dumps(doc))
 
         class Result:
@@ -653,6 +662,19 @@ def test_sweep_is_a_loop_over_profile(tmp_path: Path) -> None:
     assert fig.axes[0].get_xlabel() == "batch size"
     assert {c.get_label() for c in fig.axes[0].containers} >= {"share of GPU kernel time"}
     assert "16" in format_sweep(df) and "%" in format_sweep(df)
+
+
+def test_sweep_header_names_the_basis(tmp_path: Path) -> None:
+    """issue 26: the header said "kernel time" for CPU runs, whose shares are of CPU-op self time."""
+    m = measurement("cpu", warmup=0, steps=1, repeats=1)
+    gpu = sweep(*sweep_configs("resnet50", batch=[16, 32], device="cpu"), m, tmp_path / "g",
+                profile_fn=_stub_profile([]))
+    assert format_sweep(gpu).splitlines()[0].startswith("batch         addressable (kernel time)")
+    cpu = sweep(*sweep_configs("resnet50", batch=[16, 32], device="cpu"), m, tmp_path / "c",
+                profile_fn=_stub_profile([], basis="cpu_op_time"))
+    assert list(cpu["basis"]) == ["cpu_op_time"] * 2
+    assert format_sweep(cpu).splitlines()[0].startswith("batch         addressable (CPU-op time)")
+    assert "work time" in format_sweep(pd.concat([gpu, cpu]))
 
 
 def test_sweep_goes_on_past_a_failed_value(tmp_path: Path) -> None:
@@ -754,3 +776,169 @@ def test_cli_sweep_runs_the_real_profiler_on_a_tiny_workload(tmp_path: Path) -> 
         assert "share of CPU-op self time" in {c.get_label() for c in plot.plot_sweep(runs).axes[0].containers}
     table = runs_table(runs)
     assert isinstance(table, pd.DataFrame) and len(table) == 2
+
+
+# --------------------------------------------------------------------------- issue 26: figures that read
+
+
+def _curve_colors(fig: Figure) -> list[tuple]:
+    return [to_rgba(line.get_color()) for line in fig.axes[0].get_lines() if not line.get_label().startswith("_")]
+
+
+def test_amdahl_gives_every_run_its_own_colour(runs: list, figures: dict) -> None:
+    """issue 26: over results/h200 (31 runs) amdahl reused about eight colours."""
+    colours = _curve_colors(figures["amdahl"])
+    assert len(colours) == len(runs) == 10 and len(set(colours)) == 10
+    labels = {t.get_text() for t in figures["amdahl"].legends[0].get_texts()}
+    assert labels == set(plot.run_labels(runs))  # a legend entry per curve
+
+
+def test_amdahl_refuses_more_runs_than_colours_and_says_what_to_do(tmp_path: Path) -> None:
+    for i in range(11):
+        shutil.copytree(PLOT_RUNS / "resnet50-train-b16", tmp_path / f"resnet50-train-b16-{i}")
+    res = CliRunner().invoke(main, ["plot", "amdahl", "--runs", str(tmp_path), "--figure", str(tmp_path / "a.pdf")])
+    assert res.exit_code == 2 and res.output.count("\n") == 1
+    assert "at most 10 runs; got 11: name the runs to compare (`addressable plot amdahl RUN...`" in res.output
+    assert "`plot breakdown`" in res.output and not (tmp_path / "a.pdf").exists()
+
+
+def test_amdahl_leader_lines_cross_no_label(runs: list) -> None:
+    """issue 26: leader lines crossed the ceiling labels; now each runs in the gutter left of the labels."""
+    crowded = [load_run(r.path) for r in runs]
+    for i, r in enumerate(crowded):
+        r.info["addressable_fraction"] = 0.5 + 0.01 * (i % 3) + (0.3 if i > 6 else 0)  # labels pushed far
+    fig = plot.plot_amdahl(crowded)
+    renderer = _draw(fig)
+    ax = fig.axes[0]
+    labels = [Text.get_window_extent(t, renderer) for t in ax.texts]
+    for ann in ax.texts:
+        line = ann.arrow_patch.get_window_extent(renderer)
+        assert line.x0 >= ax.bbox.x1 - 1 and line.x1 <= min(b.x0 for b in labels) + 1
+    moved = [abs(b.y0 + b.height / 2 - ax.transData.transform((1, a.xy[1]))[1]) for a, b in zip(ax.texts, labels,
+                                                                                                strict=True)]
+    assert max(moved) > 5  # labels were nudged, so the leader lines are not all flat
+
+
+def test_amdahl_legend_of_long_labels_stays_in_the_figure(tmp_path: Path) -> None:
+    """issue 26: the legend was clipped ("llama3-8b infer b8 s1024 (roofline"); labels too long for two
+    columns get one."""
+    for where in ("roofline", "modules", "h200"):  # one configuration in three folders: "(roofline)", ...
+        for name in ("llama3-8b-infer-b4-s1024", "gpt2-train-b8-s1024", "resnet50-train-b64"):
+            shutil.copytree(PLOT_RUNS / name, tmp_path / where / name)
+    runs = load_runs(tmp_path)
+    assert any(len(lab) > plot.LEGEND_CHARS and "\n" not in lab for lab in plot.run_labels(runs))
+    fig = plot.plot_amdahl(runs)
+    renderer = _draw(fig)
+    box = fig.legends[0].get_window_extent(renderer)
+    assert box.x0 >= 0 and box.x1 <= fig.bbox.width and box.y0 >= 0
+    for text, b in _boxes(fig):
+        assert b.x0 >= -1 and b.x1 <= fig.bbox.width + 1 and b.y0 >= -1 and b.y1 <= fig.bbox.height + 1, text
+
+
+def _roofline_run(tmp_path: Path, **keys: object):
+    folder = tmp_path / "run"
+    shutil.copytree(PLOT_RUNS / "resnet50-train-b64", folder)
+    doc = json.loads((folder / "breakdown.json").read_text())
+    doc.update(keys)
+    (folder / "breakdown.json").write_text(json.dumps({k: v for k, v in doc.items() if v is not None}))
+    return load_run(folder)
+
+
+def _roofs(fig: Figure) -> set[str]:
+    return {line.get_gid().removeprefix("roof:") for line in fig.axes[0].get_lines()
+            if (line.get_gid() or "").startswith("roof:")}
+
+
+@pytest.mark.parametrize(("dtype", "drawn"), [("bf16", {"bf16"}), ("fp16", {"fp16"}), ("fp32", {"fp32", "tf32"}),
+                                               (None, {"bf16", "fp16", "tf32", "fp32"})])
+def test_roofline_draws_the_roofs_of_the_runs_dtype(tmp_path: Path, dtype: str | None, drawn: set[str]) -> None:
+    """issue 26: a bf16 run showed an fp8 roof, and the bf16 and fp16 labels overlapped."""
+    fig = plot.plot_roofline([_roofline_run(tmp_path, dtype=dtype)])
+    assert _roofs(fig) == drawn
+    renderer = _draw(fig)
+    top = fig.axes[0]
+    labels = [t for t in top.texts if t.get_gid() == "roof label"]
+    named = " ".join(t.get_text() for t in labels)
+    assert all(f"{d} " in named for d in drawn) and "fp8" not in named
+    boxes = [Text.get_window_extent(t, renderer) for t in labels]
+    for a, b in itertools.combinations(boxes, 2):
+        assert min(a.y1, b.y1) - max(a.y0, b.y0) <= 0, named  # no two roof labels overlap
+    for t, box in zip(labels, boxes, strict=True):
+        assert box.y1 <= top.bbox.y1 + 1
+        for line in top.get_lines():  # no roof line runs through a label
+            if (line.get_gid() or "").startswith("roof:"):
+                y = top.transData.transform((1.0, line.get_ydata().max()))[1]
+                assert not box.y0 < y < box.y1, (t.get_text(), line.get_gid())
+
+
+def test_roofline_labels_clear_the_dots_and_library_dots_have_a_legend_entry(tmp_path: Path) -> None:
+    run = _roofline_run(tmp_path)
+    fig = plot.plot_roofline([run])
+    renderer = _draw(fig)
+    top = fig.axes[0]
+    (entry,) = top.get_legend().get_texts()
+    (handle,) = top.get_legend().legend_handles
+    k, _ = plot.roofline_points(run)
+    library = set(k.loc[(k["flops"] > 0) & (k["class"] == "library"), "category"])
+    assert entry.get_text() == "library: " + ", ".join(sorted(library, key=plot.category_order(library).index))
+    assert to_rgba(handle.get_markerfacecolor()) == to_rgba(plot.LIBRARY_DOT)
+    dots = top.collections[0]
+    centres = dots.get_offset_transform().transform(dots.get_offsets())
+    radii = np.sqrt(dots.get_sizes()) / 2 * fig.dpi / 72
+    for t in (t for t in top.texts if t.get_gid() == "roof label"):
+        box = Text.get_window_extent(t, renderer)
+        for (x, y), r in zip(centres, radii, strict=True):
+            near_x = min(max(x, box.x0), box.x1)
+            near_y = min(max(y, box.y0), box.y1)
+            assert math.hypot(x - near_x, y - near_y) >= r - 1, t.get_text()  # the label hides no dot
+
+
+def test_sweep_shows_a_repeated_configuration_instead_of_dropping_it(tmp_path: Path) -> None:
+    """issue 26: `plot sweep` dropped NAME-2 (the same configuration profiled again) without a word."""
+    for name in ("resnet50-train-b16", "resnet50-train-b32"):
+        shutil.copytree(PLOT_RUNS / name, tmp_path / name)
+    _variant(tmp_path, "resnet50-train-b16-2", base="resnet50-train-b16", addressable_fraction=0.5,
+             addressable_fraction_wall=0.25)
+    runs = load_runs(tmp_path)
+    [(_, key, members, repeats)] = plot.sweep_repeats(runs)
+    assert key == "batch" and [r.name for r in members] == ["resnet50-train-b16", "resnet50-train-b32"]
+    assert [r.name for r in repeats] == ["resnet50-train-b16-2"]
+    fig = plot.plot_sweep(runs)
+    ax = fig.axes[0]
+    shown = {tuple(np.round(line.get_xydata()[0], 4)) for line in ax.get_lines() if line.get_gid() == "repeat"}
+    wall = round(repeats[0].addressable_fraction_wall, 4)  # recomputed from its times (docs/accounting.md)
+    assert wall != 0.5 and shown == {(16.0, 0.5), (16.0, wall)}  # both bases, at its batch size, off the line
+    lo, hi = ax.get_ylim()
+    assert lo <= min(wall, 0.5) and hi >= max(wall, 0.5)
+    assert plot.REPEAT_LABEL in {t.get_text() for t in fig.legends[0].get_texts()}
+    plain = plot.plot_sweep([r for r in runs if r.name != "resnet50-train-b16-2"])
+    assert plot.REPEAT_LABEL not in {t.get_text() for t in plain.legends[0].get_texts()}
+
+
+def test_top_kernels_names_that_share_a_long_prefix_stay_apart(tmp_path: Path) -> None:
+    """issue 26 (point 11) in the figure: two triton kernels both read `triton_red_fused__log_softmax…`."""
+    folder = tmp_path / "run"
+    shutil.copytree(PLOT_RUNS / "resnet50-train-b64", folder)
+    names = ["triton_red_fused__log_softmax__to_copy_mul_0", "triton_red_fused__log_softmax__to_copy_unsafe_view_1",
+             "triton_poi_fused_add_0"]
+    pd.DataFrame({"name": names, "category": "triton", "class": "replaceable", "time_us": [30.0, 20.0, 10.0],
+                  "count": 1, "share": [0.3, 0.2, 0.1]}).to_csv(folder / "kernels.csv", index=False)
+    fig = plot.plot_top_kernels([load_run(folder)])
+    ticks = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert len(ticks) == 3 and len(set(ticks)) == 3
+    assert all(len(t) <= plot.KERNEL_CHARS for t in ticks) and ticks[2] == "triton_poi_fused_add_0"
+
+
+@pytest.mark.parametrize("make_outputs", [False, True])
+def test_plot_without_runs_words_it_as_project_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     make_outputs: bool) -> None:
+    """Issue 26: with no outputs/ folder, plot said "no such run folder: outputs"; it now says what project says."""
+    monkeypatch.chdir(tmp_path)
+    if make_outputs:
+        (tmp_path / "outputs").mkdir()
+    wins = Path(__file__).resolve().parents[2] / "examples" / "wins.csv"
+    said = {cmd[0]: CliRunner().invoke(main, cmd) for cmd in (["plot", "breakdown"], ["project", "--speedups", str(wins)])}
+    assert said["plot"].exit_code == said["project"].exit_code == 2
+    assert said["plot"].stderr == said["project"].stderr == (
+        "error: no runs found under outputs/ (no breakdown.json); profile a workload first or pass --runs RUN_DIR\n")
+    assert not (tmp_path / "outputs" / "figures").exists()

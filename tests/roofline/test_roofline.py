@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 
 from addressable.core.errors import AddressableError
-from addressable.roofline.model import Peaks, gpu_peaks, resolve_peaks, roofline_of_trace
+from addressable.roofline.model import (
+    Peaks,
+    gpu_peaks,
+    read_peaks,
+    resolve_peaks,
+    roofline_of_trace,
+    write_peaks,
+)
 
 BF16, F32 = "c10::BFloat16", "float"
 PEAKS = {"gpu": "test GPU", "memory_gbps": 1000, "tflops": {"bf16": 100}}  # 1e6 bytes/µs, 1e8 FLOP/µs
@@ -127,6 +134,14 @@ def test_a_kernel_faster_than_its_roofline_is_reported(tmp_path: Path) -> None:
     assert r.ceiling_kernel_roofline >= 1.0
 
 
+def test_wall_ceiling_is_undefined_when_the_saving_exceeds_the_step(tmp_path: Path) -> None:
+    """Amdahl's law (addressable.core.amdahl) with the parts above the whole: the kernels' saved time per step
+    (about 17.7 µs here) beyond a 10 µs step (kernels overlapping on streams) gives no ceiling, not infinity."""
+    r = roofline_of_trace(synthetic_trace(tmp_path / "t.json"), peaks=PEAKS, step_time_ms=0.01)
+    assert math.isnan(r.ceiling_wall_roofline) and r.ceiling_kernel_roofline > 1
+    assert r.to_dict()["ceiling_wall_roofline"] is None
+
+
 def test_peaks_from_the_trace_device_the_table_or_a_file(tmp_path: Path) -> None:
     assert resolve_peaks(metadata={"deviceProperties": [{"name": "NVIDIA H200"}]}, datasheet_only=True).memory_gbps == 4800
     assert gpu_peaks("NVIDIA A100-SXM4-80GB", use_calibrated=False).tflops["bf16"] == 312
@@ -141,6 +156,19 @@ def test_peaks_from_the_trace_device_the_table_or_a_file(tmp_path: Path) -> None
     with pytest.raises(AddressableError, match="no GPU named"):
         resolve_peaks(metadata={})
     assert Peaks.from_dict(PEAKS).tflops_of("fp8") != Peaks.from_dict(PEAKS).tflops_of("fp8")  # NaN: unknown
+
+
+def test_peaks_file_round_trip(tmp_path: Path) -> None:
+    """`calibrate --peaks FILE` writes what `roofline --peaks FILE` reads: one owner, write_peaks and read_peaks."""
+    p = Peaks("H200", 4400.0, {"bf16": 800.0}, "calibrate: 1 GiB copy", {"copy_gbps": 4200.0, "read_gbps": 4400.0})
+    f = write_peaks(tmp_path / "p.json", p)
+    assert f.read_text() == json.dumps(p.to_dict(), indent=2) + "\n"
+    back = read_peaks(f)
+    assert back == Peaks("H200", 4400.0, {"bf16": 800.0}, f"calibrated: {f}", p.measured)
+    assert resolve_peaks(peaks=f) == back
+    (tmp_path / "bad.json").write_text("{")
+    with pytest.raises(AddressableError, match="cannot read peaks file"):
+        read_peaks(tmp_path / "bad.json")
 
 
 def test_real_trace_without_shapes(h200_traces: dict[str, Path]) -> None:
@@ -354,3 +382,52 @@ def test_batchnorm_backward_splits_its_bytes_between_its_two_kernels(tmp_path: P
     mib = 1048576
     assert k.loc[reduce, "bytes"] == 2 * mib + 6 * 256
     assert k.loc[elemt, "bytes"] == 3 * mib + 5 * 256
+
+
+def test_roofline_table_rows_stay_apart(h200_traces: dict[str, Path]) -> None:
+    """issue 26: three rows read `void at::native::vectorized_elementwise_kernel<8, at::nativ`."""
+    from addressable.roofline.model import format_roofline
+
+    r = roofline_of_trace(h200_traces["resnet50_train_b64_shapes"])
+    text = format_roofline(r, 15).splitlines()
+    head = text.index(next(line for line in text if line.startswith("Top 15 replaceable kernels")))
+    rows = [line[2:62] for line in text[head + 2: head + 17]]
+    k = r.kernels()
+    k = k[k["class"] == "replaceable"].head(15)
+    assert len(set(zip(rows, k["category"], strict=True))) == 15  # name and category tell every row apart
+    assert len(set(rows)) == 15
+    assert sum(row.startswith("vectorized_elementwise_kernel<8, ") for row in rows) >= 3  # own name first
+    assert not any(row.startswith("void ") for row in rows)
+
+
+def test_routes_to_plot_roofline_connect(tmp_path: Path) -> None:
+    """issue 26: `plot roofline TRACE` sent users to `roofline TRACE`, which writes nothing plot reads, and
+    `classify --out` stored no roofline. Now a trace plots directly, and classify --out stores its roofline."""
+    from click.testing import CliRunner
+
+    from addressable.cli import main
+
+    trace = synthetic_trace(tmp_path / "t.json")
+    runner = CliRunner()
+    res = runner.invoke(main, ["plot", "roofline", str(trace), "--figure", str(tmp_path / "direct.png")])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(main, ["classify", str(trace), "--out", str(tmp_path / "run")])
+    assert res.exit_code == 0, res.output
+    stored = json.loads((tmp_path / "run" / "breakdown.json").read_text())["roofline"]
+    assert stored == json.loads(json.dumps(roofline_of_trace(trace).to_dict()))
+    res = runner.invoke(main, ["plot", "roofline", str(tmp_path / "run"), "--figure", str(tmp_path / "run.png")])
+    assert res.exit_code == 0, res.output
+    # --class flips reach the stored roofline; a trace without shapes stores why there is none
+    runner.invoke(main, ["classify", str(trace), "--class", "elementwise=library", "--out", str(tmp_path / "lib")])
+    cats = json.loads((tmp_path / "lib" / "breakdown.json").read_text())["roofline"]["categories"]
+    assert {c["category"]: c["class"] for c in cats}["elementwise"] == "library"
+    bare = synthetic_trace(tmp_path / "bare.json", shapes=False)
+    runner.invoke(main, ["classify", str(bare), "--out", str(tmp_path / "bare")])
+    doc = json.loads((tmp_path / "bare" / "breakdown.json").read_text())
+    assert "roofline" not in doc and doc["roofline_note"].startswith("no input shapes in the trace")
+    res = runner.invoke(main, ["plot", "roofline", str(tmp_path / "bare"), "--figure", str(tmp_path / "x.png")])
+    assert res.exit_code == 2 and "bare has no roofline: no input shapes in the trace" in res.output
+    assert "`addressable roofline TRACE`" not in res.output and not (tmp_path / "x.png").exists()
+    runner.invoke(main, ["classify", str(trace), "--basis", "cpu", "--out", str(tmp_path / "cpu")])
+    doc = json.loads((tmp_path / "cpu" / "breakdown.json").read_text())
+    assert "roofline" not in doc and "roofline_note" not in doc  # a CPU-op breakdown has no kernel roofline

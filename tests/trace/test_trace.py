@@ -304,7 +304,9 @@ def test_truncated_json(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("content, match", [
     (b'{"traceEvents": [{"ph": "X", ]}', "not valid JSON"),
-    (b"\x00\x01garbage", "not valid JSON"),
+    (b"\x00\x01garbage", "not a JSON trace \\(binary file\\)"),
+    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "not a JSON trace \\(binary file\\)"),  # issue 26: a PNG
+    (b"\xff\xd8\xff\xe0 JFIF", "not a JSON trace \\(binary file\\)"),  # not UTF-8, no NUL
     (b'{"traceEvents": [{"ph": "X"}] trailing', "not valid JSON"),
     (b'{"foo": 1, "bar": [1, 2]}', "not a trace"),
     (b'"just a string"', "not a trace"),
@@ -324,6 +326,22 @@ def test_bad_input_is_one_clear_line(tmp_path: Path, content: bytes, match: str)
     r = CliRunner().invoke(main, ["classify", str(path)])
     assert r.exit_code == 2 and isinstance(r.exception, SystemExit)
     assert r.stderr.startswith("error: ") and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_gzipped_binary_file_is_not_a_json_trace_and_utf8_text_is(tmp_path: Path) -> None:
+    (tmp_path / "img.json.gz").write_bytes(gzip.compress(b"\x89PNG\r\n\x1a\n\x00\x00"))
+    one_line_error(tmp_path / "img.json.gz", r"not a JSON trace \(binary file\)")
+    # a multi-byte character cut by the 4 KiB the check reads is text, not a binary file
+    ev = gpu_trace()
+
+    def doc(pad: int) -> bytes:
+        return orjson.dumps({"traceEvents": [ev[0], ev[1] | {"name": "x" * pad + "é" * 3000}, *ev[2:]]})
+
+    first = doc(0).index("é".encode())
+    data = doc((4095 - first) % 2)  # "é" is 2 bytes: its lead byte lands on the head's last byte
+    assert data[4095] == "é".encode()[0]
+    (tmp_path / "utf8.json").write_bytes(data)
+    assert len(load_trace(tmp_path / "utf8.json").events) > 0
 
 
 def test_bad_json_mid_file_is_reported_near_its_byte(tmp_path: Path) -> None:

@@ -96,7 +96,11 @@ def test_cli_audit_json_and_table(tmp_path: Path) -> None:
     assert {"max_abs_ref", "mean_abs_ref", "fro_ref", "const_pass", "vulnerable"} <= set(rows["02_rmsnorm"])
     res = runner.invoke(main, ["audit", str(folder), "--set", "batch_size=1", "--set", "tokens=4"])
     assert res.exit_code == 0 and "1 of 2 problems accept an all-zeros output; 1 accept a constant" in res.output
-    assert "01_softmax_long_rows" in res.output and "PASS" in res.output
+    assert "01_softmax_long_rows" in res.output and "PASS" not in res.output and "fail" not in res.output
+    rows = {line.split()[0]: line.split()[-3:] for line in res.output.splitlines()[2:4]}
+    # issue 26: the bad outcome (a do-nothing output accepted) read "PASS", the good one "fail"
+    assert rows == {"01_softmax_long_rows": ["accepted", "accepted", "VULNERABLE"],
+                    "02_rmsnorm": ["rejected", "rejected", "ok"]}
 
 
 def test_audit_to_dict() -> None:
@@ -151,7 +155,8 @@ def test_numeric_order_scalar_outputs_and_zeros_counted_apart(tmp_path: Path) ->
     assert "2 of 4 problems accept an all-zeros output; 1 accept a constant" in text
     lines = text.splitlines()[1:-1]
     assert len({len(line) for line in lines}) == 1  # every row aligned, long name included
-    assert lines[2].split()[-2:] == ["PASS", "-"]  # the scalar problem's constant test is not run
+    assert lines[2].split()[-3:] == ["accepted", "-", "VULNERABLE"]  # the scalar problem's constant test is not run
+    assert lines[1].split()[-3:] == ["rejected", "rejected", "ok"]
     d = audit_to_dict(df, 1e-2, 1e-2)
     assert next(r for r in d["problems"] if r["problem"] == "2_scalar_loss")["const_pass"] is None
 

@@ -305,10 +305,10 @@ def test_verify_batch_writes_wins_that_project_reads(tmp_path: Path) -> None:
     files = sorted(p.name for p in (tmp_path / "json").iterdir())
     assert files == ["verify_softmax_long__cheat_zeros.json", "verify_softmax_long__honest_torch.json"]
     assert json.loads((tmp_path / "json" / files[1]).read_text())["checks"]["shape"]["value"] == [4, 1000]
-    from addressable.projection import project
+    from addressable.projection import wins as wins_file
     wins_csv = tmp_path / "wins.csv"
     df[WINS_COLUMNS].to_csv(wins_csv, index=False)
-    wins = project.load_wins(wins_csv)
+    wins = wins_file.load_wins(wins_csv)
     assert wins["verified"].tolist() == [True, False]
 
 

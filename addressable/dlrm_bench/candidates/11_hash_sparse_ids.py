@@ -32,6 +32,9 @@ def _hash_ids(raw, ends, rows, row_offset, out, n, num_features,
 class ModelNew(nn.Module):
     """Same constructor and forward signature as the problem's Model."""
 
+    rows: torch.Tensor  # buffers, registered in __init__
+    row_offset: torch.Tensor
+
     def __init__(self, table_rows: list[int]) -> None:
         super().__init__()
         rows = torch.tensor(table_rows, dtype=torch.long)

@@ -33,7 +33,7 @@ TABLE_ROWS = [40000000, 39060, 17295, 7424, 20265, 3, 7122, 1543, 63, 40000000, 
               2209, 11938, 155, 4, 976, 14, 40000000, 40000000, 40000000, 590152, 12973, 108, 36]
 MULTI_HOT = [3, 2, 1, 2, 6, 1, 1, 1, 1, 7, 3, 8, 1, 6, 9, 5, 1, 1, 1, 12, 100, 27, 10, 3, 1, 1]
 SMALL = {"BATCH": 4, "ROW_CAP": 500}
-INVARIANTS = []  # custom checks below: every pooled value is bounded by its bag length
+INVARIANTS: list[str] = []  # custom checks below: every pooled value is bounded by its bag length
 
 
 class Model(nn.Module):

@@ -25,7 +25,7 @@ DLRM_KERNEL = r"permute_2D|permute_1D|permute_sparse|permute_\w*lengths|permute_
 BATCH = 16384
 MULTI_HOT = [3, 2, 1, 2, 6, 1, 1, 1, 1, 7, 3, 8, 1, 6, 9, 5, 1, 1, 1, 12, 100, 27, 10, 3, 1, 1]
 SMALL = {"BATCH": 16}
-INVARIANTS = []  # custom checks below
+INVARIANTS: list[str] = []  # custom checks below
 
 
 class Model(nn.Module):

@@ -25,7 +25,7 @@ MAX_LEN = 100
 DIM = 128
 PAD_VALUE = 0.0
 SMALL = {"BATCH": 16, "MAX_LEN": 12, "DIM": 32}
-INVARIANTS = []  # custom checks below
+INVARIANTS: list[str] = []  # custom checks below
 
 
 class Model(nn.Module):

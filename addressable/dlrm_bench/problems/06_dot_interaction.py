@@ -23,11 +23,14 @@ BATCH = 16384
 NUM_FEATURES = 27  # the dense vector + 26 sparse features
 DIM = 128
 SMALL = {"BATCH": 8, "DIM": 32}
-INVARIANTS = []  # custom checks below
+INVARIANTS: list[str] = []  # custom checks below
 
 
 class Model(nn.Module):
     """bmm(x, x^T) and the strict lower triangle of each (F, F) product."""
+
+    li: torch.Tensor  # buffers, registered in __init__
+    lj: torch.Tensor
 
     def __init__(self, num_features: int) -> None:
         super().__init__()

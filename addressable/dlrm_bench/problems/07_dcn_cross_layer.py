@@ -24,7 +24,7 @@ EMB_DIM = 128
 NUM_FEATURES = 27
 LOW_RANK = 512
 SMALL = {"BATCH": 16, "EMB_DIM": 8, "LOW_RANK": 16}
-INVARIANTS = []  # custom checks below
+INVARIANTS: list[str] = []  # custom checks below
 
 
 class Model(nn.Module):

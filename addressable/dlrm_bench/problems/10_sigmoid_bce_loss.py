@@ -23,7 +23,7 @@ DLRM_KERNEL = r"binary_cross_entropy|log_sigmoid|sigmoid|bce"
 BATCH = 16384
 POSITIVE_RATE = 0.034
 SMALL = {"BATCH": 100}
-INVARIANTS = []  # custom checks below (they hold for any label values, not only 0/1)
+INVARIANTS: list[str] = []  # custom checks below (they hold for any label values, not only 0/1)
 
 
 class Model(nn.Module):

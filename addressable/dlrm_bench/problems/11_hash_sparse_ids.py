@@ -32,6 +32,9 @@ INVARIANTS = ["nonnegative"]
 class Model(nn.Module):
     """Row id of each raw id: raw % rows[feature] + row_offset[feature]."""
 
+    rows: torch.Tensor  # buffers, registered in __init__
+    row_offset: torch.Tensor
+
     def __init__(self, table_rows: list[int]) -> None:
         super().__init__()
         rows = torch.tensor(table_rows, dtype=torch.long)

@@ -32,7 +32,7 @@ LR = 0.004
 EPS = 1e-10
 SMALL = {"DENSE_IN": 3, "BOTTOM_MLP": [8, 4], "CROSS_IN": 12, "CROSS_LAYERS": 2, "LOW_RANK": 4,
          "TOP_MLP": [8, 1]}
-INVARIANTS = []  # custom checks below
+INVARIANTS: list[str] = []  # custom checks below
 
 
 class Model(nn.Module):

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerate the README figures from the committed H200 run folders: bash results/h200/figures/make_figures.sh
+# Regenerate the figures of docs/results.md and docs/projection.md from the committed H200 run folders: bash results/h200/figures/make_figures.sh
 # (run from the repository root; each figure is written as PDF and PNG).
 set -euo pipefail
 cd "$(dirname "$0")/../.."

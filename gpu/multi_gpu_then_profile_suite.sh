@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Device call on a 2-GPU H200: the multi-GPU runs (both GPUs), then the single-GPU profile suite
+# Reproduces docs/multi_gpu.md's and docs/results.md's runs in one device call on a 2-GPU H200:
+# the multi-GPU runs (both GPUs, gpu/multi_gpu.sh), then the single-GPU profile suite (gpu/profile_suite.py)
 # on GPU 0 with nothing else running. Results come back as $OUT/results.tgz.
 set -u
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# DLRM-Bench reference Triton candidates on the GPU: `addressable verify PROBLEM CANDIDATE --json`
+# Reproduces docs/dlrm_bench.md's Triton table and wins files (results/h200/dlrm_bench/). DLRM-Bench reference Triton candidates on the GPU: `addressable verify PROBLEM CANDIDATE --json`
 # for each pair below, then $OUT/bench_wins.csv (target, speedup, verified, source, notes; target =
 # problem stem, for `addressable project`) and $OUT/bench_wins_regex.csv (the same rows with target
 # re:(?i)<the problem's DLRM_KERNEL>, which projects onto exactly the kernels the problem stands for).
 # Each verify's JSON goes to $OUT/verify/<problem>.json. Run from the repository root; needs no pip
 # install. About 3-5 minutes (01 and 02 build 3.6 GB tables on the CPU twice each).
-# CPU dry run at the problems' SMALL sizes: DEVICE=cpu SMALL=1 TRITON_INTERPRET=1 gpu/bench_candidates.sh
+# CPU dry run at the problems' SMALL sizes: DEVICE=cpu SMALL=1 TRITON_INTERPRET=1 gpu/dlrm_bench_candidates.sh
 set -uo pipefail
-OUT=${OUT:-outputs/bench-gpu}
+OUT=${OUT:-outputs/dlrm-bench-gpu}
 DEVICE=${DEVICE:-cuda}
 mkdir -p "$OUT/verify"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"

@@ -1,0 +1,22 @@
+"""Wins files (addressable/projection/wins.py): what verify-batch writes (write_wins) is what project reads (load_wins)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from addressable.projection.wins import load_wins, write_wins
+from addressable.verification.runner import WINS_COLUMNS
+
+
+def test_write_wins_keeps_a_wins_columns_and_reads_back(tmp_path: Path) -> None:
+    rows = pd.DataFrame([{"problem": "23_Softmax", "target": "softmax", "speedup": 2.5, "verified": True,
+                          "source": "triton", "notes": "", "speedup_lo": 2.25, "speedup_hi": 2.75, "verdict": "pass"}])
+    path = write_wins(tmp_path / "wins.csv", rows)
+    assert path.read_text().splitlines()[0] == ",".join(WINS_COLUMNS)
+    back = load_wins(path)
+    assert back[["target", "speedup", "speedup_lo", "speedup_hi", "verified", "source"]].to_dict(orient="records") \
+        == [{"target": "softmax", "speedup": 2.5, "speedup_lo": 2.25, "speedup_hi": 2.75, "verified": True,
+             "source": "triton"}]
+    assert back.attrs["warnings"] == []  # no column project does not know
