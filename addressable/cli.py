@@ -530,6 +530,12 @@ def _stage_line(label: str) -> tuple[Callable[[str], None], Callable[[], None]]:
     return show, bar.close
 
 
+def _show_row(close_line: Callable[[], None], row: str) -> None:
+    """Remove the stage line, then print one result row (the next stage redraws the line below it)."""
+    close_line()
+    click.echo(row)
+
+
 @main.command()
 @click.argument("reference", type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("candidate", type=click.Path(dir_okay=False, path_type=Path))
@@ -568,7 +574,7 @@ def verify_batch(pairs: Path, wins_out: Path, reviews_out: Path | None, json_dir
     check_outputs([wins_out, reviews_out], [json_dir])  # before anything is verified
     show, close = _stage_line("verify-batch")
     try:
-        df = run_batch(pairs, json_dir=json_dir, on_result=lambda r: (close(), click.echo(format_batch_row(r))),
+        df = run_batch(pairs, json_dir=json_dir, on_result=lambda r: _show_row(close, format_batch_row(r)),
                        progress=show, **_verify_kwargs(kw))
     finally:
         close()

@@ -137,7 +137,8 @@ class Local:
     """An object in this process behind the helper interface (a request runs when its reply is read)."""
 
     def __init__(self, obj: Any) -> None:
-        self.obj, self.pending, self.ids = obj, {}, itertools.count()
+        self.obj, self.ids = obj, itertools.count()
+        self.pending: dict[int, tuple[str, dict[str, Any]]] = {}
 
     def send(self, method: str, **kwargs: Any) -> int:
         """Queue a request; returns its id."""
@@ -187,7 +188,8 @@ class Remote:
         os.close(req_r)
         os.close(rep_w)
         os.set_blocking(self.req_w, False)
-        self.ids, self.buffer, self.replies = itertools.count(), b"", {}
+        self.ids, self.buffer = itertools.count(), b""
+        self.replies: dict[int, dict[str, Any]] = {}
 
     def send(self, method: str, **kwargs: Any) -> int:
         """Write a request (waiting while the pipe is full, up to the deadline); returns its id."""

@@ -299,7 +299,7 @@ def poisoned_allocations(byte: int, device: str, nbytes: int) -> Iterator[None]:
         def filled(*args: Any, **kwargs: Any) -> Any:
             t = fn(*args, **kwargs)
             if isinstance(t, torch.Tensor) and t.dtype != torch.bool and t.numel():
-                t.untyped_storage().fill_(byte)
+                t.untyped_storage().fill_(byte)  # type: ignore[attr-defined]
             return t
 
         return filled
@@ -309,12 +309,12 @@ def poisoned_allocations(byte: int, device: str, nbytes: int) -> Iterator[None]:
     try:
         for name, fn in saved.items():
             setattr(torch, name, wrap(fn))
-        torch.Tensor.new_empty = wrap(saved_new)
+        torch.Tensor.new_empty = wrap(saved_new)  # type: ignore[method-assign]
         yield
     finally:
         for name, fn in saved.items():
             setattr(torch, name, fn)
-        torch.Tensor.new_empty = saved_new
+        torch.Tensor.new_empty = saved_new  # type: ignore[method-assign]
 
 
 # ---------------------------------------------------------------- escaped GPU work
@@ -369,7 +369,7 @@ def gpu_work(events: list[dict[str, Any]]) -> dict[str, Any]:
     escaped = {str(e.get("name", "?")) for e in side if float(e["ts"]) + float(e.get("dur", 0)) > read_at}
     waits = _joined_streams(events, caller, read_at)
     recorded = waits is not None and (waits == "all" or probe.get("args", {}).get("stream") in waits)
-    if recorded and waits != "all":
+    if recorded and isinstance(waits, set):
         escaped |= {str(e.get("name", "?")) for e in side if e.get("args", {}).get("stream") not in waits}
     return {"kernels": sum(e.get("cat") == "kernel" for e in work), "escaped": sorted(escaped),
             "streams": sorted({str(e.get("args", {}).get("stream")) for e in side}), "waits_recorded": recorded}

@@ -204,7 +204,12 @@ def map_tensors(obj: Any, fn: Callable) -> Any:
 def tensors(obj: Any) -> list:
     """Every tensor in `obj`, in order."""
     out: list = []
-    map_tensors(obj, lambda t: out.append(t) or t)
+
+    def keep(t: Any) -> Any:
+        out.append(t)
+        return t
+
+    map_tensors(obj, keep)
     return out
 
 
@@ -388,7 +393,7 @@ def environment(device: str) -> dict[str, Any]:
     """torch/python/GPU/CUDA/Triton versions of this process, for a result's `env`."""
     import torch
 
-    env = {"torch": torch.__version__, "python": sys.version.split()[0], "device": device}
+    env: dict[str, Any] = {"torch": torch.__version__, "python": sys.version.split()[0], "device": device}
     if device == "cuda":
         env["gpu"] = torch.cuda.get_device_name()
         env["cuda"] = torch.version.cuda

@@ -167,7 +167,7 @@ def check_custom(result: Any, tol: float) -> dict[str, dict[str, Any]]:
     """Checks from a problem's `check_invariants(inputs, output)` result (bool or float violation)."""
     if not isinstance(result, dict):
         raise TypeError(f"check_invariants must return a dict, got {type(result).__name__}")
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for key, v in result.items():
         if isinstance(v, torch.Tensor | np.generic):
             v = v.item()

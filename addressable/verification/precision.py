@@ -123,9 +123,9 @@ def tl_dot_tf32(path: str | Path) -> bool:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "dot" \
                 and isinstance(node.func.value, ast.Name) and node.func.value.id in ("tl", "language"):
-            kw = {k.arg: k.value for k in node.keywords}
-            exact = isinstance(kw.get("input_precision"), ast.Constant) and kw["input_precision"].value in ("ieee", "tf32x3")
-            off = isinstance(kw.get("allow_tf32"), ast.Constant) and kw["allow_tf32"].value is False
+            kw = {k.arg: k.value.value for k in node.keywords if isinstance(k.value, ast.Constant)}
+            exact = kw.get("input_precision") in ("ieee", "tf32x3")
+            off = kw.get("allow_tf32") is False
             if not (exact or off):
                 return True
     return False

@@ -135,6 +135,7 @@ class _Side:
 
     def batch(self, mode: str, seeds: list[int], repeat: bool = False) -> dict[str, Any]:
         """One timed batch of this side's model (`timing.Timer.batch`)."""
+        assert self.timer is not None, "setup with calls > 0 comes first"
         return self.timer.batch(self._model(), lambda s: self._draw(mode, s), seeds, self.key, repeat)
 
     def _profile(self, model: Any) -> dict[str, Any]:
@@ -150,7 +151,10 @@ class ReferenceSide(_Side):
     """The checker: the reference's outputs on every input, and the comparisons (see the module docstring)."""
 
     def __init__(self, exchange: Path | None = None) -> None:
-        self.exchange, self.trials, self.prev, self.errs = exchange, {}, None, None
+        self.exchange = exchange
+        self.trials: dict[int, tuple[list, list, list | None]] = {}
+        self.prev: list[tuple[Any, Any]] | None = None
+        self.errs: dict[str, float] | None = None
 
     def setup(self, spec: dict[str, Any]) -> dict[str, Any]:
         """Load the problem, build the reference and its float64 copy."""
@@ -163,7 +167,7 @@ class ReferenceSide(_Side):
 
     def choose_mode(self, seed: int) -> dict[str, str]:
         """The first fresh-input mode whose draws the reference accepts ("fixed" when none is)."""
-        errors = []
+        errors: list[str] = []
         for mode in MODES[:-1]:
             try:
                 as_outputs(call(self.ref.model, clone(self._draw(mode, seed)), self.device), "reference")
@@ -211,8 +215,8 @@ class ReferenceSide(_Side):
         errs = []
         for i, (r, c) in enumerate(zip(ref_out, out, strict=False)):
             cb = out_b[i] if len(out_b) == len(out) else c[:0]
-            entries, e = compare_output(r, c, cb, self.th, out64[i] if out64 and r.is_floating_point() else None)
-            errs += [e] if e else []
+            entries, err = compare_output(r, c, cb, self.th, out64[i] if out64 and r.is_floating_point() else None)
+            errs += [err] if err else []
             for name, entry in entries.items():
                 tc[name] = worse(tc.get(name), entry)
         self._inputs_unchanged(tc, pristine, after)
@@ -234,8 +238,8 @@ class ReferenceSide(_Side):
 
     def _fresh(self, tc: dict, ref_out: list, out: list) -> None:
         cur = list(zip(ref_out, out, strict=False))
-        for p, q in zip(self.prev or [], cur, strict=False):
-            entry = fresh_check(p, q, self.th)
+        for before, now in zip(self.prev or [], cur, strict=False):
+            entry = fresh_check(before, now, self.th)
             if entry is not None:
                 tc["fresh"] = worse(tc.get("fresh"), entry)
         self.prev = cur
@@ -296,7 +300,8 @@ class CandidateSide(_Side):
     """The candidate's process (see the module docstring); `guard` is installed before the candidate is imported."""
 
     def __init__(self, guard: Guard | None = None) -> None:
-        self.guard, self.cand = guard, None
+        self.guard = guard
+        self.cand: Any = None
 
     def setup(self, spec: dict[str, Any]) -> dict[str, Any]:
         """Limits, the guard (not yet installed), the clocks, the reference; the tampering snapshot before the import."""

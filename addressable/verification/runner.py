@@ -77,7 +77,7 @@ import secrets
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -272,7 +272,7 @@ def verify(reference_path: str | Path, candidate_path: str | Path, *, device: st
         raw = _run_here(spec, progress or (lambda s: None))
     if "harness_error" in raw:
         raise AddressableError(raw["harness_error"])
-    fields = {k: spec[k] for k in ("problem", "candidate", "target")} | {"device": dev} | raw
+    fields: dict[str, Any] = {k: spec[k] for k in ("problem", "candidate", "target")} | {"device": dev} | raw
     fields["sandbox"] = box.kind if box.sandboxed else f"none: {box.note}"
     return VerifyResult(**{k: v for k, v in fields.items() if k in VerifyResult.__dataclass_fields__},
                         wall_s=time.perf_counter() - t0)
@@ -281,7 +281,7 @@ def verify(reference_path: str | Path, candidate_path: str | Path, *, device: st
 # ---------------------------------------------------------------- many pairs
 
 
-def check_outputs(files: list[Path | None], folders: list[Path | None] = ()) -> None:
+def check_outputs(files: Sequence[Path | None], folders: Sequence[Path | None] = ()) -> None:
     """AddressableError now, before anything is verified, for an output that could not be written later."""
     for path, folder in [(f, f.parent) for f in files if f] + [(d, d) for d in folders if d]:
         if path.is_dir() and path is not folder:

@@ -152,8 +152,8 @@ def bwrap_command(scratch: Path, writable: Path | list[Path], inputs: Iterable[P
     for folder in sorted(folders):
         if folder == "/tmp" or folder.startswith("/tmp/"):
             cmd += ["--ro-bind", folder, folder]
-    for folder in [scratch, *(writable if isinstance(writable, list) else [writable])]:
-        cmd += ["--bind", str(folder), str(folder)]
+    for bound in [scratch, *(writable if isinstance(writable, list) else [writable])]:
+        cmd += ["--bind", str(bound), str(bound)]
     return [*cmd, "--chdir", str(scratch)]
 
 

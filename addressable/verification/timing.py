@@ -55,12 +55,12 @@ class Clocks:
 
     perf: Callable[[], float]
     no_grad: Any
-    event: Any = None
-    record: Callable | None = None
-    elapsed: Callable | None = None
-    wait: Callable | None = None
-    device_sync: Callable | None = None
-    zero: Callable | None = None
+    event: Any = None  # the CUDA ones: None on the CPU
+    record: Any = None
+    elapsed: Any = None
+    wait: Any = None
+    device_sync: Any = None
+    zero: Any = None
 
 
 def take_clocks(device: str) -> Clocks:
@@ -69,7 +69,7 @@ def take_clocks(device: str) -> Clocks:
 
     if device != "cuda":
         return Clocks(PARENT_CLOCK, torch.no_grad)
-    ev = torch.cuda.Event
+    ev: Any = torch.cuda.Event
     return Clocks(PARENT_CLOCK, torch.no_grad, ev, ev.record, ev.__mro__[1].elapsed_time, ev.synchronize,
                   torch.cuda.synchronize, torch.Tensor.zero_)
 
@@ -199,7 +199,7 @@ def timing_checks(batches: list[BatchRecord], tol: float, device: str) -> tuple[
     rel = _spread(t_base + t_ref) / (tr0 or 1.0)
     slower, limit = (tr / tr0 if tr0 > 0 else 1.0), 1 + max(tol, 4 * rel)
     checks["reference_timing"] = check(slower, limit, True if slower <= limit else None)
-    figures = {"overhead_ms_reference": o_ref, "overhead_ms_candidate": min(cand_o),
+    figures: dict[str, Any] = {"overhead_ms_reference": o_ref, "overhead_ms_candidate": min(cand_o),
                "overhead_ms_baseline": statistics.median(base_o), "overhead_spread_ms": sigma, "ref_ms_baseline": tr0}
     reuse = _reuse(batches, 1 + max(0.25, 4 * rel), _FLOOR_MS.get(device, 5.0) / per_batch)
     if reuse is not None:

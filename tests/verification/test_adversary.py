@@ -18,6 +18,8 @@ RELU = ROOT / "examples" / "problems" / "05_relu.py"
 MATMUL = ZOO / "matmul.py"
 SMALL_RELU = {"batch_size": 512, "dim": 1024}
 CPU_MATMUL = {"N": 768}  # a few ms a call on the CPU: long enough for the wall clock to resolve a lie
+FORGED = {"N": 1536}  # a lie of 75% of a call: as long as the harness's own per-call overhead on the CPU, so that
+# load on a 2-core machine (which lengthens both) does not hide it
 
 
 def _verify(problem: Path, candidate: str, overrides: dict, **kw) -> VerifyResult:
@@ -36,7 +38,7 @@ def _failed(r: VerifyResult) -> set[str]:
     (RELU, "cheat_rewrites_checks", SMALL_RELU, {"rel_fro", "tampered"}, "tampered: addressable.verification.checks.check"),
     (RELU, "cheat_patches_clock", SMALL_RELU, {"tampered"}, "tampered: time.perf_counter"),
     # beyond the list
-    (MATMUL, "cheat_forged_report", CPU_MATMUL, {"clock"}, "by the parent's wall clock"),
+    (MATMUL, "cheat_forged_report", FORGED, {"clock"}, "by the parent's wall clock"),
     (RELU, "cheat_fake_result", SMALL_RELU, set(), "malformed reply"),
     (RELU, "cheat_slows_reference", SMALL_RELU, {"tampered"}, "nn.Module _global_forward_hooks"),
     (MATMUL, "cheat_background_thread", CPU_MATMUL, set(), ""),
