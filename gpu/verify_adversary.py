@@ -2,7 +2,7 @@
 
 The list comes from --list-root (this checkout): tests/verification/zoo/pairs_zoo.csv (each zoo candidate,
 its problem and the verdict it must get), examples/candidates/pairs.csv and the DLRM-Bench pairs of
-gpu/dlrm_bench_candidates.sh. The code that verifies comes from --root, which may be an old checkout: its
+gpu/dlrm_bench_candidates.sh. The code that verifies comes from --root, which may be an older checkout (one with the subpackage layout, f4ec935 or later): its
 `verify` is called with the arguments every version has, and a pair whose files it lacks is listed as
 missing. The old H200 speedups (results/h200/verify/wins.csv, results/h200/dlrm_bench/verify/*.json) are shown
 beside the new ones, with whether the new speedup lies within the old IQR.
@@ -45,22 +45,9 @@ def small_sizes(problem: Path) -> dict[str, Any]:
 
 def _import_verify(root: Path) -> Any:
     sys.path.insert(0, str(root))
-    try:
-        from addressable.verification.runner import verify
-    except ImportError:  # layouts before the subpackages
-        from addressable.verify import verify  # type: ignore[no-redef]
+    from addressable.verification.runner import verify
+
     return verify
-
-
-def _first(root: Path, *rels: str) -> Path:
-    """The first of several relative paths that exists under root (layouts moved between versions)."""
-    return next((root / r for r in rels if (root / r).exists()), root / rels[0])
-
-
-def _zoo_path(root: Path, rel: str) -> Path:
-    if rel.startswith("tests/verification/zoo/"):
-        return _first(root, rel, rel.replace("tests/verification/zoo/", "tests/verify_zoo/"))
-    return root / rel
 
 
 def pairs(root: Path, list_root: Path) -> list[dict[str, Any]]:
@@ -70,8 +57,8 @@ def pairs(root: Path, list_root: Path) -> list[dict[str, Any]]:
         for row in csv.DictReader(line for line in f if not line.startswith("#")):
             group = "old zoo" if "softmax_long" in row["problem"] else "zoo"
             (old if group == "old zoo" else zoo).append({
-                "group": group, "problem": _zoo_path(root, row["problem"]),
-                "candidate": _zoo_path(root, "tests/verification/zoo/" + row["candidate"]), "expect": row["expect"],
+                "group": group, "problem": root / row["problem"],
+                "candidate": root / "tests/verification/zoo" / row["candidate"], "expect": row["expect"],
                 "notes": row["notes"], "timeout": float(row["timeout"] or 150), "overrides": {}})
     examples = []
     with open(list_root / "examples/candidates/pairs.csv") as f:
@@ -79,7 +66,7 @@ def pairs(root: Path, list_root: Path) -> list[dict[str, Any]]:
             examples.append({"group": "examples", "problem": (root / "examples/candidates" / row["problem"]).resolve(),
                              "candidate": root / "examples/candidates" / row["candidate"], "expect": "pass",
                              "notes": row["notes"], "timeout": 150.0, "overrides": {}})
-    bench = _first(root, "addressable/dlrm_bench", "addressable/bench")
+    bench = root / "addressable" / "dlrm_bench"
     dlrm = [{"group": "dlrm", "problem": bench / "problems" / f"{p}.py", "candidate": bench / "candidates" / f"{c}.py",
              "expect": "pass", "notes": f"DLRM-Bench {p}", "timeout": 240.0, "overrides": {}} for p, c in DLRM]
     return zoo + examples + dlrm + old
@@ -89,7 +76,7 @@ def old_speedups(list_root: Path) -> dict[str, tuple[float, float, float]]:
     """Problem stem -> (speedup, lo, hi) of the committed H200 runs of the previous harness."""
     out = {}
     wins = list_root / "results/h200/verify"
-    for j in sorted(wins.glob("verify_*.json")) + sorted(_first(list_root, "results/h200/dlrm_bench/verify", "results/h200/bench/verify").glob("*.json")):
+    for j in sorted(wins.glob("verify_*.json")) + sorted((list_root / "results/h200/dlrm_bench/verify").glob("*.json")):
         d = json.loads(j.read_text())
         if d.get("speedup"):
             out[Path(d["problem"]).stem] = (d["speedup"], d.get("speedup_lo") or 0.0, d.get("speedup_hi") or 0.0)
