@@ -261,6 +261,22 @@ class Session:
         warm = max(self.spec["warmup"], self.k)  # at least a batch's worth: the process settles (allocator, threads)
         self._worker("warmup", "candidate raised while timed", mode=self.mode, calls=warm)
         self._from_checker(self.checker.send("warmup", mode=self.mode, calls=self.k), "reference warm-up")
+        self._timed_rounds()
+        for m in ("ref", "cand", "cand", "ref"):
+            self._batch(m, "repeat", max(4, self.k + self.k % 2))  # pairs: fresh, then repeated
+        checks, figures = timing_checks(self.batches, self.th.clock_tol, self.spec["device"])
+        if checks["clock"]["passed"] is False:  # a lie lengthens every batch, load some: an independent set must agree
+            first = checks["clock"]
+            self._at("timing again (the wall clock disagreed)")
+            self.batches = [b for b in self.batches if b.phase != "timed"]
+            self._timed_rounds()
+            checks, figures = timing_checks(self.batches, self.th.clock_tol, self.spec["device"])
+            figures["clock_first_set"] = first
+        self.checks.update(checks)
+        self.extra["wall_clock"] = {**figures, "batches": [asdict(b) for b in self.batches]}
+
+    def _timed_rounds(self) -> None:
+        """`calls` timed calls of each model, in batches alternating ABBA (within the timing budget)."""
         start, done, rnd = PARENT_CLOCK(), {"ref": 0, "cand": 0}, 0
         while min(done.values()) < self.spec["calls"]:
             for m in ("ref", "cand") if rnd % 2 == 0 else ("cand", "ref"):
@@ -270,11 +286,6 @@ class Session:
             rnd += 1
             if rnd >= 2 and PARENT_CLOCK() - start > self.spec["timing_budget_s"]:
                 break
-        for m in ("ref", "cand", "cand", "ref"):
-            self._batch(m, "repeat", max(4, self.k + self.k % 2))  # pairs: fresh, then repeated
-        checks, figures = timing_checks(self.batches, self.th.clock_tol, self.spec["device"])
-        self.checks.update(checks)
-        self.extra["wall_clock"] = {**figures, "batches": [asdict(b) for b in self.batches]}
 
     def _sampled(self) -> None:
         self._at("checking sampled timed calls")

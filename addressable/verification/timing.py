@@ -35,6 +35,7 @@ candidate's must be. The checks:
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Callable
@@ -166,11 +167,12 @@ def _overheads(batches: list[BatchRecord], model: str, phase: str) -> list[float
     return [b.overhead for b in batches if b.model == model and b.phase == phase]
 
 
-def _reuse(batches: list[BatchRecord], limit: float, floor: float) -> tuple[dict[str, Any], list[float]] | None:
+def _reuse(batches: list[BatchRecord], floor: float) -> tuple[dict[str, Any], list[float]] | None:
     """The `reuse` check from the repeat batches (fresh and repeated calls alternate within each, so load
     changes cancel), in rounds of a reference batch and a candidate batch: it fails when every round shows
-    repeats speeding the candidate up beyond `limit` times what they do for the reference, and by more
-    than `floor` ms per call."""
+    repeats speeding the candidate up beyond a limit times what they do for the reference, and by more
+    than `floor` ms per call. The limit is 1 + max(0.25, 4 x the noise of a batch's median fresh/repeated
+    ratio), that noise from the reference's own pairs (the within-batch noise, not the batch-to-batch one)."""
     def effect(b: BatchRecord) -> tuple[float, float]:
         fresh, again = statistics.median(b.times[0::2]), statistics.median(b.times[1::2])
         return fresh / again if again > 0 else 1.0, fresh - again
@@ -180,6 +182,11 @@ def _reuse(batches: list[BatchRecord], limit: float, floor: float) -> tuple[dict
     rounds = list(zip(cand, ref, strict=False))
     if not rounds:
         return None
+    ratios = [f / a for b in batches if b.model == "ref" and b.phase == "repeat"
+              for f, a in zip(b.times[0::2], b.times[1::2], strict=False) if a > 0]
+    per_batch = max(len(ratios) // len(ref), 1)
+    rel = _spread(ratios) / (statistics.median(ratios) or 1.0) if ratios else 0.0
+    limit = 1 + max(0.25, 4 * rel / math.sqrt(per_batch))
     gains = [c[0] / r[0] for c, r in rounds]
     hits = [g > limit and c[1] - r[1] > floor for g, (c, r) in zip(gains, rounds, strict=True)]
     return check(min(gains), limit, not all(hits)), gains
@@ -201,7 +208,7 @@ def timing_checks(batches: list[BatchRecord], tol: float, device: str) -> tuple[
     checks["reference_timing"] = check(slower, limit, True if slower <= limit else None)
     figures: dict[str, Any] = {"overhead_ms_reference": o_ref, "overhead_ms_candidate": min(cand_o),
                "overhead_ms_baseline": statistics.median(base_o), "overhead_spread_ms": sigma, "ref_ms_baseline": tr0}
-    reuse = _reuse(batches, 1 + max(0.25, 4 * rel), _FLOOR_MS.get(device, 5.0) / per_batch)
+    reuse = _reuse(batches, _FLOOR_MS.get(device, 5.0) / per_batch)
     if reuse is not None:
         checks["reuse"], figures["reuse_gains"] = reuse
     return checks, figures

@@ -70,3 +70,32 @@ def test_timer_times_and_sketches_each_call() -> None:
     seen.clear()
     timer.batch(lambda x: seen.append(x.data_ptr()) or x, lambda s: [kept[s % 2]], [0, 9, 1, 9], key=1, repeat=True)
     assert seen == [kept[0].data_ptr()] * 2 + [kept[1].data_ptr()] * 2
+
+
+@pytest.mark.parametrize(("second_set_lies", "verdict"), [(False, "pass"), (True, "fail")])
+def test_a_clock_disagreement_is_timed_again_and_must_repeat(monkeypatch: pytest.MonkeyPatch, second_set_lies: bool,
+                                                           verdict: str) -> None:
+    """Load lengthens some batches, a lie every one: a failed `clock` check gets a second, independent set of
+    timed batches, and the verdict fails only when that set disagrees too."""
+    from pathlib import Path
+
+    from addressable.verification import session
+    from addressable.verification.checks import check
+    from addressable.verification.runner import verify
+
+    real, sets = session.timing_checks, []
+
+    def judged(batches: list[BatchRecord], tol: float, device: str) -> tuple[dict, dict]:
+        checks, figures = real(batches, tol, device)
+        sets.append(sum(b.phase == "timed" for b in batches))
+        if len(sets) == 1 or second_set_lies:
+            checks["clock"] = check(9.0, 1.0, False)
+        return checks, figures
+
+    monkeypatch.setattr(session, "timing_checks", judged)
+    root = Path(__file__).resolve().parents[2]
+    r = verify(root / "examples" / "problems" / "05_relu.py", Path(__file__).parent / "zoo" / "honest_relu.py",
+               overrides={"batch_size": 64, "dim": 128}, calls=6, warmup=1, isolate=False)
+    assert len(sets) == 2 and sets[1] >= 2, sets  # timed twice, the second time on fresh batches only
+    assert r.verdict == verdict, r.reason
+    assert r.wall_clock["clock_first_set"]["passed"] is False
