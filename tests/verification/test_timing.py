@@ -72,11 +72,12 @@ def test_timer_times_and_sketches_each_call() -> None:
     assert seen == [kept[0].data_ptr()] * 2 + [kept[1].data_ptr()] * 2
 
 
+@pytest.mark.parametrize("name", ["clock", "reuse"])
 @pytest.mark.parametrize(("second_set_lies", "verdict"), [(False, "pass"), (True, "fail")])
-def test_a_clock_disagreement_is_timed_again_and_must_repeat(monkeypatch: pytest.MonkeyPatch, second_set_lies: bool,
-                                                           verdict: str) -> None:
-    """Load lengthens some batches, a lie every one: a failed `clock` check gets a second, independent set of
-    timed batches, and the verdict fails only when that set disagrees too."""
+def test_a_timing_check_that_fails_once_is_timed_again_and_must_fail_again(
+        monkeypatch: pytest.MonkeyPatch, name: str, second_set_lies: bool, verdict: str) -> None:
+    """Load lengthens some batches, a lie (or reuse) every one: a failed `clock` or `reuse` check gets a
+    second, independent set of its batches, and the verdict fails only when that set fails too."""
     from pathlib import Path
 
     from addressable.verification import session
@@ -84,18 +85,19 @@ def test_a_clock_disagreement_is_timed_again_and_must_repeat(monkeypatch: pytest
     from addressable.verification.runner import verify
 
     real, sets = session.timing_checks, []
+    phase = {"clock": "timed", "reuse": "repeat"}[name]
 
     def judged(batches: list[BatchRecord], tol: float, device: str) -> tuple[dict, dict]:
         checks, figures = real(batches, tol, device)
-        sets.append(sum(b.phase == "timed" for b in batches))
+        sets.append([b for b in batches if b.phase == phase])  # kept alive: no id is reused
         if len(sets) == 1 or second_set_lies:
-            checks["clock"] = check(9.0, 1.0, False)
+            checks[name] = check(9.0, 1.0, False)
         return checks, figures
 
     monkeypatch.setattr(session, "timing_checks", judged)
     root = Path(__file__).resolve().parents[2]
     r = verify(root / "examples" / "problems" / "05_relu.py", Path(__file__).parent / "zoo" / "honest_relu.py",
                overrides={"batch_size": 64, "dim": 128}, calls=6, warmup=1, isolate=False)
-    assert len(sets) == 2 and sets[1] >= 2, sets  # timed twice, the second time on fresh batches only
+    assert len(sets) == 2 and sets[1] and not any(b is a for b in sets[1] for a in sets[0]), sets  # the second set: new batches only
     assert r.verdict == verdict, r.reason
-    assert r.wall_clock["clock_first_set"]["passed"] is False
+    assert r.wall_clock["first_set"][name]["passed"] is False
