@@ -99,5 +99,5 @@ def test_a_timing_check_that_fails_once_is_timed_again_and_must_fail_again(
     r = verify(root / "examples" / "problems" / "05_relu.py", Path(__file__).parent / "zoo" / "honest_relu.py",
                overrides={"batch_size": 64, "dim": 128}, calls=6, warmup=1, isolate=False)
     assert len(sets) == 2 and sets[1] and not any(b is a for b in sets[1] for a in sets[0]), sets  # the second set: new batches only
-    assert r.verdict == verdict, r.reason
-    assert r.wall_clock["first_set"][name]["passed"] is False
+    assert (r.verdict == "fail") == (verdict == "fail") and r.checks[name]["passed"] is (verdict == "pass"), r.reason
+    assert r.wall_clock["first_set"][name]["passed"] is False  # (a loaded CPU may add a review for noisy timing)
