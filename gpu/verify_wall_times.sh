@@ -5,6 +5,9 @@
 #   usage: OUT=/some/folder bash gpu/verify_wall_times.sh [REPO_ROOT]   (default: this checkout)
 # Pairs: the example Triton candidates, the DLRM-Bench candidates (DLRM=0 skips them: 01 and 02 build
 # 3.6 GB tables on the CPU) and every pair of the zoo's pairs_*.csv that the checkout has.
+# ONLY=FILE.csv keeps the pairs named in its first column (e.g. an earlier run's wall_times.csv, to
+# time the same list after a change). Peak memory is the largest single process's (ru_maxrss of the
+# children): the verifier's processes run side by side, so their sum is not measured here.
 # Writes $OUT/wall_times.csv and $OUT/verify/<pair>.json; prints the table last.
 set -uo pipefail
 root=$(realpath "${1:-$(dirname "$0")/..}")
@@ -33,6 +36,7 @@ echo "pair,verdict,speedup,iqr_lo,iqr_hi,wall_s,max_rss_mb,reason" > "$OUT/wall_
 for pair in "${pairs[@]}"; do
     read -r ref cand <<< "$pair"
     name="$(basename "$ref" .py)__$(basename "$cand" .py)"
+    if [ -n "${ONLY:-}" ] && ! cut -d, -f1 "$ONLY" | grep -qx "$name"; then continue; fi
     python3 - "$name" "$ref" "$cand" "$DEVICE" "$OUT/verify" >> "$OUT/wall_times.csv" <<'PY'
 """Run one verify in a child process; one CSV row: verdict, speedup, IQR, wall seconds, peak RSS."""
 import csv, json, resource, subprocess, sys, time

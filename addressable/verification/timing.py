@@ -197,7 +197,8 @@ def timing_checks(batches: list[BatchRecord], tol: float, device: str) -> tuple[
     base_o, ref_o, cand_o = (_overheads(batches, m, p) for m, p in
                              (("ref", "baseline"), ("ref", "timed"), ("cand", "timed")))
     t_base, t_ref, t_cand = (_times(batches, m, p) for m, p in (("ref", "baseline"), ("ref", "timed"), ("cand", "timed")))
-    o_ref, sigma = min(ref_o), _spread(ref_o + base_o)
+    o_ref = min(ref_o)  # sigma pools both sides: load that lengthens the candidate's batches widens it, a lie only shifts them
+    sigma = math.sqrt((_spread(ref_o + base_o) ** 2 + _spread(cand_o) ** 2) / 2)
     tc, tr, tr0 = statistics.median(t_cand), statistics.median(t_ref), statistics.median(t_base)
     excess = min(cand_o) - o_ref  # lows: a load spike lengthens some batches, a lie every one
     per_batch = max(len(b.times) for b in batches if b.model == "cand" and b.phase == "timed")

@@ -68,7 +68,7 @@ def test_bf16_inputs_are_reviewed_as_lower_precision() -> None:
 @pytest.mark.parametrize("candidate", ["cheat_tf32", "cheat_cuda_graph", "honest_cuda_graph", "honest_matmul"])
 def test_gpu_only_tricks_are_honest_on_the_cpu(candidate: str) -> None:
     """TF32 and CUDA graphs do not exist on the CPU: these are plain matmuls there and must pass."""
-    r = _verify(MATMUL, candidate, {"N": 256}, calls=10)
+    r = _verify(MATMUL, candidate, {"N": 256}, calls=20)
     assert r.verdict in ("pass", "review") and not _failed(r), r.reason
     assert r.checks["precision"]["passed"] is True and r.checks["tampered"]["passed"] is True
 

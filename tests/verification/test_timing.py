@@ -39,6 +39,21 @@ def test_a_clock_that_reads_short_fails() -> None:
     assert small["clock"]["passed"] is True  # 5% is within clock_tol
 
 
+def test_load_on_the_candidates_batches_is_not_a_lie_but_a_constant_excess_is() -> None:
+    """Every candidate batch longer than the reference's, by 2.5-8.5 ms that vary (load): pooled spread, pass;
+    by 2.5 ms in every batch alike (a lie): fail."""
+    def batches(extra: list[float]) -> list[BatchRecord]:
+        out = [BatchRecord("ref", "baseline", 5 * 2.5 + 0.01 * i, [2.0] * 5) for i in range(2)]
+        for i, e in enumerate(extra):
+            out.append(BatchRecord("ref", "timed", 5 * 2.5 + 0.01 * i, [2.0] * 5))
+            out.append(BatchRecord("cand", "timed", 5 * (2.5 + e), [2.0] * 5))
+        return out
+
+    loaded, _ = timing_checks(batches([2.5, 4.5, 8.5, 3.5]), 0.1, "cuda")
+    lie, _ = timing_checks(batches([2.5, 2.51, 2.5, 2.51]), 0.1, "cuda")
+    assert loaded["clock"]["passed"] is True and lie["clock"]["passed"] is False
+
+
 def test_a_slower_reference_is_reviewed_and_repeats_that_help_only_the_candidate_fail() -> None:
     checks, _ = timing_checks(_batches(ref_ms=3.0, ref_base_ms=2.0), 0.1, "cuda")
     assert checks["reference_timing"]["passed"] is None and checks["reference_timing"]["value"] == pytest.approx(1.5)
