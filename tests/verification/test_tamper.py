@@ -45,3 +45,17 @@ def test_a_removed_name_counts() -> None:
     before = {"a": "1", "b": "2"}
     assert tamper.changed(before, {"a": "1"}) == ["b"]
     assert tamper.changed(before, {"a": "1", "b": "2", "c": "3"}) == []
+
+
+def test_torch_modules_that_patch_torch_when_imported_do_not_read_as_tampering() -> None:
+    """torch._dynamo wraps torch.manual_seed when first imported (the profiler and torch.compile import it):
+    in a fresh process, a snapshot, those imports and a compiled call, then a second snapshot must agree."""
+    import subprocess
+    import sys
+
+    code = ("from addressable.verification import tamper; a = tamper.snapshot('cpu'); "
+            "import torch, torch.profiler, torch._dynamo; "
+            "f = torch.compile(lambda x: x * 2, backend='eager'); f(torch.ones(3)); "
+            "print(tamper.changed(a, tamper.snapshot('cpu')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip().splitlines()[-1] == "[]", out.stderr[-2000:]
