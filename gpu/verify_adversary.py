@@ -134,10 +134,14 @@ def main() -> None:
     ap.add_argument("--work", type=Path, required=True)
     ap.add_argument("--budget", type=float, default=430.0)
     ap.add_argument("--device", default="cuda", help="cpu: a dry run of this script (with --small)")
+    ap.add_argument("--only", default="", help="candidate file stems, comma-separated: run these alone, in this order")
     ap.add_argument("--small", action="store_true", help="small problem sizes (a CPU dry run; TRITON_INTERPRET=1)")
     args = ap.parse_args()
     verify = _import_verify(args.root)
     todo = pairs(args.root, args.list_root)
+    if args.only:
+        order = {stem: i for i, stem in enumerate(args.only.split(","))}
+        todo = sorted((p for p in todo if Path(p["candidate"]).stem in order), key=lambda p: order[Path(p["candidate"]).stem])
     if args.small:
         todo = [{**p, "overrides": small_sizes(Path(p["problem"]))} if Path(p["problem"]).exists() else p for p in todo]
     missing = [f"{p['problem']} <- {p['candidate']}" for p in todo if not (Path(p["problem"]).exists()

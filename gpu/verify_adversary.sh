@@ -11,7 +11,7 @@
 # REPO_ROOT (default: this checkout) is the code that verifies: point it at an old checkout to run the
 # same list through the old harness (its zoo lacks the new candidates: only the honest ones and the old
 # zoo run, the rest are listed as missing). BUDGET (seconds, default 430) stops starting new pairs;
-# the order is: new zoo, honest examples, DLRM-Bench, old zoo. Nothing is installed: REPO_ROOT goes first
+# the order is: new zoo, honest examples, DLRM-Bench, old zoo (ONLY=stem,stem,...: those candidates alone, in that order). Nothing is installed: REPO_ROOT goes first
 # on PYTHONPATH. A CPU dry run of the script: DEVICE=cpu SMALL=1 TRITON_INTERPRET=1 bash gpu/verify_adversary.sh
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")/.." && pwd)"
@@ -26,7 +26,7 @@ cd "$ROOT" || exit 2
   command -v ninja c++ || echo "no ninja or c++: the C++ extension cheat cannot build"
 } 2>&1 | tee "$WORK/log.txt"
 timeout $(( ${BUDGET:-430} + 60 )) python3 "$HERE/gpu/verify_adversary.py" --root "$ROOT" --list-root "$HERE" \
-  --work "$WORK" --budget "${BUDGET:-430}" ${DEVICE:+--device "$DEVICE"} ${SMALL:+--small} 2>&1 | tee -a "$WORK/log.txt"
+  --work "$WORK" --budget "${BUDGET:-430}" ${ONLY:+--only "$ONLY"} ${DEVICE:+--device "$DEVICE"} ${SMALL:+--small} 2>&1 | tee -a "$WORK/log.txt"
 rc=${PIPESTATUS[0]}
 tar -C "$WORK" -cf "$OUT/verify_adversary.tar" .
 echo "wrote $OUT/verify_adversary.tar (exit $rc)"
