@@ -285,12 +285,12 @@ def measured_speedups(a: Side, b: Side, how: str) -> pd.DataFrame:
     A / B, or summed kernel time where busy time is unknown)."""
     (qa25, qa75), (qb25, qb75) = a.steps.quartiles(), b.steps.quartiles()
     wall = _ratio(a.steps.stat(how), b.steps.stat(how))
-    busy = _busy_us(a.run) / _per_step(a.run), _busy_us(b.run) / _per_step(b.run)
+    busy = [_busy_us(s.run) / _per_step(s.run) for s in (a, b)]
     how_kernel = "GPU busy time per step"
     if not all(v > 0 for v in busy):
-        busy = tuple(float(_summed(s.run)["time_us"].sum()) / _per_step(s.run) for s in (a, b))
+        busy = [float(_summed(s.run)["time_us"].sum()) / _per_step(s.run) for s in (a, b)]
         how_kernel = "summed kernel time per step"
-    kernel = _ratio(*busy)
+    kernel = _ratio(busy[0], busy[1])
     return pd.DataFrame({"basis": ["wall", "kernel"], "measured": [wall, kernel],
                          "measured_lo": [_ratio(qa25, qb75), kernel], "measured_hi": [_ratio(qa75, qb25), kernel],
                          "how": [f"{how} step time A / B ({a.steps.source})", how_kernel + " A / B"]})
@@ -299,7 +299,7 @@ def measured_speedups(a: Side, b: Side, how: str) -> pd.DataFrame:
 def category_deltas(a: Run, b: Run) -> pd.DataFrame:
     """Per category (summed times): ms per step and share of each side, and B − A; largest change first."""
     ca, cb = (_summed(r).groupby(["category", "class"], sort=False)[["time_us", "count"]].sum() for r in (a, b))
-    t = ca.join(cb, how="outer", lsuffix="_a", rsuffix="_b").fillna(0.0).reset_index()
+    t = ca.add_suffix("_a").join(cb.add_suffix("_b"), how="outer").fillna(0.0).reset_index()
     out = pd.DataFrame({"category": t["category"], "class": t["class"]})
     for k, r in (("a", a), ("b", b)):
         out[f"{k}_ms"] = t[f"time_us_{k}"] / _per_step(r) / 1e3
