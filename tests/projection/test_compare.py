@@ -10,6 +10,7 @@ The synthetic run folders (per profiled step, 2 profiled steps each):
 
 from __future__ import annotations
 
+import gzip
 import importlib.util
 import json
 from pathlib import Path
@@ -176,10 +177,25 @@ def test_two_bare_traces_compare_their_profiled_steps(tmp_path: Path) -> None:
     assert given.measured.set_index("basis").loc["wall", "measured"] == pytest.approx(1.0 / 0.5)
 
 
+def test_launches_from_a_kept_trace_and_a_run_without_a_step_count(tmp_path: Path) -> None:
+    a = run_folder(tmp_path / "A", 300.0, 20, [2.0])
+    b = run_folder(tmp_path / "B", 100.0, 5, [1.0])
+    with gzip.open(a / "trace.json.gz", "wt") as f:  # the kept trace: 3 steps of 5 launches
+        f.write(traces(tmp_path)[0].read_text())
+    doc = json.loads((b / "breakdown.json").read_text())
+    del doc["n_steps"]
+    (b / "breakdown.json").write_text(json.dumps(doc))
+    c = compare(a, b)
+    s = c.summary.set_index("metric")
+    assert s.loc["launches_per_step", "a"] == 5 and np.isnan(s.loc["launches_per_step", "b"])
+    assert c.warnings == ["run B: no step count recorded, so its times are read as one step"]
+    assert s.loc["kernel_ms_per_step", "b"] == pytest.approx(1.6)  # both profiled steps read as one
+
+
 @pytest.mark.parametrize(("kw", "said"), [
     ({"device": "cpu"}, "run A ran on H200, run B on cpu"),
     ({"gpu": "NVIDIA A100-SXM4-80GB"}, "run A ran on H200, run B on A100-SXM4-80GB"),
-    ({"device": "", "basis": "cpu_op_self_time"}, "run A's times are gpu_kernel_time, run B's cpu_op_self_time"),
+    ({"device": "", "basis": "cpu_op_time"}, "run A's times are gpu_kernel_time, run B's cpu_op_time"),
 ])
 def test_runs_that_cannot_be_compared(tmp_path: Path, kw: dict, said: str) -> None:
     a = run_folder(tmp_path / "A", 300.0, 20, [2.0])
