@@ -37,6 +37,7 @@ _EXPORTS = {
     "roofline_of_trace": "addressable.roofline.model",
     "load_wins": "addressable.projection.wins",
     "project": "addressable.projection.project",
+    "compare": "addressable.projection.compare",
     "build_graph": "addressable.projection.replay",
     "replay": "addressable.projection.replay",
     "verify": "addressable.verification.runner",
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
     from addressable.classify.ranks import classify_job
     from addressable.classify.taxonomy import Taxonomy, load_taxonomy
     from addressable.core.errors import AddressableError
+    from addressable.projection.compare import compare
     from addressable.projection.project import project
     from addressable.projection.replay import build_graph, replay
     from addressable.projection.wins import load_wins
@@ -77,6 +79,7 @@ __all__ = [
     "build_graph",
     "classify_job",
     "classify_trace",
+    "compare",
     "load_modules",
     "load_run",
     "load_runs",

@@ -254,6 +254,43 @@ def project(speedups: Path, run_dirs: tuple[Path, ...], as_json: bool, include_u
 
 
 @main.command()
+@click.argument("run_a", type=click.Path(path_type=Path))
+@click.argument("run_b", type=click.Path(path_type=Path))
+@click.option("--step-ms-a", multiple=True, type=float, metavar="MS",
+              help="Unprofiled step time(s) of trace A in ms; repeat for several (default: its ProfilerStep spans).")
+@click.option("--step-ms-b", multiple=True, type=float, metavar="MS", help="The same for trace B.")
+@click.option("--step-stat", type=click.Choice(["median", "q25"]), default="median", show_default=True,
+              help="The step time taken from each run's steps: the median, or the lower quartile.")
+@click.option("--speedups", type=click.Path(path_type=Path),
+              help="wins.csv or JSON of measured speedups: project A with them, beside what B measured.")
+@click.option("--model", type=click.Choice(["replay", "amdahl"]), default="replay", show_default=True,
+              help="replay: both models where A's trace is kept; amdahl: Amdahl's law only.")
+@click.option("--combine", type=click.Choice(["best", "median"]), default="best", show_default=True,
+              help="How several wins on one group combine.")
+@click.option("--include-unverified", is_flag=True, help="Also use wins with verified=false.")
+@click.option("--top", default=10, show_default=True, help="Categories and modules to list (table only).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
+@click.option("--csv", "out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write every table to this CSV file (a `section` column tells them apart).")
+@_user_errors
+def compare(run_a: Path, run_b: Path, step_ms_a: tuple[float, ...], step_ms_b: tuple[float, ...], step_stat: str,
+            speedups: Path | None, model: str, combine: str, include_unverified: bool, top: int, as_json: bool,
+            out: Path | None) -> None:
+    """Two runs side by side (run folders or trace files); with --speedups, the projection from A beside B."""
+    from addressable.core.atomic import write_text
+    from addressable.projection.compare import compare as compare_runs
+    from addressable.projection.compare import format_comparison
+
+    c = compare_runs(run_a, run_b, step_ms_a=step_ms_a, step_ms_b=step_ms_b, step_stat=step_stat,
+                     speedups=speedups, model=model, combine=combine, include_unverified=include_unverified)
+    for w in c.warnings:
+        click.echo(f"warning: {w}", err=True)
+    if out is not None:
+        write_text(out, c.to_frame().to_csv(index=False))
+    click.echo(_json(c.to_dict()) if as_json else format_comparison(c, top))
+
+
+@main.command()
 @click.option("--adapter", "adapters", multiple=True, metavar="FILE_OR_MODULE", help="Also load this adapter (a .py file or a module); repeatable.")
 @_user_errors
 def workloads(adapters: tuple[str, ...]) -> None:

@@ -3,7 +3,7 @@
 This is the one reader and writer of run folders (their layout: docs/CONVENTIONS.md): `write_run`,
 `write_job`, `write_module_io` and `write_ncu_check` write them; `load_run` / `load_runs` / `find_runs` /
 `run_from_trace` return `Run`, which project, plot, sweep, report code and notebooks all use;
-`read_run_keys`, `read_kernels`, `load_module_io`, `load_modules` and `read_ncu_raw` read one file each. What projection needs (category times
+`read_run_keys`, `read_kernels`, `read_steps`, `load_module_io`, `load_modules` and `read_ncu_raw` read one file each. What projection needs (category times
 on the run's basis, per-repeat times, steps, kernel times) are checked properties of `Run`: a bad file
 is one AddressableError naming it (`Run.check()` reads them all at once).
 """
@@ -583,6 +583,29 @@ def read_kernels(folder: str | Path) -> pd.DataFrame:
     if t.isna().any():
         raise AddressableError(f"{path}: time_us on row {int(t.isna().to_numpy().argmax()) + 1} is not a number")
     return kernels.assign(time_us=t)
+
+
+STEP_COLUMNS = ["repeat", "step", "time_ms", "profiled"]
+
+
+def read_steps(folder: str | Path) -> pd.DataFrame | None:
+    """A run folder's steps.csv (repeat, step, time_ms, profiled: every timed and profiled step), checked;
+    None when the folder has none."""
+    path = Path(folder) / "steps.csv"
+    if not path.is_file():
+        return None
+    steps = read_csv(path)
+    missing = [c for c in STEP_COLUMNS if c not in steps.columns]
+    if missing:
+        raise AddressableError(f"{path} lacks column(s) {', '.join(missing)}")
+    t = pd.to_numeric(steps["time_ms"], errors="coerce")
+    bad = np.flatnonzero((t.isna() | ~(t > 0)).to_numpy())
+    if len(bad):
+        raise AddressableError(f"{path}: time_ms on row {bad[0] + 1} is not a positive number")
+    profiled = steps["profiled"].astype(str).str.lower().map({"true": True, "false": False, "1": True, "0": False})
+    if profiled.isna().any():
+        raise AddressableError(f"{path}: profiled on row {int(profiled.isna().to_numpy().argmax()) + 1} is not true/false")
+    return steps.assign(time_ms=t.astype(float), profiled=profiled.astype(bool))[STEP_COLUMNS]
 
 
 def find_runs(paths: str | Path | Iterable[str | Path] | None = None) -> list[Path]:
