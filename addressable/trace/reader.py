@@ -456,34 +456,64 @@ class _Format:
         types: list[int] = []
         top: list[tuple[bytes, int]] = [(b"ph", -2)]
         child: list[tuple[bytes, int]] = []
-        for i, (col, key) in enumerate(fmt["columns"].items()):
+        for i, (col, keys) in enumerate(column_keys().items()):
             types.append(_TEXT if col in self.text else _INT if col in _INTS else _FLOAT)
-            _, dot, sub = key.partition(".")
-            (child if dot else top).append(((sub if dot else key).encode(), i))
+            for key in keys:  # several keys of one column: an event with two of them is read in Python
+                _, dot, sub = key.partition(".")
+                (child if dot else top).append(((sub if dot else key).encode(), i))
         top += [(p.encode(), -3) for p in self.parents]
         return _kineto.Scanner(types, top, child, self.phase.encode(), [c.encode() for c in sorted(keep)],
                                self.columns.index("name"), self.columns.index("cat"))
 
 
 @cache
-def _compiled_format() -> _Format:
-    fmt = trace_format()
+def column_keys() -> dict[str, list[str]]:
+    """Events-table column -> the keys of a trace event that hold it, in order of preference."""
+    return {col: [keys] if isinstance(keys, str) else list(keys) for col, keys in trace_format()["columns"].items()}
+
+
+def category_aliases() -> dict[str, str]:
+    """An older spelling of a category -> today's (trace_format's category_aliases)."""
+    return dict(trace_format().get("category_aliases") or {})
+
+
+def _kinds_of_categories(fmt: dict[str, Any]) -> dict[str, str]:
+    """Category -> kind of row, today's spellings and their aliases."""
     kind_of_cat: dict[str, str] = {}
     for kind, key in (("runtime", "runtime_categories"),
                       ("cpu_annotation", "cpu_annotation_categories"), ("cpu_op", "cpu_op_categories"),
                       ("annotation", "annotation_categories"), ("gpu", "gpu_work_categories")):
         kind_of_cat.update(dict.fromkeys(fmt[key], kind))  # a category listed twice: the later kind wins
-    step_cats = frozenset(fmt["step_categories"])
+    kind_of_cat.update({old: kind_of_cat[new] for old, new in category_aliases().items() if new in kind_of_cat})
+    return kind_of_cat
+
+
+def _getter(key: str, parents: list[str]) -> str:
+    """The extractor's expression for one key of an event (`parent.child` reads a nested object)."""
+    parent, dot, child = key.partition(".")
+    if not dot:
+        return f"e.get({key!r})"
+    if parent not in parents:
+        parents.append(parent)
+    return f"a{parents.index(parent)}.get({child!r})"
+
+
+def _first_of(getters: list[str]) -> str:
+    """One expression: the first of several getters whose value is not None."""
+    out = getters[-1]
+    for g in reversed(getters[:-1]):
+        out = f"(v if (v := {g}) is not None else {out})"
+    return out
+
+
+@cache
+def _compiled_format() -> _Format:
+    fmt = trace_format()
+    kind_of_cat = _kinds_of_categories(fmt)
+    aliases = category_aliases()
+    step_cats = frozenset(fmt["step_categories"]) | {old for old, new in aliases.items() if new in fmt["step_categories"]}
     parents: list[str] = []
-    getters = []
-    for key in fmt["columns"].values():
-        parent, dot, child = key.partition(".")
-        if dot:
-            if parent not in parents:
-                parents.append(parent)
-            getters.append(f"a{parents.index(parent)}.get({child!r})")
-        else:
-            getters.append(f"e.get({key!r})")
+    getters = [_first_of([_getter(k, parents) for k in keys]) for keys in column_keys().values()]
     loops = "".join(f" for a{i} in (e.get({p!r}) or EMPTY,)" for i, p in enumerate(parents))
     filters = {cat: re.compile(p).match for cat, p in (fmt.get("name_filters") or {}).items()}
     named = " and (e.get('cat') not in FILTERS or FILTERS[e.get('cat')](str(e.get('name'))))" if filters else ""
@@ -494,19 +524,20 @@ def _compiled_format() -> _Format:
     scope: dict[str, Any] = {"FILTERS": filters}
     exec(compile(src, "<trace_format extractor>", "exec"), scope)
     text = tuple(dict.fromkeys(["name", "cat", *fmt.get("text_columns", [])]))
-    runtime = frozenset(fmt["runtime_categories"])
+    runtime = frozenset(c for c, kind in kind_of_cat.items() if kind == "runtime")
     out = _Format((frozenset(kind_of_cat) - runtime) | step_cats, runtime, kind_of_cat, step_cats,
                   re.compile(fmt["step_pattern"]), fmt["complete_phase"], list(fmt["columns"]), text, tuple(parents),
                   scope["extract"], filters=filters)
     if msgspec is not None:
-        _add_schema(out, list(fmt["columns"].values()), filters)
+        _add_schema(out, list(column_keys().values()), filters)
     return out
 
 
-def _add_schema(fmt: _Format, keys: list[str], filters: dict[str, Callable]) -> None:
+def _add_schema(fmt: _Format, column_keys: list[list[str]], filters: dict[str, Callable]) -> None:
     """The msgspec schema of one event (the named fields only, any JSON value each; a parent object
     such as args as a nested schema, or any non-object value) and an extractor over it."""
     assert msgspec is not None  # called only where it is installed
+    keys = [k for ks in column_keys for k in ks]
     top = list(dict.fromkeys(["ph", "cat", *(k for k in keys if "." not in k)]))
     children: dict[str, list[str]] = {p: [] for p in fmt.parents}
     for k in keys:
@@ -528,7 +559,7 @@ def _add_schema(fmt: _Format, keys: list[str], filters: dict[str, Callable]) -> 
     scope["FILTERS"] = filters  # name_filters, as in the dict extractor
     named = f" and (e.f1 not in FILTERS or FILTERS[e.f1](str({getters['name']})))" if filters else ""
     src = (f"def extract(events, keep, X):\n"
-           f"    return [({', '.join(getters[k] for k in keys)},) for e in events"
+           f"    return [({', '.join(_first_of([getters[k] for k in ks]) for ks in column_keys)},) for e in events"
            f" if e.f1 in keep and e.f0 == X{named}{''.join(loops)}]\n")
     exec(compile(src, "<trace_format schema extractor>", "exec"), scope)
     decoder = msgspec.json.Decoder(GenericAlias(list, event))  # list[event], a class made at run time
@@ -756,6 +787,7 @@ class _Columns:
         (names, name_map), (cats, cat_map) = self.strings["name"].sorted(), self.strings["cat"].sorted()
         name, cat, ts, dur = name_map[column("name")], cat_map[column("cat")], column("ts"), column("dur")
         kinds = self._kinds(name, cat, names, cats)
+        cats, cat = _today(cats, cat)
         order = np.flatnonzero((kinds >= 0) & ~np.isnan(ts) & ~np.isnan(dur))
         order = order[np.argsort(ts[order], kind="stable")]
         out: dict[str, Any] = {}
@@ -785,6 +817,17 @@ class _Columns:
         if len(kinds):
             kinds[step_cat[cat_codes] & step_name[name_codes]] = code["step"]
         return kinds
+
+
+def _today(cats: pd.Index, codes: np.ndarray) -> tuple[pd.Index, np.ndarray]:
+    """Categories under today's spelling (category_aliases) and the codes recoded to them (-1 stays -1)."""
+    aliases = category_aliases()
+    if not any(c in aliases for c in cats):
+        return cats, codes
+    renamed = pd.Index([aliases.get(c, c) for c in cats], dtype="string")
+    unique = renamed.unique().sort_values()
+    recode = np.append(unique.get_indexer(renamed), -1).astype(np.int32)  # the last entry: -1 -> -1
+    return unique, recode[codes]
 
 
 @contextmanager
