@@ -490,7 +490,7 @@ def assemble_job(results: list[RankResult | RankError], engine: str = "serial") 
         warnings.append(f"mixed world sizes: {', '.join(map(str, worlds))} (traces of different jobs?)")
     elif worlds and worlds[0] != len(good) + len(errors):
         warnings.append(f"world size {worlds[0]} but {len(good) + len(errors)} trace(s) given")
-    warnings += one_job_warnings(good)
+    warnings += one_job_warnings(good) + [w for r in good for w in r.breakdown.warnings]
     summary = summarize_ranks([r.breakdown for r in good], ranks,
                               [r.collectives for r in good]) if good else None
     return JobResult(good, summary, errors, warnings, engine)

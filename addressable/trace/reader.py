@@ -37,6 +37,8 @@ import pandas as pd
 from addressable.core.errors import AddressableError
 from addressable.core.files import read_yaml
 from addressable.core.schema import check_version
+from addressable.trace.nsys import read_nsys_sqlite
+from addressable.trace.rocprof import read_rocprof_json
 
 msgspec: ModuleType | None
 try:
@@ -217,6 +219,32 @@ def count_matches(path: str | Path, pattern: bytes, overlap: int = 256) -> int:
         n += sum(1 for m in regex.finditer(buf) if m.start() < cut)
         tail = buf[cut:]
     return n + sum(1 for _ in regex.finditer(tail))
+
+
+_CATEGORY = re.compile(rb'"cat"\s*:\s*"([^"\\]{1,200})"')
+
+
+def unread_categories(path: str | Path) -> dict[str, int]:
+    """Categories of a Kineto/Chrome trace that the loader neither reads nor knows to be other than work
+    (trace_format's other_categories), with their event counts: a byte scan of the raw text, no parsing.
+    A trace that falls back to CPU-op time names them: they may be an accelerator's device events."""
+    if trace_kind(path) != "kineto":
+        return {}
+    fmt = trace_format()
+    known = set(_compiled_format().kind_of_cat) | set(fmt.get("other_categories") or [])
+    counts: dict[bytes, int] = {}
+    tail = b""
+    for block in _file_blocks(Path(path), CHUNK_BYTES):
+        buf = tail + block
+        cut = max(len(buf) - 256, 0)
+        for m in _CATEGORY.finditer(buf):
+            if m.start() < cut:
+                counts[m[1]] = counts.get(m[1], 0) + 1
+        tail = buf[cut:]
+    for m in _CATEGORY.finditer(tail):
+        counts[m[1]] = counts.get(m[1], 0) + 1
+    names = {k.decode("utf-8", "replace"): n for k, n in counts.items()}
+    return dict(sorted(((c, n) for c, n in names.items() if c not in known), key=lambda cn: -cn[1]))
 
 
 # ---------------------------------------------------------------- cutting blocks into parsed events
@@ -452,7 +480,6 @@ class _Format:
         for a format with more than one parent object, which it does not read)."""
         if _kineto is None or len(self.parents) > 1:
             return None
-        fmt = trace_format()
         types: list[int] = []
         top: list[tuple[bytes, int]] = [(b"ph", -2)]
         child: list[tuple[bytes, int]] = []
@@ -731,14 +758,30 @@ class _Columns:
         if not rows:
             return
         for col, values in zip(fmt.columns, zip(*rows, strict=True), strict=True):
-            if col in self.strings:
-                self.parts[col].append(self.strings[col].encode(values, "" if col == "name" else None))
-            elif col in _INTS:
-                ints, na = _ints(values)
-                self.parts[col].append(ints)
-                self.parts[f"{col}_na"].append(na)
-            else:
-                self.parts[col].append(_floats(values))
+            self._add_values(col, values)
+
+    def _add_values(self, col: str, values: tuple) -> None:
+        if col in self.strings:
+            self.parts[col].append(self.strings[col].encode(values, "" if col == "name" else None))
+        elif col in _INTS:
+            ints, na = _ints(values)
+            self.parts[col].append(ints)
+            self.parts[f"{col}_na"].append(na)
+        else:
+            self.parts[col].append(_floats(values))
+
+    def add_columns(self, data: dict[str, Any]) -> None:
+        """Rows given as columns (another format's reader: events-table column -> equal-length sequences,
+        `cat` and `name` among them; a column left out is missing on every row). Kept as `add` keeps rows."""
+        cats = np.asarray(data["cat"], dtype=object)
+        self.n_events += len(cats)
+        rows = np.flatnonzero(np.isin(cats, list(self.keep)))
+        if not len(rows):
+            return
+        for col in self.fmt.columns:
+            given = data.get(col)
+            values = tuple(np.asarray(given, dtype=object)[rows]) if given is not None else (None,) * len(rows)
+            self._add_values(col, values)
 
     def _add_native(self, batch: NativeRows) -> None:
         """The C scanner's rows: numbers as they are, text codes turned into this table's codes."""
@@ -852,24 +895,108 @@ def load_trace(path: str | Path, chunk_bytes: int = CHUNK_BYTES, schema: bool = 
     """
     fmt = _compiled_format()
     columns = _Columns(fmt, runtime)
-    scanner = fmt.scanner(columns.keep) if native else None
-    metadata: dict[str, Any] = {}
-    with _gc_paused():
-        for chunk in _iter_parsed(path, chunk_bytes, fmt.decoder if schema else None, scanner):
-            if isinstance(chunk, dict):
-                metadata = chunk
-            else:
-                columns.add(chunk)
-            del chunk
-        events = columns.frame()
-    if events.empty:
-        if columns.n_events == 0:
-            raise AddressableError(f"empty trace: the '{trace_format()['events_key']}' list in {path} is empty")
-        raise AddressableError(f"empty trace: no kernels, annotations or CPU ops among the "
-                               f"{columns.n_events} events in {path}")
+    kind = trace_kind(path)
+    if kind != "kineto":
+        events, metadata = _other_format(Path(path), kind, columns)
+    else:
+        scanner = fmt.scanner(columns.keep) if native else None
+        metadata = {}
+        with _gc_paused():
+            for chunk in _iter_parsed(path, chunk_bytes, fmt.decoder if schema else None, scanner):
+                if isinstance(chunk, dict):
+                    metadata = chunk
+                else:
+                    columns.add(chunk)
+                del chunk
+            events = columns.frame()
+        if events.empty and columns.n_events:
+            events = _legacy_events(Path(path), _Columns(fmt, runtime), columns.n_events)
+    if events.empty and columns.n_events == 0:
+        raise AddressableError(f"empty trace: the '{trace_format()['events_key']}' list in {path} is empty")
     events["op"] = _launching_op(events)
     events["step"] = _step_of(events)
     return Trace(events=events, metadata=metadata, path=str(path))
+
+
+def _legacy_events(path: Path, columns: _Columns, n_events: int) -> pd.DataFrame:
+    """The rows of a trace whose events carry no category, where their pid says what they are
+    (trace_format's legacy_pids: torch.autograd.profiler's bare arrays); else the empty-trace error."""
+    labels = trace_format().get("legacy_pids") or {}
+    phase = trace_format()["complete_phase"]
+    uncategorised = 0
+    for chunk in iter_event_chunks(path):
+        if isinstance(chunk, list):
+            bare = [e for e in chunk if "cat" not in e and e.get("ph") == phase]
+            uncategorised += len(bare)
+            columns.add([{**e, "cat": labels[e["pid"]]} for e in bare if isinstance(e.get("pid"), str) and e["pid"] in labels])
+    events = columns.frame()
+    if events.empty:
+        why = (f"{uncategorised} complete events carry no 'cat' and no pid that says what they are "
+               f"({', '.join(map(repr, labels))})" if uncategorised else
+               f"no kernels, annotations or CPU ops among the {n_events} events")
+        raise AddressableError(f"empty trace: {why} in {path}")
+    return events
+
+
+# ---------------------------------------------------------------- other formats: detection, errors, readers
+
+_SQLITE_MAGIC = b"SQLite format 3\0"
+_PERFETTO_SUFFIXES = (".pftrace", ".perfetto-trace", ".perfetto", ".proto", ".pb")
+_NSYS_REPORT_SUFFIXES = (".nsys-rep", ".qdrep")
+
+
+def trace_kind(path: str | Path) -> str:
+    """What a trace file is, from its name and first bytes: "kineto" (Chrome/Kineto JSON, the default),
+    "rocprof" (rocprofv3 JSON), "nsys" (an Nsight Systems SQLite export), or an AddressableError for
+    a format that is recognised and not read (a Perfetto protobuf, a rocpd database, an .nsys-rep)."""
+    path = Path(path)
+    name = path.name.lower().removesuffix(".gz")
+    if name.endswith(_NSYS_REPORT_SUFFIXES):
+        raise AddressableError(f"{path} is an Nsight Systems report: export it with "
+                               "`nsys export --type sqlite` and pass the .sqlite file")
+    if name.endswith(_PERFETTO_SUFFIXES):
+        raise _perfetto_error(path)
+    try:
+        with open(path, "rb") as f:
+            head = f.read(_HEAD_BYTES)
+    except OSError:
+        return "kineto"  # the JSON reader words a missing or unreadable file
+    if head.startswith(_SQLITE_MAGIC):
+        return "nsys"
+    if head[:1] == b"\n" and (b"\0" in head or not _utf8_prefix(head)):  # a protobuf's first field: packet
+        raise _perfetto_error(path)
+    if head.startswith(_GZIP_MAGIC):
+        head = _gunzipped_head(path)
+    if re.match(rb'\s*\{\s*"rocprofiler-sdk-tool"\s*:', head):
+        return "rocprof"
+    return "kineto"
+
+
+def _gunzipped_head(path: Path) -> bytes:
+    try:
+        return next(_raw_blocks(path, _HEAD_BYTES), b"")[:_HEAD_BYTES]
+    except AddressableError:
+        return b""  # the JSON reader words a corrupt gzip file
+
+
+def _perfetto_error(path: Path) -> AddressableError:
+    return AddressableError(f"{path}: Perfetto protobuf traces are not read (PyPI's reader, perfetto, downloads "
+                            "its trace_processor binary at run time); write JSON instead: torch.profiler's "
+                            "export_chrome_trace, or rocprofv3 --output-format json")
+
+
+def _other_format(path: Path, kind: str, columns: _Columns) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The events table and metadata of a rocprofv3 JSON file or an Nsight Systems SQLite export."""
+    if kind == "nsys":
+        data, metadata = read_nsys_sqlite(path)
+    else:
+        doc = _parse(b"".join(_file_blocks(path, CHUNK_BYTES)), path, 0)
+        data, metadata = read_rocprof_json(doc, str(path))
+    columns.add_columns(data)
+    events = columns.frame()
+    if events.empty:
+        raise AddressableError(f"empty trace: no kernels, copies or API calls in {path}")
+    return events, metadata
 
 
 # ---------------------------------------------------------------- joins
