@@ -969,6 +969,9 @@ def trace_kind(path: str | Path) -> str:
         head = _gunzipped_head(path)
     if re.match(rb'\s*\{\s*"rocprofiler-sdk-tool"\s*:', head):
         return "rocprof"
+    if re.match(rb'\s*\{\s*"schema"\s*:', head) and b'"nodes"' in head:
+        raise AddressableError(f"{path} is a PyTorch execution trace (ExecutionTraceObserver: ops and tensors, no "
+                               "timings); pass the profiler's (Kineto) trace of the same run")
     return "kineto"
 
 

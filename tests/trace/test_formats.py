@@ -202,3 +202,11 @@ def test_a_text_file_starting_with_a_newline_is_still_json(tmp_path: Path) -> No
     path = write(tmp_path / "t.json", {"traceEvents": mtia_events()})
     path.write_bytes(b"\n" + path.read_bytes())
     assert trace_kind(path) == "kineto" and not load_trace(path).events.empty
+
+
+def test_an_execution_trace_is_named_not_called_empty(tmp_path: Path) -> None:
+    """PyTorch's ExecutionTraceObserver output (Chakra's input): ops and tensors, no timings."""
+    path = write(tmp_path / "et.json", {"schema": "1.0.1", "pid": 1, "time": "2023-07-14", "start_ts": 6,
+                                        "nodes": [{"name": "[pytorch|profiler|execution_trace|thread]", "id": 2}]})
+    r = CliRunner().invoke(main, ["classify", str(path)])
+    assert r.exit_code == 2 and r.output.count("\n") == 1 and "execution trace" in r.output, r.output
