@@ -913,16 +913,21 @@ def load_trace(path: str | Path, chunk_bytes: int = CHUNK_BYTES, schema: bool = 
             events = _legacy_events(Path(path), _Columns(fmt, runtime), columns.n_events)
     if events.empty and columns.n_events == 0:
         raise AddressableError(f"empty trace: the '{trace_format()['events_key']}' list in {path} is empty")
+    if events.empty:
+        raise AddressableError(f"empty trace: no kernels, annotations or CPU ops among the "
+                               f"{columns.n_events} events in {path}")
     events["op"] = _launching_op(events)
     events["step"] = _step_of(events)
     return Trace(events=events, metadata=metadata, path=str(path))
 
 
 def _legacy_events(path: Path, columns: _Columns, n_events: int) -> pd.DataFrame:
-    """The rows of a trace whose events carry no category, where their pid says what they are
-    (trace_format's legacy_pids: torch.autograd.profiler's bare arrays); else the empty-trace error."""
+    """The rows of a bare array whose events carry no category, where their pid says what they are
+    (trace_format's legacy_pids: torch.autograd.profiler's traces); an empty table for any other trace."""
     labels = trace_format().get("legacy_pids") or {}
     phase = trace_format()["complete_phase"]
+    if not _head(path).lstrip().startswith(b"["):  # only bare arrays are read again, by pid
+        return columns.frame()
     uncategorised = 0
     for chunk in iter_event_chunks(path):
         if isinstance(chunk, list):
@@ -965,8 +970,7 @@ def trace_kind(path: str | Path) -> str:
         return "nsys"
     if head[:1] == b"\n" and (b"\0" in head or not _utf8_prefix(head)):  # a protobuf's first field: packet
         raise _perfetto_error(path)
-    if head.startswith(_GZIP_MAGIC):
-        head = _gunzipped_head(path)
+    head = _head(path) if head.startswith(_GZIP_MAGIC) else head
     if re.match(rb'\s*\{\s*"rocprofiler-sdk-tool"\s*:', head):
         return "rocprof"
     if re.match(rb'\s*\{\s*"schema"\s*:', head) and b'"nodes"' in head:
@@ -975,11 +979,12 @@ def trace_kind(path: str | Path) -> str:
     return "kineto"
 
 
-def _gunzipped_head(path: Path) -> bytes:
+def _head(path: Path) -> bytes:
+    """The first 4 KiB of a file, un-gzipped ("" where unreadable: the JSON reader words why)."""
     try:
         return next(_raw_blocks(path, _HEAD_BYTES), b"")[:_HEAD_BYTES]
-    except AddressableError:
-        return b""  # the JSON reader words a corrupt gzip file
+    except (AddressableError, OSError):
+        return b""
 
 
 def _perfetto_error(path: Path) -> AddressableError:

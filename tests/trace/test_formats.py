@@ -174,11 +174,13 @@ def test_a_bare_array_whose_events_say_nothing_of_what_they_are_is_one_error(tmp
     assert r.exit_code == 2 and r.output.count("\n") == 1 and "error:" in r.output
 
 
-def test_events_with_a_cat_are_not_relabelled_by_their_pid(tmp_path: Path) -> None:
-    """Only uncategorised events are read by pid: one of an unknown category stays unread."""
+def test_events_with_a_cat_or_outside_a_bare_array_are_not_relabelled_by_their_pid(tmp_path: Path) -> None:
+    """Only uncategorised events of a bare array are read by pid: one of an unknown category stays unread."""
     events = [{"name": "x", "ph": "X", "ts": 1, "dur": 2, "pid": "CUDA functions", "tid": 1, "cat": "weird"}]
-    with pytest.raises(AddressableError, match="empty trace"):
+    with pytest.raises(AddressableError, match="no kernels, annotations or CPU ops among the 1 events"):
         load_trace(write(tmp_path / "cat.json", events))
+    with pytest.raises(AddressableError, match="no kernels, annotations or CPU ops among the 4 events"):
+        load_trace(write(tmp_path / "doc.json", {"traceEvents": autograd_profiler_array()}))
 
 
 @pytest.mark.parametrize("name,data,expect", [
