@@ -47,7 +47,7 @@ PID, TID = 4242, 4250
 GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off"
 FILL = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int, FillFunctor<float>)"
 STRINGS = [GEMM, FILL, "cudaLaunchKernel_v7000", "cudaMemcpyAsync_v3020", "ProfilerStep#3", "sm90_xmma_gemm",
-           "elementwise"]
+           "elementwise", "cudaMemsetAsync_v3020"]
 KERNEL_COLS = ("start, end, deviceId, contextId, streamId, correlationId, globalPid, demangledName, shortName, "
                "registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ, staticSharedMemory, "
                "dynamicSharedMemory, localMemoryPerThread, localMemoryTotal, gridId")
@@ -65,7 +65,7 @@ def build(path: Path, *, tables: str = SCHEMA) -> Path:
     con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, eventClass, globalTid, correlationId, nameId, "
                     "returnValue) VALUES (?, ?, 1, ?, ?, ?, 0)",
                     [(1_990_000, 1_995_000, gtid, 11, 3), (1_996_000, 1_998_000, gtid, 12, 3),
-                     (1_980_000, 1_989_000, gtid, 13, 4)])
+                     (1_980_000, 1_989_000, gtid, 13, 4), (2_069_000, 2_070_500, gtid, 14, 8)])
     con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start, end, deviceId, contextId, streamId, correlationId, "
                 "globalPid, bytes, copyKind) VALUES (1985000, 1999000, 0, 1, 7, 13, ?, 4096, 1)", (gpid,))
     con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET (start, end, deviceId, contextId, streamId, correlationId, "
@@ -118,8 +118,9 @@ def test_the_table_has_the_kineto_readers_columns_and_dtypes(export: Path, h200_
 def test_runtime_calls_lose_their_version_suffix_and_join_by_correlation(export: Path) -> None:
     ev = load_trace(export, runtime=True).events
     rt = ev[ev["kind"] == "runtime"]
-    assert rt["name"].astype(str).tolist() == ["cudaMemcpyAsync", "cudaLaunchKernel", "cudaLaunchKernel"]
-    assert set(rt["correlation"]) == {11, 12, 13} and set(rt["cat"].astype(str)) == {"cuda_runtime"}
+    assert rt["name"].astype(str).tolist() == ["cudaMemcpyAsync", "cudaLaunchKernel", "cudaLaunchKernel",
+                                               "cudaMemsetAsync"]
+    assert set(rt["correlation"]) == {11, 12, 13, 14} and set(rt["cat"].astype(str)) == {"cuda_runtime"}
 
 
 def test_classified_on_gpu_time_per_step(export: Path) -> None:
@@ -178,3 +179,17 @@ def test_a_truncated_export_is_one_line_error(export: Path, tmp_path: Path) -> N
     cut.write_bytes(export.read_bytes()[:6000])
     with pytest.raises(AddressableError):
         load_trace(cut)
+
+
+def test_the_replay_reads_it(export: Path) -> None:
+    """What `project --model replay` needs: every GPU op joined to its launch, the step replayed as profiled."""
+    from addressable.projection.replay import Change, build_graph, replay, replayable
+
+    trace = load_trace(export, runtime=True)
+    assert replayable(trace) == ""
+    g = build_graph(trace)
+    base = replay(g)
+    assert base.busy == pytest.approx(14 + 50 + 10 + 1)
+    faster = replay(g, [Change(mask=g.gpu_name == GEMM, k=2.0)])
+    assert faster.busy == pytest.approx(14 + 25 + 10 + 1)
+    assert faster.gpu_end.max() == pytest.approx(base.gpu_end.max() - 25)  # the step's range bounds its span

@@ -154,3 +154,16 @@ def test_bad_documents(tmp_path: Path, doc: str, expect: str) -> None:
     path.write_text(doc)
     with pytest.raises(AddressableError, match=expect):
         load_trace(path)
+
+
+def test_the_replay_reads_it(rocprof_path: Path) -> None:
+    """What `project --model replay` needs: launches joined to kernels, the profiled span replayed as it was."""
+    from addressable.projection.replay import Change, build_graph, replay, replayable
+
+    trace = load_trace(rocprof_path, runtime=True)
+    assert replayable(trace) == ""
+    g = build_graph(trace)
+    base = replay(g)
+    assert base.busy == pytest.approx(50 + 10 + 50 + 4)
+    faster = replay(g, [Change(mask=g.gpu_name == GEMM.removesuffix(".kd"), k=2.0)])
+    assert faster.busy == pytest.approx(25 + 10 + 25 + 4) and faster.span < base.span
