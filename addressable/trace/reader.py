@@ -543,6 +543,7 @@ def _compiled_format() -> _Format:
     getters = [_first_of([_getter(k, parents) for k in keys]) for keys in column_keys().values()]
     loops = "".join(f" for a{i} in (e.get({p!r}) or EMPTY,)" for i, p in enumerate(parents))
     filters = {cat: re.compile(p).match for cat, p in (fmt.get("name_filters") or {}).items()}
+    filters.update({old: filters[new] for old, new in aliases.items() if new in filters})  # "Python" too
     named = " and (e.get('cat') not in FILTERS or FILTERS[e.get('cat')](str(e.get('name'))))" if filters else ""
     # One pass over the events, one tuple per kept row: far cheaper than a pass per column.
     src = (f"def extract(events, keep, X, EMPTY):\n"

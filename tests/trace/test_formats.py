@@ -91,6 +91,16 @@ def test_both_spellings_of_external_id_the_first_wins_on_every_path(tmp_path: Pa
         pd.testing.assert_frame_equal(ev, tables[0])
 
 
+@pytest.mark.parametrize("native", [True, False])
+def test_the_old_python_category_keeps_only_module_calls_as_todays_does(tmp_path: Path, native: bool) -> None:
+    events = tb_plugin_era_events()
+    events += [{"ph": "X", "cat": "Python", "name": name, "pid": 25738, "tid": "25738", "ts": 1010, "dur": 5}
+               for name in ("nn.Module: ResNet_0", "<built-in method conv2d of type object>", "train.py(54): step")]
+    ev = load_trace(write(tmp_path / "py.json", {"traceEvents": events}), native=native).events
+    scopes = ev[ev["kind"] == "cpu_annotation"]
+    assert scopes[["name", "cat"]].astype(str).values.tolist() == [["nn.Module: ResNet_0", "python_function"]]
+
+
 def test_mixed_spellings_of_one_category_make_one_category(tmp_path: Path) -> None:
     events = tb_plugin_era_events()
     events[3]["cat"] = "kernel"  # one kernel in today's spelling among the old ones
