@@ -37,6 +37,7 @@ import pandas as pd
 from addressable.core.errors import AddressableError
 from addressable.core.files import read_yaml
 from addressable.core.schema import check_version
+from addressable.trace.detect import head, trace_kind
 from addressable.trace.nsys import read_nsys_sqlite
 from addressable.trace.rocprof import read_rocprof_json
 
@@ -927,7 +928,7 @@ def _legacy_events(path: Path, columns: _Columns, n_events: int) -> pd.DataFrame
     (trace_format's legacy_pids: torch.autograd.profiler's traces); an empty table for any other trace."""
     labels = trace_format().get("legacy_pids") or {}
     phase = trace_format()["complete_phase"]
-    if not _head(path).lstrip().startswith(b"["):  # only bare arrays are read again, by pid
+    if not head(path).lstrip().startswith(b"["):  # only bare arrays are read again, by pid
         return columns.frame()
     uncategorised = 0
     for chunk in iter_event_chunks(path):
@@ -944,55 +945,7 @@ def _legacy_events(path: Path, columns: _Columns, n_events: int) -> pd.DataFrame
     return events
 
 
-# ---------------------------------------------------------------- other formats: detection, errors, readers
-
-_SQLITE_MAGIC = b"SQLite format 3\0"
-_PERFETTO_SUFFIXES = (".pftrace", ".perfetto-trace", ".perfetto", ".proto", ".pb")
-_NSYS_REPORT_SUFFIXES = (".nsys-rep", ".qdrep")
-
-
-def trace_kind(path: str | Path) -> str:
-    """What a trace file is, from its name and first bytes: "kineto" (Chrome/Kineto JSON, the default),
-    "rocprof" (rocprofv3 JSON), "nsys" (an Nsight Systems SQLite export), or an AddressableError for
-    a format that is recognised and not read (a Perfetto protobuf, a rocpd database, an .nsys-rep)."""
-    path = Path(path)
-    name = path.name.lower().removesuffix(".gz")
-    if name.endswith(_NSYS_REPORT_SUFFIXES):
-        raise AddressableError(f"{path} is an Nsight Systems report: export it with "
-                               "`nsys export --type sqlite` and pass the .sqlite file")
-    if name.endswith(_PERFETTO_SUFFIXES):
-        raise _perfetto_error(path)
-    try:
-        with open(path, "rb") as f:
-            head = f.read(_HEAD_BYTES)
-    except OSError:
-        return "kineto"  # the JSON reader words a missing or unreadable file
-    if head.startswith(_SQLITE_MAGIC):
-        return "nsys"
-    if head[:1] == b"\n" and (b"\0" in head or not _utf8_prefix(head)):  # a protobuf's first field: packet
-        raise _perfetto_error(path)
-    head = _head(path) if head.startswith(_GZIP_MAGIC) else head
-    if re.match(rb'\s*\{\s*"rocprofiler-sdk-tool"\s*:', head):
-        return "rocprof"
-    if re.match(rb'\s*\{\s*"schema"\s*:', head) and b'"nodes"' in head:
-        raise AddressableError(f"{path} is a PyTorch execution trace (ExecutionTraceObserver: ops and tensors, no "
-                               "timings); pass the profiler's (Kineto) trace of the same run")
-    return "kineto"
-
-
-def _head(path: Path) -> bytes:
-    """The first 4 KiB of a file, un-gzipped ("" where unreadable: the JSON reader words why)."""
-    try:
-        return next(_raw_blocks(path, _HEAD_BYTES), b"")[:_HEAD_BYTES]
-    except (AddressableError, OSError):
-        return b""
-
-
-def _perfetto_error(path: Path) -> AddressableError:
-    return AddressableError(f"{path}: Perfetto protobuf traces are not read (PyPI's reader, perfetto, downloads "
-                            "its trace_processor binary at run time); write JSON instead: torch.profiler's "
-                            "export_chrome_trace, or rocprofv3 --output-format json")
-
+# ---------------------------------------------------------------- other formats (trace.detect tells which)
 
 def _other_format(path: Path, kind: str, columns: _Columns) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The events table and metadata of a rocprofv3 JSON file or an Nsight Systems SQLite export."""

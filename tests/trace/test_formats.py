@@ -15,7 +15,8 @@ from click.testing import CliRunner
 from addressable.classify.breakdown import BASIS_CPU, BASIS_GPU, classify_trace
 from addressable.cli import main
 from addressable.core.errors import AddressableError
-from addressable.trace.reader import load_trace, trace_kind, unread_categories
+from addressable.trace.detect import trace_kind
+from addressable.trace.reader import load_trace, unread_categories
 
 
 def write(path: Path, doc: object, gz: bool = False) -> Path:

@@ -14,7 +14,8 @@ from click.testing import CliRunner
 from addressable.classify.breakdown import BASIS_GPU, classify_trace
 from addressable.cli import main
 from addressable.core.errors import AddressableError
-from addressable.trace.reader import load_trace, trace_kind
+from addressable.trace.detect import trace_kind
+from addressable.trace.reader import load_trace
 
 # The tables as `.schema` shows them in an export (the SQLite Export Schema Reference; NOT NULL as exported)
 SCHEMA = """

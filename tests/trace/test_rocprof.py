@@ -14,7 +14,8 @@ from click.testing import CliRunner
 from addressable.classify.breakdown import BASIS_GPU, classify_trace
 from addressable.cli import main
 from addressable.core.errors import AddressableError
-from addressable.trace.reader import load_trace, trace_kind
+from addressable.trace.detect import trace_kind
+from addressable.trace.reader import load_trace
 
 KINDS = ["NONE", "HSA_CORE_API", "HSA_AMD_EXT_API", "HSA_IMAGE_EXT_API", "HSA_FINALIZE_EXT_API", "HIP_RUNTIME_API",
          "HIP_COMPILER_API", "MARKER_CORE_API", "MARKER_CONTROL_API", "MARKER_NAME_API", "MEMORY_COPY",
