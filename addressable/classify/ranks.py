@@ -36,7 +36,7 @@ from addressable.core.errors import AddressableError
 from addressable.core.jsonutil import records, to_jsonable
 from addressable.trace.reader import load_trace
 
-TRACE_SUFFIXES = (".json", ".json.gz")
+TRACE_SUFFIXES = (".json", ".json.gz", ".sqlite")  # .sqlite: Nsight Systems exports (trace.nsys)
 _RANK_IN_NAME = re.compile(r"(?:^|[^a-z])rank[-_.]?(\d+)", re.IGNORECASE)
 _GLOB = re.compile(r"[*?\[]")
 _RUN_FILES = frozenset({"breakdown.json", "manifest.json"})
@@ -73,12 +73,12 @@ def _named_files(paths: list[str | Path]) -> list[Path]:
         else:
             raise AddressableError(f"no such trace file or folder: {p}")
     if not found:
-        raise AddressableError(f"no trace files (*.json, *.json.gz) in {', '.join(map(str, paths))}")
+        raise AddressableError(f"no trace files (*.json, *.json.gz, *.sqlite) in {', '.join(map(str, paths))}")
     return [f.resolve() for f in found]
 
 
 def _is_trace_name(name: str) -> bool:
-    """A trace file in a folder: *.json or *.json.gz, not hidden, not a run folder's own JSON files."""
+    """A trace file in a folder: *.json, *.json.gz or *.sqlite, not hidden, not a run folder's own JSON files."""
     return name.endswith(TRACE_SUFFIXES) and not name.startswith(".") and name not in _RUN_FILES
 
 

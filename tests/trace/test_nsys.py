@@ -195,3 +195,15 @@ def test_the_replay_reads_it(export: Path) -> None:
     faster = replay(g, [Change(mask=gemm, k=2.0)])
     assert faster.busy == pytest.approx(14 + 25 + 10 + 1)
     assert faster.gpu_end[gemm] == pytest.approx(base.gpu_end[gemm] - 25)  # the step's NVTX range bounds the span
+
+
+def test_a_folder_of_rank_exports_is_one_job(tmp_path: Path) -> None:
+    """`classify DIR` finds *.sqlite files as it finds *.json ones; the rank comes from the file name."""
+    from addressable.classify.ranks import classify_job
+
+    (tmp_path / "job").mkdir()
+    for rank in (0, 1):
+        build(tmp_path / "job" / f"report_rank{rank}.sqlite")
+    job = classify_job([str(tmp_path / "job")])
+    assert not job.errors and [r.rank for r in job.ranks] == [0, 1]
+    assert all(r.breakdown.basis == BASIS_GPU for r in job.ranks)
