@@ -16,7 +16,7 @@ from addressable.classify.timeline import COMMUNICATION, TimelineResult, timelin
 from addressable.core.errors import AddressableError
 from addressable.core.jsonutil import records
 from addressable.core.schema import KEY, VERSIONS
-from addressable.trace.reader import Trace, count_matches, load_trace, trace_format
+from addressable.trace.reader import Trace, count_matches, load_trace, trace_format, unread_categories
 
 BASIS_GPU = "gpu_kernel_time"
 BASIS_CPU = "cpu_op_time"
@@ -148,6 +148,7 @@ class Breakdown:
     unclassified: pd.DataFrame | None = None  # name, op, time_us, count of unclassified work
     suggested_rule: str = ""  # a taxonomy.yaml line that would claim the unclassified kernels
     modules: ModuleBreakdown | None = None  # work time by nn.Module (addressable/classify/modules.py)
+    warnings: list[str] = field(default_factory=list)  # what the figures leave out (unread device events)
 
     def time_of(self, cls: str) -> float:
         """Total work time (µs) of the categories of one class."""
@@ -395,7 +396,7 @@ def breakdown_of_trace(trace: Trace, taxonomy: Taxonomy | None = None, basis: st
         raise AddressableError(f"{trace.path} holds {n:,} CUDA/HIP kernel launches but no kernel events: the "
                                "profiler's CUDA activity was not recorded (add ProfilerActivity.CUDA); "
                                "--basis cpu gives the CPU-op breakdown")
-    rows, basis = work_rows(trace, basis)
+    asked, (rows, basis) = basis, work_rows(trace, basis)
     classified = classify_events(rows, taxonomy, basis)
     ev = trace.events
     when = launch_times(ev, classified) if basis == BASIS_GPU else None
@@ -408,7 +409,21 @@ def breakdown_of_trace(trace: Trace, taxonomy: Taxonomy | None = None, basis: st
         b.timeline = timeline_accounting(classified)
         b.signals, b.disagreements = signal_summary(classified, taxonomy)
     b.modules = module_breakdown(attribute(ev, classified, basis == BASIS_GPU), b.total_time_us, b.n_steps, basis)
+    if basis != BASIS_GPU and asked is None and trace.path:
+        b.warnings += unread_device_warning(trace.path)
     return b
+
+
+def unread_device_warning(path: str | Path) -> list[str]:
+    """The line that says a trace on the CPU-op basis holds events of categories this tool does not read
+    (perhaps an accelerator's device work); none when every category is known."""
+    unread = unread_categories(path)
+    if not unread:
+        return []
+    named = ", ".join(f"{c} ×{n:,}" for c, n in list(unread.items())[:5]) + (", ..." if len(unread) > 5 else "")
+    return [f"{path}: no device events read, so CPU-op self time is shown; {sum(unread.values()):,} events are of "
+            f"categories this tool does not read ({named}): if they are device work, add their category to "
+            "gpu_work_categories in addressable/trace/trace_format.yaml"]
 
 
 def classify_trace(path: str | Path, taxonomy: Taxonomy | str | Path | None = None,

@@ -34,7 +34,8 @@ class Classified:
     def messages(self) -> list[str]:
         """The lines for stderr: one per file that failed, then one per warning."""
         if self.breakdown is not None:
-            return [f"warning: {w}"] if (w := basis_warning(self.breakdown, self.basis)) else []
+            lines = [w for w in [basis_warning(self.breakdown, self.basis), *self.breakdown.warnings] if w]
+            return [f"warning: {w}" for w in lines]
         if self.job is None:
             return []
         errors = [f"error: {e.error if Path(e.file).name in e.error else f'{e.file}: {e.error}'}"

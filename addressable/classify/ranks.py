@@ -36,7 +36,7 @@ from addressable.core.errors import AddressableError
 from addressable.core.jsonutil import records, to_jsonable
 from addressable.trace.reader import load_trace
 
-TRACE_SUFFIXES = (".json", ".json.gz")
+TRACE_SUFFIXES = (".json", ".json.gz", ".sqlite")  # .sqlite: Nsight Systems exports (trace.nsys)
 _RANK_IN_NAME = re.compile(r"(?:^|[^a-z])rank[-_.]?(\d+)", re.IGNORECASE)
 _GLOB = re.compile(r"[*?\[]")
 _RUN_FILES = frozenset({"breakdown.json", "manifest.json"})
@@ -73,12 +73,12 @@ def _named_files(paths: list[str | Path]) -> list[Path]:
         else:
             raise AddressableError(f"no such trace file or folder: {p}")
     if not found:
-        raise AddressableError(f"no trace files (*.json, *.json.gz) in {', '.join(map(str, paths))}")
+        raise AddressableError(f"no trace files (*.json, *.json.gz, *.sqlite) in {', '.join(map(str, paths))}")
     return [f.resolve() for f in found]
 
 
 def _is_trace_name(name: str) -> bool:
-    """A trace file in a folder: *.json or *.json.gz, not hidden, not a run folder's own JSON files."""
+    """A trace file in a folder: *.json, *.json.gz or *.sqlite, not hidden, not a run folder's own JSON files."""
     return name.endswith(TRACE_SUFFIXES) and not name.startswith(".") and name not in _RUN_FILES
 
 
@@ -490,7 +490,7 @@ def assemble_job(results: list[RankResult | RankError], engine: str = "serial") 
         warnings.append(f"mixed world sizes: {', '.join(map(str, worlds))} (traces of different jobs?)")
     elif worlds and worlds[0] != len(good) + len(errors):
         warnings.append(f"world size {worlds[0]} but {len(good) + len(errors)} trace(s) given")
-    warnings += one_job_warnings(good)
+    warnings += one_job_warnings(good) + [w for r in good for w in r.breakdown.warnings]
     summary = summarize_ranks([r.breakdown for r in good], ranks,
                               [r.collectives for r in good]) if good else None
     return JobResult(good, summary, errors, warnings, engine)

@@ -37,6 +37,9 @@ import pandas as pd
 from addressable.core.errors import AddressableError
 from addressable.core.files import read_yaml
 from addressable.core.schema import check_version
+from addressable.trace.detect import head, trace_kind
+from addressable.trace.nsys import read_nsys_sqlite
+from addressable.trace.rocprof import read_rocprof_json
 
 msgspec: ModuleType | None
 try:
@@ -217,6 +220,32 @@ def count_matches(path: str | Path, pattern: bytes, overlap: int = 256) -> int:
         n += sum(1 for m in regex.finditer(buf) if m.start() < cut)
         tail = buf[cut:]
     return n + sum(1 for _ in regex.finditer(tail))
+
+
+_CATEGORY = re.compile(rb'"cat"\s*:\s*"([^"\\]{1,200})"')
+
+
+def unread_categories(path: str | Path) -> dict[str, int]:
+    """Categories of a Kineto/Chrome trace that the loader neither reads nor knows to be other than work
+    (trace_format's other_categories), with their event counts: a byte scan of the raw text, no parsing.
+    A trace that falls back to CPU-op time names them: they may be an accelerator's device events."""
+    if trace_kind(path) != "kineto":
+        return {}
+    fmt = trace_format()
+    known = set(_compiled_format().kind_of_cat) | set(fmt.get("other_categories") or [])
+    counts: dict[bytes, int] = {}
+    tail = b""
+    for block in _file_blocks(Path(path), CHUNK_BYTES):
+        buf = tail + block
+        cut = max(len(buf) - 256, 0)
+        for m in _CATEGORY.finditer(buf):
+            if m.start() < cut:
+                counts[m[1]] = counts.get(m[1], 0) + 1
+        tail = buf[cut:]
+    for m in _CATEGORY.finditer(tail):
+        counts[m[1]] = counts.get(m[1], 0) + 1
+    names = {k.decode("utf-8", "replace"): n for k, n in counts.items()}
+    return dict(sorted(((c, n) for c, n in names.items() if c not in known), key=lambda cn: -cn[1]))
 
 
 # ---------------------------------------------------------------- cutting blocks into parsed events
@@ -452,40 +481,70 @@ class _Format:
         for a format with more than one parent object, which it does not read)."""
         if _kineto is None or len(self.parents) > 1:
             return None
-        fmt = trace_format()
         types: list[int] = []
         top: list[tuple[bytes, int]] = [(b"ph", -2)]
         child: list[tuple[bytes, int]] = []
-        for i, (col, key) in enumerate(fmt["columns"].items()):
+        for i, (col, keys) in enumerate(column_keys().items()):
             types.append(_TEXT if col in self.text else _INT if col in _INTS else _FLOAT)
-            _, dot, sub = key.partition(".")
-            (child if dot else top).append(((sub if dot else key).encode(), i))
+            for key in keys:  # several keys of one column: an event with two of them is read in Python
+                _, dot, sub = key.partition(".")
+                (child if dot else top).append(((sub if dot else key).encode(), i))
         top += [(p.encode(), -3) for p in self.parents]
         return _kineto.Scanner(types, top, child, self.phase.encode(), [c.encode() for c in sorted(keep)],
                                self.columns.index("name"), self.columns.index("cat"))
 
 
 @cache
-def _compiled_format() -> _Format:
-    fmt = trace_format()
+def column_keys() -> dict[str, list[str]]:
+    """Events-table column -> the keys of a trace event that hold it, in order of preference."""
+    return {col: [keys] if isinstance(keys, str) else list(keys) for col, keys in trace_format()["columns"].items()}
+
+
+def category_aliases() -> dict[str, str]:
+    """An older spelling of a category -> today's (trace_format's category_aliases)."""
+    return dict(trace_format().get("category_aliases") or {})
+
+
+def _kinds_of_categories(fmt: dict[str, Any]) -> dict[str, str]:
+    """Category -> kind of row, today's spellings and their aliases."""
     kind_of_cat: dict[str, str] = {}
     for kind, key in (("runtime", "runtime_categories"),
                       ("cpu_annotation", "cpu_annotation_categories"), ("cpu_op", "cpu_op_categories"),
                       ("annotation", "annotation_categories"), ("gpu", "gpu_work_categories")):
         kind_of_cat.update(dict.fromkeys(fmt[key], kind))  # a category listed twice: the later kind wins
-    step_cats = frozenset(fmt["step_categories"])
+    kind_of_cat.update({old: kind_of_cat[new] for old, new in category_aliases().items() if new in kind_of_cat})
+    return kind_of_cat
+
+
+def _getter(key: str, parents: list[str]) -> str:
+    """The extractor's expression for one key of an event (`parent.child` reads a nested object)."""
+    parent, dot, child = key.partition(".")
+    if not dot:
+        return f"e.get({key!r})"
+    if parent not in parents:
+        parents.append(parent)
+    return f"a{parents.index(parent)}.get({child!r})"
+
+
+def _first_of(getters: list[str]) -> str:
+    """One expression: the first of several getters whose value is not None."""
+    out = getters[-1]
+    for g in reversed(getters[:-1]):
+        out = f"(v if (v := {g}) is not None else {out})"
+    return out
+
+
+@cache
+def _compiled_format() -> _Format:
+    fmt = trace_format()
+    kind_of_cat = _kinds_of_categories(fmt)
+    aliases = category_aliases()
+    step_cats = frozenset(fmt["step_categories"]) | {old for old, new in aliases.items() if new in fmt["step_categories"]}
     parents: list[str] = []
-    getters = []
-    for key in fmt["columns"].values():
-        parent, dot, child = key.partition(".")
-        if dot:
-            if parent not in parents:
-                parents.append(parent)
-            getters.append(f"a{parents.index(parent)}.get({child!r})")
-        else:
-            getters.append(f"e.get({key!r})")
+    getters = [_first_of([_getter(k, parents) for k in keys]) for keys in column_keys().values()]
     loops = "".join(f" for a{i} in (e.get({p!r}) or EMPTY,)" for i, p in enumerate(parents))
     filters = {cat: re.compile(p).match for cat, p in (fmt.get("name_filters") or {}).items()}
+    filters.update({old: filters[new] for old, new in aliases.items() if new in filters})  # "Python" too
     named = " and (e.get('cat') not in FILTERS or FILTERS[e.get('cat')](str(e.get('name'))))" if filters else ""
     # One pass over the events, one tuple per kept row: far cheaper than a pass per column.
     src = (f"def extract(events, keep, X, EMPTY):\n"
@@ -494,19 +553,20 @@ def _compiled_format() -> _Format:
     scope: dict[str, Any] = {"FILTERS": filters}
     exec(compile(src, "<trace_format extractor>", "exec"), scope)
     text = tuple(dict.fromkeys(["name", "cat", *fmt.get("text_columns", [])]))
-    runtime = frozenset(fmt["runtime_categories"])
+    runtime = frozenset(c for c, kind in kind_of_cat.items() if kind == "runtime")
     out = _Format((frozenset(kind_of_cat) - runtime) | step_cats, runtime, kind_of_cat, step_cats,
                   re.compile(fmt["step_pattern"]), fmt["complete_phase"], list(fmt["columns"]), text, tuple(parents),
                   scope["extract"], filters=filters)
     if msgspec is not None:
-        _add_schema(out, list(fmt["columns"].values()), filters)
+        _add_schema(out, list(column_keys().values()), filters)
     return out
 
 
-def _add_schema(fmt: _Format, keys: list[str], filters: dict[str, Callable]) -> None:
+def _add_schema(fmt: _Format, column_keys: list[list[str]], filters: dict[str, Callable]) -> None:
     """The msgspec schema of one event (the named fields only, any JSON value each; a parent object
     such as args as a nested schema, or any non-object value) and an extractor over it."""
     assert msgspec is not None  # called only where it is installed
+    keys = [k for ks in column_keys for k in ks]
     top = list(dict.fromkeys(["ph", "cat", *(k for k in keys if "." not in k)]))
     children: dict[str, list[str]] = {p: [] for p in fmt.parents}
     for k in keys:
@@ -528,7 +588,7 @@ def _add_schema(fmt: _Format, keys: list[str], filters: dict[str, Callable]) -> 
     scope["FILTERS"] = filters  # name_filters, as in the dict extractor
     named = f" and (e.f1 not in FILTERS or FILTERS[e.f1](str({getters['name']})))" if filters else ""
     src = (f"def extract(events, keep, X):\n"
-           f"    return [({', '.join(getters[k] for k in keys)},) for e in events"
+           f"    return [({', '.join(_first_of([getters[k] for k in ks]) for ks in column_keys)},) for e in events"
            f" if e.f1 in keep and e.f0 == X{named}{''.join(loops)}]\n")
     exec(compile(src, "<trace_format schema extractor>", "exec"), scope)
     decoder = msgspec.json.Decoder(GenericAlias(list, event))  # list[event], a class made at run time
@@ -700,14 +760,30 @@ class _Columns:
         if not rows:
             return
         for col, values in zip(fmt.columns, zip(*rows, strict=True), strict=True):
-            if col in self.strings:
-                self.parts[col].append(self.strings[col].encode(values, "" if col == "name" else None))
-            elif col in _INTS:
-                ints, na = _ints(values)
-                self.parts[col].append(ints)
-                self.parts[f"{col}_na"].append(na)
-            else:
-                self.parts[col].append(_floats(values))
+            self._add_values(col, values)
+
+    def _add_values(self, col: str, values: tuple) -> None:
+        if col in self.strings:
+            self.parts[col].append(self.strings[col].encode(values, "" if col == "name" else None))
+        elif col in _INTS:
+            ints, na = _ints(values)
+            self.parts[col].append(ints)
+            self.parts[f"{col}_na"].append(na)
+        else:
+            self.parts[col].append(_floats(values))
+
+    def add_columns(self, data: dict[str, Any]) -> None:
+        """Rows given as columns (another format's reader: events-table column -> equal-length sequences,
+        `cat` and `name` among them; a column left out is missing on every row). Kept as `add` keeps rows."""
+        cats = np.asarray(data["cat"], dtype=object)
+        self.n_events += len(cats)
+        rows = np.flatnonzero(np.isin(cats, list(self.keep)))
+        if not len(rows):
+            return
+        for col in self.fmt.columns:
+            given = data.get(col)
+            values = tuple(np.asarray(given, dtype=object)[rows]) if given is not None else (None,) * len(rows)
+            self._add_values(col, values)
 
     def _add_native(self, batch: NativeRows) -> None:
         """The C scanner's rows: numbers as they are, text codes turned into this table's codes."""
@@ -756,6 +832,7 @@ class _Columns:
         (names, name_map), (cats, cat_map) = self.strings["name"].sorted(), self.strings["cat"].sorted()
         name, cat, ts, dur = name_map[column("name")], cat_map[column("cat")], column("ts"), column("dur")
         kinds = self._kinds(name, cat, names, cats)
+        cats, cat = _today(cats, cat)
         order = np.flatnonzero((kinds >= 0) & ~np.isnan(ts) & ~np.isnan(dur))
         order = order[np.argsort(ts[order], kind="stable")]
         out: dict[str, Any] = {}
@@ -787,6 +864,17 @@ class _Columns:
         return kinds
 
 
+def _today(cats: pd.Index, codes: np.ndarray) -> tuple[pd.Index, np.ndarray]:
+    """Categories under today's spelling (category_aliases) and the codes recoded to them (-1 stays -1)."""
+    aliases = category_aliases()
+    if not any(c in aliases for c in cats):
+        return cats, codes
+    renamed = pd.Index([aliases.get(c, c) for c in cats], dtype="string")
+    unique = renamed.unique().sort_values()
+    recode = np.append(unique.get_indexer(renamed), -1).astype(np.int32)  # the last entry: -1 -> -1
+    return unique, recode[codes]
+
+
 @contextmanager
 def _gc_paused() -> Iterator[None]:
     """Parsing allocates millions of containers that all survive: the cyclic GC would rescan them over and over."""
@@ -809,24 +897,68 @@ def load_trace(path: str | Path, chunk_bytes: int = CHUNK_BYTES, schema: bool = 
     """
     fmt = _compiled_format()
     columns = _Columns(fmt, runtime)
-    scanner = fmt.scanner(columns.keep) if native else None
-    metadata: dict[str, Any] = {}
-    with _gc_paused():
-        for chunk in _iter_parsed(path, chunk_bytes, fmt.decoder if schema else None, scanner):
-            if isinstance(chunk, dict):
-                metadata = chunk
-            else:
-                columns.add(chunk)
-            del chunk
-        events = columns.frame()
+    kind = trace_kind(path)
+    if kind != "kineto":
+        events, metadata = _other_format(Path(path), kind, columns)
+    else:
+        scanner = fmt.scanner(columns.keep) if native else None
+        metadata = {}
+        with _gc_paused():
+            for chunk in _iter_parsed(path, chunk_bytes, fmt.decoder if schema else None, scanner):
+                if isinstance(chunk, dict):
+                    metadata = chunk
+                else:
+                    columns.add(chunk)
+                del chunk
+            events = columns.frame()
+        if events.empty and columns.n_events:
+            events = _legacy_events(Path(path), _Columns(fmt, runtime), columns.n_events)
+    if events.empty and columns.n_events == 0:
+        raise AddressableError(f"empty trace: the '{trace_format()['events_key']}' list in {path} is empty")
     if events.empty:
-        if columns.n_events == 0:
-            raise AddressableError(f"empty trace: the '{trace_format()['events_key']}' list in {path} is empty")
         raise AddressableError(f"empty trace: no kernels, annotations or CPU ops among the "
                                f"{columns.n_events} events in {path}")
     events["op"] = _launching_op(events)
     events["step"] = _step_of(events)
     return Trace(events=events, metadata=metadata, path=str(path))
+
+
+def _legacy_events(path: Path, columns: _Columns, n_events: int) -> pd.DataFrame:
+    """The rows of a bare array whose events carry no category, where their pid says what they are
+    (trace_format's legacy_pids: torch.autograd.profiler's traces); an empty table for any other trace."""
+    labels = trace_format().get("legacy_pids") or {}
+    phase = trace_format()["complete_phase"]
+    if not head(path).lstrip().startswith(b"["):  # only bare arrays are read again, by pid
+        return columns.frame()
+    uncategorised = 0
+    for chunk in iter_event_chunks(path):
+        if isinstance(chunk, list):
+            bare = [e for e in chunk if "cat" not in e and e.get("ph") == phase]
+            uncategorised += len(bare)
+            columns.add([{**e, "cat": labels[e["pid"]]} for e in bare if isinstance(e.get("pid"), str) and e["pid"] in labels])
+    events = columns.frame()
+    if events.empty:
+        why = (f"{uncategorised} complete events carry no 'cat' and no pid that says what they are "
+               f"({', '.join(map(repr, labels))})" if uncategorised else
+               f"no kernels, annotations or CPU ops among the {n_events} events")
+        raise AddressableError(f"empty trace: {why} in {path}")
+    return events
+
+
+# ---------------------------------------------------------------- other formats (trace.detect tells which)
+
+def _other_format(path: Path, kind: str, columns: _Columns) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The events table and metadata of a rocprofv3 JSON file or an Nsight Systems SQLite export."""
+    if kind == "nsys":
+        data, metadata = read_nsys_sqlite(path)
+    else:
+        doc = _parse(b"".join(_file_blocks(path, CHUNK_BYTES)), path, 0)
+        data, metadata = read_rocprof_json(doc, str(path))
+    columns.add_columns(data)
+    events = columns.frame()
+    if events.empty:
+        raise AddressableError(f"empty trace: no kernels, copies or API calls in {path}")
+    return events, metadata
 
 
 # ---------------------------------------------------------------- joins
