@@ -200,7 +200,7 @@ def test_real_traces_are_almost_fully_classified(real_breakdowns) -> None:
 def test_real_trace_library_kernels(real_breakdowns) -> None:
     for b in real_breakdowns.values():
         k = b.kernels
-        assert (k.loc[k["name"].str.startswith("nvjet_"), "category"] == "gemm").all()
+        assert k.loc[k["name"].str.startswith("nvjet_"), "category"].isin(["gemm", "conv"]).all()  # conv: inside cuDNN
         fdw = k["name"].str.contains(r"_(?:fprop|dgrad|wgrad)_.*__5x_cudnn")
         assert (k.loc[fdw, "category"] == "conv").all()
         sdpa = k["name"].str.contains("cudnn_generated_fort_native_sdpa")

@@ -37,6 +37,13 @@ EXPECTED_FIXES = {
     "indexFuncSmallIndex<float, long, unsigned int, 2, 2, -2, at::native::(anonymous namespace)::ReduceAdd>": "data_movement",
 }
 
+# Issue 28: sort, top-k and scans (CUB's device-wide algorithms, aten's sorts and scans) are a category of
+# their own, sort_scan (replaceable, as reduction was); a CUB transform is a parallel map, elementwise.
+EXPECTED_FIXES.update({k: "sort_scan" for k in (
+    "bitonicSortKVInPlace", "radixSortKVInPlace", "sbtopk::gatherTopK", "tensor_kernel_scan", "cub::detail::merge_sort",
+    "cub::detail::radix_sort", "cub::detail::scan::", "cub::detail::select::", "cub::detail::unique_by_key")})
+EXPECTED_FIXES["cub::detail::transform::transform_kernel"] = "elementwise"
+
 STACKS = [  # first match names the stack
     (r"nccl", "NCCL"), (r"\brccl", "RCCL"), (r"^triton_", "Inductor (Triton)"),
     (r"fbgemm", "FBGEMM"),
