@@ -26,6 +26,7 @@ TRACE_COLUMNS = ["trace", "basis", "kernels", "time_us", "unclassified_us", "unc
                  "by_launch_op_share", "error"]
 NAME_COLUMNS = ["name", "op", "time_us", "max_trace_share", "traces", "suggested_rule"]
 _NOT_TRACES = frozenset({"breakdown.json", "manifest.json", "module_io.json"})  # a run folder's own JSON
+_GENERIC = frozenset({"at", "void", "std", "c10", "cuda", "torch", "native", "detail", "kernel", "kernels", "impl"})
 
 
 @dataclass
@@ -68,10 +69,15 @@ def _trace_name(name: str) -> bool:
 
 
 def coverage(paths: list[str] | tuple[str, ...], taxonomy: Taxonomy | str | Path | None = None) -> Coverage:
-    """Classify every trace the paths name and measure what no rule claims (AddressableError: no trace named)."""
+    """Classify every trace the paths name and measure what no rule claims.
+
+    A trace that cannot be read is a row with its `error`; AddressableError when no trace is named or none
+    could be read.
+    """
     tax = taxonomy if isinstance(taxonomy, Taxonomy) else load_taxonomy(taxonomy)
     rows, missed = [], []
-    for path in coverage_files(paths):
+    files = coverage_files(paths)
+    for path in files:
         try:
             row, un = trace_coverage(path, tax)
         except AddressableError as e:
@@ -80,8 +86,11 @@ def coverage(paths: list[str] | tuple[str, ...], taxonomy: Taxonomy | str | Path
             continue
         rows.append(row)
         missed.append(un.assign(trace=str(path), trace_share=un["time_us"] / row["time_us"] if row["time_us"] else 0.0))
-    per_trace = pd.concat(missed, ignore_index=True) if missed else pd.DataFrame(
-        columns=["name", "op", "time_us", "trace", "trace_share"])
+    if not missed:
+        first = rows[0]["error"]
+        raise AddressableError(first if len(files) == 1 else f"none of the {len(files)} traces could be read "
+                               f"(first: {rows[0]['trace']}: {first})")
+    per_trace = pd.concat(missed, ignore_index=True)
     return Coverage(pd.DataFrame(rows, columns=TRACE_COLUMNS), top_unclassified(per_trace, tax), per_trace)
 
 
@@ -121,7 +130,7 @@ def suggest_rule(name: str, op: str, tax: Taxonomy) -> str:
     a launch_op rule for the op where the op is a library's own (not aten's)."""
     qualified = tax.parse(name).qualified
     parts = [p for p in qualified.split("::") if p and not p.startswith("(")]
-    if len(parts) > 1 and parts[0] not in ("at", "void", "std"):
+    if len(parts) > 1 and parts[0] not in _GENERIC:
         pattern = "^" + re.escape("::".join(parts[:-1])) + "::"
     else:
         pattern = re.escape(re.sub(r"(_\d+)+$|\d+$", "", parts[-1] if parts else qualified))

@@ -305,3 +305,24 @@ def test_h200_workloads_are_under_half_a_percent_unclassified() -> None:
     share = (table["time_us"] * table["unclassified"]).groupby(table["trace"]).sum() / table.groupby("trace")["time_us"].sum()
     assert len(share) >= 12
     assert (share < 0.005).all(), share[share >= 0.005]
+
+
+# Issue 28: the H200 stacks of gpu/capture_stacks.py (kernel tables in h200_workloads.csv, traces "stacks_*"):
+# each stack's vendor library is its own category, with at least this share of the stack's kernel time.
+STACK_CATEGORIES = {
+    "stacks_fft_fno_train": ("fft", 0.2), "stacks_linalg_gp_train": ("linalg", 0.9), "stacks_linalg_f64": ("linalg", 0.95),
+    "stacks_sparse_ops": ("sparse", 0.3), "stacks_attn_flex_compiled": ("attention", 0.9),
+    "stacks_sort_sampling": ("sort_scan", 0.5), "stacks_compiled_max_autotune_infer": ("gemm", 0.5),
+    "stacks_attn_sdpa_cudnn": ("attention", 0.7), "stacks_moe_train": ("gemm", 0.2),
+}
+
+
+@pytest.mark.parametrize("trace", sorted(STACK_CATEGORIES))
+def test_h200_stacks_land_in_their_library_category(trace: str) -> None:
+    table = pd.read_csv(KERNEL_NAMES / "h200_workloads.csv", keep_default_na=False)
+    table = table[table["trace"] == trace].reset_index(drop=True)
+    cats = TAX.classify_kernels(table["name"], table["op"].replace("", None))["category"].astype(str)
+    category, least = STACK_CATEGORIES[trace]
+    share = table.loc[(cats == category).to_numpy(), "time_us"].sum() / table["time_us"].sum()
+    assert share >= least, (trace, category, share)
+    assert not (cats == UNCLASSIFIED).any(), table.loc[(cats == UNCLASSIFIED).to_numpy(), "name"].tolist()
