@@ -297,3 +297,23 @@ def test_params_rule_reads_the_parameter_types() -> None:
     assert list(t.classify(["void scal_kernel<float>(cublasTransposeParams<float>, float*)",
                             "void scal_kernel<float>(float*)"])) == ["blas", UNCLASSIFIED]
     assert "and params '(?:cublas)'" in t.describe(t.kernel_rules[0], "scal_kernel")
+
+
+@pytest.mark.parametrize("comm", [
+    "void deep_ep::internode::combine<8, 4>(int)", "void dpsk::ep::intranode::notify_dispatch<8>(int)",
+    "void mscclpp::allreduce_kernel<float>(int)", "void vllm::cross_device_reduce_1stage<float, 8>(int)",
+    "nvshmemi_transfer_rma_kernel", "void pplx::a2a_dispatch_kernel(int)",
+])
+def test_expert_parallel_and_custom_collectives_count_as_exposed_or_overlapped_communication(tmp_path, comm) -> None:
+    """A communication kernel on its own stream, half hidden behind a GEMM: 30 us overlapped, 30 us exposed."""
+    events = [
+        {"ph": "X", "cat": "kernel", "name": "nvjet_sm90_tst_x", "ts": 0, "dur": 30, "pid": 0, "tid": 7,
+         "args": {"stream": 7, "device": 0}},
+        {"ph": "X", "cat": "kernel", "name": comm, "ts": 0, "dur": 60, "pid": 0, "tid": 9,
+         "args": {"stream": 9, "device": 0}},
+    ]
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(gzip.compress(json.dumps({"traceEvents": events}).encode()))
+    b = classify_trace(path)
+    assert b.communication_time_us == 60.0
+    assert (b.timeline.communication_overlapped_us, b.timeline.communication_exposed_us) == (30.0, 30.0)
