@@ -97,8 +97,21 @@ SOURCES: list[tuple[str, str, str]] = [
     ("GPU metrics test trace", "pytorch/kineto", f"{KINETO_TB}:tb_plugin/test/gpu_metrics_input.json"),
 ]
 
-# Why a trace stays above 1% unclassified, or cannot be measured (keyed by the trace's source column)
-REASONS: dict[str, str] = {}
+FORMATS = "read once the `formats` branch (issue 28 point 4) lands"
+# Why a trace stays above 1% unclassified, is measured on the CPU-op basis, or cannot be measured:
+# (regex on the source column, reason); the first match gives the reason.
+REASONS: list[tuple[str, str]] = [
+    (r"cuda_event_sync/", "`at::cuda::spin_kernel`, torch.cuda._sleep's busy-wait in a synchronisation test: no work "
+                          "to classify, left unclassified on purpose"),
+    (r"cupti_profiler/", "CUPTI counter mode: kernel launches recorded, kernel activity not (`classify --basis cpu` "
+                         "gives the CPU ops)"),
+    (r"mtia_inference", f"CPU-op basis: its 1,313 MTIA device events (`mtia_ccp_events`) are not read; {FORMATS}"),
+    (r"mtia_trace", f"CPU-op basis: its 25,814 MTIA device events (`mtia_ccp_events`) are not read; {FORMATS}"),
+    (r"rank_non_gpu|cpu_only/|distributed_info_not_found", "a CPU-only trace: the CPU-op basis (every op classified)"),
+    (r"rocprof/", f"rocprofv3 JSON: {FORMATS}"),
+    (r"tb_plugin/", f"TensorBoard-plugin-era Kineto categories (`Kernel`, `Operator`, `Runtime`, ...): {FORMATS}"),
+    (r"chakra", "a Chakra execution trace (ops and tensors, no kernel times), not a profiler trace"),
+]
 
 
 def half_of(source: str) -> str:
@@ -158,6 +171,8 @@ def measure(corpus: pd.DataFrame, taxonomy: Path | None = None) -> tuple[pd.Data
     for col in ("basis", "kernels", "unclassified_share", "error"):
         table[col] = table["file"].map(lambda f, c=col: by_file[c].get(str(Path(f).resolve())) if f else None)
     table["error"] = table["error"].fillna("").where(table["problem"] == "", table["problem"])
+    table["error"] = [e.replace(str(Path(f).resolve()), Path(f).name).replace(f, Path(f).name) if f else e
+                      for e, f in zip(table["error"], table["file"], strict=True)]  # no local paths in the table
     half = dict(zip(have["file"].map(lambda f: str(Path(f).resolve())), have["half"], strict=True))
     names = cov.missed.assign(half=cov.missed["trace"].map(half), trace=cov.missed["trace"].map(lambda t: Path(t).name))
     return table, names
@@ -168,10 +183,10 @@ def markdown(table: pd.DataFrame) -> str:
     lines = ["| stack | trace | half | kernels | unclassified | reason |", "| --- | --- | --- | ---: | ---: | --- |"]
     for r in table.itertuples():
         share = "" if pd.isna(r.unclassified_share) or r.error else f"{r.unclassified_share:.2%}"
-        reason = REASONS.get(r.source, "") or (r.error if r.error else "")
+        reason = next((why for pattern, why in REASONS if re.search(pattern, r.source)), "") or r.error
         if not reason and share and r.unclassified_share > 0.01:
             reason = "(no reason recorded)"
-        kernels = f"{int(r.kernels):,}" if r.kernels and not r.error else ""
+        kernels = "" if r.error else f"{int(r.kernels):,}" if r.basis == "gpu_kernel_time" else "CPU ops"
         lines.append(f"| {r.stack} | `{r.source}` | {r.half} | {kernels} | {share} | {reason.replace('|', '/')} |")
     lines.append("")
     for half in ("write", "measure"):
