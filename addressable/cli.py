@@ -237,7 +237,8 @@ def taxonomy(file: Path | None) -> None:
 
     t = load_taxonomy(file)
     click.echo(f"{t.source}: {len(t.classes)} categories, {len(t.kernel_rules)} kernel rules, "
-               f"{len(t.launch_op_rules)} launch-op rules, {len(t.cpu_op_rules)} CPU-op rules")
+               f"{len(t.launch_op_rules)} launch-op rules, {len(t.cpu_op_rules)} CPU-op rules, "
+               f"{len(t.disagreements)} disagreement decisions")
     for cat, cls in t.classes.items():
         click.echo(f"  {cat:<15}{cls:<13}{t.descriptions.get(cat, '')}")
 

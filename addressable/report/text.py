@@ -159,6 +159,7 @@ def format_explain(table: pd.DataFrame) -> str:
             f"  launched by: {r['op'] or 'unknown (no launching op in the trace)'}",
             f"  name rule:   {r['name_rule']}",
             f"  op rule:     {r['op_rule']}",
+            *([f"  decided by:  {r['decision']}"] if r.get("decision") else []),
             f"  result:      {r['category']} ({r['class']}), by {by}; {r['time_us'] / 1e3:.3f} ms in {r['count']} calls",
         ]))
     return "\n\n".join(blocks)

@@ -317,3 +317,17 @@ def test_expert_parallel_and_custom_collectives_count_as_exposed_or_overlapped_c
     b = classify_trace(path)
     assert b.communication_time_us == 60.0
     assert (b.timeline.communication_overlapped_us, b.timeline.communication_exposed_us) == (30.0, 30.0)
+
+
+def test_explain_says_which_disagreements_entry_decided(tmp_path) -> None:
+    trace = _kernel_trace(tmp_path / "t.json.gz", [
+        ("nvjet_sm90_tst_x", "aten::cudnn_convolution", 5.0),
+        ("void at::native::reduce_kernel<512>(int)", "aten::convolution_backward", 5.0),
+        ("nvjet_sm90_tst_y", "aten::mm", 5.0),
+    ])
+    blocks = {b.split("\n")[0]: b for b in _run(str(trace), "--explain", "nvjet|reduce").output.split("\n\n")}
+    assert "decided by:  disagreements #1: the op decides (cuDNN and MIOpen run GEMMs" in blocks["nvjet_sm90_tst_x"]
+    assert "result:      conv (library), by launch_op" in blocks["nvjet_sm90_tst_x"]
+    reduce = blocks["void at::native::reduce_kernel<512>(int)"]
+    assert "decided by:  no disagreements entry: the name decides" in reduce and "result:      reduction" in reduce
+    assert "decided by" not in blocks["nvjet_sm90_tst_y"]  # name and op agree
