@@ -146,7 +146,7 @@ def coverage(paths: tuple[str, ...], taxonomy: Path | None, top: int, as_json: b
 
     c = measure(paths, taxonomy)
     for r in c.traces[c.traces["error"] != ""].itertuples():
-        click.echo(f"warning: {r.trace}: {r.error}", err=True)
+        click.echo(f"warning: {r.error if Path(r.trace).name in r.error else f'{r.trace}: {r.error}'}", err=True)
     click.echo(format_coverage(c, top, as_json))
 
 
