@@ -326,3 +326,32 @@ def test_h200_stacks_land_in_their_library_category(trace: str) -> None:
     share = table.loc[(cats == category).to_numpy(), "time_us"].sum() / table["time_us"].sum()
     assert share >= least, (trace, category, share)
     assert not (cats == UNCLASSIFIED).any(), table.loc[(cats == UNCLASSIFIED).to_numpy(), "name"].tolist()
+
+
+# Issue 28: names written to each library's own conventions (namespace, LAPACK routine, algorithm), none of
+# them in the corpus: the rules are written per library, so the next user's kernels of that library land.
+@pytest.mark.parametrize("name, expected", [
+    ("void cusolverDnXpotrf_kernel<float>(int)", "linalg"), ("rocsolver_getrf_kernel", "linalg"),
+    ("void dpotrf_kernel<double>(int)", "linalg"), ("magmablas_dgemm_kernel", "linalg"),
+    ("void rocfft_internal::fft_fwd_len64_sbrc<float2>(int)", "fft"), ("void VkFFT_main(float*)", "fft"),
+    ("void hipsparse::csrmv_kernel<float>(int)", "sparse"), ("void cusparseLt::sm90_xmma_sparse_gemm_f16()", "sparse"),
+    ("void generate_seed_pseudo(unsigned long long)", "random"),
+    ("void rocprim::detail::radix_sort_onesweep_kernel<int>(int)", "sort_scan"),
+    ("void flashinfer::sampling::TopKTopPSamplingFromProbKernel<1024>(int)", "sort_scan"),
+    ("void hipcub::DeviceSegmentedReduceKernel<int>(int)", "reduction"),
+    ("void thrust::cuda_cub::core::_kernel_agent<thrust::cuda_cub::__parallel_for::ParallelForAgent<"
+     "thrust::cuda_cub::__fill::functor<int>>>(int)", "elementwise"),
+    ("ncclKernel_AllGather_RING_LL_Sum_int8_t(ncclDevComm*)", "communication"),
+    ("void mscclpp::allgather6<true>(int)", "communication"), ("void uccl_ep::dispatch_kernel(int)", "communication"),
+    ("void mori::moe::EpDispatchIntraNodeKernel<float>(int)", "communication"),
+    ("void nvshmemi_proxy_kernel(int)", "communication"),
+    ("void trtllm::kernels::moe_a2a_dispatch_kernel(int)", "communication"),
+    ("void sglang::cross_device_reduce_2stage<float>(int)", "communication"),
+    ("void transformer_engine::userbuffers::reduce_scatter_kernel(int)", "communication"),
+    ("void at::native::weight_norm_fwd_first_dim_kernel<float>(int)", "normalization"),
+    # PyTorch's own random kernels are aten's pointwise code, not cuRAND's
+    ("void at::native::(anonymous namespace)::distribution_elementwise_grid_stride_kernel<float, 4>"
+     "(long, at::PhiloxCudaState, curandStatePhilox4_32_10*)", "elementwise"),
+])
+def test_library_conventions_classify_names_no_rule_lists(name: str, expected: str) -> None:
+    assert category(name) == expected
