@@ -129,6 +129,28 @@ def classify(paths: tuple[str, ...], taxonomy: Path | None, classes: tuple[str, 
 
 
 @main.command()
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--taxonomy", type=click.Path(dir_okay=False, path_type=Path), help="Rule file (default: packaged taxonomy.yaml).")
+@click.option("--top", default=10, show_default=True, help="Unclassified kernels to list.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+@_user_errors
+def coverage(paths: tuple[str, ...], taxonomy: Path | None, top: int, as_json: bool) -> None:
+    """How much of each trace the rules classify, before you trust the numbers on a new stack.
+
+    PATHS: trace files, globs and folders (searched recursively). Per trace, the share of work time
+    no kernel-name or launching-op rule claims; across them, the unclassified kernels with their
+    launching op and a rule that would claim them. Traces that cannot be read are named on stderr.
+    """
+    from addressable.classify.coverage import coverage as measure
+    from addressable.report.text import format_coverage
+
+    c = measure(paths, taxonomy)
+    for r in c.traces[c.traces["error"] != ""].itertuples():
+        click.echo(f"warning: {r.error if Path(r.trace).name in r.error else f'{r.trace}: {r.error}'}", err=True)
+    click.echo(format_coverage(c, top, as_json))
+
+
+@main.command()
 @click.argument("source", type=click.Path(exists=False, path_type=Path))
 @click.option("--by", type=click.Choice(["name", "class"]), default="name", show_default=True,
               help="One row per module (qualified name) or per module class.")
@@ -215,7 +237,8 @@ def taxonomy(file: Path | None) -> None:
 
     t = load_taxonomy(file)
     click.echo(f"{t.source}: {len(t.classes)} categories, {len(t.kernel_rules)} kernel rules, "
-               f"{len(t.launch_op_rules)} launch-op rules, {len(t.cpu_op_rules)} CPU-op rules")
+               f"{len(t.launch_op_rules)} launch-op rules, {len(t.cpu_op_rules)} CPU-op rules, "
+               f"{len(t.disagreements)} disagreement decisions")
     for cat, cls in t.classes.items():
         click.echo(f"  {cat:<15}{cls:<13}{t.descriptions.get(cat, '')}")
 

@@ -54,3 +54,28 @@ def test_verify_adversary_finds_its_problems_and_candidates() -> None:
     assert len(rows) >= 50
     missing = [str(f) for r in rows for f in (r["problem"], r["candidate"]) if not Path(f).is_file()]
     assert not missing, missing
+
+
+def test_capture_stacks_smoke_profiles_packs_and_skips(tmp_path: Path) -> None:
+    """gpu/capture_stacks.py --smoke on the CPU: the chosen stacks traced and packed, CUDA-only ones and
+    those past the budget skipped with a reason (what the H200 run does, at tiny sizes)."""
+    import gzip
+    import json
+    import sys
+    import tarfile
+    only = "fft_fno_train,sort_sampling,moe_train,attn_sdpa_flash"
+    run = subprocess.run([sys.executable, str(GPU / "capture_stacks.py"), str(tmp_path), "--smoke", "--only", only],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    summary = json.loads((tmp_path / "stacks.json").read_text())
+    status = {r["stack"]: r["status"] for r in summary["stacks"]}
+    assert status == {"fft_fno_train": "ok", "sort_sampling": "ok", "moe_train": "ok", "attn_sdpa_flash": "skipped"}
+    with tarfile.open(tmp_path / "stacks.tar") as tar:
+        assert sorted(tar.getnames()) == ["fft_fno_train.json.gz", "moe_train.json.gz", "sort_sampling.json.gz"]
+        fft = json.loads(gzip.decompress(tar.extractfile("fft_fno_train.json.gz").read()))
+    ops = {e.get("name") for e in fft["traceEvents"]}
+    assert any(str(o).startswith("aten::_fft_r2c") for o in ops) and "ProfilerStep#2" in ops
+    late = subprocess.run([sys.executable, str(GPU / "capture_stacks.py"), str(tmp_path / "late"), "--smoke",
+                           "--only", "fft_fno_train", "--budget", "5"], capture_output=True, text=True, timeout=300)
+    row = json.loads((tmp_path / "late" / "stacks.json").read_text())["stacks"][0]
+    assert late.returncode == 0 and row["status"] == "skipped" and "budget" in row["error"]

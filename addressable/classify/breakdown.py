@@ -380,9 +380,23 @@ def explain(trace: Trace, taxonomy: Taxonomy, pattern: str) -> pd.DataFrame:
     table["name_rule"] = [taxonomy.describe(name_rules[n], q) for n, q in zip(table["name"], table["qualified"],
                                                                                strict=True)]
     table["op_rule"] = [taxonomy.describe(op_rules.get(o), o) if o else "no launching op" for o in table["op"]]
-    cols = ["name", "qualified", "template", "params", "op", "name_rule", "op_rule", "signal", "category", "class",
-            "time_us", "count"]
+    table["decision"] = [_decision(taxonomy, name_rules[n], op_rules.get(o)) for n, o in zip(table["name"], table["op"],
+                                                                                            strict=True)]
+    cols = ["name", "qualified", "template", "params", "op", "name_rule", "op_rule", "decision", "signal", "category",
+            "class", "time_us", "count"]
     return table[cols].reset_index(drop=True)
+
+
+def _decision(taxonomy: Taxonomy, name_rule: Any, op_rule: Any) -> str:
+    """Which `disagreements` entry settled a kernel whose name rule and op rule name different categories ('' if none)."""
+    if name_rule is None or op_rule is None or name_rule.category == op_rule.category:
+        return ""
+    if name_rule.launch_op_wins:
+        return "the name rule defers to the launching op (launch_op_wins)"
+    entry = taxonomy.disagreement(name_rule.category, op_rule.category)
+    if entry is None:
+        return "no disagreements entry: the name decides"
+    return f"disagreements #{entry.index}: the {entry.decide} decides ({entry.why})"
 
 
 def breakdown_of_trace(trace: Trace, taxonomy: Taxonomy | None = None, basis: str | None = None) -> Breakdown:

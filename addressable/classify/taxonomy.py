@@ -1,12 +1,14 @@
 """Stage 2: the ordered rule set (taxonomy.yaml) and the name -> category classifier.
 
-Kernel rules match the kernel's qualified name (kernel_names.py), or also its template
-arguments where a rule says `template:`; launch-op rules classify the CPU op that launched a
-kernel, the second signal for kernels no name rule claims.
+Kernel rules match the kernel's qualified name (kernel_names.py), and also its template arguments
+or parameter types where a rule says `template:` or `params:`; launch-op rules classify the CPU op
+that launched a kernel, a signal of the same rank: it decides where no name rule claims the kernel,
+and `disagreements` says, per pair of categories, which of the two decides where they differ.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, replace
 from functools import cache
@@ -37,6 +39,7 @@ class Rule:
     regex: re.Pattern
     patterns: tuple[str, ...] = ()
     template: re.Pattern | None = None  # kernel rules: the template arguments must match this too
+    params: re.Pattern | None = None  # kernel rules: the parameter types must match this too
     launch_op_wins: bool = False  # kernel rules: a launching op that a launch_op rule claims decides
     key: str = "kernel_rules"
     index: int = 0
@@ -44,6 +47,17 @@ class Rule:
     def matching_pattern(self, text: str) -> str:
         """The first of this rule's patterns that matches `text` ('' if none)."""
         return next((p for p in self.patterns if re.search(p, text, re.IGNORECASE)), "")
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """Where the name says one of `name` and the launching op one of `op`: `decide` (op or name) wins, for `why`."""
+
+    name: frozenset[str]
+    op: frozenset[str]
+    decide: str
+    why: str
+    index: int = 0
 
 
 @dataclass(frozen=True)
@@ -57,6 +71,7 @@ class Taxonomy:
     source: str = ""
     launch_op_rules: tuple[Rule, ...] = ()
     wrappers: re.Pattern | None = None  # launcher templates whose first type argument is the real kernel
+    disagreements: tuple[Disagreement, ...] = ()  # first match decides; none: the name decides
 
     def class_of(self, category: str) -> str:
         return self.classes.get(category, UNCLASSIFIED)
@@ -96,7 +111,7 @@ class Taxonomy:
             o_codes, o_uniques = _factorize(ops)
             o_rules = self.match_rules(o_uniques, "launch_op")
             op_code = np.array([code_of[r.category] if r else 0 for r in o_rules] + [0], dtype=np.int32)[o_codes]
-        use_op = (op_code > 0) & ((name_code == 0) | defer)
+        use_op = (op_code > 0) & ((name_code == 0) | defer | self.op_decides(cats)[name_code, op_code])
         final = np.where(use_op, op_code, name_code)
         # the launching op is credited only where it changed the answer
         signal = np.where(final != name_code, 1, np.where(final > 0, 0, 2))
@@ -107,6 +122,20 @@ class Taxonomy:
             "name_category": pd.Categorical.from_codes(name_code, dtype=dtype),
             "op_category": pd.Categorical.from_codes(op_code, dtype=dtype),
         }, index=names.index)
+
+    def op_decides(self, cats: list[str]) -> np.ndarray:
+        """A (name category, op category) table over `cats`: True where the launching op decides."""
+        table = np.zeros((len(cats), len(cats)), dtype=bool)
+        for (i, n), (j, o) in itertools.product(enumerate(cats), enumerate(cats)):
+            entry = self.disagreement(n, o)
+            table[i, j] = entry is not None and entry.decide == "op"
+        return table
+
+    def disagreement(self, name_category: str, op_category: str) -> Disagreement | None:
+        """The first `disagreements` entry for a name and an op that differ, or None (the name decides)."""
+        if name_category == op_category:
+            return None
+        return next((d for d in self.disagreements if name_category in d.name and op_category in d.op), None)
 
     def rules(self, kind: str) -> tuple[Rule, ...]:
         """The rule list for 'kernel', 'cpu_op' or 'launch_op' names."""
@@ -127,7 +156,8 @@ class Taxonomy:
         if rule is None:
             return "no rule"
         where = f"{Path(self.source).name} {rule.key} #{rule.index} ({rule.category}): '{rule.matching_pattern(text)}'"
-        return where + (f" and template '{rule.template.pattern}'" if rule.template is not None else "")
+        where += f" and template '{rule.template.pattern}'" if rule.template is not None else ""
+        return where + (f" and params '{rule.params.pattern}'" if rule.params is not None else "")
 
     def rule_for(self, names: list[str], category: str = "CATEGORY") -> str:
         """A kernel_rules entry (one YAML line) that would claim these kernel names."""
@@ -140,16 +170,17 @@ class Taxonomy:
         rules = self.rules(kind)
         if kind == "kernel":
             parsed = [self.parse(n) for n in names]
-            texts, templates = [p.qualified for p in parsed], [p.template for p in parsed]
+            texts, templates, params = [p.qualified for p in parsed], [p.template for p in parsed], [p.params for p in parsed]
         else:
-            texts, templates = names, names
+            texts, templates, params = names, names, names
         out: list[Rule | None] = [None] * len(names)
         todo = np.arange(len(names))
         for rule in rules:
             if not len(todo):
                 break
             hit = [rule.regex.search(texts[i]) is not None
-                   and (rule.template is None or rule.template.search(templates[i]) is not None) for i in todo]
+                   and (rule.template is None or rule.template.search(templates[i]) is not None)
+                   and (rule.params is None or rule.params.search(params[i]) is not None) for i in todo]
             for i in todo[hit]:
                 out[i] = rule
             todo = todo[~np.array(hit, dtype=bool)]
@@ -198,7 +229,31 @@ def parse_taxonomy(doc: Any, source: str = "<taxonomy>") -> Taxonomy:
         raise AddressableError(f"taxonomy {source}: 'wrappers' must be a list of regexes")
     return Taxonomy(classes, descriptions, rule_sets["kernel_rules"], rule_sets["cpu_op_rules"], source,
                     rule_sets["launch_op_rules"],
-                    _compile(wrappers, f"taxonomy {source}: wrappers", re.IGNORECASE) if wrappers else None)
+                    _compile(wrappers, f"taxonomy {source}: wrappers", re.IGNORECASE) if wrappers else None,
+                    _parse_disagreements(doc.get("disagreements") or [], classes, source))
+
+
+def _parse_disagreements(items: Any, classes: dict[str, str], source: str) -> tuple[Disagreement, ...]:
+    """The `disagreements` list: each entry names categories under `name` and `op`, `decide` and `why`."""
+    if not isinstance(items, list):
+        raise AddressableError(f"taxonomy {source}: 'disagreements' must be a list")
+    out = []
+    for i, item in enumerate(items, 1):
+        where = f"taxonomy {source}: disagreements #{i}"
+        if not isinstance(item, dict) or set(item) != {"name", "op", "decide", "why"}:
+            raise AddressableError(f"{where} needs exactly 'name', 'op', 'decide' and 'why'")
+        if item["decide"] not in ("op", "name"):
+            raise AddressableError(f"{where}: decide must be 'op' or 'name', not {item['decide']!r}")
+        sides = {}
+        for key in ("name", "op"):
+            cats = _pattern_list(item[key])
+            if not cats or set(cats) - set(classes):
+                bad = sorted(set(cats) - set(classes)) if cats else []
+                raise AddressableError(f"{where}: '{key}' must list declared categories"
+                                       + (f" (unknown: {', '.join(bad)})" if bad else ""))
+            sides[key] = frozenset(cats)
+        out.append(Disagreement(sides["name"], sides["op"], item["decide"], str(item["why"]), i))
+    return tuple(out)
 
 
 def _compile(patterns: list[str], where: str, flags: int = re.IGNORECASE) -> re.Pattern:
@@ -231,16 +286,17 @@ def _parse_rules(items: Any, classes: dict[str, str], source: str, key: str) -> 
         patterns = _pattern_list(item.get("patterns"))
         if patterns is None:
             raise AddressableError(f"{where} ({category}) needs a list of regex 'patterns'")
-        template = item.get("template")
-        templates = _pattern_list(template)
-        if template is not None and templates is None:
-            raise AddressableError(f"{where} ({category}): 'template' must be a regex or a list of them")
-        unknown = set(item) - {"category", "patterns", "template", "launch_op_wins"}
+        extra = {}
+        for part in ("template", "params"):
+            given = _pattern_list(item.get(part))
+            if item.get(part) is not None and given is None:
+                raise AddressableError(f"{where} ({category}): '{part}' must be a regex or a list of them")
+            extra[part] = _compile(given, f"{where} ({category})") if given else None
+        unknown = set(item) - {"category", "patterns", "template", "params", "launch_op_wins"}
         if unknown:
             raise AddressableError(f"{where} ({category}): unknown key(s) {', '.join(sorted(unknown))}")
         rules.append(Rule(category, _compile(patterns, f"{where} ({category})"), tuple(patterns),
-                          _compile(templates, f"{where} ({category})") if template and templates else None,
-                          bool(item.get("launch_op_wins", False)), key, i))
+                          extra["template"], extra["params"], bool(item.get("launch_op_wins", False)), key, i))
     return tuple(rules)
 
 

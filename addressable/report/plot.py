@@ -53,12 +53,14 @@ STYLE: dict[RcKeyType, Any] = {
     "savefig.dpi": 300, "figure.dpi": 150,
 }
 
-# Library categories (taxonomy order: gemm, conv, attention, communication, memory, rnn): blues, greys.
-LIBRARY_COLORS = ("#004488", "#6699CC", "#99DDFF", "#555555", "#999999", "#77AADD")
+# Library categories (taxonomy order: gemm, conv, attention, communication, memory, rnn, fft, linalg,
+# sparse, random): blues, greys.
+LIBRARY_COLORS = ("#004488", "#6699CC", "#99DDFF", "#555555", "#999999", "#77AADD", "#114477", "#4477AA",
+                  "#88CCEE", "#222255")
 # Replaceable categories (elementwise, normalization, softmax, reduction, embedding, data_movement,
-# optimizer, pooling, loss, triton, cpu_other): Okabe-Ito and Paul Tol warm colours.
+# optimizer, pooling, loss, triton, cpu_other, sort_scan): Okabe-Ito and Paul Tol warm colours.
 REPLACEABLE_COLORS = ("#E69F00", "#D55E00", "#CC79A7", "#882255", "#AA4499", "#DDCC77", "#CC6677",
-                      "#BBCC33", "#F0E442", "#117733", "#44AA99")
+                      "#BBCC33", "#F0E442", "#117733", "#44AA99", "#661100")
 EXTRA_COLORS = ("#EE7733", "#33BBEE", "#EE3377", "#009988", "#BBBBBB", "#0077BB")
 UNCLASSIFIED_COLOR = "#DDDDDD"
 # One colour per curve: Okabe-Ito without yellow, then Paul Tol's wine, olive and grey. A figure with one curve

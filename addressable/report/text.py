@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from addressable.classify.breakdown import Breakdown
+from addressable.classify.coverage import Coverage
 from addressable.classify.paths import Classified
 from addressable.classify.ranks import format_job, job_json
 from addressable.classify.timeline import format_overlap_note, format_timeline
@@ -158,6 +159,7 @@ def format_explain(table: pd.DataFrame) -> str:
             f"  launched by: {r['op'] or 'unknown (no launching op in the trace)'}",
             f"  name rule:   {r['name_rule']}",
             f"  op rule:     {r['op_rule']}",
+            *([f"  decided by:  {r['decision']}"] if r.get("decision") else []),
             f"  result:      {r['category']} ({r['class']}), by {by}; {r['time_us'] / 1e3:.3f} ms in {r['count']} calls",
         ]))
     return "\n\n".join(blocks)
@@ -184,3 +186,28 @@ def format_classified(c: Classified, top: int = 5, as_json: bool = False, wrote:
     if wrote:
         parts.append(f"\nWrote {wrote}/breakdown.json, categories.csv, kernels.csv")
     return "\n".join(parts)
+
+
+def format_coverage(c: Coverage, top: int = 10, as_json: bool = False, share: float = 0.01) -> str:
+    """What `coverage PATHS` prints: the unclassified share per trace, then the worst unclassified kernels."""
+    if as_json:
+        return json.dumps(c.to_dict(top), indent=2, default=str)
+    ok = c.measured
+    lines = [f"{len(ok)} trace(s) read, {len(c.traces) - len(ok)} not; {len(c.above(share))} above {share:.0%} "
+             "unclassified (share of work time no name or launching-op rule claims)", ""]
+    lines.append(f"{'unclassified':>12} {'by launch op':>12} {'kernels':>9}  trace")
+    for r in ok.itertuples():
+        kernels = f"{r.kernels:,}" if r.basis == "gpu_kernel_time" else "CPU ops"
+        lines.append(f"{r.unclassified_share:12.2%} {r.by_launch_op_share:12.1%} {kernels:>9}  {_short_path(r.trace)}")
+    worst = c.unclassified.head(top)
+    if not worst.empty:
+        lines += ["", "Unclassified kernels (largest share of one trace first):"]
+        for r in worst.itertuples():
+            lines.append(f"  {r.max_trace_share:6.2%}  {r.time_us / 1e3:9.3f} ms  {r.traces} trace(s)  "
+                         f"{short_kernel_name(r.name, 70)}" + (f"  [launched by {r.op}]" if r.op else ""))
+            lines.append(f"           rule: {r.suggested_rule}")
+    return "\n".join(lines)
+
+
+def _short_path(path: str, width: int = 70) -> str:
+    return path if len(path) <= width else "..." + path[-(width - 3):]

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
 from addressable import classify_trace, load_taxonomy
 from addressable.classify.taxonomy import UNCLASSIFIED, parse_taxonomy
+from addressable.core.errors import AddressableError
 from addressable.trace.kernel_names import parse_kernel_name, template_args
 
 TAX = load_taxonomy()
@@ -220,3 +223,111 @@ def test_launch_count_is_exact_across_read_blocks(tmp_path) -> None:
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"traceEvents": events}))
     assert gpu_launches(path) == n
+
+
+# --- issue 28: where the name and the launching op disagree, decide by what the work is ----------
+
+@pytest.mark.parametrize("kernel, op, expected", [
+    # cuDNN/MIOpen run GEMMs and tensor ops inside a convolution: convolution work
+    ("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT", "aten::cudnn_convolution", "conv"),
+    ("void cutlass::Kernel2<cutlass_80_tensorop_s16816gemm_bf16_64x128_64x4_nt_align8>(int)",
+     "aten::convolution_backward", "conv"),
+    ("batched_gemm_xdlops_bwd_weight_kernel", "aten::miopen_convolution_backward_weight", "conv"),
+    ("SubTensorOpWithScalar1d", "aten::miopen_convolution", "conv"),
+    # the same GEMM under a GEMM op stays gemm; a reduction under a convolution (the bias gradient) stays one
+    ("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT", "aten::mm", "gemm"),
+    ("void at::native::reduce_kernel<512>(int)", "aten::convolution_backward", "reduction"),
+    ("Memset (Device)", "aten::cudnn_convolution", "memory"),
+    # FlexAttention's template is attention, whatever its triton_tem_ prefix; a plain Inductor GEMM template is gemm
+    ("triton_tem_fused_flex_attention_0", "flex_attention", "attention"),
+    ("triton_tem_fused_0", "torch_flex_attention_op", "attention"),
+    ("triton_tem_fused_addmm_0", "aten::addmm", "gemm"),
+    # the GEMMs and helpers a solver, FFT or sparse product launches are that library's work
+    ("nvjet_sm90_tst_64x64_64x13_1x2_h_bz_splitK_NTT", "aten::linalg_cholesky_ex", "linalg"),
+    ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int)",
+     "aten::_fft_r2c", "fft"),
+    ("some_unknown_kernel_v2", "aten::_sparse_addmm", "sparse"),
+    ("void at::native::(anonymous namespace)::fill_index_and_segment_kernel<int>(int)", "aten::sort", "sort_scan"),
+    # aten's norm helpers belong to the norm; a copy around a collective stays the caller's copy
+    ("void at::native::(anonymous namespace)::ComputeBackwardFusedParamsCUDAKernel<float>(long)",
+     "aten::native_group_norm_backward", "normalization"),
+    ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>(int)",
+     "c10d::allreduce_", "elementwise"),
+    # DeepEP's kernels: communication by namespace, whatever launched them
+    ("void deep_ep::internode::combine<8, 4>(int)", "", "communication"),
+    ("void dpsk::ep::internode_ll::dispatch<true>(int)", "aten::empty", "communication"),
+])
+def test_name_and_launching_op_decide_by_what_the_work_is(tmp_path, kernel: str, op: str, expected: str) -> None:
+    trace = _kernel_trace(tmp_path / "t.json.gz", [(kernel, op or "aten::empty", 5.0)])
+    if not op:  # no launching op at all: the kernel's External id matches no CPU op
+        doc = json.loads(gzip.decompress(trace.read_bytes()))
+        doc["traceEvents"] = [e for e in doc["traceEvents"] if e["cat"] == "kernel"]
+        trace.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    assert classify_trace(trace).categories["category"].tolist() == [expected]
+
+
+def test_a_decision_by_the_op_is_credited_to_the_op_and_explained() -> None:
+    names = pd.Series(["nvjet_sm90_x", "nvjet_sm90_x"])
+    ops = pd.Series(["aten::cudnn_convolution", "aten::mm"])
+    k = TAX.classify_kernels(names, ops)
+    assert list(k["category"].astype(str)) == ["conv", "gemm"] and list(k["signal"].astype(str)) == ["launch_op", "name"]
+    entry = TAX.disagreement("gemm", "conv")
+    assert entry is not None and entry.decide == "op" and "convolution" in entry.why
+    assert TAX.disagreement("reduction", "conv") is None and TAX.disagreement("gemm", "gemm") is None
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"name": ["gemm"], "op": ["conv"], "decide": "maybe", "why": "x"}, "decide must be 'op' or 'name'"),
+    ({"name": ["gemm"], "op": ["nope"], "decide": "op", "why": "x"}, "unknown: nope"),
+    ({"name": [], "op": ["conv"], "decide": "op", "why": "x"}, "'name' must list declared categories"),
+    ({"name": ["gemm"], "op": ["conv"], "decide": "op"}, "needs exactly 'name', 'op', 'decide' and 'why'"),
+])
+def test_bad_disagreements_entry_is_one_error(entry: dict, message: str) -> None:
+    doc = {"categories": {"gemm": "library", "conv": "library"},
+           "kernel_rules": [{"category": "gemm", "patterns": ["gemm"]}], "disagreements": [entry]}
+    with pytest.raises(AddressableError, match=re.escape(message)):
+        parse_taxonomy(doc)
+
+
+def test_params_rule_reads_the_parameter_types() -> None:
+    """cuBLAS's scal_kernel says whose it is only in its parameters (cublasTransposeParams)."""
+    doc = {"categories": {"blas": "library"},
+           "kernel_rules": [{"category": "blas", "patterns": ["."], "params": ["cublas"]}]}
+    t = parse_taxonomy(doc)
+    assert list(t.classify(["void scal_kernel<float>(cublasTransposeParams<float>, float*)",
+                            "void scal_kernel<float>(float*)"])) == ["blas", UNCLASSIFIED]
+    assert "and params '(?:cublas)'" in t.describe(t.kernel_rules[0], "scal_kernel")
+
+
+@pytest.mark.parametrize("comm", [
+    "void deep_ep::internode::combine<8, 4>(int)", "void dpsk::ep::intranode::notify_dispatch<8>(int)",
+    "void mscclpp::allreduce_kernel<float>(int)", "void vllm::cross_device_reduce_1stage<float, 8>(int)",
+    "nvshmemi_transfer_rma_kernel", "void pplx::a2a_dispatch_kernel(int)",
+])
+def test_expert_parallel_and_custom_collectives_count_as_exposed_or_overlapped_communication(tmp_path, comm) -> None:
+    """A communication kernel on its own stream, half hidden behind a GEMM: 30 us overlapped, 30 us exposed."""
+    events = [
+        {"ph": "X", "cat": "kernel", "name": "nvjet_sm90_tst_x", "ts": 0, "dur": 30, "pid": 0, "tid": 7,
+         "args": {"stream": 7, "device": 0}},
+        {"ph": "X", "cat": "kernel", "name": comm, "ts": 0, "dur": 60, "pid": 0, "tid": 9,
+         "args": {"stream": 9, "device": 0}},
+    ]
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(gzip.compress(json.dumps({"traceEvents": events}).encode()))
+    b = classify_trace(path)
+    assert b.communication_time_us == 60.0
+    assert (b.timeline.communication_overlapped_us, b.timeline.communication_exposed_us) == (30.0, 30.0)
+
+
+def test_explain_says_which_disagreements_entry_decided(tmp_path) -> None:
+    trace = _kernel_trace(tmp_path / "t.json.gz", [
+        ("nvjet_sm90_tst_x", "aten::cudnn_convolution", 5.0),
+        ("void at::native::reduce_kernel<512>(int)", "aten::convolution_backward", 5.0),
+        ("nvjet_sm90_tst_y", "aten::mm", 5.0),
+    ])
+    blocks = {b.split("\n")[0]: b for b in _run(str(trace), "--explain", "nvjet|reduce").output.split("\n\n")}
+    assert "decided by:  disagreements #1: the op decides (cuDNN and MIOpen run GEMMs" in blocks["nvjet_sm90_tst_x"]
+    assert "result:      conv (library), by launch_op" in blocks["nvjet_sm90_tst_x"]
+    reduce = blocks["void at::native::reduce_kernel<512>(int)"]
+    assert "decided by:  no disagreements entry: the name decides" in reduce and "result:      reduction" in reduce
+    assert "decided by" not in blocks["nvjet_sm90_tst_y"]  # name and op agree

@@ -5,8 +5,10 @@
 Sources, each row citing its own:
 - results/h200/*/kernels.csv: every kernel of the committed H200 reference runs, with the category
   recorded at capture time (`EXPECTED_FIXES` lists the names issue 12 re-classified, and why);
-- tests/data/*.json.gz and tests/data/workloads/*.json.gz, and any CAPTURE_DIR/*.json.gz given:
-  every kernel of those real H200 traces (their per-trace time tables go to h200_workloads.csv);
+- tests/data/*.json.gz and tests/data/workloads/*.json.gz, and any CAPTURE_DIR/*.json.gz given (e.g. the
+  traces of gpu/capture_stacks.py, tables named stacks_*): every kernel of those real H200 traces (their
+  per-trace time tables, with the launching op, go to h200_workloads.csv; a name whose category the
+  launching op decides is pinned there only);
 - external.csv: names copied verbatim from public traces pasted in GitHub threads and from
   `__global__` declarations in public source, each with its URL or repository and path.
 Expected categories for trace names come from the reviewed taxonomy (the regression pin);
@@ -36,6 +38,13 @@ EXPECTED_FIXES = {
     "indexFuncLargeIndex<float, long, unsigned int, 2, 2, -2, true, at::native::(anonymous namespace)::ReduceAdd>": "data_movement",
     "indexFuncSmallIndex<float, long, unsigned int, 2, 2, -2, at::native::(anonymous namespace)::ReduceAdd>": "data_movement",
 }
+
+# Issue 28: sort, top-k and scans (CUB's device-wide algorithms, aten's sorts and scans) are a category of
+# their own, sort_scan (replaceable, as reduction was); a CUB transform is a parallel map, elementwise.
+EXPECTED_FIXES.update({k: "sort_scan" for k in (
+    "bitonicSortKVInPlace", "radixSortKVInPlace", "sbtopk::gatherTopK", "tensor_kernel_scan", "cub::detail::merge_sort",
+    "cub::detail::radix_sort", "cub::detail::scan::", "cub::detail::select::", "cub::detail::unique_by_key")})
+EXPECTED_FIXES["cub::detail::transform::transform_kernel"] = "elementwise"
 
 STACKS = [  # first match names the stack
     (r"nccl", "NCCL"), (r"\brccl", "RCCL"), (r"^triton_", "Inductor (Triton)"),
@@ -75,7 +84,11 @@ def from_traces(paths: list[Path]) -> tuple[list[dict], pd.DataFrame]:
                                     table["op"].astype(str).reset_index(drop=True))
         src = (f"addressable {path.relative_to(ROOT)}" if path.is_relative_to(ROOT)
                else f"H200 capture {path.name} (kernel table in tests/data/kernel_names/h200_workloads.csv)")
-        for name, op, cat in zip(table["name"].astype(str), table["op"], cats["category"].astype(str), strict=True):
+        by_name = tax.classify(table["name"].astype(str).reset_index(drop=True)).astype(str)
+        for name, op, cat, alone in zip(table["name"].astype(str), table["op"], cats["category"].astype(str), by_name,
+                                        strict=True):
+            if cat != alone:  # decided by the launching op: pinned with its op in h200_workloads.csv, not here
+                continue
             rows.append({"name": name, "category": cat, "stack": stack_of(name), "source": src,
                          "op": op})
     return rows, pd.concat(tables, ignore_index=True)
