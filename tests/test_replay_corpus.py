@@ -91,3 +91,49 @@ def test_a_pair_past_the_budget_is_skipped_and_logged(tmp_path: Path) -> None:
     assert "SKIPPED (budget" in res.stdout and "two-stream-gelu" in res.stdout.split("SKIPPED")[1]
     assert "0 of 2 pairs captured" in res.stdout
     assert "part-x/profiler_overhead.json" in files and "part-x/capture.log" in files
+
+
+def _mini_corpus(root: Path, heldout_b_scale: float = 1.0) -> Path:
+    """The two committed H200 pairs as a corpus: prefill in dev, two-stream held out (B's steps scaled)."""
+    src = ROOT / "tests/data/pairs"
+    d = root / "part-1"
+    d.mkdir(parents=True)
+    for name, split in (("llama8b-prefill-b4-rmsnorm", "dev"), ("two-stream-gelu", "heldout")):
+        for f in src.glob(f"{name}.*.json.gz"):
+            (d / f.name).write_bytes(f.read_bytes())
+        meta = json.loads((src / f"{name}.json").read_text())
+        meta["split"] = split
+        if split == "heldout":
+            meta["step_ms"]["B"] = [t * heldout_b_scale for t in meta["step_ms"]["B"]]
+        (d / f"{name}.json").write_text(json.dumps(meta))
+    return root
+
+
+def _validate(corpus: Path, out: Path) -> tuple[subprocess.CompletedProcess, Path]:
+    err = out.with_suffix(".yaml")
+    res = subprocess.run([sys.executable, str(ROOT / "gpu/replay_corpus_validation.py"), str(corpus), "--out", str(out),
+                          "--error-model", str(err)], capture_output=True, text=True, cwd=ROOT, timeout=600,
+                         env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    return res, err
+
+
+def test_corpus_validation_fits_on_dev_and_scores_heldout_apart(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from addressable.projection.intervals import read_error_model
+    res, err = _validate(_mini_corpus(tmp_path / "c1"), tmp_path / "v1.csv")
+    assert res.returncode == 0, res.stderr[-2000:]
+    t = pd.read_csv(tmp_path / "v1.csv")
+    assert list(t["split"]) == ["dev", "heldout"] and (t["model"] == t["model"].iloc[0]).all()
+    assert {"uniform", "own", "module", "event", "lo", "hi", "inside", "regime_detected"} <= set(t.columns)
+    assert (t["lo"] <= t[t["model"].iloc[0]]).all() and (t[t["model"].iloc[0]] <= t["hi"]).all()
+    # no profiler-free swap time and no profiler_overhead.json in these older captures: both fall back to uniform
+    assert t["module"].to_numpy() == pytest.approx(t["uniform"].to_numpy())
+    assert t["event"].to_numpy() == pytest.approx(t["uniform"].to_numpy())
+    assert "HELD-OUT" in res.stdout
+    # held-out data never reaches the fit: change what the held-out pair measured, and only its score moves
+    res2, err2 = _validate(_mini_corpus(tmp_path / "c2", heldout_b_scale=1.2), tmp_path / "v2.csv")
+    assert res2.returncode == 0, res2.stderr[-2000:]
+    a, b = read_error_model(err), read_error_model(err2)
+    assert (a.pooled, a.half_width, a.source.split("model ")[1]) == (b.pooled, b.half_width, b.source.split("model ")[1])
+    assert a.heldout_max != b.heldout_max

@@ -67,8 +67,9 @@ def widen(point: float, lo: float, hi: float, model: float, noise: float = 0.0) 
     return min(lo, point) * math.exp(-h), max(hi, point) * math.exp(h)
 
 
-def read_error_model(path: Path = ERROR_MODEL) -> ErrorModel:
-    """The committed error model (a missing or malformed file is a one-line error)."""
+def read_error_model(path: Path | None = None) -> ErrorModel:
+    """The committed error model (ERROR_MODEL by default; a missing or malformed file is a one-line error)."""
+    path = ERROR_MODEL if path is None else path
     data = read_yaml(path, "replay error model")
     try:
         regimes = data.get("regimes") or {}
