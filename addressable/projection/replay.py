@@ -116,6 +116,8 @@ class Change:
     CPU time before each launch a call keeps: "typical" (the trace's median CPU time before a
     launch, at most the launch's own) or "own" (the launch's own, which also holds the first eager
     op's dispatch and whatever Python ran before it). The two bracket the fused op's real cost.
+    `cpu_after_us` (with kernels_after): the CPU time each call keeps, measured (unprofiled, so not
+    scaled), spread evenly over its kept launches (each launch's gap plus its call); it overrides dispatch.
     """
 
     mask: np.ndarray
@@ -123,6 +125,7 @@ class Change:
     kernels_after: float | None = None
     calls: np.ndarray | None = None
     dispatch: str = "typical"
+    cpu_after_us: float | None = None
 
 
 @dataclass
@@ -633,8 +636,12 @@ def _apply(g: Graph, s: _State, c: Change, cpu_scale: Scale = 1.0) -> None:
     m = np.minimum(count, keep)
     kept = rank < m[call]
     s.gpu_dur[idx[kept]] = (total / (c.k * np.maximum(m, 1)))[call[kept]]
-    if c.dispatch == "typical":  # a kept kernel's dispatch: the trace's typical CPU time before a launch
-        stay = g.gpu_anchor[idx[kept & g.gpu_launched[idx]]]
+    launched = kept & g.gpu_launched[idx]
+    stay = g.gpu_anchor[idx[launched]]
+    if c.cpu_after_us is not None:  # the call's measured CPU time after, over its kept launches
+        n_kept = np.bincount(call[launched], minlength=n_calls)
+        s.cpu_gap[stay] = np.maximum(c.cpu_after_us / n_kept[call[launched]] - s.cpu_dur[stay], 0.0)
+    elif c.dispatch == "typical":  # a kept kernel's dispatch: the trace's typical CPU time before a launch
         typical = g.typical["launch_gap_us"] * (cpu_scale[stay] if isinstance(cpu_scale, np.ndarray) else cpu_scale)
         s.cpu_gap[stay] = np.minimum(s.cpu_gap[stay], typical)
     elif c.dispatch != "own":
