@@ -142,10 +142,10 @@ def choose(dev: pd.DataFrame) -> str:
     return min(score, key=lambda m: score[m])
 
 
-def score(t: pd.DataFrame, m: str) -> str:
+def score(t: pd.DataFrame, m: str, inside: bool = False) -> str:
     e = t[f"{m}_error"].abs()
     return (f"median |error| {e.median():.1%}, max {e.max():.1%}, within 5%: {(e <= 0.05).sum()}/{len(t)}"
-            + (f", inside the 80% interval: {t['inside'].sum()}/{len(t)}" if "inside" in t else ""))
+            + (f", inside the 80% interval: {t['inside'].sum()}/{len(t)}" if inside else ""))
 
 
 def corpus_pairs(root: Path) -> list[tuple[Path, str]]:
@@ -192,9 +192,9 @@ def main(argv: list[str] | None = None) -> int:
     t["inside"] = (t["lo"] <= t["measured"]) & (t["measured"] <= t["hi"])
     dev, held = t[t["split"] == "dev"], t[t["split"] == "heldout"]
     model.heldout_max = {r: float(g[f"{best}_error"].abs().max()) for r, g in held.groupby("regime_detected")}
-    print(f"chosen on dev: {best}; dev: {score(dev, best)}")
+    print(f"chosen on dev: {best}; dev: {score(dev, best, True)}")
     if len(held):
-        print(f"HELD-OUT ({best}): {score(held, best)}")
+        print(f"HELD-OUT ({best}): {score(held, best, True)}")
         for m in (m for m in MODELS if m != best):
             print(f"  held-out {m} (not chosen): {score(held, m)}")
     write_text(args.out, t.to_csv(index=False, float_format="%.4f"))
