@@ -10,7 +10,15 @@ import pytest
 
 from addressable.core.errors import AddressableError
 from addressable.projection import intervals
-from addressable.projection.replay import calls_in_ranges, fit_cpu_scale, regime_of, replay, scales, step_span
+from addressable.projection.replay import (
+    Change,
+    calls_in_ranges,
+    fit_cpu_scale,
+    regime_of,
+    replay,
+    scales,
+    step_span,
+)
 from addressable.trace.reader import load_trace
 from tests.projection.test_replay import (
     GEMM,
@@ -124,3 +132,20 @@ def test_project_widens_the_interval_and_warns_in_a_bad_regime(tmp_path: Path, m
     assert hi == pytest.approx(b["speedup_wall_interval"][1] * np.exp(0.06))
     assert [w for w in after["warnings"] if "cpu-bound runs were off by up to 9.0%" in w]
     assert not [w for w in before["warnings"] if "held-out" in w]
+
+
+def test_a_fused_call_keeps_the_cpu_time_it_is_given(tmp_path: Path) -> None:
+    """test_replay's fused call (kernels 3-5 into one) with the replacement's CPU time per call given."""
+    tb = TraceBuilder()
+    for t in [40, 90, 140, 250, 300, 350, 400, 450]:  # 10 us calls, 40 us of CPU before each, 100 before call 3
+        tb.launch(t, 10, t + 8, 5)
+    tb.step(1, 0, 460)
+    g = graph(tmp_path, tb)
+    fuse = (np.arange(g.n_gpu) >= 3) & (np.arange(g.n_gpu) <= 5)
+    # 25 us: call 3 takes 15 + 10 after call 2 ends (150): 165-175; call 6 215-225, call 7 265-275, its kernel 273-278
+    assert replay(g, [Change(fuse, kernels_after=1, cpu_after_us=25)]).span == pytest.approx(278)
+    # 200 us: more than the eager ops took (the typical rule's 303, own's 363 lie between): call 3 340-350 ... 453
+    assert replay(g, [Change(fuse, kernels_after=1, cpu_after_us=200)]).span == pytest.approx(453)
+    # measured unprofiled: not scaled with the rest of the CPU (at 0.5, calls 4-7 and their gaps halve)
+    half = replay(g, [Change(fuse, kernels_after=1, cpu_after_us=25)], cpu_scale=0.5)
+    assert half.cpu_start[3] - half.cpu_end[2] == pytest.approx(25 - 5)  # its launch call (10 us) is scaled
