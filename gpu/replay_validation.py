@@ -172,10 +172,10 @@ def rounds_of(pairs: Path, name: str) -> list[tuple[Path, Path]]:
     return out
 
 
-def validate_round(path_a: Path, path_b: Path, step_a: float) -> dict:
-    """Measured kernel speedup, k, and the projections from one profiled round (A's trace, B's trace)."""
-    _, ga, fa, ba = load(path_a)
-    _, gb, fb, bb = load(path_b)
+def group_changes(ga: Graph, fa: np.ndarray, ba: np.ndarray, gb: Graph, fb: np.ndarray, bb: np.ndarray
+                  ) -> tuple[list[Change], dict, float]:
+    """The what-if measured from A and B (forward and backward: k and kernels per call), its columns,
+    and the group's time in A."""
     sa, sb = in_steps(ga), in_steps(gb)
     row: dict = {}
     changes, group_time = [], 0.0
@@ -188,6 +188,15 @@ def validate_round(path_a: Path, path_b: Path, step_a: float) -> dict:
         if ta > 0:
             changes.append(Change(ca >= 0, row[f"k_{part}"], 0 if math.isnan(nb) else nb, ca))
             group_time += ta
+    return changes, row, group_time
+
+
+def validate_round(path_a: Path, path_b: Path, step_a: float) -> dict:
+    """Measured kernel speedup, k, and the projections from one profiled round (A's trace, B's trace)."""
+    _, ga, fa, ba = load(path_a)
+    _, gb, fb, bb = load(path_b)
+    sa = in_steps(ga)
+    changes, row, group_time = group_changes(ga, fa, ba, gb, fb, bb)
     oa, ob = original(ga), original(gb)
     kernel_a = float(ga.gpu_dur[sa].sum())
     n_a = max(len(ga.steps), 1)

@@ -65,6 +65,7 @@ from addressable.classify.taxonomy import UNCLASSIFIED, default_taxonomy
 from addressable.core.amdahl import amdahl
 from addressable.core.errors import AddressableError
 from addressable.core.jsonutil import to_jsonable
+from addressable.projection import intervals
 from addressable.projection import replay as replay_model
 from addressable.projection.wins import (
     Resolver,
@@ -136,6 +137,8 @@ class Projection:
                     v = r[prefix + m]
                     item[prefix + m] = v
                     item[f"{prefix}{m}_interval"] = None if _nan(v) else [r[f"{prefix}{m}_lo"], r[f"{prefix}{m}_hi"]]
+            item.update({k: r[k] for k in ("replay_regime", "replay_model_error", "replay_step_noise",
+                                           "replay_coverage") if k in r})
             if r["replay_ranks"]:
                 item["replay_ranks"] = r["replay_ranks"]
             item["ceiling_kernel_roofline"] = r["ceiling_kernel_roofline"]
@@ -226,6 +229,7 @@ def project(runs: Sequence[Run | str | Path], wins: pd.DataFrame | str | Path, *
     messages += [f"run {r['run']}: projected with Amdahl's law: {r['model_reason']}" for r in run_rows
                  if model == "replay" and r["model"] == "amdahl" and r["model_reason"] != NO_TRACE]
     messages += [as_profiled_warning(r) for r in run_rows if r["model"] == "replay" and r["wall_basis"] == "profiled step"]
+    messages += [f"run {r['run']}: {r['replay_warning']}" for r in run_rows if r.get("replay_warning")]
     return Projection(pd.DataFrame(run_rows), pd.DataFrame(contrib, columns=_CONTRIB_COLUMNS), table, unmatched,
                       combine, include_unverified, messages)
 
@@ -416,7 +420,22 @@ def _replay_run(run: Run, groups: list[Group], model: str) -> dict[str, Any]:
         out[f"replay_ceiling_{b}"] = out[f"replay_ceiling_{b}_lo"] = out[f"replay_ceiling_{b}_hi"] = top
     if not run.step_time_ms:  # no wall basis: the profiled step is the wall clock here
         out["wall_basis"] = "profiled step"
+    out.update(_model_error(run, res, unprofiled))
     return out
+
+
+def _model_error(run: Run, res: replay_model.ReplayProjection, unprofiled: float | None) -> dict[str, Any]:
+    """The wall interval widened by the replay's validated error in the run's regime and its step noise
+    (docs/replay.md#intervals), and the warning for a regime whose held-out error stayed above 5%."""
+    errors = intervals.read_error_model() if intervals.ERROR_MODEL.is_file() else None
+    if errors is None:
+        return {"replay_regime": res.regime}
+    noise = intervals.step_noise(run.unprofiled_steps_ms()) if unprofiled else 0.0
+    width = errors.width(res.regime)
+    lo, hi = intervals.widen(res.speedup_wall, res.speedup_wall_lo, res.speedup_wall_hi, width, noise)
+    return {"replay_regime": res.regime, "replay_model_error": width, "replay_step_noise": noise,
+            "replay_coverage": errors.coverage, "replay_speedup_wall_lo": lo, "replay_speedup_wall_hi": hi,
+            "replay_warning": errors.warning(res.regime)}
 
 
 _CONTRIB_COLUMNS = ["run", "target", "group", "class", "share", "share_wall", "k", "k_interval", "rows",

@@ -116,6 +116,8 @@ class Change:
     CPU time before each launch a call keeps: "typical" (the trace's median CPU time before a
     launch, at most the launch's own) or "own" (the launch's own, which also holds the first eager
     op's dispatch and whatever Python ran before it). The two bracket the fused op's real cost.
+    `cpu_after_us` (with kernels_after): the CPU time each call keeps, measured (unprofiled, so not
+    scaled), spread evenly over its kept launches (each launch's gap plus its call); it overrides dispatch.
     """
 
     mask: np.ndarray
@@ -123,6 +125,7 @@ class Change:
     kernels_after: float | None = None
     calls: np.ndarray | None = None
     dispatch: str = "typical"
+    cpu_after_us: float | None = None
 
 
 @dataclass
@@ -572,8 +575,12 @@ class _State:
     gpu_gap: np.ndarray
 
 
-def replay(g: Graph, changes: Sequence[Change] = (), cpu_scale: float = 1.0) -> Replay:
-    """Replay the graph, after applying `changes` in order, with CPU time (gaps, calls) times `cpu_scale`.
+Scale = float | np.ndarray  # CPU-time scale: one for every call, or one per call (`scales`)
+
+
+def replay(g: Graph, changes: Sequence[Change] = (), cpu_scale: Scale = 1.0) -> Replay:
+    """Replay the graph, after applying `changes` in order, with CPU time (gaps, calls) times `cpu_scale`
+    (a number, or one per CPU call: `scales`).
 
     Kernels that shared the GPU with other streams' kernels in the trace (`Graph.gpu_share` > 0) take
     their solo duration plus their share of the overlap the replay gives them: with changes, the
@@ -600,7 +607,7 @@ def replay(g: Graph, changes: Sequence[Change] = (), cpu_scale: float = 1.0) -> 
     return r
 
 
-def _apply(g: Graph, s: _State, c: Change, cpu_scale: float = 1.0) -> None:
+def _apply(g: Graph, s: _State, c: Change, cpu_scale: Scale = 1.0) -> None:
     mask = np.asarray(c.mask, bool)
     if mask.shape != (g.n_gpu,):
         raise ValueError("a Change's mask must have one entry per GPU op of the graph")
@@ -629,9 +636,14 @@ def _apply(g: Graph, s: _State, c: Change, cpu_scale: float = 1.0) -> None:
     m = np.minimum(count, keep)
     kept = rank < m[call]
     s.gpu_dur[idx[kept]] = (total / (c.k * np.maximum(m, 1)))[call[kept]]
-    if c.dispatch == "typical":  # a kept kernel's dispatch: the trace's typical CPU time before a launch
-        stay = g.gpu_anchor[idx[kept & g.gpu_launched[idx]]]
-        s.cpu_gap[stay] = np.minimum(s.cpu_gap[stay], g.typical["launch_gap_us"] * cpu_scale)
+    launched = kept & g.gpu_launched[idx]
+    stay = g.gpu_anchor[idx[launched]]
+    if c.cpu_after_us is not None:  # the call's measured CPU time after, over its kept launches
+        n_kept = np.bincount(call[launched], minlength=n_calls)
+        s.cpu_gap[stay] = np.maximum(c.cpu_after_us / n_kept[call[launched]] - s.cpu_dur[stay], 0.0)
+    elif c.dispatch == "typical":  # a kept kernel's dispatch: the trace's typical CPU time before a launch
+        typical = g.typical["launch_gap_us"] * (cpu_scale[stay] if isinstance(cpu_scale, np.ndarray) else cpu_scale)
+        s.cpu_gap[stay] = np.minimum(s.cpu_gap[stay], typical)
     elif c.dispatch != "own":
         raise ValueError(f"Change.dispatch must be 'typical' or 'own', not {c.dispatch!r}")
     gone = idx[~kept]
@@ -644,7 +656,7 @@ def _apply(g: Graph, s: _State, c: Change, cpu_scale: float = 1.0) -> None:
     s.cpu_base[calls] = 0.0
 
 
-def _run(g: Graph, s: _State, scale: float) -> Replay:
+def _run(g: Graph, s: _State, scale: Scale) -> Replay:
     n_cpu, n = g.n_cpu, g.n_gpu
     cpu_start, cpu_end = np.empty(n_cpu), np.empty(n_cpu)
     gpu_start, gpu_end = np.full(n, np.nan), np.full(n, np.nan)
@@ -712,11 +724,13 @@ def _gpu_chunk(g: Graph, s: _State, ops: np.ndarray, cpu_start: np.ndarray, gpu_
         last_end[st] = end[-1]
 
 
-def _spans(g: Graph, cpu_start: np.ndarray, cpu_end: np.ndarray, gpu_end: np.ndarray, scale: float = 1.0
+def _spans(g: Graph, cpu_start: np.ndarray, cpu_end: np.ndarray, gpu_end: np.ndarray, scale: Scale = 1.0
            ) -> tuple[pd.DataFrame, float]:
     """Each step's replayed start and end: its CPU span, or later, the end of the GPU work it launched."""
     st = g.steps
     first, last = st["first_call"].to_numpy(), st["last_call"].to_numpy()
+    if isinstance(scale, np.ndarray):  # the CPU time before a step's first call and after its last
+        scale = float(np.median(scale)) if len(scale) else 1.0
     orig_end = g.cpu_ts + g.cpu_dur
     start = cpu_start[first] - (g.cpu_ts[first] - st["start"].to_numpy()) * scale  # CPU time before the first call
     cpu_stop = cpu_end[last] + (st["end"].to_numpy() - orig_end[last]) * scale
@@ -753,8 +767,43 @@ def step_span(r: Replay) -> float:
     return r.span / max(len(r.steps), 1)
 
 
-def fit_cpu_scale(g: Graph, step_us: float, lo: float = 0.05, hi: float = 4.0, rtol: float = 1e-3) -> float:
-    """The CPU scale at which the unmodified replay's step takes `step_us` (an unprofiled step time).
+def scales(g: Graph, rest: float, fixed: Sequence[tuple[np.ndarray, float]] = ()) -> Scale:
+    """Per-call CPU scales: `rest` everywhere but the calls of each (mask over CPU calls, scale) in `fixed`."""
+    if not fixed:
+        return rest
+    out = np.full(g.n_cpu, rest, float)
+    for mask, scale in fixed:
+        out[np.asarray(mask, bool)] = scale
+    return out
+
+
+def calls_in_ranges(g: Graph, trace: Trace, name: str) -> np.ndarray:
+    """Mask over CPU calls: the call starts inside a CPU range named `name` (record_function) on its thread."""
+    ev = trace.events
+    r = ev[(ev["name"] == name).to_numpy() & (ev["kind"] == "cpu_annotation").to_numpy()]
+    out = np.zeros(g.n_cpu, bool)
+    if r.empty or not g.n_cpu:
+        return out
+    t0 = float(ev["ts"].iloc[g.cpu_row[0]]) - float(g.cpu_ts[0])  # the graph's clock is the trace's minus t0
+    ts = g.cpu_ts + t0
+    tid = ev["tid"].to_numpy(dtype=np.int64, na_value=-1)[g.cpu_row]
+    r_tid = r["tid"].to_numpy(dtype=np.int64, na_value=-1)
+    r_ts, r_end = r["ts"].to_numpy(float), (r["ts"] + r["dur"]).to_numpy(float)
+    for t in np.unique(r_tid):
+        o = np.flatnonzero(r_tid == t)
+        o = o[np.argsort(r_ts[o])]
+        q = np.flatnonzero(tid == t)
+        i = np.searchsorted(r_ts[o], ts[q], "right") - 1
+        ok = i >= 0
+        ok[ok] = ts[q][ok] <= np.maximum.accumulate(r_end[o])[i[ok]]
+        out[q[ok]] = True
+    return out
+
+
+def fit_cpu_scale(g: Graph, step_us: float, lo: float = 0.05, hi: float = 4.0, rtol: float = 1e-3,
+                  fixed: Sequence[tuple[np.ndarray, float]] = ()) -> float:
+    """The CPU scale at which the unmodified replay's step takes `step_us` (an unprofiled step time);
+    with `fixed` (mask over CPU calls, their own measured scale), the scale of the other calls.
 
     The profiler slows the CPU (each op and runtime call is recorded) but hardly the GPU, so a
     profiled launch-bound step is longer than an unprofiled one; scaling the CPU time of the graph
@@ -763,14 +812,33 @@ def fit_cpu_scale(g: Graph, step_us: float, lo: float = 0.05, hi: float = 4.0, r
     """
     if not step_us > 0:
         return 1.0
-    if step_span(replay(g, cpu_scale=lo)) >= step_us:
+    def span(x: float) -> float:
+        return step_span(replay(g, cpu_scale=scales(g, x, fixed)))
+
+    if span(lo) >= step_us:
         return lo
-    if step_span(replay(g, cpu_scale=hi)) <= step_us:
+    if span(hi) <= step_us:
         return hi
     while hi - lo > rtol * lo:
         mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if step_span(replay(g, cpu_scale=mid)) < step_us else (lo, mid)
+        lo, hi = (mid, hi) if span(mid) < step_us else (lo, mid)
     return 0.5 * (lo + hi)
+
+
+CPU_BOUND_BELOW = 0.8  # GPU busy / step under this: the CPU (dispatch, launches) holds the step
+
+
+def regime_of(g: Graph, step_us: float | None = None) -> str:
+    """A run's regime from its graph: multi-stream (kernels of two streams overlapped or waited on each
+    other), compiled (inductor's triton kernels), else cpu-bound or gpu-bound by GPU busy / step."""
+    if g.typical.get("n_shared_kernels") or g.typical.get("n_cross_stream_waits"):
+        return "multi-stream"
+    if any(str(n).startswith("triton_") for n in np.unique(g.gpu_name.astype(str))):
+        return "compiled"
+    o = original(g)
+    n = max(len(g.steps), 1)
+    step = step_us if step_us and step_us > 0 else o.span / n
+    return "cpu-bound" if o.busy / n / step < CPU_BOUND_BELOW else "gpu-bound"
 
 
 def original(g: Graph) -> Replay:
@@ -823,6 +891,7 @@ class ReplayProjection:
     n_steps: int
     profiled_step_ms: float  # mean span of a profiled step (the slowest rank's)
     ranks: pd.DataFrame  # rank, trace, residual, speedup_wall, speedup_kernel, cross-stream waits, waits
+    regime: str = ""  # rank 0's `regime_of` (the validation's error model is per regime)
 
 
 def load_graph(path: str | Path | Trace) -> tuple[Trace, Graph | None, str]:
@@ -840,7 +909,7 @@ def project_traces(paths: Sequence[str | Path | Trace], whatifs: Sequence[WhatIf
     With `step_us` (the unprofiled step time), each graph's CPU time is first scaled so that its
     replayed step takes that long (`fit_cpu_scale`): the profiler's own CPU overhead is taken out.
     """
-    rows, per_step = [], []
+    rows, per_step, regime = [], [], ""
     for rank, path in enumerate(paths):
         trace, g, why = load_graph(path)
         if g is None:
@@ -857,6 +926,8 @@ def project_traces(paths: Sequence[str | Path | Trace], whatifs: Sequence[WhatIf
         point, lo, hi = (replay(g, changes(w, d), scale) for w, d in (("k", "typical"), ("k_lo", "own"),
                                                                       ("k_hi", "typical")))
         top = replay(g, [Change(ceiling(trace, g), np.inf)], scale)
+        if rank == 0:
+            regime = regime_of(g, step_us)
         rows.append({"rank": rank, "trace": trace.path, "residual": residual(g, unscaled), "cpu_scale": scale,
                      "span": original(g).span, "base": base.span, "point": point.span, "lo": lo.span,
                      "hi": hi.span, "ceiling": top.span, "busy": base.busy, "busy_point": point.busy,
@@ -880,4 +951,4 @@ def project_traces(paths: Sequence[str | Path | Trace], whatifs: Sequence[WhatIf
                             float(t["residual"].iloc[int(t["residual"].abs().argmax())]), float(t["cpu_scale"].iloc[0]),
                             n_steps, float(t["span"].max()) / max(n_steps, 1) / 1e3,
                             t.drop(columns=["base", "point", "lo", "hi", "ceiling", "busy_point", "busy_lo",
-                                            "busy_hi", "busy_ceiling"]))
+                                            "busy_hi", "busy_ceiling"]), regime)

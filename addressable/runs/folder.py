@@ -382,6 +382,16 @@ class Run:
         """Unprofiled step time (or --step-ms, or a trace's profiled step); None when absent or not positive."""
         return positive_or_none(self.info.get("step_time_ms"))
 
+    def unprofiled_steps_ms(self) -> np.ndarray:
+        """Each unprofiled step's time from steps.csv (ms); empty for a run without that file."""
+        f = self.path / "steps.csv"
+        if not self.is_folder or not f.is_file():
+            return np.empty(0)
+        t = read_csv(f)
+        if not {"time_ms", "profiled"} <= set(t.columns):
+            return np.empty(0)
+        return t.loc[~t["profiled"].astype(bool), "time_ms"].to_numpy(float)
+
     @cached_property
     def _on_basis(self) -> tuple[str, pd.Series, list[tuple[pd.Series, float | None]]]:
         cats = self._checked_categories

@@ -1,0 +1,107 @@
+"""How sure a replay projection is (docs/replay.md#intervals).
+
+The interval of a projected speedup combines three things:
+- the model's own error: the `coverage` quantile of |log(projected / measured)| over the validation
+  corpus's dev half (gpu/replay_corpus.py, results/h200/replay_corpus/), per regime where the regime
+  has enough dev pairs, else pooled (`replay_error.yaml`, written by gpu/replay_corpus_validation.py);
+- the spread of the unprofiled step times the replay was calibrated to (`step_noise`);
+- the interval of the speedup given (the projection at k_lo and at k_hi).
+The first two add in quadrature on the log scale; the interval is [lo × e^-h, hi × e^h]. Regimes whose
+held-out error stayed above `warn_above` are named, and a projection of a run in one says so.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from addressable.core.errors import AddressableError
+from addressable.core.files import read_yaml
+
+ERROR_MODEL = Path(__file__).with_name("replay_error.yaml")
+REGIMES = ("multi-stream", "compiled", "cpu-bound", "gpu-bound")  # replay.regime_of
+
+
+@dataclass
+class ErrorModel:
+    """The replay's error per regime (relative half-widths of its `coverage` interval), from dev pairs."""
+
+    coverage: float
+    pooled: float
+    half_width: dict[str, float] = field(default_factory=dict)
+    n_dev: dict[str, int] = field(default_factory=dict)
+    heldout_max: dict[str, float] = field(default_factory=dict)  # max |error| of held-out pairs, per regime
+    warn_above: float = 0.05
+    source: str = ""
+
+    def width(self, regime: str) -> float:
+        return self.half_width.get(regime, self.pooled)
+
+    def warning(self, regime: str) -> str | None:
+        """A line for runs in a regime whose held-out error stayed above warn_above; None otherwise."""
+        worst = self.heldout_max.get(regime, math.nan)
+        if not worst > self.warn_above:
+            return None
+        return (f"replay projections of {regime} runs were off by up to {worst:.1%} on the validation corpus's "
+                f"held-out pairs (above {self.warn_above:.0%}): read this projection as a rough one (docs/replay.md)")
+
+
+def step_noise(step_ms: np.ndarray, q: float = 0.25, coverage: float = 0.8, n_boot: int = 400) -> float:
+    """Relative half-width of the `coverage` interval of the q-quantile of step times (a seeded bootstrap)."""
+    x = np.asarray(step_ms, float)
+    x = x[np.isfinite(x)]
+    if len(x) < 4:
+        return 0.0
+    rng = np.random.default_rng(0)
+    boot = np.quantile(rng.choice(x, (n_boot, len(x))), q, axis=1)
+    lo, hi = np.quantile(np.log(boot), [(1 - coverage) / 2, (1 + coverage) / 2])
+    return float((hi - lo) / 2)
+
+
+def widen(point: float, lo: float, hi: float, model: float, noise: float = 0.0) -> tuple[float, float]:
+    """The interval [min(lo, point) e^-h, max(hi, point) e^h] with h = sqrt(model² + noise²)."""
+    h = math.hypot(model, noise)
+    return min(lo, point) * math.exp(-h), max(hi, point) * math.exp(h)
+
+
+def read_error_model(path: Path | None = None) -> ErrorModel:
+    """The committed error model (ERROR_MODEL by default; a missing or malformed file is a one-line error)."""
+    path = ERROR_MODEL if path is None else path
+    data = read_yaml(path, "replay error model")
+    try:
+        regimes = data.get("regimes") or {}
+        return ErrorModel(float(data["coverage"]), float(data["pooled_half_width"]),
+                          {r: float(v["half_width"]) for r, v in regimes.items() if v.get("half_width") is not None},
+                          {r: int(v.get("n_dev", 0)) for r, v in regimes.items()},
+                          {r: float(v["heldout_max_abs_error"]) for r, v in regimes.items()
+                           if v.get("heldout_max_abs_error") is not None},
+                          float(data.get("warn_above", 0.05)), str(data.get("source", "")))
+    except (AttributeError, KeyError, TypeError, ValueError) as e:
+        raise AddressableError(f"replay error model {path}: bad or missing field ({e})") from None
+
+
+def fit_error_model(errors: dict[str, list[float]], coverage: float = 0.8, min_dev: int = 3,
+                    source: str = "") -> ErrorModel:
+    """Half-widths from dev residuals (relative errors, per regime): the `coverage` quantile of
+    |log(1 + error)|, per regime with at least `min_dev` pairs, pooled over all of them otherwise."""
+    logs = {r: np.abs(np.log1p(np.asarray(v, float))) for r, v in errors.items() if len(v)}
+    if not logs:
+        raise AddressableError("no dev residuals to fit the replay error model on")
+    pooled = float(np.quantile(np.concatenate(list(logs.values())), coverage))
+    half = {r: float(np.quantile(v, coverage)) for r, v in logs.items() if len(v) >= min_dev}
+    return ErrorModel(coverage, pooled, half, {r: len(v) for r, v in logs.items()}, source=source)
+
+
+def error_model_yaml(m: ErrorModel) -> str:
+    """The error model as the YAML `read_error_model` reads (written by the validation, committed)."""
+    lines = [f"# written by gpu/replay_corpus_validation.py from {m.source or 'the validation corpus'}; do not edit",
+             f"coverage: {m.coverage}", f"pooled_half_width: {m.pooled:.4f}", f"warn_above: {m.warn_above}",
+             f"source: {m.source!r}", "regimes:"]
+    for r in sorted(set(m.n_dev) | set(m.heldout_max)):
+        hw, hm = m.half_width.get(r), m.heldout_max.get(r)
+        lines.append(f"  {r}: {{n_dev: {m.n_dev.get(r, 0)}, half_width: {'null' if hw is None else f'{hw:.4f}'}, "
+                     f"heldout_max_abs_error: {'null' if hm is None else f'{hm:.4f}'}}}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,974 @@
+"""Capture the replay validation corpus (issue 27) on one H200: A/B swap pairs across regimes.
+
+Each pair is one model stepped twice, A with an eager (slow) module and B with a faster replacement,
+nothing else changed; both mark the swapped module with record_function('swap_group'). Per pair:
+  - unprofiled step times of A and B, interleaved step by step (AB, BA, ...) in rounds, until the
+    ratio of A to B is known to +-1% (95%, over the rounds) or the pair's time is spent; every step's
+    synchronised time (step_ms), the time at which the step's Python returned (cpu_ms, the CPU's
+    dispatch time when the GPU keeps up), the swap group's own CPU time (swap_cpu_ms, perf_counter
+    around the marked module) and the round of each step are kept;
+  - two profiled windows per variant, alternating A, B, A, B (one warm-up step, 2 recorded steps each;
+    NAME.A.json.gz is round 0, NAME.A.r1.json.gz round 1), so gpu/replay_validation.py reads them;
+  - a profiler-free pass with global forward hooks and perf_counter alone: each module class's CPU
+    time (inclusive) and calls per step (`module_cpu`), the CPU side the profiler hides.
+Per part, before the pairs: the profiler's own cost per recorded event (profiler_overhead.json), from
+loops of tiny ops timed with and without the profiler.
+The split into dev and heldout is fixed before any data exists: results/h200/replay_corpus/split.csv
+(a rule on the pair names, `split_of`; tests/test_replay_corpus.py checks the file follows it).
+
+    python3 gpu/replay_corpus.py "$OUT" --part 1 [--budget-s 450]   # then --part 2 in a second call
+    python3 gpu/replay_corpus.py OUT --smoke [--pairs NAME,...]     # tiny sizes on the CPU (the test)
+
+Writes OUT/corpus/part-N/ (NAME.json, NAME.{A,B}[.rR].json.gz, profiler_overhead.json, capture.log),
+packed after every pair into OUT/replay_corpus_partN_I.tar (at most 4, 15 MiB each) and OUT/capture_partN.log.
+A pair that does not fit in what is left of --budget-s (wall seconds from start) is skipped and logged.
+About 165 s a part on the H200 (CUDA start and torch.compile included; the 26 committed pairs, --pair-s 12);
+four training pairs came out at +-2.2-3.0% (95%): --pair-s 24 fits the budget and narrows them.
+"""
+
+from __future__ import annotations
+
+import time
+
+T_START = time.time()  # before torch's import: the budget counts the whole process
+
+import argparse  # noqa: E402
+import contextlib  # noqa: E402
+import csv  # noqa: E402
+import gc  # noqa: E402
+import gzip  # noqa: E402
+import hashlib  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import tarfile  # noqa: E402
+import traceback  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch import nn  # noqa: E402
+from torch.profiler import ProfilerActivity, profile, record_function, schedule  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SPLIT = ROOT / "results/h200/replay_corpus/split.csv"
+SMOKE = False
+DEV = "cuda"
+LOG: list[str] = []
+PROFILED_STEPS = 2
+PROFILE_ROUNDS = 2
+TARGET_CI = 0.01  # stop timing a pair when the 95% half-width of its A/B ratio is under this
+
+
+def log(msg: str) -> None:
+    line = f"[{time.time() - T_START:6.1f}s] {msg}"
+    print(line, flush=True)
+    LOG.append(line)
+
+
+def sync() -> None:
+    if DEV == "cuda":
+        torch.cuda.synchronize()
+
+
+def activities() -> list[ProfilerActivity]:
+    return [ProfilerActivity.CPU, ProfilerActivity.CUDA] if DEV == "cuda" else [ProfilerActivity.CPU]
+
+
+# ------------------------------------------------------------------------------------------ marking
+class SwapTimer:
+    """record_function('swap_group') around the swapped work, and its CPU time by perf_counter."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.calls = 0
+
+    @contextlib.contextmanager
+    def __call__(self):
+        t0 = time.perf_counter()
+        with record_function("swap_group"):
+            yield
+        self.seconds += time.perf_counter() - t0
+        self.calls += 1
+
+
+class Marked(nn.Module):
+    """Wraps a swapped module: its forward runs inside the variant's SwapTimer."""
+
+    def __init__(self, inner: nn.Module, timer: SwapTimer):
+        super().__init__()
+        self.inner = inner
+        self.timer = timer
+
+    def forward(self, *a, **k):
+        with self.timer():
+            return self.inner(*a, **k)
+
+
+def mark(model: nn.Module, match: Callable[[nn.Module], bool], timer: SwapTimer,
+         make: Callable[[nn.Module], nn.Module] | None = None) -> nn.Module:
+    """Every child module for which match() holds, replaced by make(child) (default: itself), marked."""
+    for mod in list(model.modules()):
+        if isinstance(mod, Marked):
+            continue
+        for name, child in list(mod.named_children()):
+            if match(child):
+                setattr(mod, name, Marked(make(child) if make else child, timer))
+    return model
+
+
+# ------------------------------------------------------------------------------------------ eager modules
+def gelu_tanh_eager(x: torch.Tensor) -> torch.Tensor:
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+class EagerGELU(nn.Module):
+    def forward(self, x):
+        return gelu_tanh_eager(x)
+
+
+class FusedGELU(nn.Module):
+    def forward(self, x):
+        return F.gelu(x, approximate="tanh")
+
+
+class EagerSiLU(nn.Module):
+    def forward(self, x):
+        return x * torch.sigmoid(x)
+
+
+def layer_norm_eager(x, weight, bias, eps: float):
+    u = x.mean(-1, keepdim=True)
+    v = (x - u).pow(2).mean(-1, keepdim=True)
+    return weight * ((x - u) * torch.rsqrt(v + eps)) + bias
+
+
+class EagerLayerNorm(nn.Module):
+    """LayerNorm as eager elementwise ops (mean, sub, pow, mean, add, rsqrt, mul, mul, add)."""
+
+    def __init__(self, ln: nn.LayerNorm):
+        super().__init__()
+        self.weight, self.bias, self.eps = ln.weight, ln.bias, ln.eps
+
+    def forward(self, x):
+        return layer_norm_eager(x, self.weight, self.bias, self.eps)
+
+
+class CompiledLayerNorm(EagerLayerNorm):
+    """The same eager LayerNorm, through torch.compile (one generated kernel)."""
+
+    def forward(self, x):
+        return compiled(layer_norm_eager)(x, self.weight, self.bias, self.eps)
+
+
+class EagerBatchNorm(nn.Module):
+    """BatchNorm2d as eager ops: batch statistics in training, running ones in eval (no update)."""
+
+    def __init__(self, bn: nn.BatchNorm2d):
+        super().__init__()
+        self.weight, self.bias, self.eps = bn.weight, bn.bias, bn.eps
+        self.register_buffer("rm", bn.running_mean.clone())
+        self.register_buffer("rv", bn.running_var.clone())
+
+    def forward(self, x):
+        if self.training:
+            mean, var = x.mean((0, 2, 3), keepdim=True), x.var((0, 2, 3), keepdim=True, unbiased=False)
+        else:
+            mean, var = self.rm.view(1, -1, 1, 1), self.rv.view(1, -1, 1, 1)
+        return (x - mean) * torch.rsqrt(var + self.eps) * self.weight.view(1, -1, 1, 1) + self.bias.view(1, -1, 1, 1)
+
+
+class EagerRMSNorm(nn.Module):
+    def __init__(self, w: nn.Parameter, eps: float):
+        super().__init__()
+        self.weight, self.eps = w, eps
+
+    def forward(self, x):
+        h = x.float()
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * h.to(x.dtype)
+
+
+_COMPILED: dict = {}
+
+
+def compiled(fn: Callable) -> Callable:
+    """torch.compile(fn) once per function (inductor on the GPU; aot_eager in --smoke: no compiler)."""
+    if fn not in _COMPILED:
+        _COMPILED[fn] = torch.compile(fn, backend="inductor" if DEV == "cuda" else "aot_eager", dynamic=False)
+    return _COMPILED[fn]
+
+
+# ------------------------------------------------------------------------------------------ own models
+@dataclass
+class Arch:
+    """A pre-norm transformer of our own: ViT-like (patches) or decoder-like (tokens, causal)."""
+
+    d: int = 768
+    layers: int = 12
+    heads: int = 12
+    tokens: int = 197
+    vit: bool = True
+    norm: str = "plain"  # plain (nn.LayerNorm) | eager (EagerLayerNorm) | compiled (CompiledLayerNorm)
+    eager_act: bool = False
+    eager_attn: bool = False
+    mlp: str = "plain"  # plain | addmm_gelu (Linear+GELU as one cuBLASLt epilogue) | compiled
+
+
+def norm_of(a: Arch) -> nn.Module:
+    ln = nn.LayerNorm(a.d)
+    return {"plain": lambda: ln, "eager": lambda: EagerLayerNorm(ln), "compiled": lambda: CompiledLayerNorm(ln)}[a.norm]()
+
+
+def mlp_fn(x, w1, b1, w2, b2):
+    return F.linear(gelu_tanh_eager(F.linear(x, w1, b1)), w2, b2)
+
+
+class MLP(nn.Module):
+    def __init__(self, a: Arch):
+        super().__init__()
+        self.fc1, self.fc2, self.kind = nn.Linear(a.d, 4 * a.d), nn.Linear(4 * a.d, a.d), a.mlp
+        self.act = EagerGELU() if a.eager_act else FusedGELU()
+
+    def forward(self, x):
+        if self.kind == "compiled":
+            return compiled(mlp_fn)(x, self.fc1.weight, self.fc1.bias, self.fc2.weight, self.fc2.bias)
+        if self.kind == "addmm_gelu":
+            h = torch._addmm_activation(self.fc1.bias, x.flatten(0, -2), self.fc1.weight.t(), use_gelu=True)
+            return self.fc2(h.view(*x.shape[:-1], -1))
+        return self.fc2(self.act(self.fc1(x)))
+
+
+class Attention(nn.Module):
+    def __init__(self, a: Arch):
+        super().__init__()
+        self.qkv, self.proj, self.h = nn.Linear(a.d, 3 * a.d), nn.Linear(a.d, a.d), a.heads
+        self.eager, self.causal = a.eager_attn, not a.vit
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(x).view(b, t, 3, self.h, d // self.h).permute(2, 0, 3, 1, 4)
+        if self.eager:
+            s = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(d // self.h))
+            if self.causal:
+                s = s.masked_fill(torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1), float("-inf"))
+            o = torch.softmax(s.float(), -1).to(v.dtype) @ v
+        else:
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
+        return self.proj(o.transpose(1, 2).reshape(b, t, d))
+
+
+class Block(nn.Module):
+    def __init__(self, a: Arch):
+        super().__init__()
+        self.n1, self.attn, self.n2, self.mlp = norm_of(a), Attention(a), norm_of(a), MLP(a)
+
+    def forward(self, x):
+        x = x + self.attn(self.n1(x))
+        return x + self.mlp(self.n2(x))
+
+
+class Net(nn.Module):
+    """ViT-like (16x16 patches of a 224x224 image, class token) or a decoder over token ids."""
+
+    def __init__(self, a: Arch):
+        super().__init__()
+        self.a = a
+        self.embed = nn.Conv2d(3, a.d, 16, 16) if a.vit else nn.Embedding(1000, a.d)
+        self.pos = nn.Parameter(torch.zeros(1, a.tokens, a.d))
+        self.blocks = nn.ModuleList(Block(a) for _ in range(a.layers))
+        self.norm, self.head = norm_of(a), nn.Linear(a.d, 1000)
+
+    def forward(self, x):
+        if self.a.vit:
+            h = self.embed(x).flatten(2).transpose(1, 2)
+            h = torch.cat([torch.zeros_like(h[:, :1]), h], 1)
+        else:
+            h = self.embed(x)
+        h = h + self.pos[:, :h.shape[1]]
+        for blk in self.blocks:
+            h = blk(h)
+        return self.head(self.norm(h))
+
+
+def arch(**kw) -> Arch:
+    a = Arch(**kw)
+    if SMOKE:
+        a.d, a.layers, a.heads = 32, min(a.layers, 2), 2
+    return a
+
+
+def same_init(make: Callable[[], nn.Module]) -> nn.Module:
+    torch.manual_seed(0)
+    return make()
+
+
+# ------------------------------------------------------------------------------------------ steps
+def infer_step(m: nn.Module, x: torch.Tensor) -> Callable[[], object]:
+    @torch.no_grad()
+    def step():
+        return m(x)
+    return step
+
+
+def train_step(m: nn.Module, x: torch.Tensor, y: torch.Tensor, opt=None, timer: SwapTimer | None = None,
+               loss: Callable | None = None) -> Callable[[], None]:
+    """SGD (or `opt`) with bf16 autocast on the GPU; with `timer`, the optimizer step is the swap group."""
+    opt = opt or torch.optim.SGD(m.parameters(), lr=1e-3, momentum=0.9)
+    loss = loss or (lambda out, y: F.cross_entropy(out.flatten(0, -2).float(), y.flatten()))
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast(DEV, dtype=torch.bfloat16, enabled=DEV == "cuda"):
+            v = loss(m(x), y)
+        v.backward()
+        with timer() if timer else contextlib.nullcontext():
+            opt.step()
+    return step
+
+
+def image(b: int) -> torch.Tensor:
+    return torch.randn(b, 3, 224 if not SMOKE else 32, 224 if not SMOKE else 32, device=DEV)
+
+
+def tokens(b: int, t: int, vocab: int = 1000) -> torch.Tensor:
+    return torch.randint(0, vocab if not SMOKE else 100, (b, t), device=DEV)
+
+
+def hf(kind: str, layers: int, act: str | None = None, seq: int = 1024) -> nn.Module:
+    """A transformers model from its config, random weights: gpt2, llama (Llama-3.2-1B shapes) or bert."""
+    from transformers import AutoModelForCausalLM, BertConfig, BertModel, GPT2Config, LlamaConfig
+    if kind == "gpt2":
+        cfg = GPT2Config(n_layer=layers, n_embd=768, n_head=12, n_positions=max(1024, seq), activation_function=act,
+                         resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    elif kind == "llama":
+        cfg = LlamaConfig(num_hidden_layers=layers, hidden_size=2048, num_attention_heads=32, num_key_value_heads=8,
+                          intermediate_size=8192, vocab_size=128256, max_position_embeddings=8192)
+    else:
+        cfg = BertConfig(num_hidden_layers=layers, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                         hidden_act=act or "gelu")
+    if SMOKE:
+        for k, v in dict(n_layer=1, n_embd=64, n_head=2, hidden_size=64, num_attention_heads=2, num_key_value_heads=1,
+                         intermediate_size=128, num_hidden_layers=1, vocab_size=100).items():
+            if hasattr(cfg, k):
+                setattr(cfg, k, v)
+    torch.manual_seed(0)
+    with torch.device(DEV):
+        if kind == "bert":
+            return BertModel(cfg, add_pooling_layer=False).to(DEV)
+        return AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16, attn_implementation="sdpa")
+
+
+def decode_step(m: nn.Module, prompt: int = 16, new: int = 8, vocab: int = 50257) -> Callable[[], None]:
+    ids = tokens(1, prompt, vocab)
+
+    @torch.no_grad()
+    def step():
+        out = m(ids, use_cache=True)
+        past, nxt = out.past_key_values, out.logits[:, -1:].argmax(-1)
+        for _ in range(new):
+            out = m(nxt, past_key_values=past, use_cache=True)
+            past, nxt = out.past_key_values, out.logits[:, -1:].argmax(-1)
+    return step
+
+
+def lm_train_step(m: nn.Module, b: int, t: int, vocab: int = 50257) -> Callable[[], None]:
+    ids = tokens(b, t, vocab)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-4, foreach=True)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        m(ids, labels=ids).loss.backward()
+        opt.step()
+    return step
+
+
+# ------------------------------------------------------------------------------------------ pairs
+@dataclass
+class Variant:
+    """One side of a pair: its step, the timer of its swap group, what it built (for the hooks pass)."""
+
+    step: Callable[[], object]
+    timer: SwapTimer
+    models: list[nn.Module] = field(default_factory=list)
+
+
+@dataclass
+class Pair:
+    name: str
+    regime: str
+    swap: str  # what is swapped: tiny (one small module, every instance), mlp, block, optimizer, side-stream
+    part: int  # which device call captures it
+    build: Callable[[], tuple[Variant, Variant, str]]
+    est_s: float = 25.0  # wall seconds it needs (build, compile, timing, profiling), for the budget check
+
+
+def named(*names: str) -> Callable[[nn.Module], bool]:
+    return lambda m: type(m).__name__ in names
+
+
+def swapped(build_model: Callable[[], nn.Module], match: Callable[[nn.Module], bool],
+            make_a: Callable[[nn.Module], nn.Module] | None, make_b: Callable[[nn.Module], nn.Module] | None,
+            step: Callable[[nn.Module, SwapTimer], Callable[[], object]]) -> tuple[Variant, Variant]:
+    """A and B from the same model (same seed), each matched child replaced by make_a / make_b, marked."""
+    out = []
+    for make in (make_a, make_b):
+        t = SwapTimer()
+        m = mark(same_init(build_model), match, t, make)
+        out.append(Variant(step(m, t), t, [m]))
+    return out[0], out[1]
+
+
+def own_pair(kw: dict, a_kw: dict, b_kw: dict, match: type | tuple[type, ...], step: Callable[[nn.Module], Callable[[], object]],
+             bf16: bool) -> tuple[Variant, Variant]:
+    """Our own Net built twice (A with a_kw, B with b_kw), every `match` module marked."""
+    out = []
+    for extra in (a_kw, b_kw):
+        t = SwapTimer()
+        m = mark(same_init(lambda extra=extra: Net(arch(**kw, **extra)).to(DEV)), lambda c: isinstance(c, match), t)
+        m = m.to(torch.bfloat16).eval() if bf16 else m
+        out.append(Variant(step(m), t, [m]))
+    return out[0], out[1]
+
+
+def rms(kind: str) -> Callable[[nn.Module], nn.Module]:
+    def make(m: nn.Module) -> nn.Module:
+        w, eps = m.weight, getattr(m, "variance_epsilon", getattr(m, "eps", 1e-6))
+        if kind == "eager":
+            return EagerRMSNorm(w, eps)
+        new = nn.RMSNorm(w.shape[0], eps=eps, device=w.device, dtype=w.dtype)
+        new.weight.data.copy_(w.data)
+        return new
+    return make
+
+
+GELUS = named("NewGELUActivation", "GELUActivation", "GELUTanh", "PytorchGELUTanh")
+SILUS = named("SiLU", "SiLUActivation")
+eager_gelu, fused_gelu = (lambda _: EagerGELU()), (lambda _: FusedGELU())
+
+
+def vit_in(b: int) -> torch.Tensor:
+    return image(b).to(torch.bfloat16)
+
+
+def p_vit_b1_ln():
+    kw = dict(d=768, layers=12, heads=12)
+    a, b = own_pair(kw, dict(norm="eager"), dict(norm="plain"), (nn.LayerNorm, EagerLayerNorm),
+                    lambda m: infer_step(m, vit_in(1)), True)
+    return a, b, "ViT-B/16-like (12 x d768) inference, batch 1, bf16: every LayerNorm eager (9 ops) vs nn.LayerNorm."
+
+
+def p_vit_b1_mlp():
+    kw = dict(d=384, layers=12, heads=6)
+    a, b = own_pair(kw, dict(eager_act=True), dict(mlp="addmm_gelu"), MLP, lambda m: infer_step(m, vit_in(1)), True)
+    return a, b, ("ViT-S/16-like (12 x d384) inference, batch 1, bf16: every MLP (Linear, eager tanh-GELU, Linear) "
+                  "vs Linear+GELU as one cuBLASLt epilogue (torch._addmm_activation), then Linear.")
+
+
+def p_bert_b1(what: str):
+    def build():
+        m_ = lambda: hf("bert", 12).to(torch.bfloat16).eval()  # noqa: E731
+        ids = tokens(1, 128, 30522)
+        step = lambda m, t: infer_step(m, ids)  # noqa: E731
+        if what == "ln":
+            a, b = swapped(m_, lambda c: isinstance(c, nn.LayerNorm), EagerLayerNorm, None, step)
+            return a, b, "BERT-base (transformers, random init) inference, batch 1 x 128, bf16: every LayerNorm eager vs nn.LayerNorm."
+        a, b = swapped(m_, GELUS, eager_gelu, fused_gelu, step)
+        return a, b, "BERT-base inference, batch 1 x 128, bf16: every intermediate GELU as eager tanh-GELU (8 ops) vs F.gelu(tanh)."
+    return build
+
+
+def p_gpt2_b1_gelu():
+    ids = tokens(1, 128, 50257)
+    a, b = swapped(lambda: hf("gpt2", 6, "gelu_new").eval(), GELUS, eager_gelu, fused_gelu,
+                   lambda m, t: infer_step(m, ids))
+    return a, b, "GPT-2-like (6 x d768, transformers) forward, batch 1 x 128, bf16: mlp.act eager tanh-GELU vs F.gelu(tanh)."
+
+
+def p_llama_b1_rms():
+    ids = tokens(1, 128, 128256)
+    a, b = swapped(lambda: hf("llama", 4).eval(), named("LlamaRMSNorm"), rms("eager"), rms("fused"),
+                   lambda m, t: infer_step(m, ids))
+    return a, b, "Llama-3.2-1B shapes cut to 4 layers, forward batch 1 x 128, bf16: every RMSNorm eager (fp32 math) vs nn.RMSNorm."
+
+
+def p_gpt_b1_block():
+    kw = dict(d=768, layers=8, heads=12, tokens=256, vit=False)
+    a, b = own_pair(kw, dict(norm="eager", eager_act=True, eager_attn=True), {}, Block,
+                    lambda m: infer_step(m, tokens(1, 256)), True)
+    return a, b, ("Decoder of our own (8 x d768), forward batch 1 x 256, bf16: every whole block swapped: eager "
+                  "LayerNorms, eager causal attention (matmul, mask, softmax, matmul), eager GELU vs nn.LayerNorm, SDPA, F.gelu.")
+
+
+def p_decode(model: str, what: str):
+    def build():
+        kind, vocab = ("gpt2", 50257) if model == "gpt2" else ("llama", 128256)
+        m_ = (lambda: hf("gpt2", 6, "gelu_new").eval()) if model == "gpt2" else (lambda: hf("llama", 4).eval())
+        step = lambda m, t: decode_step(m, vocab=vocab)  # noqa: E731
+        if what == "gelu":
+            a, b = swapped(m_, GELUS, eager_gelu, fused_gelu, step)
+        elif what == "silu":
+            a, b = swapped(m_, SILUS, lambda _: EagerSiLU(), lambda _: nn.SiLU(), step)
+        else:
+            a, b = swapped(m_, named("LlamaRMSNorm"), rms("eager"), rms("fused"), step)
+        return a, b, (f"{kind} ({'6' if model == 'gpt2' else '4'} layers, transformers) decode loop, batch 1, bf16: "
+                      f"16-token prompt + 8 greedy tokens a step; swap: every {what} eager vs fused.")
+    return build
+
+
+def p_bert_train(bsz: int):
+    def build():
+        ids = tokens(bsz, 128, 30522)
+        step = lambda m, t: train_step(m, ids, None, loss=lambda out, _: out.last_hidden_state.float().square().mean())  # noqa: E731
+        a, b = swapped(lambda: hf("bert", 12).train(), lambda c: isinstance(c, nn.LayerNorm), EagerLayerNorm, None, step)
+        return a, b, f"BERT-base training, batch {bsz} x 128, bf16 autocast, SGD: every LayerNorm eager vs nn.LayerNorm."
+    return build
+
+
+def p_gpt2_train(bsz: int, seq: int):
+    def build():
+        step = lambda m, t: lm_train_step(m, bsz, seq)  # noqa: E731
+        a, b = swapped(lambda: hf("gpt2", 6, "gelu_new", seq).train(), GELUS, eager_gelu, fused_gelu, step)
+        return a, b, f"GPT-2-like (6 x d768) training, b{bsz} x {seq}, bf16 weights, AdamW foreach: mlp.act eager vs fused tanh-GELU."
+    return build
+
+
+def p_llama_train_rms():
+    step = lambda m, t: lm_train_step(m, 1, 256, 128256)  # noqa: E731
+    a, b = swapped(lambda: hf("llama", 2).train(), named("LlamaRMSNorm"), rms("eager"), rms("fused"), step)
+    return a, b, "Llama-3.2-1B shapes cut to 2 layers, training b1 x 256, bf16 weights, AdamW: every RMSNorm eager vs nn.RMSNorm."
+
+
+def p_vit_train(bsz: int, what: str):
+    def build():
+        kw = dict(d=384, layers=12, heads=6)
+        x, y = image(bsz), torch.randint(0, 1000, (bsz,), device=DEV)
+        step = lambda m: train_step(m, x, y, loss=lambda out, y: F.cross_entropy(out[:, 0].float(), y))  # noqa: E731
+        if what == "mlp":
+            a, b = own_pair(kw, dict(eager_act=True), {}, MLP, step, False)
+            return a, b, f"ViT-S/16-like training, batch {bsz}, bf16 autocast, SGD: every MLP with eager tanh-GELU vs F.gelu."
+        a, b = own_pair(kw, dict(norm="eager", eager_act=True, eager_attn=True), {}, Block, step, False)
+        return a, b, (f"ViT-S/16-like training, batch {bsz}, bf16 autocast, SGD: every whole block eager (LayerNorm, "
+                      "attention, GELU) vs nn.LayerNorm, SDPA, F.gelu.")
+    return build
+
+
+def resnet18(train: bool) -> nn.Module:
+    import torchvision
+    m = torchvision.models.resnet18().to(DEV).to(memory_format=torch.channels_last)
+    return m.train() if train else m.to(torch.bfloat16).eval()
+
+
+def p_cnn(what: str):
+    def build():
+        bsz = 1 if what == "infer-bn" else 32
+        x = image(bsz).to(memory_format=torch.channels_last)
+        y = torch.randint(0, 1000, (bsz,), device=DEV)
+        is_bn = lambda c: isinstance(c, nn.BatchNorm2d)  # noqa: E731
+        if what == "infer-bn":
+            a, b = swapped(lambda: resnet18(False), is_bn, EagerBatchNorm, None, lambda m, t: infer_step(m, x.to(torch.bfloat16)))
+            return a, b, "ResNet-18 inference, batch 1, bf16, channels_last: every BatchNorm2d eager (running stats) vs nn.BatchNorm2d."
+        if what == "train-bn":
+            a, b = swapped(lambda: resnet18(True), is_bn, EagerBatchNorm, None, lambda m, t: train_step(m, x, y))
+            return a, b, "ResNet-18 training, batch 32, bf16 autocast, SGD: every BatchNorm2d eager (batch stats) vs nn.BatchNorm2d."
+        out = []
+        for foreach in (False, True):
+            t, m = SwapTimer(), same_init(lambda: resnet18(True))
+            opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9, foreach=foreach)
+            out.append(Variant(train_step(m, x, y, opt, t), t, [m]))
+        return out[0], out[1], "ResNet-18 training, batch 32, bf16 autocast: SGD momentum foreach=False vs foreach=True (the optimizer step is the group)."
+    return build
+
+
+def p_two_stream(what: str):
+    """Main stream: 6 bf16 GEMM+ReLU; side stream (event waits both ways): the swapped work."""
+    def build():
+        n = 4096 if not SMOKE else 64
+        torch.manual_seed(0)
+        ws = [torch.randn(n, n, device=DEV, dtype=torch.bfloat16) / math.sqrt(n) for _ in range(6)]
+        x = torch.randn(n, n, device=DEV, dtype=torch.bfloat16)
+        shape, reps = {"gelu": ((8 * n, n // 2), 3), "ln": ((4 * n, n // 2), 3), "small-gelu": ((256, 1024), 12)}[what]
+        side_in = torch.randn(*shape, device=DEV, dtype=torch.bfloat16)
+        lw, lb = torch.ones(shape[1], device=DEV, dtype=torch.bfloat16), torch.zeros(shape[1], device=DEV, dtype=torch.bfloat16)
+        side = torch.cuda.Stream() if DEV == "cuda" else None
+        fns = {"ln": (lambda h: layer_norm_eager(h, lw, lb, 1e-5), lambda h: F.layer_norm(h, (shape[1],), lw, lb))}
+        fa, fb = fns.get(what, (gelu_tanh_eager, lambda h: F.gelu(h, approximate="tanh")))
+
+        def make(fn, t):
+            def step():
+                if side is not None:
+                    side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(side) if side is not None else contextlib.nullcontext(), t():
+                    h = side_in
+                    for _ in range(reps):
+                        h = fn(h)
+                y = x
+                for w in ws:
+                    y = torch.relu(y @ w)
+                if side is not None:
+                    torch.cuda.current_stream().wait_stream(side)
+                return y.float().mean() + h.float().mean()
+            return step
+        ta, tb = SwapTimer(), SwapTimer()
+        return (Variant(make(fa, ta), ta), Variant(make(fb, tb), tb),
+                f"Two streams: main 6 x bf16 {n}^2 GEMM+ReLU; side stream {reps} x {what} over {shape} bf16, eager vs fused.")
+    return build
+
+
+def p_compiled(what: str):
+    def build():
+        if what == "mlp-b1":
+            a, b = own_pair(dict(d=384, layers=12, heads=6), dict(eager_act=True), dict(mlp="compiled"), MLP,
+                            lambda m: infer_step(m, vit_in(1)), True)
+            return a, b, "ViT-S/16-like inference, batch 1, bf16: every MLP eager vs the same MLP through torch.compile (inductor)."
+        if what == "ln-b64":
+            a, b = own_pair(dict(d=384, layers=12, heads=6), dict(norm="eager"), dict(norm="compiled"),
+                            (EagerLayerNorm, nn.LayerNorm), lambda m: infer_step(m, vit_in(64)), True)
+            return a, b, "ViT-S/16-like inference, batch 64, bf16: every LayerNorm eager vs the same through torch.compile (inductor)."
+        kw = dict(d=768, layers=8, heads=12, tokens=128, vit=False, mlp="compiled")
+        a, b = own_pair(kw, dict(norm="eager"), {}, (EagerLayerNorm, nn.LayerNorm), lambda m: infer_step(m, tokens(1, 128)), True)
+        return a, b, ("Decoder of our own (8 x d768) forward, batch 1 x 128, bf16, every MLP a compiled region (inductor) "
+                      "in both; swap: every LayerNorm eager vs nn.LayerNorm.")
+    return build
+
+
+PAIRS = [
+    Pair("vit-b1-layernorm", "enc-infer-b1", "tiny", 1, p_vit_b1_ln),
+    Pair("bert-b1-layernorm", "enc-infer-b1", "tiny", 2, p_bert_b1("ln")),
+    Pair("bert-b1-gelu", "enc-infer-b1", "tiny", 1, p_bert_b1("gelu")),
+    Pair("vit-b1-mlp", "enc-infer-b1", "mlp", 2, p_vit_b1_mlp),
+    Pair("gpt2-b1-s128-gelu", "dec-infer-b1", "tiny", 1, p_gpt2_b1_gelu),
+    Pair("llama-b1-s128-rmsnorm", "dec-infer-b1", "tiny", 2, p_llama_b1_rms),
+    Pair("gpt-b1-s256-block", "dec-infer-b1", "block", 1, p_gpt_b1_block),
+    Pair("gpt2-decode-b1-gelu", "decode", "tiny", 2, p_decode("gpt2", "gelu"), 30),
+    Pair("llama-decode-b1-silu", "decode", "tiny", 1, p_decode("llama", "silu"), 30),
+    Pair("llama-decode-b1-rmsnorm", "decode", "tiny", 2, p_decode("llama", "rmsnorm"), 30),
+    Pair("bert-train-b4-layernorm", "train-small", "tiny", 1, p_bert_train(4)),
+    Pair("gpt2-train-b2-s256-gelu", "train-small", "tiny", 2, p_gpt2_train(2, 256)),
+    Pair("llama-train-b1-s256-rmsnorm", "train-small", "tiny", 1, p_llama_train_rms),
+    Pair("vit-train-b8-mlp", "train-small", "mlp", 2, p_vit_train(8, "mlp")),
+    Pair("bert-train-b32-layernorm", "train-large", "tiny", 2, p_bert_train(32)),
+    Pair("gpt2-train-b8-s512-gelu", "train-large", "tiny", 1, p_gpt2_train(8, 512)),
+    Pair("vit-train-b64-block", "train-large", "block", 2, p_vit_train(64, "block")),
+    Pair("resnet18-infer-b1-bn", "cnn", "tiny", 1, p_cnn("infer-bn")),
+    Pair("resnet18-train-b32-sgd-foreach", "cnn", "optimizer", 2, p_cnn("sgd")),
+    Pair("resnet18-train-b32-bn", "cnn", "tiny", 1, p_cnn("train-bn")),
+    Pair("two-stream-gelu", "multi-stream", "side-stream", 2, p_two_stream("gelu")),
+    Pair("two-stream-layernorm", "multi-stream", "side-stream", 1, p_two_stream("ln")),
+    Pair("two-stream-small-gelu", "multi-stream", "side-stream", 1, p_two_stream("small-gelu")),
+    Pair("compiled-mlp-b1", "compiled", "mlp", 1, p_compiled("mlp-b1"), 50),
+    Pair("compiled-layernorm-b64", "compiled", "tiny", 2, p_compiled("ln-b64"), 50),
+    Pair("compiled-region-b1-layernorm", "compiled", "tiny", 2, p_compiled("region"), 50),
+]
+
+
+def split_of(pairs: list[Pair]) -> dict[str, str]:
+    """dev or heldout for each pair: within a regime, pairs in order of sha256(name) alternate, the
+    first of the regime dev in even regimes (sorted by name) and heldout in odd ones (halves balanced)."""
+    out = {}
+    for i, regime in enumerate(sorted({p.regime for p in pairs})):
+        names = sorted((p.name for p in pairs if p.regime == regime), key=lambda n: hashlib.sha256(n.encode()).hexdigest())
+        for j, n in enumerate(names):
+            out[n] = ("dev", "heldout")[(i + j) % 2]
+    return out
+
+
+# ------------------------------------------------------------------------------------------ measuring
+def timed(v: Variant) -> tuple[float, float, float]:
+    """(synchronised step ms, ms until the step's Python returned, the swap group's CPU ms) of one step."""
+    sync()
+    s0 = v.timer.seconds
+    t0 = time.perf_counter()
+    v.step()
+    t1 = time.perf_counter()
+    sync()
+    t2 = time.perf_counter()
+    return (t2 - t0) * 1e3, (t1 - t0) * 1e3, (v.timer.seconds - s0) * 1e3
+
+
+def ratio_ci(times: dict[str, list], rounds: list[int]) -> tuple[list[float], float]:
+    """Per-round ratio of medians (A / B), and the 95% half-width of their mean, relative."""
+    by = {}
+    for key in "AB":
+        for r, t in zip(rounds, times[key], strict=True):
+            by.setdefault((key, r), []).append(t)
+    ratios = [statistics.median(by[("A", r)]) / statistics.median(by[("B", r)]) for r in sorted(set(rounds))]
+    if len(ratios) < 3:
+        return ratios, math.inf
+    return ratios, 1.96 * statistics.stdev(ratios) / math.sqrt(len(ratios)) / statistics.fmean(ratios)
+
+
+def measure(a: Variant, b: Variant, seconds: float, rec: dict, min_rounds: int = 6) -> None:
+    """Rounds of interleaved steps (AB, BA, ...) until the A/B ratio is known to TARGET_CI or `seconds` pass."""
+    t0 = time.perf_counter()
+    first = rec["round"][-1] + 1 if rec["round"] else 0
+    pair_s = (timed(a)[0] + timed(b)[0]) / 1e3
+    per_round = max(3, min(40, int(0.5 / max(pair_s, 1e-6))))
+    r = first
+    while True:
+        for i in range(per_round):
+            for key, v in (("A", a), ("B", b)) if i % 2 == 0 else (("B", b), ("A", a)):
+                step_ms, cpu_ms, swap_ms = timed(v)
+                rec["step_ms"][key].append(step_ms)
+                rec["cpu_ms"][key].append(cpu_ms)
+                rec["swap_cpu_ms"][key].append(swap_ms)
+            rec["round"].append(r)
+        r += 1
+        _, ci = ratio_ci(rec["step_ms"], rec["round"])
+        if (r - first >= min_rounds and ci < TARGET_CI) or time.perf_counter() - t0 > seconds:
+            break
+
+
+def save_trace(prof: profile, path: Path) -> None:
+    raw = path.with_suffix("")  # NAME.json
+    prof.export_chrome_trace(str(raw))
+    with open(raw, "rb") as f, gzip.open(path, "wb", compresslevel=9) as g:
+        g.write(f.read())
+    raw.unlink()
+
+
+def profile_steps(step: Callable[[], object], path: Path, active: int = PROFILED_STEPS) -> None:
+    """One warm-up step, `active` recorded steps (one ProfilerStep#N each), synchronised."""
+    with profile(activities=activities(), schedule=schedule(wait=0, warmup=1, active=active, repeat=1)) as prof:
+        for _ in range(1 + active):
+            step()
+            sync()
+            prof.step()
+    save_trace(prof, path)
+
+
+def module_cpu(v: Variant, steps: int) -> dict:
+    """Profiler-free: each module class's inclusive CPU time per step (global forward hooks, perf_counter)."""
+    stats: dict[str, list] = {}
+    open_calls: dict[int, list[float]] = {}
+
+    def pre(mod, args):
+        open_calls.setdefault(id(mod), []).append(time.perf_counter())
+
+    def post(mod, args, out):
+        t = time.perf_counter() - open_calls[id(mod)].pop()
+        s = stats.setdefault(type(mod).__name__, [0, 0.0])
+        s[0] += 1
+        s[1] += t
+
+    hooks = [nn.modules.module.register_module_forward_pre_hook(pre), nn.modules.module.register_module_forward_hook(post)]
+    try:
+        ts = [timed(v) for _ in range(steps)]
+    finally:
+        for h in hooks:
+            h.remove()
+    return {"steps": steps, "step_ms": [t[0] for t in ts], "cpu_ms": [t[1] for t in ts],
+            "swap_cpu_ms": [t[2] for t in ts],
+            "modules": {k: {"calls_per_step": c / steps, "cpu_us_per_step": s / steps * 1e6} for k, (c, s) in stats.items()}}
+
+
+def trace_name(name: str, key: str, r: int) -> str:
+    return f"{name}.{key}.json.gz" if r == 0 else f"{name}.{key}.r{r}.json.gz"
+
+
+def capture_pair(p: Pair, d: Path, split: str, seconds: float) -> dict:
+    """Build, warm up, time (before and after profiling), profile, hooks pass; write NAME.json; its summary."""
+    t0 = time.perf_counter()
+    a, b, desc = p.build()
+    for _ in range(3):
+        a.step()
+        b.step()
+    sync()
+    build_s = time.perf_counter() - t0
+    calls = {}
+    for key, v in (("A", a), ("B", b)):
+        c0 = v.timer.calls
+        v.step()
+        calls[key] = v.timer.calls - c0
+    if not calls["A"] or not calls["B"]:
+        raise RuntimeError(f"nothing marked as swap_group in a step (calls per step {calls}): the swap matched no module")
+    rec: dict = {"step_ms": {"A": [], "B": []}, "cpu_ms": {"A": [], "B": []}, "swap_cpu_ms": {"A": [], "B": []},
+                 "round": []}
+    measure(a, b, 0.75 * seconds, rec)
+    n_before = len(rec["round"])
+    for r in range(PROFILE_ROUNDS):  # A, B, A, B: clock drift between windows hits both alike
+        for key, v in (("A", a), ("B", b)):
+            profile_steps(v.step, d / trace_name(p.name, key, r))
+    measure(a, b, 0.25 * seconds, rec, min_rounds=2)  # after profiling: drift shows as a change
+    hooks = {key: module_cpu(v, 5 if not SMOKE else 2) for key, v in (("A", a), ("B", b))}
+    ratios, ci = ratio_ci(rec["step_ms"], rec["round"])
+    med = {k: statistics.median(v) for k, v in rec["step_ms"].items()}
+    meta = {"pair": p.name, "regime": p.regime, "swap": p.swap, "split": split, "part": p.part, "description": desc,
+            **rec, "steps_before_profiling": n_before, "step_ms_median": med,
+            "step_ms_p25": {k: statistics.quantiles(v, n=4, method="inclusive")[0] for k, v in rec["step_ms"].items()},
+            "ratio_rounds": ratios, "ratio_ci95": ci, "module_cpu": hooks,
+            "swap_calls_per_step": calls,
+            "device": torch.cuda.get_device_name() if DEV == "cuda" else "cpu", "torch": torch.__version__,
+            "profiled_steps": PROFILED_STEPS, "profile_rounds": PROFILE_ROUNDS,
+            "traces": {k: [trace_name(p.name, k, r) for r in range(PROFILE_ROUNDS)] for k in "AB"},
+            "build_s": build_s, "wall_s": time.perf_counter() - t0,
+            "timing": "perf_counter around one step, synchronised before and after (step_ms) and at the step's "
+            "return (cpu_ms); A and B interleaved step by step, the order alternating, in rounds (round)",
+            "profiling": "profile_rounds alternating windows A, B, A, B, each one warm-up step then profiled_steps "
+            "recorded steps; module_cpu: a profiler-free pass with global forward hooks (inclusive CPU time)"}
+    for k in ("step_ms", "cpu_ms", "swap_cpu_ms"):  # 0.1 us is below the timer's noise; keeps the file small
+        meta[k] = {v: [round(t, 4) for t in ts] for v, ts in meta[k].items()}
+    (d / f"{p.name}.json").write_text(json.dumps(meta, indent=1))
+    return meta
+
+
+# ------------------------------------------------------------------------------------------ profiler cost
+def _count_events(path: Path) -> dict[str, int]:
+    with gzip.open(path, "rt") as f:
+        events = json.load(f).get("traceEvents", [])
+    out: dict[str, int] = {}
+    for e in events:
+        if e.get("ph") == "X":
+            out[str(e.get("cat"))] = out.get(str(e.get("cat")), 0) + 1
+    return out
+
+
+def profiler_overhead(d: Path, reps: int = 5) -> dict:
+    """The profiler's cost per recorded event: loops of tiny ops, timed with and without the profiler.
+
+    Each kind is one 'step' of n ops; cost per op = (profiled - unprofiled median step) / n, and the
+    events it records per op (by category, from the exported trace) say what that cost buys.
+    """
+    n = 2000 if not SMOKE else 100
+    x, w = torch.zeros(16, device=DEV), torch.zeros(16, 16, device=DEV)
+
+    def rf():
+        with record_function("r"):
+            pass
+    kinds = {"add": lambda: x.add_(1.0), "view": lambda: x.view(-1), "linear": lambda: F.linear(x, w), "record_function": rf}
+    res: dict = {"ops_per_step": n, "reps": reps, "kinds": {}}
+    for name, fn in kinds.items():
+        def step(fn=fn):
+            for _ in range(n):
+                fn()
+        step()
+        plain = [timed(Variant(step, SwapTimer()))[0] for _ in range(reps)]
+        path = d / f"overhead-{name}.json.gz"
+        with profile(activities=activities()) as prof:
+            step()
+            sync()
+            prof_ms = [timed(Variant(step, SwapTimer()))[0] for _ in range(reps)]
+        save_trace(prof, path)
+        events = {k: v / (reps + 1) / n for k, v in _count_events(path).items()}
+        path.unlink()
+        cost = (statistics.median(prof_ms) - statistics.median(plain)) / n * 1e3
+        res["kinds"][name] = {"unprofiled_ms": plain, "profiled_ms": prof_ms, "cost_us_per_op": cost,
+                              "events_per_op": events}
+        log(f"profiler overhead {name}: {cost:.2f} us/op, events/op {json.dumps({k: round(v, 2) for k, v in events.items()})}")
+    (d / "profiler_overhead.json").write_text(json.dumps(res, indent=1))
+    return res
+
+
+# ------------------------------------------------------------------------------------------ packing, main
+def pack(d: Path, out: Path, part: str, limit: int = 15 * 2**20, max_files: int = 4) -> None:
+    """Everything in d into <= max_files tars of <= limit bytes (first fit, largest first), written atomically."""
+    files = sorted((p for p in d.iterdir() if p.is_file()), key=lambda p: -p.stat().st_size)
+    bins: list[list[Path]] = []
+    sizes: list[int] = []
+    for f in files:
+        s = f.stat().st_size
+        i = next((i for i in range(len(bins)) if sizes[i] + s <= limit), None)
+        if i is None:
+            bins.append([])
+            sizes.append(0)
+            i = len(bins) - 1
+        bins[i].append(f)
+        sizes[i] += s
+    for i in range(max_files):
+        target = out / f"replay_corpus_part{part}_{i}.tar"
+        if i >= len(bins):
+            target.unlink(missing_ok=True)
+            continue
+        tmp = target.with_suffix(".tmp")
+        with tarfile.open(tmp, "w") as t:
+            for f in bins[i]:
+                t.add(f, arcname=f"part-{part}/{f.name}")
+        tmp.replace(target)
+    if len(bins) > max_files:
+        log(f"pack: {len(bins) - max_files} bundles left out: " + ", ".join(f.name for g in bins[max_files:] for f in g))
+
+
+def write_log(d: Path, out: Path, part: str) -> None:
+    text = "\n".join(LOG) + "\n"
+    (d / "capture.log").write_text(text)
+    (out / f"capture_part{part}.log").write_text(text)
+
+
+def read_split() -> dict[str, str]:
+    with open(SPLIT, newline="") as f:
+        return {r["pair"]: r["split"] for r in csv.DictReader(f)}
+
+
+def run(out: Path, part: str, selected: list[Pair], budget_s: float, pair_s: float) -> int:
+    d = out / "corpus" / f"part-{part}"
+    d.mkdir(parents=True, exist_ok=True)
+    split = read_split()
+    log(f"device {DEV} {torch.cuda.get_device_name() if DEV == 'cuda' else ''} torch {torch.__version__} smoke={SMOKE} "
+        f"part {part}: {len(selected)} pairs, budget {budget_s:.0f}s")
+    done = 0
+    try:
+        profiler_overhead(d)
+        for i, p in enumerate(selected):
+            left = budget_s - (time.time() - T_START)
+            if left < p.est_s + 15:
+                log(f"pair {p.name}: SKIPPED (budget: {left:.0f}s left, needs ~{p.est_s:.0f}s); not captured: "
+                    + ", ".join(q.name for q in selected[i:]))
+                break
+            try:
+                m = capture_pair(p, d, split[p.name], pair_s)
+                med = m["step_ms_median"]
+                log(f"pair {p.name} [{p.regime}, {m['split']}]: A {med['A']:.3f} ms B {med['B']:.3f} ms "
+                    f"ratio {med['A'] / med['B']:.3f} ci95 +-{m['ratio_ci95']:.1%} over {len(m['ratio_rounds'])} rounds, "
+                    f"{len(m['round'])} steps each; cpu A {statistics.median(m['cpu_ms']['A']):.2f} ms; "
+                    f"swap cpu A {statistics.median(m['swap_cpu_ms']['A']):.3f} B {statistics.median(m['swap_cpu_ms']['B']):.3f} ms "
+                    f"(build {m['build_s']:.1f}s, {m['wall_s']:.1f}s)")
+                done += 1
+            except Exception as e:  # one failing pair must not lose the others
+                log(f"pair {p.name}: FAILED {type(e).__name__}: {str(e)[:300]}")
+                traceback.print_exc()
+            gc.collect()
+            if DEV == "cuda":
+                torch.cuda.empty_cache()
+            write_log(d, out, part)
+            pack(d, out, part)
+    except TimeoutError:
+        log("watchdog: the budget ran out inside a pair; what was captured is packed")
+    log(f"part {part}: {done} of {len(selected)} pairs captured, {time.time() - T_START:.0f}s")
+    write_log(d, out, part)
+    pack(d, out, part)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    global SMOKE, DEV
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--part", choices=["1", "2", "all"], default="all")
+    ap.add_argument("--pairs", default="", help="comma-separated pair names (default: the part's)")
+    ap.add_argument("--budget-s", type=float, default=450.0, help="wall seconds for the whole process")
+    ap.add_argument("--pair-s", type=float, default=12.0, help="at most this long timing one pair")
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes on the CPU")
+    args = ap.parse_args(argv)
+    SMOKE = args.smoke
+    DEV = "cuda" if torch.cuda.is_available() and not SMOKE else "cpu"
+    names = [n for n in args.pairs.split(",") if n]
+    unknown = set(names) - {p.name for p in PAIRS}
+    if unknown:
+        print(f"unknown pairs: {', '.join(sorted(unknown))}", file=sys.stderr)
+        return 2
+    selected = [p for p in PAIRS if (p.name in names if names else args.part in ("all", str(p.part)))]
+    if DEV == "cuda":
+        import signal
+
+        def alarm(*_):
+            raise TimeoutError
+        signal.signal(signal.SIGALRM, alarm)
+        signal.alarm(int(max(30, args.budget_s - (time.time() - T_START) + 20)))
+    return run(args.out, args.part if not names else "x", selected, args.budget_s, args.pair_s if not SMOKE else 0.5)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

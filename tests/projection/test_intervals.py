@@ -1,0 +1,151 @@
+"""Per-call CPU scales, calls inside record_function ranges, the run's regime, and the replay's intervals
+(error model per regime, step noise, the held-out warning), on synthetic traces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from addressable.core.errors import AddressableError
+from addressable.projection import intervals
+from addressable.projection.replay import (
+    Change,
+    calls_in_ranges,
+    fit_cpu_scale,
+    regime_of,
+    replay,
+    scales,
+    step_span,
+)
+from addressable.trace.reader import load_trace
+from tests.projection.test_replay import (
+    GEMM,
+    TraceBuilder,
+    graph,
+    launch_bound,
+    launch_bound_trace,
+    project_json,
+    two_streams,
+)
+
+
+def scoped(tmp_path: Path, tid: int = 1):
+    """launch_bound's 10 launches (100 us of CPU each) with a 'swap_group' range over launches 0-4."""
+    tb = TraceBuilder()
+    for i in range(10):
+        tb.launch(100 * i + 90, 10, 100 * i + 98, 5)
+    tb.scope("swap_group", 0, 500, tid=tid)
+    tb.step(1, 0, 1000)
+    trace = load_trace(tb.write(tmp_path / "s.json"), runtime=True)
+    return trace, graph(tmp_path, tb)
+
+
+def test_a_group_keeps_its_measured_scale_and_the_rest_is_fitted(tmp_path: Path) -> None:
+    trace, g = scoped(tmp_path)
+    group = calls_in_ranges(g, trace, "swap_group")
+    assert group.tolist() == [True] * 5 + [False] * 5
+    # the group's CPU (call 0's 10 us, calls 1-4's 100) at 0.5 is 205 us; the 90 us before the first call
+    # at the median scale (0.5 + r) / 2; calls 5-8 and call 9's gap (490 us) at r; the last kernel
+    # starts 8 us after call 9 does and takes 5
+    fixed = [(group, 0.5)]
+    rest = fit_cpu_scale(g, 750, fixed=fixed)
+    assert rest == pytest.approx((750 - 13 - 205 - 22.5) / 535, rel=2e-3)
+    sc = scales(g, rest, fixed)
+    assert np.allclose(sc[group], 0.5) and np.allclose(sc[~group], rest)
+    assert step_span(replay(g, cpu_scale=sc)) == pytest.approx(750, rel=2e-3)
+    assert fit_cpu_scale(g, 750) == pytest.approx(737 / 990, rel=2e-3)  # one scale for all: a different answer
+    assert scales(g, 0.7) == 0.7  # nothing fixed: one number
+
+
+def test_a_range_on_another_thread_holds_no_call(tmp_path: Path) -> None:
+    trace, g = scoped(tmp_path, tid=2)
+    assert not calls_in_ranges(g, trace, "swap_group").any()
+    assert not calls_in_ranges(g, trace, "no_such_range").any()
+
+
+def test_regimes(tmp_path: Path) -> None:
+    assert regime_of(launch_bound(tmp_path)) == "cpu-bound"  # 50 us of kernels in a 1003 us step
+    assert regime_of(two_streams(tmp_path)) == "multi-stream"
+    tb = TraceBuilder()
+    for j in range(10):  # 100 us kernels back to back, launched every 10 us
+        tb.launch(10 * j + 5, 5, 13 + 101 * j, 100, name=GEMM)
+    tb.call("cudaDeviceSynchronize", 100, 924)
+    tb.step(1, 0, 1025)
+    g = graph(tmp_path, tb)
+    assert regime_of(g) == "gpu-bound"
+    assert regime_of(g, step_us=2000.0) == "cpu-bound"  # the unprofiled step decides when given
+    tb.launch(1030, 5, 1040, 5, name="triton_poi_fused_add_0")
+    tb.step(2, 1025, 30)
+    assert regime_of(graph(tmp_path, tb)) == "compiled"
+
+
+def test_step_noise_and_widen() -> None:
+    assert intervals.step_noise(np.full(50, 10.0)) == 0.0
+    assert intervals.step_noise(np.array([1.0, 2.0])) == 0.0  # too few steps to say
+    rng = np.random.default_rng(1)
+    wide, narrow = (intervals.step_noise(10 + s * rng.standard_normal(400)) for s in (2.0, 0.2))
+    assert wide > 5 * narrow > 0
+    lo, hi = intervals.widen(1.2, 1.1, 1.3, 0.03, 0.04)  # h = 0.05
+    assert lo == pytest.approx(1.1 * np.exp(-0.05)) and hi == pytest.approx(1.3 * np.exp(0.05))
+    assert intervals.widen(1.2, 1.25, 1.15, 0.0) == (1.2, 1.2)  # always holds the point
+
+
+def test_error_model_fit_write_read_and_warn(tmp_path: Path) -> None:
+    dev = {"cpu-bound": [0.01, -0.02, 0.03, 0.10, -0.01], "gpu-bound": [0.005], "multi-stream": [-0.04, 0.02]}
+    m = intervals.fit_error_model(dev, source="test")
+    assert m.width("cpu-bound") == pytest.approx(np.quantile(np.abs(np.log1p(dev["cpu-bound"])), 0.8))
+    assert "gpu-bound" not in m.half_width and m.width("gpu-bound") == m.pooled  # one dev pair: pooled
+    assert m.width("unseen") == m.pooled
+    m.heldout_max = {"cpu-bound": 0.08, "gpu-bound": 0.01}
+    path = tmp_path / "err.yaml"
+    path.write_text(intervals.error_model_yaml(m))
+    back = intervals.read_error_model(path)
+    assert back.half_width == pytest.approx(m.half_width, abs=1e-4) and back.n_dev == m.n_dev
+    assert back.pooled == pytest.approx(m.pooled, abs=1e-4) and back.coverage == 0.8
+    assert "8.0%" in back.warning("cpu-bound") and back.warning("gpu-bound") is None
+    assert back.warning("multi-stream") is None  # no held-out pair in it: nothing known to warn about
+    path.write_text("coverage: 0.8\n")
+    with pytest.raises(AddressableError, match="bad or missing field"):
+        intervals.read_error_model(path)
+    with pytest.raises(AddressableError, match="no dev residuals"):
+        intervals.fit_error_model({})
+
+
+def test_project_widens_the_interval_and_warns_in_a_bad_regime(tmp_path: Path, monkeypatch) -> None:
+    trace = launch_bound_trace(tmp_path)
+    wins = tmp_path / "wins.csv"
+    wins.write_text("target,speedup,kernels_after\nelementwise,1,1\n")
+    args = ("--speedups", str(wins), "--runs", str(trace), "--json", "--step-ms", "0.5")
+    monkeypatch.setattr(intervals, "ERROR_MODEL", tmp_path / "none.yaml")
+    _, before, _ = project_json(*args)
+    m = intervals.ErrorModel(0.8, 0.02, {"cpu-bound": 0.06}, {"cpu-bound": 5}, {"cpu-bound": 0.09})
+    (tmp_path / "err.yaml").write_text(intervals.error_model_yaml(m))
+    monkeypatch.setattr(intervals, "ERROR_MODEL", tmp_path / "err.yaml")
+    code, after, _ = project_json(*args)
+    b, a = before["runs"][0], after["runs"][0]
+    assert code == 0 and a["replay_regime"] == "cpu-bound" and a["replay_model_error"] == 0.06
+    assert a["speedup_wall"] == pytest.approx(b["speedup_wall"])
+    lo, hi = a["speedup_wall_interval"]
+    assert lo == pytest.approx(b["speedup_wall_interval"][0] * np.exp(-0.06))
+    assert hi == pytest.approx(b["speedup_wall_interval"][1] * np.exp(0.06))
+    assert [w for w in after["warnings"] if "cpu-bound runs were off by up to 9.0%" in w]
+    assert not [w for w in before["warnings"] if "held-out" in w]
+
+
+def test_a_fused_call_keeps_the_cpu_time_it_is_given(tmp_path: Path) -> None:
+    """test_replay's fused call (kernels 3-5 into one) with the replacement's CPU time per call given."""
+    tb = TraceBuilder()
+    for t in [40, 90, 140, 250, 300, 350, 400, 450]:  # 10 us calls, 40 us of CPU before each, 100 before call 3
+        tb.launch(t, 10, t + 8, 5)
+    tb.step(1, 0, 460)
+    g = graph(tmp_path, tb)
+    fuse = (np.arange(g.n_gpu) >= 3) & (np.arange(g.n_gpu) <= 5)
+    # 25 us: call 3 takes 15 + 10 after call 2 ends (150): 165-175; call 6 215-225, call 7 265-275, its kernel 273-278
+    assert replay(g, [Change(fuse, kernels_after=1, cpu_after_us=25)]).span == pytest.approx(278)
+    # 200 us: more than the eager ops took (the typical rule's 303, own's 363 lie between): call 3 340-350 ... 453
+    assert replay(g, [Change(fuse, kernels_after=1, cpu_after_us=200)]).span == pytest.approx(453)
+    # measured unprofiled: not scaled with the rest of the CPU (at 0.5, calls 4-7 and their gaps halve)
+    half = replay(g, [Change(fuse, kernels_after=1, cpu_after_us=25)], cpu_scale=0.5)
+    assert half.cpu_start[3] - half.cpu_end[2] == pytest.approx(25 - 5)  # its launch call (10 us) is scaled

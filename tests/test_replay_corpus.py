@@ -1,0 +1,168 @@
+"""gpu/replay_corpus.py (the replay validation corpus, issue 27): its pair table, the dev/heldout split
+committed before any data, and a smoke run of a few pairs on the CPU (tiny sizes) through the real code."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+import subprocess
+import sys
+import tarfile
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "gpu" / "replay_corpus.py"
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("replay_corpus", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["replay_corpus"] = mod  # dataclasses look their module up while the class is built
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_corpus_covers_the_regimes_and_swap_sizes() -> None:
+    rc = _module()
+    names = [p.name for p in rc.PAIRS]
+    assert len(set(names)) == len(names) >= 24
+    assert len({p.regime for p in rc.PAIRS}) >= 8
+    assert {"tiny", "mlp", "block"} <= {p.swap for p in rc.PAIRS}
+    for part in (1, 2):  # each device call holds every regime, and its estimate fits the default budget
+        ps = [p for p in rc.PAIRS if p.part == part]
+        assert {p.regime for p in ps} == {p.regime for p in rc.PAIRS}
+        assert sum(p.est_s for p in ps) + 30 < 450
+
+
+def test_split_is_committed_follows_its_rule_and_is_balanced() -> None:
+    rc = _module()
+    with open(ROOT / "results/h200/replay_corpus/split.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    committed = {r["pair"]: r["split"] for r in rows}
+    assert committed == rc.split_of(rc.PAIRS)
+    halves = Counter(committed.values())
+    assert abs(halves["dev"] - halves["heldout"]) <= 1
+    for regime in {p.regime for p in rc.PAIRS}:
+        assert {committed[p.name] for p in rc.PAIRS if p.regime == regime} == {"dev", "heldout"}, regime
+
+
+def _run(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict[str, bytes]]:
+    res = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "out"), "--smoke", *args],
+                         capture_output=True, text=True, timeout=600)
+    files: dict[str, bytes] = {}
+    for tar in sorted((tmp_path / "out").glob("replay_corpus_part*.tar")):
+        with tarfile.open(tar) as t:
+            for m in t.getmembers():
+                files[m.name] = t.extractfile(m).read()
+    return res, files
+
+
+@pytest.mark.slow
+def test_smoke_run_writes_pairs_the_validation_can_read(tmp_path: Path) -> None:
+    pairs = ["two-stream-layernorm", "compiled-region-b1-layernorm", "bert-train-b4-layernorm"]
+    res, files = _run(tmp_path, "--pairs", ",".join(pairs))
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "3 of 3 pairs captured" in res.stdout
+    over = json.loads(files["part-x/profiler_overhead.json"])
+    assert set(over["kinds"]) == {"add", "view", "linear", "record_function"}
+    assert over["kinds"]["view"]["events_per_op"]["cpu_op"] == pytest.approx(1.0, abs=0.1)
+    for name in pairs:
+        meta = json.loads(files[f"part-x/{name}.json"])
+        n = len(meta["round"])
+        assert n > 0 and all(len(meta[k][v]) == n for k in ("step_ms", "cpu_ms", "swap_cpu_ms") for v in "AB")
+        assert meta["split"] in ("dev", "heldout") and meta["swap_calls_per_step"]["A"] > 0
+        assert meta["module_cpu"]["A"]["modules"] or name.startswith("two-stream")
+        for trace in meta["traces"]["A"] + meta["traces"]["B"]:
+            assert f"part-x/{trace}" in files
+    # the swapped group is marked in both traces, and holds fewer ops in B (eager LayerNorm: 9 ops; fused: 1)
+    ops = {k: _ops_in_swap_group(files[f"part-x/bert-train-b4-layernorm.{k}.json.gz"]) for k in "AB"}
+    assert ops["B"] > 0 and ops["A"] > 2 * ops["B"]
+
+
+def _ops_in_swap_group(gz: bytes) -> int:
+    """CPU ops that start inside a swap_group range (same thread), in a gzipped trace."""
+    import gzip
+    ev = [e for e in json.loads(gzip.decompress(gz))["traceEvents"] if e.get("ph") == "X"]
+    groups = [(e["tid"], e["ts"], e["ts"] + e["dur"]) for e in ev if e["name"] == "swap_group"]
+    return sum(1 for e in ev if e.get("cat") == "cpu_op"
+               and any(t == e["tid"] and a <= e["ts"] <= b for t, a, b in groups))
+
+
+@pytest.mark.slow
+def test_a_pair_past_the_budget_is_skipped_and_logged(tmp_path: Path) -> None:
+    res, files = _run(tmp_path, "--pairs", "two-stream-layernorm,two-stream-gelu", "--budget-s", "20")
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "SKIPPED (budget" in res.stdout and "two-stream-gelu" in res.stdout.split("SKIPPED")[1]
+    assert "0 of 2 pairs captured" in res.stdout
+    assert "part-x/profiler_overhead.json" in files and "part-x/capture.log" in files
+
+
+def _mini_corpus(root: Path, heldout_b_scale: float = 1.0) -> Path:
+    """The two committed H200 pairs as a corpus: prefill in dev, two-stream held out (B's steps scaled)."""
+    src = ROOT / "tests/data/pairs"
+    d = root / "part-1"
+    d.mkdir(parents=True)
+    for name, split in (("llama8b-prefill-b4-rmsnorm", "dev"), ("two-stream-gelu", "heldout")):
+        for f in src.glob(f"{name}.*.json.gz"):
+            (d / f.name).write_bytes(f.read_bytes())
+        meta = json.loads((src / f"{name}.json").read_text())
+        meta["split"] = split
+        if split == "heldout":
+            meta["step_ms"]["B"] = [t * heldout_b_scale for t in meta["step_ms"]["B"]]
+        (d / f"{name}.json").write_text(json.dumps(meta))
+    return root
+
+
+def _validate(corpus: Path, out: Path) -> tuple[subprocess.CompletedProcess, Path]:
+    err = out.with_suffix(".yaml")
+    res = subprocess.run([sys.executable, str(ROOT / "gpu/replay_corpus_validation.py"), str(corpus), "--out", str(out),
+                          "--error-model", str(err)], capture_output=True, text=True, cwd=ROOT, timeout=600,
+                         env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    return res, err
+
+
+def test_corpus_validation_fits_on_dev_and_scores_heldout_apart(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from addressable.projection.intervals import read_error_model
+    res, err = _validate(_mini_corpus(tmp_path / "c1"), tmp_path / "v1.csv")
+    assert res.returncode == 0, res.stderr[-2000:]
+    t = pd.read_csv(tmp_path / "v1.csv")
+    assert list(t["split"]) == ["dev", "heldout"] and (t["model"] == t["model"].iloc[0]).all()
+    assert {"uniform", "own", "module", "event", "lo", "hi", "inside", "regime_detected"} <= set(t.columns)
+    assert (t["lo"] <= t[t["model"].iloc[0]]).all() and (t[t["model"].iloc[0]] <= t["hi"]).all()
+    # no profiler-free swap time and no profiler_overhead.json in these older captures: both fall back to uniform
+    assert t["module"].to_numpy() == pytest.approx(t["uniform"].to_numpy())
+    assert t["event"].to_numpy() == pytest.approx(t["uniform"].to_numpy())
+    assert "HELD-OUT" in res.stdout
+    # held-out data never reaches the fit: change what the held-out pair measured, and only its score moves
+    res2, err2 = _validate(_mini_corpus(tmp_path / "c2", heldout_b_scale=1.2), tmp_path / "v2.csv")
+    assert res2.returncode == 0, res2.stderr[-2000:]
+    a, b = read_error_model(err), read_error_model(err2)
+    assert (a.pooled, a.half_width, a.source.split("model ")[1]) == (b.pooled, b.half_width, b.source.split("model ")[1])
+    assert a.heldout_max != b.heldout_max
+
+
+def test_the_committed_table_reproduces_from_the_committed_corpus(tmp_path: Path) -> None:
+    """Three pairs of results/h200/replay_corpus (compiled-mlp-b1 and gpt2-b1-s128-gelu from dev, two-stream-gelu
+    held out) give the same projections as the committed validation.csv: a change to the replay shows here."""
+    import pandas as pd
+    pairs = {"part-1": ["compiled-mlp-b1", "gpt2-b1-s128-gelu"], "part-2": ["two-stream-gelu"]}
+    for part, names in pairs.items():
+        d = tmp_path / "c" / part
+        d.mkdir(parents=True)
+        src = ROOT / "results/h200/replay_corpus" / part
+        for f in [src / "profiler_overhead.json", *(f for n in names for f in src.glob(f"{n}.*"))]:
+            (d / f.name).write_bytes(f.read_bytes())
+    res, _ = _validate(tmp_path / "c", tmp_path / "v.csv")
+    assert res.returncode == 0, res.stderr[-2000:]
+    got = pd.read_csv(tmp_path / "v.csv").set_index("pair")
+    want = pd.read_csv(ROOT / "results/h200/replay_corpus/validation.csv").set_index("pair").loc[got.index]
+    cols = ["measured", "uniform", "own", "module", "event", "given", "given_uniform", "group_scale", "rest_scale"]
+    assert got[cols].to_numpy() == pytest.approx(want[cols].to_numpy(), rel=2e-3)
+    # the compiled swap: A's trace alone (uniform) over-predicts by 46%; given the replacement's CPU, 5%
+    assert want.loc["compiled-mlp-b1", "uniform_error"] > 0.4 and abs(want.loc["compiled-mlp-b1", "given_error"]) < 0.06
