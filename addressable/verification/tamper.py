@@ -112,7 +112,7 @@ def _signal_name(s: int) -> str:
 def snapshot(device: str) -> dict[str, str]:
     """Fingerprints of everything the harness relies on (see the module docstring)."""
     import torch
-    import torch._dynamo  # noqa: F401  # wraps torch.manual_seed when first imported: first, so that neither the
+    import torch._dynamo  # wraps torch.manual_seed when first imported: first, so that neither the
     # harness's own later imports (the profiler) nor an honest candidate's torch.compile read as tampering
 
     out: dict[str, str] = {}
