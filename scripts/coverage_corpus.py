@@ -97,7 +97,10 @@ SOURCES: list[tuple[str, str, str]] = [
     ("GPU metrics test trace", "pytorch/kineto", f"{KINETO_TB}:tb_plugin/test/gpu_metrics_input.json"),
 ]
 
-FORMATS = "read once the `formats` branch (issue 28 point 4) lands"
+MTIA = ("MTIA device events, read as device work, but MTIA's kernel names (`fc-dtype_Float`, "
+        "`vector_norm_float_order-dtype_Float`, `event_wait`, `pe_exe`, `dma_request`: an op's name with a `-dtype_` "
+        "suffix, and the device's own queue work) have no rules yet: two test traces are too few to write and check "
+        "them on")
 # Why a trace stays above 1% unclassified, is measured on the CPU-op basis, or cannot be measured:
 # (regex on the source column, reason); the first match gives the reason.
 REASONS: list[tuple[str, str]] = [
@@ -105,11 +108,8 @@ REASONS: list[tuple[str, str]] = [
                           "to classify, left unclassified on purpose"),
     (r"cupti_profiler/", "CUPTI counter mode: kernel launches recorded, kernel activity not (`classify --basis cpu` "
                          "gives the CPU ops)"),
-    (r"mtia_inference", f"CPU-op basis: its 1,313 MTIA device events (`mtia_ccp_events`) are not read; {FORMATS}"),
-    (r"mtia_trace", f"CPU-op basis: its 25,814 MTIA device events (`mtia_ccp_events`) are not read; {FORMATS}"),
+    (r"mtia_", MTIA),
     (r"rank_non_gpu|cpu_only/|distributed_info_not_found", "a CPU-only trace: the CPU-op basis (every op classified)"),
-    (r"rocprof/", f"rocprofv3 JSON: {FORMATS}"),
-    (r"tb_plugin/", f"TensorBoard-plugin-era Kineto categories (`Kernel`, `Operator`, `Runtime`, ...): {FORMATS}"),
     (r"chakra", "a Chakra execution trace (ops and tensors, no kernel times), not a profiler trace"),
 ]
 
