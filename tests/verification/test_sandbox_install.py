@@ -23,7 +23,7 @@ from addressable.verification.sandbox import sandbox_available
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not sandbox_available().sandboxed, reason="needs bubblewrap (the sandbox under test)")]
+              pytest.mark.skipif(not sandbox_available().sandboxed, reason="bubblewrap is not installed or does not work here (the sandbox under test)")]
 
 
 def _checkout(dst: Path) -> Path:
