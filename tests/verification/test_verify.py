@@ -444,7 +444,8 @@ def test_cli_verify_exit_3_on_review() -> None:
     res = CliRunner().invoke(main, ["verify", str(SOFTMAX), str(ZOO / "honest_torch.py"), "--calls", "3", "--warmup", "1",
                                     "--trials", "2", "--set", "dim=1000", "--review-speedup", "0"])
     assert res.exit_code == 3, res.output
-    assert ": REVIEW" in res.output and "REVIEW: speedup" in res.output
+    assert ": REVIEW" in res.output and "x > 0x: check the timing by hand" in res.output  # the flag asked for (a
+    # loaded CPU may add others before it)
 
 
 def test_verify_batch_lists_reviews_apart_and_project_leaves_them_out(tmp_path: Path) -> None:
