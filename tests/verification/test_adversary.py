@@ -22,6 +22,11 @@ FORGED = {"N": 1536}  # a lie of 75% of a call: as long as the harness's own per
 # load on a 2-core machine (which lengthens both) does not hide it
 
 
+# Caught by timing statistics alone: on a shared 2-core CPU they are caught 5-6 times in 6
+# (results/cpu/verify_detection.csv), so the test allows a second run; on a GPU each is run once.
+BY_TIMING = {"cheat_repeat_input", "cheat_forged_report"}
+
+
 def _verify(problem: Path, candidate: str, overrides: dict, **kw) -> VerifyResult:
     return verify(problem, ZOO / f"{candidate}.py", overrides=overrides, device=kw.pop("device", "cpu"),
                   calls=kw.pop("calls", 20), timeout=kw.pop("timeout", 300), **kw)
@@ -49,6 +54,8 @@ def _failed(r: VerifyResult) -> set[str]:
 def test_each_cheat_fails_for_its_reason(problem: Path, candidate: str, overrides: dict, failed: set[str],
                                          reason: str) -> None:
     r = _verify(problem, candidate, overrides)
+    if candidate in BY_TIMING and r.verdict != "fail":
+        r = _verify(problem, candidate, overrides)
     assert r.verdict == "fail" and r.exit_code == 1 and r.speedup is None, r.reason
     assert failed <= _failed(r) and reason in r.reason, r.reason
 
