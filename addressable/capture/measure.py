@@ -137,9 +137,9 @@ def budget_words(m: Measurement, cut: bool) -> str:
     if over_budget(m):
         assert m.estimate_s is not None  # over_budget needs an estimate
         given = [f"--{k.replace('_', '-')} {getattr(m, k)}" for k in COUNTS if k in m.fixed]
-        return (f"; this cannot fit --budget {m.budget_s:g} s: about {duration(m.estimate_s)} is the least"
-                + (f" with {', '.join(given)} as given" if given else "") + " (raise --budget, or accept it)")
-    return f", cut to fit --budget {m.budget_s:g} s" if cut else ""
+        return (f"; this cannot fit the {m.budget_s:g} s budget (--budget): about {duration(m.estimate_s)} is the least"
+                + (f" with {', '.join(given)} as given" if given else "") + " (it runs anyway; --budget inf lifts the limit)")
+    return f", cut to fit the {m.budget_s:g} s budget (--budget)" if cut else ""
 
 
 # --------------------------------------------------------------------------- measuring

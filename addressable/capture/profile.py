@@ -479,8 +479,8 @@ def format_profile(res: ProfileResult, requested_device: str = "auto") -> str:
     counts = f"warm-up {m.warmup}, then {m.plan()}"
     if m.budget_s is not None and math.isfinite(m.budget_s) and len(m.fixed) < 3:
         d = default_measurement(r["device"])
-        fit = (f"lowered as far as they go, which could not fit --budget {m.budget_s:g} s" if over_budget(m) else
-               f"lowered where needed to fit --budget {m.budget_s:g} s")
+        fit = (f"lowered as far as they go, which could not fit the {m.budget_s:g} s budget" if over_budget(m) else
+               f"lowered where needed to fit the {m.budget_s:g} s budget")
         counts += (f"; counts not given are the {r['device']} defaults ({d.repeats} × ({d.steps} + "
                    f"{d.profile_steps})), {fit}; set them with --steps/--profile-steps/--repeats")
     reps = r["repeats"]  # the headline fractions are breakdown.json's, over all profiled steps

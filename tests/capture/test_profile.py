@@ -246,7 +246,7 @@ def test_budget_fits_the_counts_to_the_warm_up_step_and_prints_the_plan(adapter:
             "--option", "width=8", "--budget", 0.35, "--out", tmp_path)
     assert r.exit_code == 0, r.output
     assert re.search(r"warm-up step 0\.1\d s; plan: 1 repeat × \(1 timed \+ 1 profiled step\), about \d s of steps, "
-                     r"cut to fit --budget 0\.35 s", r.stderr), r.stderr
+                     r"cut to fit the 0\.35 s budget \(--budget\)", r.stderr), r.stderr
     assert "\r" not in r.stderr  # no live progress line when stderr is not a terminal
     run = tmp_path / "tiny-mlp-train-b8-fp32-cpu-sleep_s0.1-width8"
     m = json.loads((run / "manifest.json").read_text())["measurement"]
@@ -263,8 +263,8 @@ def test_a_budget_that_cannot_be_met_says_so_and_gives_the_least(adapter: str, t
     assert r.exit_code == 0, r.output
     assert "cut to fit" not in r.stderr
     assert re.search(r"plan: 1 repeat × \(1 timed \+ 1 profiled step\), about \d s of steps; this cannot fit "
-                     r"--budget 0\.2 s: about \d s is the least \(raise --budget, or accept it\)", r.stderr), r.stderr
-    assert "lowered as far as they go, which could not fit --budget 0.2 s" in r.stdout
+                     r"the 0\.2 s budget \(--budget\): about \d s is the least \(it runs anyway; --budget inf lifts the limit\)", r.stderr), r.stderr
+    assert "lowered as far as they go, which could not fit the 0.2 s budget" in r.stdout
     r = cli("profile", "tiny-mlp", "--adapter", adapter, "--device", "cpu", "--option", "sleep_s=0.1",
             "--option", "width=8", "--budget", 0.2, "--steps", 2, "--out", tmp_path)
     assert "is the least with --steps 2 as given" in r.stderr, r.stderr
