@@ -52,3 +52,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def h200_traces() -> dict[str, Path]:
     """The real H200 traces committed in tests/data (copied from the project's shared traces)."""
     return {p.name.removesuffix(".json.gz"): p for p in sorted(REAL_TRACES.glob("*.json.gz"))}
+
+
+@pytest.fixture(scope="session")
+def assert_kineto_schema(h200_traces: dict[str, Path]):
+    """A check that an events table has the Kineto reader's columns and dtypes (a real H200 trace's), for
+    the readers of other formats."""
+    import pandas as pd
+
+    from addressable.trace.reader import load_trace
+
+    kineto = load_trace(h200_traces["resnet50_train"]).events
+
+    def check(events: pd.DataFrame) -> None:
+        assert list(events.columns) == list(kineto.columns)
+        for col in events.columns:
+            a, b = events[col].dtype, kineto[col].dtype
+            if isinstance(b, pd.CategoricalDtype):
+                assert isinstance(a, pd.CategoricalDtype) and a.categories.dtype == b.categories.dtype, col
+            else:
+                assert a == b, col
+
+    return check
