@@ -307,7 +307,7 @@ class CandidateSide(_Side):
         """Limits, the guard (not yet installed), the clocks, the reference; the tampering snapshot before the import."""
         if spec.get("isolated"):
             apply_limits(spec["limits"])
-            self.guard = Guard([Path(spec["scratch"]), Path(spec["exchange"])], Path(spec["home"]),
+            self.guard = Guard([Path(spec["scratch"]), Path(spec["exchange"])], [Path(h) for h in spec["homes"]],
                                spec["limits"]["processes"])
         self._setup(spec)
         return {"snapshot": tamper.snapshot(self.device)}

@@ -105,7 +105,7 @@ from addressable.verification.sandbox import (
     Sandbox,
     bwrap_command,
     choose,
-    real_home,
+    real_homes,
     resolved_limits,
     scratch_reason,
     scrubbed_env,
@@ -201,7 +201,7 @@ def _run_isolated(spec: dict[str, Any], timeout: float, box: Sandbox,
         for p in dirs.values():
             p.mkdir()
         spec = {**spec, "isolated": True, "scratch": str(dirs["scratch"]), "exchange": str(dirs["exchange"]),
-                "home": str(real_home())}
+                "homes": [str(h) for h in real_homes()]}
         inputs = [Path(spec["problem"]), Path(spec["candidate"])]
         deadline = time.monotonic() + timeout
         checker = Remote(_helper_command("reference", dirs["checker"], dirs["exchange"], [dirs["checker"]], box, inputs),

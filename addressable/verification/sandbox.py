@@ -10,7 +10,7 @@ A candidate is code a language model wrote; `verify` runs each one in a child pr
   address space on the CPU only, since the CUDA driver reserves far more address space than it uses);
 - runs under a guard (a Python audit hook, which code cannot remove) that refuses and records:
   opening a file for writing, or creating/removing/renaming one, outside the scratch folder;
-  reading credentials (`SECRET_PATHS` under the real home folder); opening a network socket;
+  reading credentials (`SECRET_PATHS` under HOME and the password database's home); opening a network socket;
   forking; starting more than `Limits.processes` processes; signalling the verifying process;
 - runs inside bubblewrap when it is installed and works here (`sandbox_available`): no network,
   the whole filesystem read-only except the scratch folder, a private /tmp and /dev/shm, the
@@ -25,6 +25,7 @@ from __future__ import annotations
 import errno
 import functools
 import os
+import pwd
 import re
 import resource
 import shutil
@@ -107,9 +108,11 @@ def unsandboxed_warning(box: Sandbox) -> str:
             "environment, resource limits and a Python-level guard contain them; --sandbox required refuses")
 
 
-def real_home() -> Path:
-    """The user's home folder (HOME, else the password database's)."""
-    return Path(os.environ.get("HOME") or os.path.expanduser("~")).resolve()
+def real_homes() -> list[Path]:
+    """The user's home folders whose credentials are hidden: HOME's and the password database's (a
+    candidate can find the second whatever HOME says)."""
+    homes = [os.environ.get("HOME"), pwd.getpwuid(os.getuid()).pw_dir]
+    return list(dict.fromkeys(Path(h).resolve() for h in homes if h))
 
 
 def scrubbed_env(scratch: Path, pythonpath: list[str]) -> dict[str, str]:
@@ -140,9 +143,7 @@ def bwrap_command(scratch: Path, writable: Path | list[Path], inputs: Iterable[P
     cmd = [shutil.which("bwrap") or "bwrap", "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev",
            "--tmpfs", "/dev/shm", "--proc", "/proc", "--tmpfs", "/tmp", "--unshare-net", "--unshare-pid",
            "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session"]
-    home = real_home()
-    for name in SECRET_PATHS:
-        p = home / name
+    for p in (home / name for home in real_homes() for name in SECRET_PATHS):
         if p.is_dir():
             cmd += ["--tmpfs", str(p)]
         elif p.exists():
@@ -207,9 +208,9 @@ class Guard:
                     "os.link", "os.truncate", "os.utime", "shutil.rmtree", "shutil.move", "shutil.copyfile"})
     _PROCESS_EVENTS = frozenset({"subprocess.Popen", "os.posix_spawn", "os.spawn", "os.exec", "os.system", "pty.spawn"})
 
-    def __init__(self, writable: list[Path], secret_root: Path, processes: int) -> None:
+    def __init__(self, writable: list[Path], secret_roots: list[Path], processes: int) -> None:
         self.writable = [str(Path(p).resolve()) for p in writable]
-        self.secrets = [str(secret_root / s) for s in SECRET_PATHS]
+        self.secrets = [str(root / s) for root in secret_roots for s in SECRET_PATHS]
         self.processes = processes
         self.started = 0
         self.violations: list[str] = []

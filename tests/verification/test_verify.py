@@ -573,6 +573,19 @@ def test_misbehaving_candidates_are_contained_and_reported(candidate: str, reaso
     assert _git_status() == before and not any(p.exists() for p in ESCAPED)
 
 
+def test_credentials_of_the_password_databases_home_are_guarded_whatever_home_says(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A clean shell (`env -i HOME=/elsewhere`) once left the real home's ~/.ssh unguarded: escape_ssh reads it
+    through the password database, and both that home and HOME's are guarded."""
+    from addressable.verification.sandbox import real_homes
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert real_homes()[0] == tmp_path.resolve() and len(real_homes()) == 2
+    r = verify(SOFTMAX, ZOO / "escape_ssh.py", trials=2, calls=0, timeout=120, sandbox="off", limits=LIMITS,
+               overrides={"dim": 1000})
+    assert r.verdict == "fail" and "read credentials" in r.reason, r.reason
+
+
 def test_bubblewrap_contains_what_the_guard_cannot_see() -> None:
     """A write through libc passes the Python-level guard; bubblewrap's read-only filesystem stops it."""
     box = sandbox_available()
