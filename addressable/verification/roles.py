@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import os
+import statistics
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -128,15 +129,16 @@ class _Side:
         """Sketches of the timed-call inputs drawn for `seed` (both helpers must draw the same)."""
         return [sketch(t, self.key) for t in tensors(self._draw(mode, seed))]
 
-    def warmup(self, mode: str, calls: int) -> None:
+    def warmup(self, mode: str, calls: int) -> dict[str, float]:
         """`calls` untimed calls, through the timed batch's own code (draws and sketches included, so that
-        nothing runs for the first time in a timed batch)."""
-        self.batch(mode, list(range(max(calls, 2))))
+        nothing runs for the first time in a timed batch); returns their median host time per call."""
+        host = self.batch(mode, list(range(max(calls, 2))))["host"]
+        return {"host_ms": statistics.median(host[len(host) // 2:])}
 
-    def batch(self, mode: str, seeds: list[int], repeat: bool = False) -> dict[str, Any]:
+    def batch(self, mode: str, seeds: list[int], repeat: bool = False, backlog_ms: float = 0.0) -> dict[str, Any]:
         """One timed batch of this side's model (`timing.Timer.batch`)."""
         assert self.timer is not None, "setup with calls > 0 comes first"
-        return self.timer.batch(self._model(), lambda s: self._draw(mode, s), seeds, self.key, repeat)
+        return self.timer.batch(self._model(), lambda s: self._draw(mode, s), seeds, self.key, repeat, backlog_ms)
 
     def _profile(self, model: Any) -> dict[str, Any]:
         with tempfile.TemporaryDirectory(prefix="addressable-profile-") as d:

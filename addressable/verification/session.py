@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import secrets
+import statistics
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -34,7 +35,7 @@ from addressable.verification.checks import Thresholds, check, stream_checks, wo
 from addressable.verification.harness import DISTRIBUTIONS, quartiles
 from addressable.verification.sandbox import signal_reason
 from addressable.verification.tamper import changed
-from addressable.verification.timing import BATCH, PARENT_CLOCK, BatchRecord, timing_checks
+from addressable.verification.timing import BATCH, PARENT_CLOCK, BatchRecord, backlog_for, timing_checks
 
 SAMPLED = 8  # timed calls of the candidate checked against the reference
 BATCH_S = {"cuda": 0.05}  # a GPU batch's length, from the baseline: longer batches resolve smaller clock
@@ -87,6 +88,7 @@ class Session:
         self.extra: dict[str, Any] = {}
         self.violations: list[str] = []
         self.stage, self.mode, self.worker_alive = "starting", "redraw", True
+        self.backlog = 0.0  # ms of GPU spin before each timed call (`timing.backlog_for`)
         self.k = max(1, min(BATCH, -(-spec["calls"] // 2)))  # at least two batches of each model
 
     # ---------------------------------------------------------------- replies
@@ -180,7 +182,10 @@ class Session:
 
     def _baseline(self) -> None:
         self._at("timing the reference before the candidate loads")
-        self._from_checker(self.checker.send("warmup", mode=self.mode, calls=self.spec["warmup"]), "reference warm-up")
+        warm = self._from_checker(self.checker.send("warmup", mode=self.mode, calls=self.spec["warmup"]),
+                                  "reference warm-up")
+        self.backlog = backlog_for(_floats([warm.get("host_ms")] if isinstance(warm, dict) else None, 1),
+                                   self.spec["device"])
         for _ in range(2):
             self._batch("ref", "baseline")
         per_call = sum(b.wall_ms for b in self.batches) / sum(len(b.times) for b in self.batches) / 1e3
@@ -192,7 +197,7 @@ class Session:
         frozen meanwhile (nothing it left running, a spinning thread included, competes); this process's
         wall clock times each from request to reply."""
         seeds = [secrets.randbits(62) for _ in range(n or self.k)]
-        kw = {"mode": self.mode, "seeds": seeds, "repeat": phase == "repeat"}
+        kw = {"mode": self.mode, "seeds": seeds, "repeat": phase == "repeat", "backlog_ms": self.backlog}
         idle = self.worker if model == "ref" else self.checker
         idle.freeze()
         try:
@@ -205,10 +210,11 @@ class Session:
         finally:
             idle.thaw()
         times = _floats(data.get("times") if isinstance(data, dict) else None, len(seeds))
+        host = _floats(data.get("host"), len(seeds))
         sketches = data.get("sketches")
         if not isinstance(sketches, list) or len(sketches) != len(seeds):
             raise Stop("the candidate's process sent a malformed timing reply")
-        self.batches.append(BatchRecord(model, phase, wall, times))
+        self.batches.append(BatchRecord(model, phase, wall, times, self.backlog, host))
         if model == "cand" and phase == "timed":
             self.timed += list(zip(seeds, sketches, strict=True))
 
@@ -262,8 +268,11 @@ class Session:
     def _timing(self) -> None:
         self._at("timing")
         warm = max(self.spec["warmup"], self.k)  # at least a batch's worth: the process settles (allocator, threads)
-        self._worker("warmup", "candidate raised while timed", mode=self.mode, calls=warm)
-        self._from_checker(self.checker.send("warmup", mode=self.mode, calls=self.k), "reference warm-up")
+        cand = self._worker("warmup", "candidate raised while timed", mode=self.mode, calls=warm)
+        ref = self._from_checker(self.checker.send("warmup", mode=self.mode, calls=self.k), "reference warm-up")
+        hosts = [r.get("host_ms") if isinstance(r, dict) else None for r in (ref, cand)]
+        self.backlog = backlog_for(_floats(hosts, 2), self.spec["device"])
+        self.extra["backlog_ms"] = self.backlog
         self._timed_rounds()
         self._repeat_rounds()
         checks, figures = timing_checks(self.batches, self.th.clock_tol, self.spec["device"])
@@ -347,7 +356,10 @@ def _summary(batches: list[BatchRecord]) -> dict[str, Any]:
     ref = [t for b in batches if b.model == "ref" and b.phase == "timed" for t in b.times]
     cand = [t for b in batches if b.model == "cand" and b.phase == "timed" for t in b.times]
     (r25, rmed, r75), (c25, cmed, c75) = quartiles(ref), quartiles(cand)
+    host = {m: [h for b in batches if b.model == m and b.phase == "timed" for h in b.host or []] for m in ("ref", "cand")}
     return {"ref_ms": rmed, "candidate_ms": cmed, "ref_ms_iqr": [r25, r75], "candidate_ms_iqr": [c25, c75],
+            "ref_host_ms": statistics.median(host["ref"]) if host["ref"] else None,
+            "candidate_host_ms": statistics.median(host["cand"]) if host["cand"] else None,
             "speedup": rmed / cmed if cmed > 0 else float("inf"),
             "speedup_lo": r25 / c75 if c75 > 0 else None, "speedup_hi": r75 / c25 if c25 > 0 else None,
             "timing_runs": len(cand)}

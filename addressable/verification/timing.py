@@ -2,9 +2,15 @@
 
 In the candidate's process (`time_batch`): timed calls run in batches of `BATCH` calls of one model.
 Each call gets fresh inputs (`fresh.FreshInputs`, drawn before the interval starts), then, on a
-GPU, a 256 MB L2 flush, a CUDA event, the call, a device-wide synchronize (work left on any stream
+GPU, a 256 MB L2 flush, a backlog (a kernel that spins for `backlog_ms`, the same for both models,
+chosen by the parent), a CUDA event, the call, a device-wide synchronize (work left on any stream
 counts) and a second event (minus the idle cost of that synchronize and event, measured once); on
-the CPU, `time.perf_counter` around the call. Right after the call, outside the interval, the
+the CPU, `time.perf_counter` around the call. The backlog keeps the GPU busy while the host
+dispatches the call, so the interval holds the call's GPU work and not its launch latency, which
+varies with whatever the host did before (a sketch, a message, the sandbox's audit hook: the
+Triton examples' speedups moved by up to 2x with it on the H200, results/h200/verify_timing/).
+Dispatch that outlasts the backlog still lands in the interval. The host time of each call
+(`perf_counter` from the call to its return, before the synchronize) is reported beside it. Right after the call, outside the interval, the
 output's sketch (`checks.sketch`) is taken: it binds every element of the output, so the
 reference checker can later compare the outputs of calls the candidate cannot predict.
 The timing functions (`Clocks`) are taken before the candidate is imported, so patching
@@ -62,6 +68,7 @@ class Clocks:
     wait: Any = None
     device_sync: Any = None
     zero: Any = None
+    spin: Any = None  # torch.cuda._sleep: a kernel that spins for a number of GPU clock cycles
 
 
 def take_clocks(device: str) -> Clocks:
@@ -72,7 +79,7 @@ def take_clocks(device: str) -> Clocks:
         return Clocks(PARENT_CLOCK, torch.no_grad)
     ev: Any = torch.cuda.Event
     return Clocks(PARENT_CLOCK, torch.no_grad, ev, ev.record, ev.__mro__[1].elapsed_time, ev.synchronize,
-                  torch.cuda.synchronize, torch.Tensor.zero_)
+                  torch.cuda.synchronize, torch.Tensor.zero_, torch.cuda._sleep)
 
 
 def sync_overhead(clocks: Clocks, repeats: int = 25) -> float:
@@ -88,6 +95,19 @@ def sync_overhead(clocks: Clocks, repeats: int = 25) -> float:
     return statistics.median(out)
 
 
+def spin_rate(clocks: Clocks, cycles: int = 200_000) -> float:
+    """GPU clock cycles per millisecond of `clocks.spin` (the fastest of a few, after a warm-up spin)."""
+    out = []
+    for _ in range(4):
+        a, b = clocks.event(enable_timing=True), clocks.event(enable_timing=True)
+        clocks.record(a)
+        clocks.spin(cycles)
+        clocks.record(b)
+        clocks.wait(b)
+        out.append(clocks.elapsed(a, b))
+    return cycles / max(min(out[1:]), 1e-6)
+
+
 class Timer:
     """Timed calls with the clocks, flush buffer and synchronize overhead of one process."""
 
@@ -97,38 +117,53 @@ class Timer:
         self.clocks, self.cuda = clocks, device == "cuda"
         self.flush = torch.empty(256 << 20, dtype=torch.uint8, device=device) if self.cuda else None
         self.overhead = sync_overhead(clocks) if self.cuda else 0.0
+        self.cycles_per_ms = spin_rate(clocks) if self.cuda else 0.0
 
-    def call(self, fn: Callable, inputs: list) -> tuple[float, Any]:
-        """(milliseconds, output) of one call (see the module docstring)."""
+    def call(self, fn: Callable, inputs: list, backlog_ms: float = 0.0) -> tuple[float, float, Any]:
+        """(GPU or CPU milliseconds, host milliseconds, output) of one call (see the module docstring)."""
         c = self.clocks
         with c.no_grad():
             if not self.cuda:
                 t0 = c.perf()
                 out = fn(*inputs)
-                return (c.perf() - t0) * 1e3, out
+                ms = (c.perf() - t0) * 1e3
+                return ms, ms, out
             c.zero(self.flush)
+            if backlog_ms > 0:
+                c.spin(int(backlog_ms * self.cycles_per_ms))
             a, b = c.event(enable_timing=True), c.event(enable_timing=True)
             c.record(a)
+            t0 = c.perf()
             out = fn(*inputs)
+            host = (c.perf() - t0) * 1e3
             c.device_sync()
             c.record(b)
             c.wait(b)
-            return max(c.elapsed(a, b) - self.overhead, 1e-6), out
+            return max(c.elapsed(a, b) - self.overhead, 1e-6), host, out
 
     def batch(self, fn: Callable, draw: Callable[[int], list], seeds: list[int], key: int,
-              repeat: bool = False) -> dict[str, Any]:
+              repeat: bool = False, backlog_ms: float = 0.0) -> dict[str, Any]:
         """Time one call per seed; with `repeat`, every odd call gets the same tensors as the call before it
-        (fresh, repeated, fresh, repeated ...). Returns the times (ms) and each output's sketch."""
-        times, sketches = [], []
+        (fresh, repeated, fresh, repeated ...). Returns the times (ms), host times (ms) and each output's sketch."""
+        times, host, sketches = [], [], []
         inputs: list = []
         for i, s in enumerate(seeds):
             if not (repeat and i % 2):
                 inputs = draw(s)
-            ms, out = self.call(fn, inputs)
+            ms, h, out = self.call(fn, inputs, backlog_ms)
             times.append(ms)
+            host.append(h)
             sketches.append([sketch(o, key) for o in as_outputs(out, "candidate")])
             del out
-        return {"times": times, "sketches": sketches}
+        return {"times": times, "host": host, "sketches": sketches}
+
+
+def backlog_for(host_ms: list[float], device: str) -> float:
+    """The backlog (ms) both models' timed calls get: twice the slower model's median host time, within
+    [0.05, 2] ms (the cap bounds host work a candidate could hide in it); none on the CPU."""
+    if device != "cuda":
+        return 0.0
+    return min(max(2.0 * max(host_ms, default=0.0), 0.05), 2.0)
 
 
 # ---------------------------------------------------------------- the parent's side: walls against reported times
@@ -142,11 +177,13 @@ class BatchRecord:
     phase: str  # "baseline" (before the candidate loaded), "timed" or "repeat"
     wall_ms: float
     times: list[float]
+    backlog_ms: float = 0.0  # the spin before each call, the parent's choice
+    host: list[float] | None = None  # reported host time of each call
 
     @property
     def overhead(self) -> float:
-        """Per-call wall time less the mean reported time (ms)."""
-        return self.wall_ms / len(self.times) - statistics.fmean(self.times)
+        """Per-call wall time less the mean reported time and the backlog (ms)."""
+        return self.wall_ms / len(self.times) - statistics.fmean(self.times) - self.backlog_ms
 
 
 def _spread(xs: list[float]) -> float:
