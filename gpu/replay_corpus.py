@@ -54,6 +54,9 @@ from torch import nn  # noqa: E402
 from torch.profiler import ProfilerActivity, profile, record_function, schedule  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from addressable.capture import scopes  # noqa: E402  (the profiler-free module pass `addressable profile` runs)
+
 SPLIT = ROOT / "results/h200/replay_corpus/split.csv"
 SMOKE = False
 DEV = "cuda"
@@ -741,28 +744,15 @@ def profile_steps(step: Callable[[], object], path: Path, active: int = PROFILED
 
 
 def module_cpu(v: Variant, steps: int) -> dict:
-    """Profiler-free: each module class's inclusive CPU time per step (global forward hooks, perf_counter)."""
-    stats: dict[str, list] = {}
-    open_calls: dict[int, list[float]] = {}
-
-    def pre(mod, args):
-        open_calls.setdefault(id(mod), []).append(time.perf_counter())
-
-    def post(mod, args, out):
-        t = time.perf_counter() - open_calls[id(mod)].pop()
-        s = stats.setdefault(type(mod).__name__, [0, 0.0])
-        s[0] += 1
-        s[1] += t
-
-    hooks = [nn.modules.module.register_module_forward_pre_hook(pre), nn.modules.module.register_module_forward_hook(post)]
-    try:
+    """Profiler-free: each module class's inclusive CPU time per step (addressable.capture.scopes.module_cpu:
+    global forward hooks, perf_counter; what `addressable profile` writes to module_cpu.csv)."""
+    with scopes.module_cpu(v.models[0] if v.models else None) as rec:
         ts = [timed(v) for _ in range(steps)]
-    finally:
-        for h in hooks:
-            h.remove()
-    return {"steps": steps, "step_ms": [t[0] for t in ts], "cpu_ms": [t[1] for t in ts],
-            "swap_cpu_ms": [t[2] for t in ts],
-            "modules": {k: {"calls_per_step": c / steps, "cpu_us_per_step": s / steps * 1e6} for k, (c, s) in stats.items()}}
+    t = rec.table(steps).groupby("class")[["calls_per_step", "cpu_us_per_step"]].sum()
+    return {"steps": steps, "step_ms": [x[0] for x in ts], "cpu_ms": [x[1] for x in ts],
+            "swap_cpu_ms": [x[2] for x in ts],
+            "modules": {str(k): {"calls_per_step": float(r.calls_per_step), "cpu_us_per_step": float(r.cpu_us_per_step)}
+                        for k, r in t.iterrows()}}
 
 
 def trace_name(name: str, key: str, r: int) -> str:
