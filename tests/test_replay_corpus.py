@@ -46,8 +46,19 @@ def test_split_is_committed_follows_its_rule_and_is_balanced() -> None:
     assert committed == rc.split_of(rc.PAIRS)
     halves = Counter(committed.values())
     assert abs(halves["dev"] - halves["heldout"]) <= 1
-    for regime in {p.regime for p in rc.PAIRS}:
-        assert {committed[p.name] for p in rc.PAIRS if p.regime == regime} == {"dev", "heldout"}, regime
+    first = [p for p in rc.PAIRS if p.part < 3]
+    for regime in {p.regime for p in first}:
+        assert {committed[p.name] for p in first if p.regime == regime} == {"dev", "heldout"}, regime
+
+
+def test_part_3_is_a_second_held_out_set_of_new_pairs_over_every_regime() -> None:
+    rc = _module()
+    old, new = [p for p in rc.PAIRS if p.part < 3], [p for p in rc.PAIRS if p.part == 3]
+    assert len(new) >= 13 and {p.regime for p in new} == {p.regime for p in old}
+    assert set(rc.split_of(rc.PAIRS)[p.name] for p in new) == {"heldout2"}
+    assert not {p.name for p in new} & {p.name for p in old}
+    # one device call: a regime each first, so a budget cut keeps every regime
+    assert {p.regime for p in new[:8]} == {p.regime for p in old}
 
 
 def _run(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict[str, bytes]]:
@@ -90,6 +101,20 @@ def _ops_in_swap_group(gz: bytes) -> int:
     groups = [(e["tid"], e["ts"], e["ts"] + e["dur"]) for e in ev if e["name"] == "swap_group"]
     return sum(1 for e in ev if e.get("cat") == "cpu_op"
                and any(t == e["tid"] and a <= e["ts"] <= b for t, a, b in groups))
+
+
+@pytest.mark.slow
+def test_smoke_run_of_new_part_3_swaps(tmp_path: Path) -> None:
+    pairs = ["gpt-train-b4-s128-dropout-add", "llama-decode-b1-rope", "resnet18-gn-infer-b8", "vit-train-b4-adamw-foreach"]
+    res, files = _run(tmp_path, "--pairs", ",".join(pairs))
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "4 of 4 pairs captured" in res.stdout
+    for name in pairs:
+        meta = json.loads(files[f"part-x/{name}.json"])
+        assert meta["split"] == "heldout2" and meta["swap_calls_per_step"]["A"] > 0 < meta["swap_calls_per_step"]["B"]
+    # the cached rotary table launches fewer ops than recomputing it
+    ops = {k: _ops_in_swap_group(files[f"part-x/llama-decode-b1-rope.{k}.json.gz"]) for k in "AB"}
+    assert ops["B"] > 0 and ops["A"] > ops["B"]
 
 
 @pytest.mark.slow
