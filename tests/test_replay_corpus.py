@@ -126,17 +126,17 @@ def test_a_pair_past_the_budget_is_skipped_and_logged(tmp_path: Path) -> None:
     assert "part-x/profiler_overhead.json" in files and "part-x/capture.log" in files
 
 
-def _mini_corpus(root: Path, heldout_b_scale: float = 1.0) -> Path:
+def _mini_corpus(root: Path, heldout_b_scale: float = 1.0, held: str = "heldout") -> Path:
     """The two committed H200 pairs as a corpus: prefill in dev, two-stream held out (B's steps scaled)."""
     src = ROOT / "tests/data/pairs"
     d = root / "part-1"
     d.mkdir(parents=True)
-    for name, split in (("llama8b-prefill-b4-rmsnorm", "dev"), ("two-stream-gelu", "heldout")):
+    for name, split in (("llama8b-prefill-b4-rmsnorm", "dev"), ("two-stream-gelu", held)):
         for f in src.glob(f"{name}.*.json.gz"):
             (d / f.name).write_bytes(f.read_bytes())
         meta = json.loads((src / f"{name}.json").read_text())
         meta["split"] = split
-        if split == "heldout":
+        if split != "dev":
             meta["step_ms"]["B"] = [t * heldout_b_scale for t in meta["step_ms"]["B"]]
         (d / f"{name}.json").write_text(json.dumps(meta))
     return root
@@ -170,6 +170,13 @@ def test_corpus_validation_fits_on_dev_and_scores_heldout_apart(tmp_path: Path) 
     a, b = read_error_model(err), read_error_model(err2)
     assert (a.pooled, a.half_width, a.source.split("model ")[1]) == (b.pooled, b.half_width, b.source.split("model ")[1])
     assert a.heldout_max != b.heldout_max
+    assert read_error_model(err, "given").source.endswith("(dev half, model given)")
+    # a second held-out set is scored as its own half, and reaches no fit either
+    res3, err3 = _validate(_mini_corpus(tmp_path / "c3", heldout_b_scale=1.2, held="heldout2"), tmp_path / "v3.csv")
+    assert res3.returncode == 0, res3.stderr[-2000:]
+    assert "HELD-OUT 2 (given, what project runs)" in res3.stdout and "HELD-OUT 1" not in res3.stdout
+    c = read_error_model(err3)
+    assert (c.pooled, c.half_width) == (a.pooled, a.half_width) and c.heldout_max == b.heldout_max
 
 
 def test_the_committed_table_reproduces_from_the_committed_corpus(tmp_path: Path) -> None:
