@@ -14,7 +14,9 @@ the profiler's CPU overhead out are replayed (dispatch rule "typical" for kept l
   given    module, and each forward call keeping the replacement's measured CPU time (B's, per call):
            what `project --model replay` runs where the run has module_cpu.csv and the target
            cpu_us_after, scored through the same function (replay.project_traces, WhatIf.cpu);
-  given_uniform  given without the group's measured scale.
+  given_uniform  given without the group's measured scale;
+  given_v1 given as first committed, before the change chosen on the dev half (a fused call's runtime
+           calls other than its kept launches, e.g. an eager BatchNorm's cudaMemsetAsync, stayed).
 The model was chosen on the dev half only (most pairs within 5%, then the lowest median |error|: given);
 the error models of given and uniform (intervals.fit_error_model: the 80% quantile of |log error| per
 detected regime) are fitted on dev only, and only then are the held-out pairs scored, each held-out set
@@ -60,7 +62,7 @@ from addressable.projection.replay import (
 )
 from addressable.trace.reader import Trace
 
-MODELS = ("uniform", "own", "module", "event", "given", "given_uniform")
+MODELS = ("uniform", "own", "module", "event", "given", "given_uniform", "given_v1")
 PROJECT_MODEL = "given"  # what `project --model replay` runs where a target has both inputs (project_traces)
 FALLBACK_MODEL = "uniform"  # what it runs for a target without them; both error models are written
 HELD = ("heldout", "heldout2")  # the held-out sets: parts 1-2's half (read once), part 3 (a second one)
@@ -135,9 +137,11 @@ def round_models(a: Path, b: Path, meta: dict, step_a: float, costs: tuple[float
     after = float(np.quantile(swap["B"], Q)) * 1e3 / max(meta["swap_calls_per_step"]["B"], 1) if swap else None
     cal = (lambda t, g: group_cpu(g, t, swap_ranges(t), unprof)) if swap else None
     row["given"] = projected(ta, whatifs(changes, forward, cal, after), step_a * 1e3).speedup_wall
-    given = [dataclasses.replace(c, cpu_after_us=after * gc.share) if i == 0 and forward and swap else c
-             for i, c in enumerate(changes)]
+    given = [dataclasses.replace(c, cpu_after_us=after * gc.share, cpu_calls=gc.calls) if i == 0 and forward and swap
+             else c for i, c in enumerate(changes)]
     row["given_uniform"] = speedup(ga, given, s)  # the same without A's profiler-free module time
+    # given before the change chosen on dev (a fused call's other runtime calls, e.g. memsets, stayed)
+    row["given_v1"] = speedup(ga, [dataclasses.replace(c, cpu_calls=None) for c in given], sc)
     ge = deprofiled(ta, ga, *costs)
     row.update(event=speedup(ge, changes, fit_cpu_scale(ge, step_a * 1e3)))
     row["regime_detected"] = regime_of(ga, step_a * 1e3)

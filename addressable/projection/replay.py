@@ -118,6 +118,9 @@ class Change:
     op's dispatch and whatever Python ran before it). The two bracket the fused op's real cost.
     `cpu_after_us` (with kernels_after): the CPU time each call keeps, measured (unprofiled, so not
     scaled), spread evenly over its kept launches (each launch's gap plus its call); it overrides dispatch.
+    `cpu_calls` (with cpu_after_us): a mask over CPU calls, the calls' runtime calls (GroupCpu.calls) that
+    the measured time replaces: those that are not kept launches (a memset the eager module issued)
+    cost nothing after, with the gap before them.
     """
 
     mask: np.ndarray
@@ -126,6 +129,7 @@ class Change:
     calls: np.ndarray | None = None
     dispatch: str = "typical"
     cpu_after_us: float | None = None
+    cpu_calls: np.ndarray | None = None
 
 
 @dataclass
@@ -639,6 +643,10 @@ def _apply(g: Graph, s: _State, c: Change, cpu_scale: Scale = 1.0) -> None:
     launched = kept & g.gpu_launched[idx]
     stay = g.gpu_anchor[idx[launched]]
     if c.cpu_after_us is not None:  # the call's measured CPU time after, over its kept launches
+        if c.cpu_calls is not None:  # the calls' other runtime calls: the measured time holds them
+            drop = np.asarray(c.cpu_calls, bool).copy()
+            drop[stay] = False
+            s.cpu_gap[drop] = s.cpu_dur[drop] = s.cpu_base[drop] = 0.0
         n_kept = np.bincount(call[launched], minlength=n_calls)
         s.cpu_gap[stay] = np.maximum(c.cpu_after_us / n_kept[call[launched]] - s.cpu_dur[stay], 0.0)
     elif c.dispatch == "typical":  # a kept kernel's dispatch: the trace's typical CPU time before a launch
@@ -979,10 +987,12 @@ def project_traces(paths: Sequence[str | Path | Trace], whatifs: Sequence[WhatIf
 
         def changes(which: str, dispatch: str = "typical", g: Graph = g, trace: Trace = trace,
                     cpu: list[GroupCpu | None] = cpu) -> list[Change]:
+            given = [c is not None and w.cpu_after_us is not None for w, c in zip(whatifs, cpu, strict=True)]
             return [Change(w.select(trace, g), getattr(w, which), w.kernels_after,
                            w.calls(trace, g) if w.calls else None, dispatch,
-                           w.cpu_after_us * c.share if c is not None and w.cpu_after_us is not None else None)
-                    for w, c in zip(whatifs, cpu, strict=True)]
+                           w.cpu_after_us * c.share if ok and c and w.cpu_after_us is not None else None,
+                           c.calls if ok and c else None)
+                    for w, c, ok in zip(whatifs, cpu, given, strict=True)]
 
         # the low end: k at its low end, and each kept launch keeping its own CPU time (Change.dispatch)
         point, lo, hi = (replay(g, changes(w, d), scale) for w, d in (("k", "typical"), ("k_lo", "own"),

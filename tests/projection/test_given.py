@@ -23,10 +23,13 @@ from tests.projection.test_replay import TraceBuilder
 SCOPE = "nn.Module: act (EagerGELU)"
 
 
-def scoped_trace(path: Path) -> Path:
+def scoped_trace(path: Path, memset: bool = False) -> Path:
     """10 launches, 100 us of CPU each (90 us gap + 10 us call) and a 5 us kernel 8 us after each; the
-    calls 2-5 (and their gaps: 400 us from 200 to 600) inside the module scope of `act` (EagerGELU)."""
+    calls 2-5 (and their gaps: 400 us from 200 to 600) inside the module scope of `act` (EagerGELU);
+    with `memset`, a 10 us cudaMemsetAsync call at 250 inside it too (in call 2's gap)."""
     tb = TraceBuilder()
+    if memset:
+        tb.call("cudaMemsetAsync", 250, 10)
     for i in range(10):
         tb.launch(100 * i + 90, 10, 100 * i + 98, 5, op="aten::mul" if 2 <= i <= 5 else "aten::add")
     tb.scope(SCOPE, 200, 400)
@@ -34,12 +37,12 @@ def scoped_trace(path: Path) -> Path:
     return tb.write(path)
 
 
-def run_folder(tmp_path: Path, step_us: float, module_cpu_us: float | None) -> Path:
+def run_folder(tmp_path: Path, step_us: float, module_cpu_us: float | None, memset: bool = False) -> Path:
     """A run folder of scoped_trace: its breakdown, one unprofiled step time, and module_cpu.csv (act's
     profiler-free CPU per step) when given."""
     folder = tmp_path / "run"
     folder.mkdir()
-    raw = scoped_trace(tmp_path / "t.json")
+    raw = scoped_trace(tmp_path / "t.json", memset)
     (folder / "trace.json.gz").write_bytes(gzip.compress(raw.read_bytes()))
     b = breakdown_of_trace(load_trace(raw))
     b.n_steps = 1
@@ -58,13 +61,15 @@ def wins(tmp_path: Path, text: str) -> Path:
     return p
 
 
-def test_given_by_hand(tmp_path: Path) -> None:
+@pytest.mark.parametrize("memset", [False, True])
+def test_given_by_hand(tmp_path: Path, memset: bool) -> None:
     """act's 4 calls took 400 us profiled and 200 unprofiled (scale 0.5); the unprofiled step is 803 us, so
     the rest keeps scale 1: calls 0-1 end at 200, act's at 400, calls 6-9 at 800, the last kernel at 803.
     Fused into one kernel (k 1) whose call costs 250 us: calls 0-1 end at 200, the fused call at 450, calls
     6-9 at 850, the last kernel ends at 853: slower (the replacement's dispatch costs more than the eager
-    ops' 200 us). uniform, blind to both, projects a gain."""
-    run = run_folder(tmp_path, 803.0, 200.0)
+    ops' 200 us). uniform, blind to both, projects a gain. A memset the eager module issued inside its
+    scope goes with it (its 30 us at scale 0.5 would make it 883)."""
+    run = run_folder(tmp_path, 803.0, 200.0, memset)
     p = project([run], wins(tmp_path, "target,speedup,kernels_after,cpu_us_after\nmodule:EagerGELU,1,1,250\n"))
     r = p.runs.iloc[0]
     assert r["replay_cpu_model"] == "given" and r["model"] == "replay"
