@@ -14,15 +14,19 @@ nothing else changed; both mark the swapped module with record_function('swap_gr
 Per part, before the pairs: the profiler's own cost per recorded event (profiler_overhead.json), from
 loops of tiny ops timed with and without the profiler.
 The split into dev and heldout is fixed before any data exists: results/h200/replay_corpus/split.csv
-(a rule on the pair names, `split_of`; tests/test_replay_corpus.py checks the file follows it).
+(a rule on the pair names, `split_of`; tests/test_replay_corpus.py checks the file follows it). Part 3
+(16 pairs of new models, shapes and swaps, two per regime) was written after the held-out half of parts
+1-2 had been read, and is held out whole (heldout2): the model and error model fixed on dev score it.
 
     python3 gpu/replay_corpus.py "$OUT" --part 1 [--budget-s 450]   # then --part 2 in a second call
+    python3 gpu/replay_corpus.py "$OUT" --part 3 --budget-s 290     # held-out 2: 16 new pairs (split heldout2)
     python3 gpu/replay_corpus.py OUT --smoke [--pairs NAME,...]     # tiny sizes on the CPU (the test)
 
 Writes OUT/corpus/part-N/ (NAME.json, NAME.{A,B}[.rR].json.gz, profiler_overhead.json, capture.log),
 packed after every pair into OUT/replay_corpus_partN_I.tar (at most 4, 15 MiB each) and OUT/capture_partN.log.
 A pair that does not fit in what is left of --budget-s (wall seconds from start) is skipped and logged.
-About 165 s a part on the H200 (CUDA start and torch.compile included; the 26 committed pairs, --pair-s 12);
+About 165 s a part on the H200 (CUDA start and torch.compile included; the 26 committed pairs, --pair-s 12;
+part 3, 16 pairs, should take about 210 s);
 four training pairs came out at +-2.2-3.0% (95%): --pair-s 24 fits the budget and narrows them.
 """
 
@@ -54,6 +58,9 @@ from torch import nn  # noqa: E402
 from torch.profiler import ProfilerActivity, profile, record_function, schedule  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from addressable.capture import scopes  # noqa: E402  (the profiler-free module pass `addressable profile` runs)
+
 SPLIT = ROOT / "results/h200/replay_corpus/split.csv"
 SMOKE = False
 DEV = "cuda"
@@ -192,6 +199,77 @@ class EagerRMSNorm(nn.Module):
         return self.weight * h.to(x.dtype)
 
 
+class EagerGroupNorm(nn.Module):
+    """GroupNorm as eager ops: reshape to groups, mean, var, normalise, affine."""
+
+    def __init__(self, gn: nn.GroupNorm):
+        super().__init__()
+        self.weight, self.bias, self.eps, self.groups = gn.weight, gn.bias, gn.eps, gn.num_groups
+
+    def forward(self, x):
+        b, c = x.shape[:2]
+        h = x.reshape(b, self.groups, -1)
+        mean, var = h.mean(-1, keepdim=True), h.var(-1, keepdim=True, unbiased=False)
+        h = ((h - mean) * torch.rsqrt(var + self.eps)).reshape(x.shape)
+        return h * self.weight.view(1, c, 1, 1) + self.bias.view(1, c, 1, 1)
+
+
+def rms_norm_eager(x, weight, eps: float):
+    h = x.float()
+    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
+    return weight * h.to(x.dtype)
+
+
+class CompiledRMSNorm(nn.Module):
+    """The eager RMSNorm's function through torch.compile (one generated kernel)."""
+
+    def __init__(self, w: nn.Parameter, eps: float):
+        super().__init__()
+        self.weight, self.eps = w, eps
+
+    def forward(self, x):
+        return compiled(rms_norm_eager)(x, self.weight, self.eps)
+
+
+class CompiledGELU(nn.Module):
+    def forward(self, x):
+        return compiled(gelu_tanh_eager)(x)
+
+
+class DropoutAdd(nn.Module):
+    """The residual add after a dropout: x + dropout(h), eager (rand, compare, mul, div, add) or F.dropout + add."""
+
+    def __init__(self, p: float, eager: bool):
+        super().__init__()
+        self.p, self.eager = p, eager
+
+    def forward(self, x, h):
+        if not self.training:
+            return x + h
+        if self.eager:
+            keep = torch.rand_like(h) >= self.p
+            return x + h * keep / (1.0 - self.p)
+        return x + F.dropout(h, self.p, True)
+
+
+class CachedRope(nn.Module):
+    """A rotary embedding's (cos, sin) read from a table computed once by the original module (for
+    `positions` positions: every step here stays below it), instead of recomputed (matmul, cat, cos, sin)
+    on every call. No bounds check: reading ids.max() would synchronise the GPU on every call."""
+
+    def __init__(self, orig: nn.Module, positions: int = 2048):
+        super().__init__()
+        self.orig, self.positions = orig, positions
+        self.table: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    def forward(self, x, position_ids=None, *a, **k):
+        ids = position_ids if position_ids is not None else k["position_ids"]
+        if self.table is None or self.table[0].dtype != x.dtype:
+            cos, sin = self.orig(x, position_ids=torch.arange(self.positions, device=x.device).unsqueeze(0))
+            self.table = (cos[0], sin[0])
+        return self.table[0][ids], self.table[1][ids]
+
+
 _COMPILED: dict = {}
 
 
@@ -216,6 +294,8 @@ class Arch:
     eager_act: bool = False
     eager_attn: bool = False
     mlp: str = "plain"  # plain | addmm_gelu (Linear+GELU as one cuBLASLt epilogue) | compiled
+    act: str = ""  # compiled: the MLP's GELU through torch.compile (else eager_act decides)
+    resid: str = ""  # eager | fused: each residual add after a DropoutAdd (p 0.1); "": a plain add
 
 
 def norm_of(a: Arch) -> nn.Module:
@@ -231,7 +311,7 @@ class MLP(nn.Module):
     def __init__(self, a: Arch):
         super().__init__()
         self.fc1, self.fc2, self.kind = nn.Linear(a.d, 4 * a.d), nn.Linear(4 * a.d, a.d), a.mlp
-        self.act = EagerGELU() if a.eager_act else FusedGELU()
+        self.act = CompiledGELU() if a.act == "compiled" else EagerGELU() if a.eager_act else FusedGELU()
 
     def forward(self, x):
         if self.kind == "compiled":
@@ -265,8 +345,13 @@ class Block(nn.Module):
     def __init__(self, a: Arch):
         super().__init__()
         self.n1, self.attn, self.n2, self.mlp = norm_of(a), Attention(a), norm_of(a), MLP(a)
+        self.r1, self.r2 = (DropoutAdd(0.1, a.resid == "eager"), DropoutAdd(0.1, a.resid == "eager")) if a.resid \
+            else (None, None)
 
     def forward(self, x):
+        if self.r1 is not None:
+            x = self.r1(x, self.attn(self.n1(x)))
+            return self.r2(x, self.mlp(self.n2(x)))
         x = x + self.attn(self.n1(x))
         return x + self.mlp(self.n2(x))
 
@@ -439,6 +524,8 @@ def rms(kind: str) -> Callable[[nn.Module], nn.Module]:
         w, eps = m.weight, getattr(m, "variance_epsilon", getattr(m, "eps", 1e-6))
         if kind == "eager":
             return EagerRMSNorm(w, eps)
+        if kind == "compiled":
+            return CompiledRMSNorm(w, eps)
         new = nn.RMSNorm(w.shape[0], eps=eps, device=w.device, dtype=w.dtype)
         new.weight.data.copy_(w.data)
         return new
@@ -583,18 +670,20 @@ def p_cnn(what: str):
     return build
 
 
-def p_two_stream(what: str):
+def p_two_stream(what: str, size: int = 4096):
     """Main stream: 6 bf16 GEMM+ReLU; side stream (event waits both ways): the swapped work."""
     def build():
-        n = 4096 if not SMOKE else 64
+        n = size if not SMOKE else 64
         torch.manual_seed(0)
         ws = [torch.randn(n, n, device=DEV, dtype=torch.bfloat16) / math.sqrt(n) for _ in range(6)]
         x = torch.randn(n, n, device=DEV, dtype=torch.bfloat16)
-        shape, reps = {"gelu": ((8 * n, n // 2), 3), "ln": ((4 * n, n // 2), 3), "small-gelu": ((256, 1024), 12)}[what]
+        shape, reps = {"gelu": ((8 * n, n // 2), 3), "ln": ((4 * n, n // 2), 3), "small-gelu": ((256, 1024), 12),
+                       "rms": ((4 * n, n // 2), 3)}[what]
         side_in = torch.randn(*shape, device=DEV, dtype=torch.bfloat16)
         lw, lb = torch.ones(shape[1], device=DEV, dtype=torch.bfloat16), torch.zeros(shape[1], device=DEV, dtype=torch.bfloat16)
         side = torch.cuda.Stream() if DEV == "cuda" else None
-        fns = {"ln": (lambda h: layer_norm_eager(h, lw, lb, 1e-5), lambda h: F.layer_norm(h, (shape[1],), lw, lb))}
+        fns = {"ln": (lambda h: layer_norm_eager(h, lw, lb, 1e-5), lambda h: F.layer_norm(h, (shape[1],), lw, lb)),
+               "rms": (lambda h: rms_norm_eager(h, lw, 1e-6), lambda h: F.rms_norm(h, (shape[1],), lw, 1e-6))}
         fa, fb = fns.get(what, (gelu_tanh_eager, lambda h: F.gelu(h, approximate="tanh")))
 
         def make(fn, t):
@@ -634,6 +723,89 @@ def p_compiled(what: str):
                       "in both; swap: every LayerNorm eager vs nn.LayerNorm.")
     return build
 
+# ------------------------------------------------------------------------------------------ part 3: held-out 2
+# New models, shapes and swaps (none of parts 1-2's), every one held out (split heldout2), written after the
+# first held-out half had been read: a second held-out set for the model chosen and fitted on dev.
+def p_own_infer(kw: dict, a_kw: dict, b_kw: dict, match, b: int, what: str):
+    def build():
+        a = arch(**kw)
+        x = (lambda: vit_in(b)) if a.vit else (lambda: tokens(b, a.tokens))
+        va, vb = own_pair(kw, a_kw, b_kw, match, lambda m: infer_step(m, x()), True)
+        return va, vb, what
+    return build
+
+
+def p_own_train(kw: dict, a_kw: dict, b_kw: dict, match, b: int, what: str):
+    def build():
+        a = arch(**kw)
+        if a.vit:
+            x, y = image(b), torch.randint(0, 1000, (b,), device=DEV)
+            loss = lambda out, y: F.cross_entropy(out[:, 0].float(), y)  # noqa: E731
+        else:
+            x, y, loss = tokens(b, a.tokens), tokens(b, a.tokens), None
+        va, vb = own_pair(kw, a_kw, b_kw, match, lambda m: train_step(m, x, y, loss=loss), False)
+        return va, vb, what
+    return build
+
+
+def p_hf_swap(model: str, layers: int, match, make_a, make_b, how: str, what: str, b: int = 1, seq: int = 128,
+              act: str | None = None):
+    """A transformers model, each `match` module replaced by make_a (A) and make_b (B); `how`: infer, decode, train."""
+    def build():
+        vocab = {"gpt2": 50257, "llama": 128256, "bert": 30522}[model]
+        if how == "train" and model == "bert":
+            ids = tokens(b, seq, vocab)
+            step = lambda m, t: train_step(m, ids, None, loss=lambda out, _: out.last_hidden_state.float().square().mean())  # noqa: E731
+            build_m = lambda: hf("bert", layers, act).train()  # noqa: E731
+        elif how == "train":
+            step = lambda m, t: lm_train_step(m, b, seq, vocab)  # noqa: E731
+            build_m = lambda: hf(model, layers, act, seq).train()  # noqa: E731
+        else:
+            ids = tokens(b, seq, vocab)
+            step = (lambda m, t: decode_step(m, vocab=vocab)) if how == "decode" else (lambda m, t: infer_step(m, ids))
+            build_m = lambda: hf(model, layers, act).eval()  # noqa: E731
+        a, bb = swapped(build_m, match, make_a, make_b, step)
+        return a, bb, what
+    return build
+
+
+def resnet18_gn() -> nn.Module:
+    import torchvision
+    return torchvision.models.resnet18(norm_layer=lambda c: nn.GroupNorm(32, c)).to(DEV)
+
+
+def p_gn_infer(b: int):
+    def build():
+        x = image(b).to(torch.bfloat16)
+        a, bb = swapped(lambda: resnet18_gn().to(torch.bfloat16).eval(), lambda c: isinstance(c, nn.GroupNorm),
+                        EagerGroupNorm, None, lambda m, t: infer_step(m, x))
+        return a, bb, f"ResNet-18 with GroupNorm(32) for every BatchNorm, inference batch {b}, bf16: every GroupNorm eager vs nn.GroupNorm."
+    return build
+
+
+def p_adamw(model: str, b: int):
+    """AdamW foreach=False (a loop of per-parameter ops) vs foreach=True: the optimizer step is the group."""
+    def build():
+        if model == "resnet18":
+            x, y = image(b).to(memory_format=torch.channels_last), torch.randint(0, 1000, (b,), device=DEV)
+            make, loss = (lambda: resnet18(True)), None
+        else:
+            x, y = image(b), torch.randint(0, 1000, (b,), device=DEV)
+            make = lambda: Net(arch(d=384, layers=12, heads=6)).to(DEV)  # noqa: E731
+            loss = lambda out, y: F.cross_entropy(out[:, 0].float(), y)  # noqa: E731
+        out = []
+        for foreach in (False, True):
+            t, m = SwapTimer(), same_init(make)
+            opt = torch.optim.AdamW(m.parameters(), lr=1e-4, foreach=foreach)
+            out.append(Variant(train_step(m, x, y, opt, t, loss=loss), t, [m]))
+        return out[0], out[1], (f"{'ResNet-18' if model == 'resnet18' else 'ViT-S/16-like'} training, batch {b}, bf16 "
+                                "autocast: AdamW foreach=False vs foreach=True (the optimizer step is the group).")
+    return build
+
+
+GELU_MODS, ROPE = (EagerGELU, FusedGELU, CompiledGELU), named("LlamaRotaryEmbedding")
+DEC = dict(vit=False)
+
 
 PAIRS = [
     Pair("vit-b1-layernorm", "enc-infer-b1", "tiny", 1, p_vit_b1_ln),
@@ -662,13 +834,62 @@ PAIRS = [
     Pair("compiled-mlp-b1", "compiled", "mlp", 1, p_compiled("mlp-b1"), 50),
     Pair("compiled-layernorm-b64", "compiled", "tiny", 2, p_compiled("ln-b64"), 50),
     Pair("compiled-region-b1-layernorm", "compiled", "tiny", 2, p_compiled("region"), 50),
+    # part 3: held-out 2 (one pair of each regime first, so a budget cut still leaves every regime)
+    Pair("vit-b1-d512-gelu", "enc-infer-b1", "tiny", 3, p_own_infer(
+        dict(d=512, layers=8, heads=8), dict(eager_act=True), {}, GELU_MODS, 1,
+        "ViT-like (8 x d512) inference, batch 1, bf16: every MLP GELU eager tanh-GELU (8 ops) vs F.gelu(tanh)."), 18),
+    Pair("gpt-b1-s128-d1024-attention", "dec-infer-b1", "attention", 3, p_own_infer(
+        dict(d=1024, layers=6, heads=16, tokens=128, **DEC), dict(eager_attn=True), {}, Attention, 1,
+        "Decoder of our own (6 x d1024), forward batch 1 x 128, bf16: every attention eager (matmul, causal mask, "
+        "fp32 softmax, matmul) vs SDPA."), 18),
+    Pair("gpt2-decode-b1-layernorm", "decode", "tiny", 3, p_hf_swap(
+        "gpt2", 6, lambda c: isinstance(c, nn.LayerNorm), EagerLayerNorm, None, "decode",
+        "GPT-2 (6 layers, transformers) decode loop, batch 1, bf16: 16-token prompt + 8 greedy tokens; every "
+        "LayerNorm eager vs nn.LayerNorm.", act="gelu_new"), 24),
+    Pair("gpt-train-b4-s128-dropout-add", "train-small", "tiny", 3, p_own_train(
+        dict(d=512, layers=6, heads=8, tokens=128, **DEC), dict(resid="eager"), dict(resid="fused"), DropoutAdd, 4,
+        "Decoder of our own (6 x d512) training, b4 x 128, bf16 autocast, SGD: every residual dropout(0.1)+add eager "
+        "(rand, compare, mul, div, add) vs F.dropout + add."), 18),
+    Pair("gpt-train-b16-s256-attention", "train-large", "attention", 3, p_own_train(
+        dict(d=768, layers=6, heads=12, tokens=256, **DEC), dict(eager_attn=True), {}, Attention, 16,
+        "Decoder of our own (6 x d768) training, b16 x 256, bf16 autocast, SGD: every attention eager vs SDPA."), 20),
+    Pair("resnet18-gn-infer-b8", "cnn", "tiny", 3, p_gn_infer(8), 18),
+    Pair("two-stream-rmsnorm", "multi-stream", "side-stream", 3, p_two_stream("rms"), 18),
+    Pair("compiled-gelu-decoder-b1", "compiled", "tiny", 3, p_own_infer(
+        dict(d=768, layers=8, heads=12, tokens=128, **DEC), dict(eager_act=True), dict(act="compiled"), GELU_MODS, 1,
+        "Decoder of our own (8 x d768) forward, batch 1 x 128, bf16: every MLP GELU eager vs the same function "
+        "through torch.compile (inductor)."), 30),
+    Pair("vit-b1-attention", "enc-infer-b1", "attention", 3, p_own_infer(
+        dict(d=384, layers=12, heads=6), dict(eager_attn=True), {}, Attention, 1,
+        "ViT-S/16-like inference, batch 1, bf16: every attention eager (matmul, fp32 softmax, matmul) vs SDPA."), 18),
+    Pair("llama-b1-s64-silu", "dec-infer-b1", "tiny", 3, p_hf_swap(
+        "llama", 4, SILUS, lambda _: EagerSiLU(), lambda _: nn.SiLU(), "infer",
+        "Llama-3.2-1B shapes cut to 4 layers, forward batch 1 x 64, bf16: every SiLU eager (sigmoid, mul) vs "
+        "nn.SiLU.", seq=64), 18),
+    Pair("llama-decode-b1-rope", "decode", "tiny", 3, p_hf_swap(
+        "llama", 4, ROPE, None, CachedRope, "decode",
+        "Llama-3.2-1B shapes cut to 4 layers, decode loop, batch 1, bf16: the rotary embedding recomputed every "
+        "call (LlamaRotaryEmbedding) vs read from a cached (cos, sin) table."), 24),
+    Pair("vit-train-b4-adamw-foreach", "train-small", "optimizer", 3, p_adamw("vit", 4), 18),
+    Pair("bert-train-b16-s256-gelu", "train-large", "tiny", 3, p_hf_swap(
+        "bert", 12, GELUS, eager_gelu, fused_gelu, "train",
+        "BERT-base training, b16 x 256, bf16 autocast, SGD: every intermediate GELU eager tanh-GELU vs F.gelu(tanh).",
+        b=16, seq=256), 20),
+    Pair("resnet18-train-b16-adamw-foreach", "cnn", "optimizer", 3, p_adamw("resnet18", 16), 18),
+    Pair("two-stream-n2048-gelu", "multi-stream", "side-stream", 3, p_two_stream("gelu", 2048), 18),
+    Pair("compiled-rmsnorm-llama-b1", "compiled", "tiny", 3, p_hf_swap(
+        "llama", 4, named("LlamaRMSNorm"), rms("eager"), rms("compiled"), "infer",
+        "Llama-3.2-1B shapes cut to 4 layers, forward batch 1 x 128, bf16: every RMSNorm eager (fp32 math) vs the same "
+        "function through torch.compile (inductor)."), 30),
 ]
 
 
 def split_of(pairs: list[Pair]) -> dict[str, str]:
-    """dev or heldout for each pair: within a regime, pairs in order of sha256(name) alternate, the
-    first of the regime dev in even regimes (sorted by name) and heldout in odd ones (halves balanced)."""
-    out = {}
+    """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
+    the first of the regime dev in even regimes (sorted by name) and heldout in odd ones (halves balanced);
+    every pair of part 3 or later is heldout2 (a second held-out set, made after the first was read)."""
+    out = {p.name: "heldout2" for p in pairs if p.part >= 3}
+    pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):
         names = sorted((p.name for p in pairs if p.regime == regime), key=lambda n: hashlib.sha256(n.encode()).hexdigest())
         for j, n in enumerate(names):
@@ -741,28 +962,15 @@ def profile_steps(step: Callable[[], object], path: Path, active: int = PROFILED
 
 
 def module_cpu(v: Variant, steps: int) -> dict:
-    """Profiler-free: each module class's inclusive CPU time per step (global forward hooks, perf_counter)."""
-    stats: dict[str, list] = {}
-    open_calls: dict[int, list[float]] = {}
-
-    def pre(mod, args):
-        open_calls.setdefault(id(mod), []).append(time.perf_counter())
-
-    def post(mod, args, out):
-        t = time.perf_counter() - open_calls[id(mod)].pop()
-        s = stats.setdefault(type(mod).__name__, [0, 0.0])
-        s[0] += 1
-        s[1] += t
-
-    hooks = [nn.modules.module.register_module_forward_pre_hook(pre), nn.modules.module.register_module_forward_hook(post)]
-    try:
+    """Profiler-free: each module class's inclusive CPU time per step (addressable.capture.scopes.module_cpu:
+    global forward hooks, perf_counter; what `addressable profile` writes to module_cpu.csv)."""
+    with scopes.module_cpu(v.models[0] if v.models else None) as rec:
         ts = [timed(v) for _ in range(steps)]
-    finally:
-        for h in hooks:
-            h.remove()
-    return {"steps": steps, "step_ms": [t[0] for t in ts], "cpu_ms": [t[1] for t in ts],
-            "swap_cpu_ms": [t[2] for t in ts],
-            "modules": {k: {"calls_per_step": c / steps, "cpu_us_per_step": s / steps * 1e6} for k, (c, s) in stats.items()}}
+    t = rec.table(steps).groupby("class")[["calls_per_step", "cpu_us_per_step"]].sum()
+    return {"steps": steps, "step_ms": [x[0] for x in ts], "cpu_ms": [x[1] for x in ts],
+            "swap_cpu_ms": [x[2] for x in ts],
+            "modules": {str(k): {"calls_per_step": float(r.calls_per_step), "cpu_us_per_step": float(r.cpu_us_per_step)}
+                        for k, r in t.iterrows()}}
 
 
 def trace_name(name: str, key: str, r: int) -> str:
@@ -946,7 +1154,7 @@ def main(argv: list[str] | None = None) -> int:
     global SMOKE, DEV
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
-    ap.add_argument("--part", choices=["1", "2", "all"], default="all")
+    ap.add_argument("--part", choices=["1", "2", "3", "all"], default="all")
     ap.add_argument("--pairs", default="", help="comma-separated pair names (default: the part's)")
     ap.add_argument("--budget-s", type=float, default=450.0, help="wall seconds for the whole process")
     ap.add_argument("--pair-s", type=float, default=12.0, help="at most this long timing one pair")

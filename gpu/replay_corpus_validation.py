@@ -2,18 +2,27 @@
 
 For each pair (PART/NAME.json with NAME.{A,B}[.rR].json.gz), from A alone (its traces, its unprofiled
 step times, its profiler-free swap-group CPU time, the part's profiler cost per event) and the group's
-k and kernels per call measured from A and B (as gpu/replay_validation.py does), four ways of taking
+k and kernels per call measured from A and B (as gpu/replay_validation.py does), six ways of taking
 the profiler's CPU overhead out are replayed (dispatch rule "typical" for kept launches):
-  uniform  one cpu_scale for every CPU call, fitted so the replayed step is A's unprofiled step;
+  uniform  one cpu_scale for every CPU call, fitted so the replayed step is A's unprofiled step
+           (what `project` runs for a target without given's inputs: replay.project_traces);
   own      the same, each kept launch keeping its own CPU time (dispatch "own");
   module   the swap group's CPU calls scaled by their measured unprofiled / profiled time
            (perf_counter around the module against its record_function ranges), the rest fitted;
   event    each CPU gap less the profiler's measured cost per recorded event (cpu_ops started in the
-           gap, and the runtime call itself), then one scale fitted.
-The model is chosen on the dev half only (lowest median |error|, then the lowest max), its error model
-(intervals.fit_error_model: the 80% quantile of |log error| per detected regime) fitted on dev only,
-and only then are the held-out pairs scored: error, and whether the 80% interval (model error, step
-noise, the spread of the projection over the profiled rounds) holds the measured speedup.
+           gap, and the runtime call itself), then one scale fitted;
+  given    module, and each forward call keeping the replacement's measured CPU time (B's, per call):
+           what `project --model replay` runs where the run has module_cpu.csv and the target
+           cpu_us_after, scored through the same function (replay.project_traces, WhatIf.cpu);
+  given_uniform  given without the group's measured scale;
+  given_v1 given as first committed, before the change chosen on the dev half (a fused call's runtime
+           calls other than its kept launches, e.g. an eager BatchNorm's cudaMemsetAsync, stayed).
+The model was chosen on the dev half only (most pairs within 5%, then the lowest median |error|: given);
+the error models of given and uniform (intervals.fit_error_model: the 80% quantile of |log error| per
+detected regime) are fitted on dev only, and only then are the held-out pairs scored, each held-out set
+apart (heldout: parts 1-2's half, read once before part 3 was written; heldout2: part 3, new pairs):
+error, and whether the 80% interval (model error, step noise, the spread of the projection over the
+profiled rounds) holds the measured speedup.
 The measured speedup is the lower quartile of A's unprofiled steps over B's (as gpu/replay_validation.py).
 
     python gpu/replay_corpus_validation.py CORPUS [--out results/h200/replay_corpus/validation.csv]
@@ -26,6 +35,7 @@ import argparse
 import dataclasses
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -40,32 +50,29 @@ from addressable.projection import intervals
 from addressable.projection.replay import (
     Change,
     Graph,
-    calls_in_ranges,
+    GroupCpu,
+    ReplayProjection,
+    WhatIf,
     fit_cpu_scale,
+    group_cpu,
+    project_traces,
     regime_of,
     replay,
     scales,
 )
 from addressable.trace.reader import Trace
 
-MODELS = ("uniform", "own", "module", "event", "given", "given_uniform")
-PROJECT_MODEL = "uniform"  # what `project` runs today (one cpu_scale, dispatch "typical"): its error model is written
+MODELS = ("uniform", "own", "module", "event", "given", "given_uniform", "given_v1")
+PROJECT_MODEL = "given"  # what `project --model replay` runs where a target has both inputs (project_traces)
+FALLBACK_MODEL = "uniform"  # what it runs for a target without them; both error models are written
+HELD = ("heldout", "heldout2")  # the held-out sets: parts 1-2's half (read once), part 3 (a second one)
 Q = rv.STEP_QUANTILE
 
 
-def group_scale(trace: Trace, g: Graph, swap_cpu_ms: list[float]) -> tuple[np.ndarray, float, float]:
-    """The swap group's CPU calls, their scale (unprofiled CPU per step / profiled range time per step),
-    and the share of the ranges' profiled time that sits in those calls (gaps and calls)."""
+def swap_ranges(trace: Trace) -> pd.DataFrame:
+    """The swap group's forward calls: its record_function ranges (ts, dur, tid)."""
     ev = trace.events
-    r = ev[(ev["name"] == rv.SCOPE).to_numpy() & (ev["kind"] == "cpu_annotation").to_numpy()]
-    lo, hi = g.steps["start"].min(), g.steps["end"].max()  # the graph's clock
-    t0 = float(ev["ts"].iloc[g.cpu_row[0]]) - float(g.cpu_ts[0])
-    ts = r["ts"].to_numpy(float) - t0
-    prof = float(r["dur"].to_numpy(float)[(ts >= lo) & (ts <= hi)].sum()) / max(len(g.steps), 1)
-    unprof = float(np.quantile(swap_cpu_ms, Q)) * 1e3
-    mask = calls_in_ranges(g, trace, rv.SCOPE)
-    in_calls = float((g.cpu_gap + g.cpu_dur)[mask].sum()) / max(len(g.steps), 1)
-    return mask, (unprof / prof if prof > 0 else 1.0), (in_calls / prof if prof > 0 else 1.0)
+    return ev[(ev["name"] == rv.SCOPE).to_numpy() & (ev["kind"] == "cpu_annotation").to_numpy()]
 
 
 def event_costs(overhead: dict) -> tuple[float, float]:
@@ -80,7 +87,7 @@ def event_costs(overhead: dict) -> tuple[float, float]:
 def deprofiled(trace: Trace, g: Graph, per_op: float, per_launch: float) -> Graph:
     """The graph with each CPU gap less the profiler's cost of what it recorded in it (never below 0)."""
     ev = trace.events
-    t0 = float(ev["ts"].iloc[g.cpu_row[0]]) - float(g.cpu_ts[0])
+    t0 = float(ev["ts"].iloc[g.cpu_row[0]]) - float(g.cpu_ts[0])  # the trace's clock minus the graph's
     ops = np.sort(ev.loc[(ev["kind"] == "cpu_op").to_numpy(), "ts"].to_numpy(float) - t0)
     prev_end = np.r_[g.cpu_ts[:1], (g.cpu_ts + g.cpu_dur)[:-1]]
     n_ops = np.searchsorted(ops, g.cpu_ts, "right") - np.searchsorted(ops, prev_end, "right")
@@ -91,27 +98,50 @@ def speedup(g: Graph, changes: list[Change], scale: float | np.ndarray) -> float
     return replay(g, changes, scale).speedup_over(replay(g, cpu_scale=scale))[0]
 
 
+def whatifs(changes: list[Change], forward: bool, cpu: Callable[[Trace, Graph], GroupCpu] | None,
+            after: float | None) -> list[WhatIf]:
+    """The measured what-if as project_traces takes it: one WhatIf per part (forward first, when the group
+    has forward kernels), the forward one with the group's CPU calibration and the replacement's CPU per call."""
+    return [WhatIf(lambda t, g, c=c: c.mask, c.k, c.k, c.k, c.kernels_after, lambda t, g, c=c: c.calls,
+                   cpu if forward and i == 0 else None, after if forward and i == 0 else None)
+            for i, c in enumerate(changes)]
+
+
+def projected(ta: Trace, wis: list[WhatIf], step_us: float) -> ReplayProjection:
+    """project_traces on A's trace: the code `addressable project --model replay` runs."""
+    res = project_traces([ta], wis, lambda t, g: np.zeros(g.n_gpu, bool), step_us)
+    if isinstance(res, str):
+        raise AddressableError(f"{ta.path}: {res}")
+    return res
+
+
 def round_models(a: Path, b: Path, meta: dict, step_a: float, costs: tuple[float, float]) -> dict:
     """One profiled round: every model's wall speedup from A_r (k, kernels_after from A_r and B_r)."""
     ta, ga, fa, ba = rv.load(a)
     _, gb, fb, bb = rv.load(b)
     changes, row, _ = rv.group_changes(ga, fa, ba, gb, fb, bb)
+    forward = bool(row["k_forward"] > 0)  # changes[0] is the forward part (group_changes keeps parts with time)
     own = [Change(c.mask, c.k, c.kernels_after, c.calls, "own") for c in changes]
-    s = fit_cpu_scale(ga, step_a * 1e3)
-    row.update(uniform=speedup(ga, changes, s), own=speedup(ga, own, s), cpu_scale=s)
-    swap = meta.get("swap_cpu_ms", {})  # older captures have no profiler-free swap time: scale 1
-    mask, s_group, share = group_scale(ta, ga, swap["A"]) if swap else (np.zeros(ga.n_cpu, bool), 1.0, 1.0)
-    fixed = [(mask, s_group)]
+    uniform = projected(ta, whatifs(changes, forward, None, None), step_a * 1e3)
+    s = uniform.cpu_scale
+    row.update(uniform=uniform.speedup_wall, own=speedup(ga, own, s), cpu_scale=s)
+    swap = meta.get("swap_cpu_ms", {})  # older captures have no profiler-free swap time: uniform
+    unprof = float(np.quantile(swap["A"], Q)) * 1e3 if swap else None
+    gc = group_cpu(ga, ta, swap_ranges(ta), unprof) if swap else GroupCpu(np.zeros(ga.n_cpu, bool), 1.0, 1.0, fa)
+    fixed = [(gc.calls, gc.scale)]
     rest = fit_cpu_scale(ga, step_a * 1e3, fixed=fixed)
     sc = scales(ga, rest, fixed)
-    row.update(module=speedup(ga, changes, sc), group_scale=s_group, rest_scale=rest, group_share=share)
-    # given: each forward call keeps B's measured CPU time per call (the replacement's, like k), the
-    # part of it that sits in launches as in A's ranges
-    after = (float(np.quantile(swap["B"], Q)) * 1e3 / max(meta["swap_calls_per_step"]["B"], 1) * share
-             if swap else None)
-    given = [dataclasses.replace(c, cpu_after_us=after) if i == 0 and swap else c for i, c in enumerate(changes)]
-    row["given"] = speedup(ga, given, sc)
+    row.update(module=speedup(ga, changes, sc), group_scale=gc.scale, rest_scale=rest, group_share=gc.share)
+    # given (what project runs): the group's calls at their measured scale, and each forward call keeping B's
+    # measured CPU time per call (the replacement's, like k), the part of it in launches as in A's ranges
+    after = float(np.quantile(swap["B"], Q)) * 1e3 / max(meta["swap_calls_per_step"]["B"], 1) if swap else None
+    cal = (lambda t, g: group_cpu(g, t, swap_ranges(t), unprof)) if swap else None
+    row["given"] = projected(ta, whatifs(changes, forward, cal, after), step_a * 1e3).speedup_wall
+    given = [dataclasses.replace(c, cpu_after_us=after * gc.share, cpu_calls=gc.calls) if i == 0 and forward and swap
+             else c for i, c in enumerate(changes)]
     row["given_uniform"] = speedup(ga, given, s)  # the same without A's profiler-free module time
+    # given before the change chosen on dev (a fused call's other runtime calls, e.g. memsets, stayed)
+    row["given_v1"] = speedup(ga, [dataclasses.replace(c, cpu_calls=None) for c in given], sc)
     ge = deprofiled(ta, ga, *costs)
     row.update(event=speedup(ge, changes, fit_cpu_scale(ge, step_a * 1e3)))
     row["regime_detected"] = regime_of(ga, step_a * 1e3)
@@ -143,19 +173,18 @@ def choose(dev: pd.DataFrame) -> str:
     return min(score, key=lambda m: score[m])
 
 
-def score(t: pd.DataFrame, m: str, inside: bool = True) -> str:
+def score(t: pd.DataFrame, m: str, inside: str | None = None) -> str:
+    """Median and max |error|, pairs within 5% and (given the column) inside the 80% interval."""
     e = t[f"{m}_error"].abs()
-    if not inside:
-        return f"median |error| {e.median():.1%}, max {e.max():.1%}, within 5%: {(e <= 0.05).sum()}/{len(t)}"
-    col = "inside" if m == t["model"].iloc[0] else "project_inside" if m == PROJECT_MODEL else None
     return (f"median |error| {e.median():.1%}, max {e.max():.1%}, within 5%: {(e <= 0.05).sum()}/{len(t)}"
-            + (f", inside the 80% interval: {t[col].sum()}/{len(t)}" if inside and col and col in t else ""))
+            + (f", inside the 80% interval: {int(t[inside].sum())}/{len(t)}" if inside and inside in t else ""))
 
 
 def intervals_of(t: pd.DataFrame, m: str, prefix: str, source: str) -> intervals.ErrorModel:
     """Model m's error model fitted on the dev rows of t, its 80% intervals on every row (columns
-    PREFIXlo, PREFIXhi, PREFIXinside, PREFIXhalf_width), and the held-out max |error| per regime."""
-    dev, held = t[t["split"] == "dev"], t[t["split"] == "heldout"]
+    PREFIXlo, PREFIXhi, PREFIXinside, PREFIXhalf_width), and the max |error| per regime over the held-out
+    pairs (both held-out sets: reported, never fitted)."""
+    dev, held = t[t["split"] == "dev"], t[t["split"].isin(HELD)]
     model = intervals.fit_error_model({r: list(g[f"{m}_error"]) for r, g in dev.groupby("regime_detected")},
                                       source=source)
     t[f"{prefix}half_width"] = [model.width(r) for r in t["regime_detected"]]
@@ -165,6 +194,23 @@ def intervals_of(t: pd.DataFrame, m: str, prefix: str, source: str) -> intervals
     t[f"{prefix}inside"] = (t[f"{prefix}lo"] <= t["measured"]) & (t["measured"] <= t[f"{prefix}hi"])
     model.heldout_max = {r: float(g[f"{m}_error"].abs().max()) for r, g in held.groupby("regime_detected")}
     return model
+
+
+def report(t: pd.DataFrame) -> None:
+    """Each half's scores: dev (fitted on), held-out 1 (read before part 3 existed), held-out 2."""
+    for m in MODELS:
+        print(f"dev {m}: {score(t[t['split'] == 'dev'], m)}")
+    print(f"the dev choice rule (most within 5%, then median) picks {choose(t[t['split'] == 'dev'])}; "
+          f"project runs {PROJECT_MODEL} (where a target falls back: {FALLBACK_MODEL})")
+    for split, words in (("dev", "dev"), ("heldout", "HELD-OUT 1 (already seen)"), ("heldout2", "HELD-OUT 2")):
+        h = t[t["split"] == split]
+        if not len(h):
+            continue
+        print(f"{words} ({PROJECT_MODEL}, what project runs): {score(h, PROJECT_MODEL, 'inside')}")
+        print(f"  {words} {FALLBACK_MODEL} (its fallback): {score(h, FALLBACK_MODEL, 'uniform_inside')}")
+        if split != "dev":
+            for m in (m for m in MODELS if m not in (PROJECT_MODEL, FALLBACK_MODEL)):
+                print(f"  {words} {m} (not run by project): {score(h, m)}")
 
 
 def corpus_pairs(root: Path) -> list[tuple[Path, str]]:
@@ -197,21 +243,12 @@ def main(argv: list[str] | None = None) -> int:
         print(e, file=sys.stderr)
         return 2
     t = pd.DataFrame(rows)
-    dev, held = t[t["split"] == "dev"], t[t["split"] == "heldout"]
-    for m in MODELS:
-        print(f"dev {m}: {score(dev, m, False)}")
-    best = choose(dev)
-    t["model"] = best
-    chosen = intervals_of(t, best, "", f"{args.out} (dev half, model {best})")
-    ours = intervals_of(t, PROJECT_MODEL, "project_", f"{args.out} (dev half, model {PROJECT_MODEL}: what project runs)")
-    dev, held = t[t["split"] == "dev"], t[t["split"] == "heldout"]
-    print(f"chosen on dev: {best}; dev: {score(dev, best)}")
-    if len(held):
-        print(f"HELD-OUT ({best}): {score(held, best)}")
-        for m in (m for m in MODELS if m != best):
-            print(f"  held-out {m} (not chosen): {score(held, m, m == PROJECT_MODEL)}")
-    print(f"error model ({PROJECT_MODEL}): " + ", ".join(f"{r} {ours.width(r):.1%}" for r in sorted(ours.n_dev))
-          + f"; chosen ({best}): " + ", ".join(f"{r} {chosen.width(r):.1%}" for r in sorted(chosen.n_dev)))
+    t["model"] = PROJECT_MODEL
+    src = f"{args.out} (dev half, model {{}})"
+    ours = {m: intervals_of(t, m, p, src.format(m)) for m, p in ((PROJECT_MODEL, ""), (FALLBACK_MODEL, "uniform_"))}
+    report(t)
+    print("error model (dev): " + "; ".join(f"{m}: " + ", ".join(f"{r} {e.width(r):.1%}" for r in sorted(e.n_dev))
+                                            for m, e in ours.items()))
     write_text(args.out, t.to_csv(index=False, float_format="%.4f"))
     if args.error_model:
         write_text(args.error_model, intervals.error_model_yaml(ours))

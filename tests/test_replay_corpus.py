@@ -46,8 +46,19 @@ def test_split_is_committed_follows_its_rule_and_is_balanced() -> None:
     assert committed == rc.split_of(rc.PAIRS)
     halves = Counter(committed.values())
     assert abs(halves["dev"] - halves["heldout"]) <= 1
-    for regime in {p.regime for p in rc.PAIRS}:
-        assert {committed[p.name] for p in rc.PAIRS if p.regime == regime} == {"dev", "heldout"}, regime
+    first = [p for p in rc.PAIRS if p.part < 3]
+    for regime in {p.regime for p in first}:
+        assert {committed[p.name] for p in first if p.regime == regime} == {"dev", "heldout"}, regime
+
+
+def test_part_3_is_a_second_held_out_set_of_new_pairs_over_every_regime() -> None:
+    rc = _module()
+    old, new = [p for p in rc.PAIRS if p.part < 3], [p for p in rc.PAIRS if p.part == 3]
+    assert len(new) >= 13 and {p.regime for p in new} == {p.regime for p in old}
+    assert set(rc.split_of(rc.PAIRS)[p.name] for p in new) == {"heldout2"}
+    assert not {p.name for p in new} & {p.name for p in old}
+    # one device call: a regime each first, so a budget cut keeps every regime
+    assert {p.regime for p in new[:8]} == {p.regime for p in old}
 
 
 def _run(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict[str, bytes]]:
@@ -93,6 +104,20 @@ def _ops_in_swap_group(gz: bytes) -> int:
 
 
 @pytest.mark.slow
+def test_smoke_run_of_new_part_3_swaps(tmp_path: Path) -> None:
+    pairs = ["gpt-train-b4-s128-dropout-add", "llama-decode-b1-rope", "resnet18-gn-infer-b8", "vit-train-b4-adamw-foreach"]
+    res, files = _run(tmp_path, "--pairs", ",".join(pairs))
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "4 of 4 pairs captured" in res.stdout
+    for name in pairs:
+        meta = json.loads(files[f"part-x/{name}.json"])
+        assert meta["split"] == "heldout2" and meta["swap_calls_per_step"]["A"] > 0 < meta["swap_calls_per_step"]["B"]
+    # the cached rotary table launches fewer ops than recomputing it
+    ops = {k: _ops_in_swap_group(files[f"part-x/llama-decode-b1-rope.{k}.json.gz"]) for k in "AB"}
+    assert ops["B"] > 0 and ops["A"] > ops["B"]
+
+
+@pytest.mark.slow
 def test_a_pair_past_the_budget_is_skipped_and_logged(tmp_path: Path) -> None:
     res, files = _run(tmp_path, "--pairs", "two-stream-layernorm,two-stream-gelu", "--budget-s", "20")
     assert res.returncode == 0, res.stderr[-2000:]
@@ -101,17 +126,17 @@ def test_a_pair_past_the_budget_is_skipped_and_logged(tmp_path: Path) -> None:
     assert "part-x/profiler_overhead.json" in files and "part-x/capture.log" in files
 
 
-def _mini_corpus(root: Path, heldout_b_scale: float = 1.0) -> Path:
+def _mini_corpus(root: Path, heldout_b_scale: float = 1.0, held: str = "heldout") -> Path:
     """The two committed H200 pairs as a corpus: prefill in dev, two-stream held out (B's steps scaled)."""
     src = ROOT / "tests/data/pairs"
     d = root / "part-1"
     d.mkdir(parents=True)
-    for name, split in (("llama8b-prefill-b4-rmsnorm", "dev"), ("two-stream-gelu", "heldout")):
+    for name, split in (("llama8b-prefill-b4-rmsnorm", "dev"), ("two-stream-gelu", held)):
         for f in src.glob(f"{name}.*.json.gz"):
             (d / f.name).write_bytes(f.read_bytes())
         meta = json.loads((src / f"{name}.json").read_text())
         meta["split"] = split
-        if split == "heldout":
+        if split != "dev":
             meta["step_ms"]["B"] = [t * heldout_b_scale for t in meta["step_ms"]["B"]]
         (d / f"{name}.json").write_text(json.dumps(meta))
     return root
@@ -145,6 +170,13 @@ def test_corpus_validation_fits_on_dev_and_scores_heldout_apart(tmp_path: Path) 
     a, b = read_error_model(err), read_error_model(err2)
     assert (a.pooled, a.half_width, a.source.split("model ")[1]) == (b.pooled, b.half_width, b.source.split("model ")[1])
     assert a.heldout_max != b.heldout_max
+    assert read_error_model(err, "given").source.endswith("(dev half, model given)")
+    # a second held-out set is scored as its own half, and reaches no fit either
+    res3, err3 = _validate(_mini_corpus(tmp_path / "c3", heldout_b_scale=1.2, held="heldout2"), tmp_path / "v3.csv")
+    assert res3.returncode == 0, res3.stderr[-2000:]
+    assert "HELD-OUT 2 (given, what project runs)" in res3.stdout and "HELD-OUT 1" not in res3.stdout
+    c = read_error_model(err3)
+    assert (c.pooled, c.half_width) == (a.pooled, a.half_width) and c.heldout_max == b.heldout_max
 
 
 def test_the_committed_table_reproduces_from_the_committed_corpus(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ import torch
 from addressable.capture import distributed
 from addressable.capture.oom import out_of_memory
 from addressable.capture.quiet import quiet_profiler
-from addressable.capture.scopes import module_io, module_scopes
+from addressable.capture.scopes import module_cpu, module_io, module_scopes
 from addressable.capture.workload import Step, WorkloadConfig, WorkloadSpec
 from addressable.classify.breakdown import (
     BASIS_GPU,
@@ -156,6 +156,7 @@ class Measured:
     trace: Path
     measurement: Measurement  # the counts run (after the budget)
     module_io: pd.DataFrame | None = None  # each module's external bytes over one step (scopes.module_io)
+    module_cpu: pd.DataFrame | None = None  # each module's CPU time per step, profiler-free (scopes.module_cpu)
 
 
 def timed(step: Step, n: int, cuda: bool, after: Callable[[int], None] | None = None,
@@ -219,14 +220,17 @@ def profiled(step: Step, n: int, cuda: bool, path: Path) -> list[float]:
 
 
 def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Path, tax: Taxonomy,
-            progress: Callable[[str], None], record_io: bool = False, kept_in: Path | None = None) -> Measured:
+            progress: Callable[[str], None], record_io: bool = False, kept_in: Path | None = None,
+            record_cpu: bool = False) -> Measured:
     """Build the workload, warm it up, then per repeat: timed steps, profiled steps, a breakdown.
 
     The last repeat's trace is kept as workdir/trace.json.gz; its breakdown's source names it where it
     will be once the run folder is in place, `kept_in` (default: workdir, e.g. a temporary folder).
 
     With `record_io` (and an eager nn.Module model), one more step after warm-up runs under
-    scopes.module_io: each module's external bytes, for the roofline's fusion headroom.
+    scopes.module_io: each module's external bytes, for the roofline's fusion headroom. With
+    `record_cpu` (and an eager nn.Module model), CPU_STEPS more steps after the profiled ones run under
+    scopes.module_cpu: each module's CPU time per step without the profiler, for the replay (module_cpu.csv).
     """
     cuda = cfg.device == "cuda"
     torch.manual_seed(0)
@@ -255,7 +259,7 @@ def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Pa
     per_repeat = m.steps + m.profile_steps + (1 if cuda else 0)
     meter = Progress(m.repeats * per_repeat, label)
     say = meter.log(progress)
-    step = meter.counting(step)
+    plain, step = step, meter.counting(step)
     repeats, medians, rows, trace = [], [], [], workdir / TRACE_FILE
     for r in range(m.repeats):
         started = time.perf_counter()
@@ -285,8 +289,26 @@ def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Pa
             f"{rec['addressable_fraction']:.1%} of {basis_words(b.basis)}, "
             f"{rec['addressable_fraction_wall']:.1%} of wall time ({duration(took)} with its trace analysis{left})")
     meter.close()
+    cpu = _module_cpu(plain, model, CPU_STEPS, cuda) if record_cpu and not cfg.compile and isinstance(model, torch.nn.Module) \
+        else None
     steps = pd.DataFrame(rows, columns=["repeat", "step", "time_ms", "profiled"])
-    return Measured(cfg, repeats, medians, steps, trace, m, io)
+    return Measured(cfg, repeats, medians, steps, trace, m, io, cpu)
+
+
+CPU_STEPS = 3  # steps of the profiler-free module CPU pass (module_cpu.csv)
+
+
+def _module_cpu(step: Step, model: torch.nn.Module, n: int, cuda: bool) -> pd.DataFrame:
+    """Each module's CPU time per step over n steps under scopes.module_cpu (no profiler), each step
+    started on an idle GPU (synchronised), as the corpus's pass (gpu/replay_corpus.py) does."""
+    with module_cpu(model) as rec:
+        for _ in range(n):
+            if cuda:
+                torch.cuda.synchronize()
+            step()
+        if cuda:
+            torch.cuda.synchronize()
+    return rec.table(n)
 
 
 COMPILE_NOTE = "no module scopes: a --compile run is not scoped (its fused kernels span modules)"

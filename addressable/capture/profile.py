@@ -287,7 +287,7 @@ def profile_workload(config: WorkloadConfig, measurement: Measurement, out: str 
             sub.mkdir(exist_ok=True)
             res = measure(spec, cfg, measurement, sub, tax, progress,
                           record_io=layers_subset is None and config.device == "cuda",
-                          kept_in=folder / sub.relative_to(tmp))
+                          kept_in=folder / sub.relative_to(tmp), record_cpu=layers_subset is None)
             measured.append(res)
             if layers is not None:
                 b = combine(res.repeats)
@@ -310,7 +310,8 @@ def profile_workload(config: WorkloadConfig, measurement: Measurement, out: str 
         elif config.device == "cuda":  # the last repeat's trace against the calibrated peaks
             keys["roofline"] = roofline_of_trace(tmp / TRACE_FILE, tax, manifest=man, step_time_ms=step_ms,
                                                  module_io=measured[0].module_io).to_dict()
-        write_run(tmp, b, keys, steps_table, man, module_io=measured[0].module_io if layers_subset is None else None)
+        write_run(tmp, b, keys, steps_table, man, module_io=measured[0].module_io if layers_subset is None else None,
+                  module_cpu=measured[0].module_cpu if layers_subset is None else None)
     return ProfileResult(b, keys, folder, man)
 
 

@@ -6,6 +6,9 @@ module's forward (the model's own qualified names; the model itself is ""), and 
 exit. `addressable profile` wraps only its profiled steps in it, so timed steps run without
 hooks. addressable/classify/modules.py reads the ranges back from the trace.
 
+`module_cpu(model)` times each module's forward CPU dispatch with perf_counter alone, outside the
+profiler (module_cpu.csv: the CPU time a trace shows inflated by the profiler's per-op cost).
+
 `module_io(model)` records, for one step outside the profiled ones, the bytes each module call
 reads and writes at its boundary (docs/roofline.md, "Fusion headroom"): the traffic a single fused
 kernel for the module must still move, named like the scopes so the roofline can join the two.
@@ -14,6 +17,7 @@ kernel for the module must still move, named like the scopes so the roofline can
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,6 +26,8 @@ from typing import Any
 import pandas as pd
 import torch
 from torch.nn.modules import module as nn_module
+
+from addressable.runs.folder import MODULE_CPU_COLUMNS
 
 PREFIX = "nn.Module: "
 IO_COLUMNS = ["module", "class", "calls", "input_bytes", "output_bytes", "param_bytes", "forward_bytes",
@@ -270,3 +276,68 @@ def module_io(model: torch.nn.Module | None = None) -> Iterator[ModuleIO]:
     finally:
         for h in handles:
             h.remove()
+
+
+# ---------------------------------------------------------------------------------------------
+# Each module's CPU time, profiler-free
+
+class ModuleCpu:
+    """Each module's inclusive CPU time (perf_counter from its forward's start to its end, hooks of the
+    modules inside it included) and calls, summed over the steps run under `module_cpu`."""
+
+    def __init__(self, model: torch.nn.Module | None) -> None:
+        self.names = _Names(model)
+        self.rows: dict[tuple[str, str], list[float]] = {}
+
+    def pre(self, module: torch.nn.Module, args: Any) -> None:
+        q = self.names.name(module)
+        self.names.stack().append((q, time.perf_counter()))
+
+    def post(self, module: torch.nn.Module, args: Any, output: Any) -> None:
+        t = time.perf_counter()
+        open_ = self.names.stack()
+        if open_:
+            q, t0 = open_.pop()
+            row = self.rows.setdefault((q, type(module).__name__), [0, 0.0])
+            row[0] += 1
+            row[1] += t - t0
+
+    def table(self, steps: int) -> pd.DataFrame:
+        """MODULE_CPU_COLUMNS, one row per module (qualified name as the scopes name it), per step of `steps`."""
+        n = max(steps, 1)
+        rows = [(q, c, calls / n, seconds / n * 1e6) for (q, c), (calls, seconds) in self.rows.items()]
+        return pd.DataFrame(rows, columns=list(MODULE_CPU_COLUMNS))
+
+
+@contextmanager
+def module_cpu(model: torch.nn.Module | None = None) -> Iterator[ModuleCpu]:
+    """Time every nn.Module forward's CPU dispatch while the block runs (global forward hooks and
+    perf_counter, no profiler); read `.table(steps)` after it. Run it outside the profiler: what it
+    measures is the CPU time the profiler's own per-op cost inflates in a trace."""
+    rec = ModuleCpu(model)
+    handles = [nn_module.register_module_forward_pre_hook(rec.pre),
+               nn_module.register_module_forward_hook(rec.post, always_call=True)]
+    try:
+        yield rec
+    finally:
+        for h in handles:
+            h.remove()
+
+
+def forward_cpu_us(module: torch.nn.Module, *args: Any, calls: int = 50, warmup: int = 5, q: float = 0.25) -> float:
+    """The CPU time one forward call of `module` takes to dispatch (µs, profiler-free): the q-quantile of
+    `calls` timed calls after `warmup` (the GPU synchronised before each, so no launch queue waits), as
+    wins.csv's `cpu_us_after` wants it for a replacement module. Grad mode is the caller's: time it the
+    way the workload runs it (inside torch.no_grad() for inference)."""
+    cuda = torch.cuda.is_available() and any(t.is_cuda for t in call_tensors(args))
+    times = []
+    for i in range(warmup + calls):
+        if cuda:
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        module(*args)
+        if i >= warmup:
+            times.append((time.perf_counter() - t0) * 1e6)
+    if cuda:
+        torch.cuda.synchronize()
+    return float(pd.Series(times).quantile(q)) if times else float("nan")

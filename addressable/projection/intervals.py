@@ -3,7 +3,8 @@
 The interval of a projected speedup combines three things:
 - the model's own error: the `coverage` quantile of |log(projected / measured)| over the validation
   corpus's dev half (gpu/replay_corpus.py, results/h200/replay_corpus/), per regime where the regime
-  has enough dev pairs, else pooled (`replay_error.yaml`, written by gpu/replay_corpus_validation.py);
+  has enough dev pairs, else pooled (`replay_error.yaml`, written by gpu/replay_corpus_validation.py),
+  for each CPU model the replay runs (`given`, `uniform`: docs/replay.md);
 - the spread of the unprofiled step times the replay was calibrated to (`step_noise`);
 - the interval of the speedup given (the projection at k_lo and at k_hi).
 The first two add in quadrature on the log scale; the interval is [lo × e^-h, hi × e^h]. Regimes whose
@@ -67,20 +68,22 @@ def widen(point: float, lo: float, hi: float, model: float, noise: float = 0.0) 
     return min(lo, point) * math.exp(-h), max(hi, point) * math.exp(h)
 
 
-def read_error_model(path: Path | None = None) -> ErrorModel:
-    """The committed error model (ERROR_MODEL by default; a missing or malformed file is a one-line error)."""
+def read_error_model(path: Path | None = None, model: str = "uniform") -> ErrorModel:
+    """CPU model `model`'s error model from the committed file (ERROR_MODEL by default; a missing or
+    malformed file, or one without that model, is a one-line error)."""
     path = ERROR_MODEL if path is None else path
     data = read_yaml(path, "replay error model")
     try:
-        regimes = data.get("regimes") or {}
-        return ErrorModel(float(data["coverage"]), float(data["pooled_half_width"]),
+        section = data["models"][model]
+        regimes = section.get("regimes") or {}
+        return ErrorModel(float(data["coverage"]), float(section["pooled_half_width"]),
                           {r: float(v["half_width"]) for r, v in regimes.items() if v.get("half_width") is not None},
                           {r: int(v.get("n_dev", 0)) for r, v in regimes.items()},
                           {r: float(v["heldout_max_abs_error"]) for r, v in regimes.items()
                            if v.get("heldout_max_abs_error") is not None},
-                          float(data.get("warn_above", 0.05)), str(data.get("source", "")))
+                          float(data.get("warn_above", 0.05)), str(section.get("source", "")))
     except (AttributeError, KeyError, TypeError, ValueError) as e:
-        raise AddressableError(f"replay error model {path}: bad or missing field ({e})") from None
+        raise AddressableError(f"replay error model {path}: bad or missing field ({e}) for model {model!r}") from None
 
 
 def fit_error_model(errors: dict[str, list[float]], coverage: float = 0.8, min_dev: int = 3,
@@ -95,13 +98,15 @@ def fit_error_model(errors: dict[str, list[float]], coverage: float = 0.8, min_d
     return ErrorModel(coverage, pooled, half, {r: len(v) for r, v in logs.items()}, source=source)
 
 
-def error_model_yaml(m: ErrorModel) -> str:
-    """The error model as the YAML `read_error_model` reads (written by the validation, committed)."""
-    lines = [f"# written by gpu/replay_corpus_validation.py from {m.source or 'the validation corpus'}; do not edit",
-             f"coverage: {m.coverage}", f"pooled_half_width: {m.pooled:.4f}", f"warn_above: {m.warn_above}",
-             f"source: {m.source!r}", "regimes:"]
-    for r in sorted(set(m.n_dev) | set(m.heldout_max)):
-        hw, hm = m.half_width.get(r), m.heldout_max.get(r)
-        lines.append(f"  {r}: {{n_dev: {m.n_dev.get(r, 0)}, half_width: {'null' if hw is None else f'{hw:.4f}'}, "
-                     f"heldout_max_abs_error: {'null' if hm is None else f'{hm:.4f}'}}}")
+def error_model_yaml(models: dict[str, ErrorModel]) -> str:
+    """The error model of each CPU model as the YAML `read_error_model` reads (written by the validation, committed)."""
+    first = next(iter(models.values()))
+    lines = ["# written by gpu/replay_corpus_validation.py from the validation corpus's dev half; do not edit",
+             f"coverage: {first.coverage}", f"warn_above: {first.warn_above}", "models:"]
+    for name, m in models.items():
+        lines += [f"  {name}:", f"    source: {m.source!r}", f"    pooled_half_width: {m.pooled:.4f}", "    regimes:"]
+        for r in sorted(set(m.n_dev) | set(m.heldout_max)):
+            hw, hm = m.half_width.get(r), m.heldout_max.get(r)
+            lines.append(f"      {r}: {{n_dev: {m.n_dev.get(r, 0)}, half_width: {'null' if hw is None else f'{hw:.4f}'}, "
+                         f"heldout_max_abs_error: {'null' if hm is None else f'{hm:.4f}'}}}")
     return "\n".join(lines) + "\n"

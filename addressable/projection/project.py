@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,7 +60,7 @@ import numpy as np
 import pandas as pd
 
 from addressable.classify.breakdown import wall_total
-from addressable.classify.modules import MODULE_PREFIX, NO_SCOPES_HINT, attribute
+from addressable.classify.modules import MODULE_PREFIX, NO_SCOPES_HINT, attribute, scope_ranges
 from addressable.classify.taxonomy import UNCLASSIFIED, default_taxonomy
 from addressable.core.amdahl import amdahl
 from addressable.core.errors import AddressableError
@@ -106,6 +106,7 @@ class Group:
     k_lo: float
     k_hi: float
     kernels_after: float = math.nan  # kernels per call after the replacement (NaN: unchanged)
+    cpu_us_after: float = math.nan  # the replacement's CPU time per forward call, profiler-free (NaN: not given)
 
 
 @dataclass
@@ -138,7 +139,7 @@ class Projection:
                     item[prefix + m] = v
                     item[f"{prefix}{m}_interval"] = None if _nan(v) else [r[f"{prefix}{m}_lo"], r[f"{prefix}{m}_hi"]]
             item.update({k: r[k] for k in ("replay_regime", "replay_model_error", "replay_step_noise",
-                                           "replay_coverage") if k in r})
+                                           "replay_coverage", "replay_cpu_model") if k in r})
             if r["replay_ranks"]:
                 item["replay_ranks"] = r["replay_ranks"]
             item["ceiling_kernel_roofline"] = r["ceiling_kernel_roofline"]
@@ -230,6 +231,7 @@ def project(runs: Sequence[Run | str | Path], wins: pd.DataFrame | str | Path, *
                  if model == "replay" and r["model"] == "amdahl" and r["model_reason"] != NO_TRACE]
     messages += [as_profiled_warning(r) for r in run_rows if r["model"] == "replay" and r["wall_basis"] == "profiled step"]
     messages += [f"run {r['run']}: {r['replay_warning']}" for r in run_rows if r.get("replay_warning")]
+    messages += [f"run {r['run']}: {r['replay_cpu_note']}" for r in run_rows if r.get("replay_cpu_note")]
     return Projection(pd.DataFrame(run_rows), pd.DataFrame(contrib, columns=_CONTRIB_COLUMNS), table, unmatched,
                       combine, include_unverified, messages)
 
@@ -261,19 +263,21 @@ def _combine(table: pd.DataFrame, targets: list[Target | None], combine: str) ->
     for idx in by_key.values():
         rows = table.iloc[idx]
         after = rows["kernels_after"] if "kernels_after" in rows else pd.Series(math.nan, index=rows.index)
+        cpu = rows["cpu_us_after"] if "cpu_us_after" in rows else pd.Series(math.nan, index=rows.index)
         if combine == "best":
             i = int(np.argmax(rows["speedup"].to_numpy()))
             best = rows.iloc[i]
             k, lo, hi, names = best["speedup"], best["speedup_lo"], best["speedup_hi"], [best["target"]]
-            n_after = after.iloc[i]
+            n_after, cpu_after = after.iloc[i], cpu.iloc[i]
         else:
             k, lo, hi = (float(statistics.median(rows[c])) for c in ("speedup", "speedup_lo", "speedup_hi"))
             names = list(dict.fromkeys(rows["target"]))
             n_after = float(round(after.median())) if after.notna().any() else math.nan
+            cpu_after = float(cpu.median()) if cpu.notna().any() else math.nan
         target = targets[idx[0]]
         assert target is not None  # by_key holds used targets only
         groups.append(Group(target, rows["row"].tolist(), names, float(k), float(lo), float(hi),
-                            float(n_after)))
+                            float(n_after), float(cpu_after)))
     return groups
 
 
@@ -392,12 +396,8 @@ def _replay_run(run: Run, groups: list[Group], model: str) -> dict[str, Any]:
             cache[id(g)] = owner, category
         return cache[id(g)]
 
-    def in_group(i: int) -> replay_model.Select:
-        return lambda t, g: groups_of(t, g)[0] == i
-
-    whatifs = [replay_model.WhatIf(in_group(i), grp.k, grp.k_lo, grp.k_hi,
-                                   None if math.isnan(grp.kernels_after) else grp.kernels_after)
-               for i, grp in enumerate(groups)]
+    whatifs, cpu_model, note = _whatifs(run, groups, lambda t, g: groups_of(t, g)[0])
+    out.update(replay_cpu_model=cpu_model, replay_cpu_note=note)
 
     def ceiling(t: Trace, g: replay_model.Graph) -> np.ndarray:
         cats = groups_of(t, g)[1]
@@ -420,16 +420,102 @@ def _replay_run(run: Run, groups: list[Group], model: str) -> dict[str, Any]:
         out[f"replay_ceiling_{b}"] = out[f"replay_ceiling_{b}_lo"] = out[f"replay_ceiling_{b}_hi"] = top
     if not run.step_time_ms:  # no wall basis: the profiled step is the wall clock here
         out["wall_basis"] = "profiled step"
-    out.update(_model_error(run, res, unprofiled))
+    out.update(_model_error(run, res, unprofiled, cpu_model))
     return out
 
 
-def _model_error(run: Run, res: replay_model.ReplayProjection, unprofiled: float | None) -> dict[str, Any]:
-    """The wall interval widened by the replay's validated error in the run's regime and its step noise
-    (docs/replay.md#intervals), and the warning for a regime whose held-out error stayed above 5%."""
-    errors = intervals.read_error_model() if intervals.ERROR_MODEL.is_file() else None
-    if errors is None:
+Calibration = Callable[[Trace, replay_model.Graph], replay_model.GroupCpu]
+GIVEN_WORDS = "given (the module's measured CPU, the replacement's cpu_us_after)"
+UNIFORM_WORDS = "uniform (one fitted cpu_scale, kept launches at the trace's typical dispatch)"
+
+
+def _given_inputs(run: Run, grp: Group) -> tuple[set[str], float] | str:
+    """A module group's head modules and their profiler-free CPU time per step (module_cpu.csv), or why
+    the replay's CPU model `given` does not apply to the group (it then runs `uniform`)."""
+    module = grp.target.module
+    if module is None:
+        return "not a module: target"
+    if module.direction == "backward":
+        return "a @backward target (the profiler-free pass times forwards only)"
+    if math.isnan(grp.cpu_us_after):
+        return "no cpu_us_after in its wins row"
+    cpu, mb = run.module_cpu, run.modules
+    if cpu is None:
+        return "the run has no module_cpu.csv (profile it again to get one)"
+    heads = module.heads(mb.modules) if mb is not None and mb.has_scopes else set()
+    missing = sorted(heads - set(cpu["module"]))
+    if not heads or missing:
+        return f"module_cpu.csv has no row for {missing[0] if missing else module.pattern}"
+    return heads, float(cpu.loc[cpu["module"].isin(heads), "cpu_us_per_step"].sum())
+
+
+def _calibration(heads: set[str], unprofiled_us: float) -> Calibration:
+    """The group's forward calls (the head modules' scopes) against their profiler-free CPU time, per graph."""
+    cache: dict[int, replay_model.GroupCpu] = {}
+
+    def cal(trace: Trace, g: replay_model.Graph) -> replay_model.GroupCpu:
+        if id(g) not in cache:
+            sc = scope_ranges(trace.events)
+            cache[id(g)] = replay_model.group_cpu(g, trace, sc[sc["module"].isin(heads)], unprofiled_us)
+        return cache[id(g)]
+    return cal
+
+
+def _select(owner: Callable[[Trace, replay_model.Graph], np.ndarray], i: int, cal: Calibration | None = None,
+            forward: bool = True) -> replay_model.Select:
+    """Group i's GPU ops; with `cal`, only those its forward calls launched (or, not `forward`, the others)."""
+    def select(t: Trace, g: replay_model.Graph) -> np.ndarray:
+        mine = owner(t, g) == i
+        if cal is None:
+            return mine
+        launched = cal(t, g).op_call >= 0
+        return mine & (launched if forward else ~launched)
+    return select
+
+
+def _calls(cal: Calibration) -> Callable[[Trace, replay_model.Graph], np.ndarray]:
+    """Each GPU op's forward call (the head module call that launched it) as the what-if's call ids."""
+    return lambda t, g: cal(t, g).op_call
+
+
+def _whatifs(run: Run, groups: list[Group], owner: Callable[[Trace, replay_model.Graph], np.ndarray]
+             ) -> tuple[list[replay_model.WhatIf], str, str]:
+    """The replay's what-ifs, the CPU model they run (given, uniform or mixed) and, where a target falls
+    back to uniform in a run that has one of given's inputs, one line saying which and why.
+
+    Model given (docs/replay.md): a module group's forward calls (one per head module call) keep their
+    measured profiler-free CPU scale and each takes the replacement's cpu_us_after; its other kernels
+    (the backward) are a second what-if, as in uniform."""
+    whatifs, given, fallback = [], [], []
+    for i, grp in enumerate(groups):
+        after = None if math.isnan(grp.kernels_after) else grp.kernels_after
+        inputs = _given_inputs(run, grp)
+        if isinstance(inputs, str):
+            whatifs.append(replay_model.WhatIf(_select(owner, i), grp.k, grp.k_lo, grp.k_hi, after))
+            fallback.append(f"{grp.target.group} ({inputs})")
+            continue
+        cal = _calibration(*inputs)
+        whatifs += [replay_model.WhatIf(_select(owner, i, cal, True), grp.k, grp.k_lo, grp.k_hi, after,
+                                        _calls(cal), cal, grp.cpu_us_after),
+                    replay_model.WhatIf(_select(owner, i, cal, False), grp.k, grp.k_lo, grp.k_hi, after)]
+        given.append(grp.target.group)
+    model = "given" if given and not fallback else "mixed" if given else "uniform"
+    wanted = run.module_cpu is not None or any(not math.isnan(g.cpu_us_after) for g in groups)
+    note = "" if not fallback or not wanted else (
+        "replay CPU model " + (f"{GIVEN_WORDS} for {', '.join(given)}; " if given else "")
+        + f"{UNIFORM_WORDS} for {'; '.join(fallback)}")
+    return whatifs, model, note
+
+
+def _model_error(run: Run, res: replay_model.ReplayProjection, unprofiled: float | None,
+                 cpu_model: str = "uniform") -> dict[str, Any]:
+    """The wall interval widened by the replay's validated error (of the CPU model it ran; mixed: the wider
+    of given and uniform) in the run's regime and its step noise (docs/replay.md#intervals), and the
+    warning for a regime whose held-out error stayed above 5%."""
+    if not intervals.ERROR_MODEL.is_file():
         return {"replay_regime": res.regime}
+    names = ("given", "uniform") if cpu_model == "mixed" else (cpu_model,)
+    errors = max((intervals.read_error_model(model=m) for m in names), key=lambda e: e.width(res.regime))
     noise = intervals.step_noise(run.unprofiled_steps_ms()) if unprofiled else 0.0
     width = errors.width(res.regime)
     lo, hi = intervals.widen(res.speedup_wall, res.speedup_wall_lo, res.speedup_wall_hi, width, noise)

@@ -118,6 +118,9 @@ class Change:
     op's dispatch and whatever Python ran before it). The two bracket the fused op's real cost.
     `cpu_after_us` (with kernels_after): the CPU time each call keeps, measured (unprofiled, so not
     scaled), spread evenly over its kept launches (each launch's gap plus its call); it overrides dispatch.
+    `cpu_calls` (with cpu_after_us): a mask over CPU calls, the calls' runtime calls (GroupCpu.calls) that
+    the measured time replaces: those that are not kept launches (a memset the eager module issued)
+    cost nothing after, with the gap before them.
     """
 
     mask: np.ndarray
@@ -126,6 +129,7 @@ class Change:
     calls: np.ndarray | None = None
     dispatch: str = "typical"
     cpu_after_us: float | None = None
+    cpu_calls: np.ndarray | None = None
 
 
 @dataclass
@@ -639,6 +643,10 @@ def _apply(g: Graph, s: _State, c: Change, cpu_scale: Scale = 1.0) -> None:
     launched = kept & g.gpu_launched[idx]
     stay = g.gpu_anchor[idx[launched]]
     if c.cpu_after_us is not None:  # the call's measured CPU time after, over its kept launches
+        if c.cpu_calls is not None:  # the calls' other runtime calls: the measured time holds them
+            drop = np.asarray(c.cpu_calls, bool).copy()
+            drop[stay] = False
+            s.cpu_gap[drop] = s.cpu_dur[drop] = s.cpu_base[drop] = 0.0
         n_kept = np.bincount(call[launched], minlength=n_calls)
         s.cpu_gap[stay] = np.maximum(c.cpu_after_us / n_kept[call[launched]] - s.cpu_dur[stay], 0.0)
     elif c.dispatch == "typical":  # a kept kernel's dispatch: the trace's typical CPU time before a launch
@@ -777,6 +785,56 @@ def scales(g: Graph, rest: float, fixed: Sequence[tuple[np.ndarray, float]] = ()
     return out
 
 
+def _clock(g: Graph, trace: Trace) -> float:
+    """The trace's clock minus the graph's (the graph's times are relative to the trace's first event)."""
+    return float(trace.events["ts"].iloc[g.cpu_row[0]]) - float(g.cpu_ts[0]) if g.n_cpu else 0.0
+
+
+def range_of(ts: np.ndarray, tid: np.ndarray, ranges: pd.DataFrame) -> np.ndarray:
+    """Position in `ranges` (ts, dur, tid on the trace's clock; not nested within one thread) of the range
+    that holds each time on its thread; -1 for none."""
+    out = np.full(len(ts), -1, np.int64)
+    r_tid = ranges["tid"].to_numpy(dtype=np.int64, na_value=-1)
+    r_ts, r_end = ranges["ts"].to_numpy(float), (ranges["ts"] + ranges["dur"]).to_numpy(float)
+    for t in np.unique(r_tid):
+        o = np.flatnonzero(r_tid == t)
+        o = o[np.argsort(r_ts[o])]
+        q = np.flatnonzero(tid == t)
+        i = np.searchsorted(r_ts[o], ts[q], "right") - 1
+        ok = i >= 0
+        ok[ok] = ts[q][ok] <= r_end[o][i[ok]]
+        out[q[ok]] = o[i[ok]]
+    return out
+
+
+@dataclass
+class GroupCpu:
+    """A group's forward calls against a profiler-free measurement of their CPU time (model `given`)."""
+
+    calls: np.ndarray  # mask over CPU calls: those inside the group's ranges
+    scale: float  # unprofiled CPU time per step / the ranges' profiled time per step
+    share: float  # the share of the ranges' profiled time that sits in those calls (their gaps and durations)
+    op_call: np.ndarray  # per GPU op: the range whose call launched it (-1: none), numbering the group's calls
+
+
+def group_cpu(g: Graph, trace: Trace, ranges: pd.DataFrame, unprofiled_us_per_step: float) -> GroupCpu:
+    """A group's CPU calibration: `ranges` are its forward calls in the trace (ts, dur, tid: a record_function
+    range or a module scope per call), `unprofiled_us_per_step` their CPU time per step measured without the
+    profiler (perf_counter around them, or module_cpu.csv)."""
+    t0 = _clock(g, trace)
+    lo, hi = g.steps["start"].min(), g.steps["end"].max()
+    ts = ranges["ts"].to_numpy(float) - t0
+    n = max(len(g.steps), 1)
+    prof = float(ranges["dur"].to_numpy(float)[(ts >= lo) & (ts <= hi)].sum()) / n
+    tid = trace.events["tid"].to_numpy(dtype=np.int64, na_value=-1)[g.cpu_row]
+    call = range_of(g.cpu_ts + t0, tid, ranges.reset_index(drop=True))
+    mask = call >= 0
+    in_calls = float((g.cpu_gap + g.cpu_dur)[mask].sum()) / n
+    op_call = np.where(g.gpu_launched, call[g.gpu_anchor], -1) if g.n_cpu else np.full(g.n_gpu, -1)
+    return GroupCpu(mask, unprofiled_us_per_step / prof if prof > 0 else 1.0, in_calls / prof if prof > 0 else 1.0,
+                    op_call)
+
+
 def calls_in_ranges(g: Graph, trace: Trace, name: str) -> np.ndarray:
     """Mask over CPU calls: the call starts inside a CPU range named `name` (record_function) on its thread."""
     ev = trace.events
@@ -784,8 +842,7 @@ def calls_in_ranges(g: Graph, trace: Trace, name: str) -> np.ndarray:
     out = np.zeros(g.n_cpu, bool)
     if r.empty or not g.n_cpu:
         return out
-    t0 = float(ev["ts"].iloc[g.cpu_row[0]]) - float(g.cpu_ts[0])  # the graph's clock is the trace's minus t0
-    ts = g.cpu_ts + t0
+    ts = g.cpu_ts + _clock(g, trace)
     tid = ev["tid"].to_numpy(dtype=np.int64, na_value=-1)[g.cpu_row]
     r_tid = r["tid"].to_numpy(dtype=np.int64, na_value=-1)
     r_ts, r_end = r["ts"].to_numpy(float), (r["ts"] + r["dur"]).to_numpy(float)
@@ -872,6 +929,10 @@ class WhatIf:
     k_hi: float
     kernels_after: float | None = None
     calls: Callable[[Trace, Graph], np.ndarray | None] | None = None  # call ids (module calls), else runs
+    # model `given`: the group's calls' profiler-free CPU time (their CPU at its measured scale), and with it
+    # the replacement's measured CPU time per call (Change.cpu_after_us, times GroupCpu.share)
+    cpu: Callable[[Trace, Graph], GroupCpu] | None = None
+    cpu_after_us: float | None = None
 
 
 @dataclass
@@ -892,6 +953,7 @@ class ReplayProjection:
     profiled_step_ms: float  # mean span of a profiled step (the slowest rank's)
     ranks: pd.DataFrame  # rank, trace, residual, speedup_wall, speedup_kernel, cross-stream waits, waits
     regime: str = ""  # rank 0's `regime_of` (the validation's error model is per regime)
+    cpu_groups: int = 0  # what-ifs whose calls kept their measured profiler-free CPU scale (WhatIf.cpu)
 
 
 def load_graph(path: str | Path | Trace) -> tuple[Trace, Graph | None, str]:
@@ -907,28 +969,38 @@ def project_traces(paths: Sequence[str | Path | Trace], whatifs: Sequence[WhatIf
     every `ceiling` op infinitely fast); a string says why a trace cannot be replayed.
 
     With `step_us` (the unprofiled step time), each graph's CPU time is first scaled so that its
-    replayed step takes that long (`fit_cpu_scale`): the profiler's own CPU overhead is taken out.
+    replayed step takes that long (`fit_cpu_scale`): the profiler's own CPU overhead is taken out. The
+    calls of a what-if with `cpu` keep their own measured scale (GroupCpu.scale) and the rest are fitted;
+    its `cpu_after_us` then replaces the CPU time of each of its calls (model `given`, docs/replay.md).
     """
-    rows, per_step, regime = [], [], ""
+    rows, per_step, regime, n_cpu = [], [], "", 0
     for rank, path in enumerate(paths):
         trace, g, why = load_graph(path)
         if g is None:
             return why if len(paths) == 1 else f"{Path(trace.path).name}: {why}"
         unscaled = replay(g)
-        scale = fit_cpu_scale(g, step_us) if step_us else 1.0
-        base = unscaled if scale == 1.0 else replay(g, cpu_scale=scale)
+        cpu = [w.cpu(trace, g) if w.cpu is not None and step_us else None for w in whatifs]
+        fixed = [(c.calls, c.scale) for c in cpu if c is not None]
+        rest = fit_cpu_scale(g, step_us, fixed=fixed) if step_us else 1.0
+        scale = scales(g, rest, fixed)
+        base = unscaled if rest == 1.0 and not fixed else replay(g, cpu_scale=scale)
 
-        def changes(which: str, dispatch: str = "typical", g: Graph = g, trace: Trace = trace) -> list[Change]:
+        def changes(which: str, dispatch: str = "typical", g: Graph = g, trace: Trace = trace,
+                    cpu: list[GroupCpu | None] = cpu) -> list[Change]:
+            given = [c is not None and w.cpu_after_us is not None for w, c in zip(whatifs, cpu, strict=True)]
             return [Change(w.select(trace, g), getattr(w, which), w.kernels_after,
-                           w.calls(trace, g) if w.calls else None, dispatch) for w in whatifs]
+                           w.calls(trace, g) if w.calls else None, dispatch,
+                           w.cpu_after_us * c.share if ok and c and w.cpu_after_us is not None else None,
+                           c.calls if ok and c else None)
+                    for w, c, ok in zip(whatifs, cpu, given, strict=True)]
 
         # the low end: k at its low end, and each kept launch keeping its own CPU time (Change.dispatch)
         point, lo, hi = (replay(g, changes(w, d), scale) for w, d in (("k", "typical"), ("k_lo", "own"),
                                                                       ("k_hi", "typical")))
         top = replay(g, [Change(ceiling(trace, g), np.inf)], scale)
         if rank == 0:
-            regime = regime_of(g, step_us)
-        rows.append({"rank": rank, "trace": trace.path, "residual": residual(g, unscaled), "cpu_scale": scale,
+            regime, n_cpu = regime_of(g, step_us), len(fixed)
+        rows.append({"rank": rank, "trace": trace.path, "residual": residual(g, unscaled), "cpu_scale": rest,
                      "span": original(g).span, "base": base.span, "point": point.span, "lo": lo.span,
                      "hi": hi.span, "ceiling": top.span, "busy": base.busy, "busy_point": point.busy,
                      "busy_lo": lo.busy, "busy_hi": hi.busy, "busy_ceiling": top.busy,
@@ -951,4 +1023,4 @@ def project_traces(paths: Sequence[str | Path | Trace], whatifs: Sequence[WhatIf
                             float(t["residual"].iloc[int(t["residual"].abs().argmax())]), float(t["cpu_scale"].iloc[0]),
                             n_steps, float(t["span"].max()) / max(n_steps, 1) / 1e3,
                             t.drop(columns=["base", "point", "lo", "hi", "ceiling", "busy_point", "busy_lo",
-                                            "busy_hi", "busy_ceiling"]), regime)
+                                            "busy_hi", "busy_ceiling"]), regime, n_cpu)

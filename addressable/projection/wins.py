@@ -8,6 +8,9 @@ Targets in wins.csv, resolved in this order:
                    submodules included, from the run's modules.csv (addressable/classify/modules.py); the
                    suffix keeps one direction. Optional column `kernels_after`: kernels the
                    replacement launches per call (reported as kernels per step after; default unchanged).
+                   Optional column `cpu_us_after`: the replacement's CPU time per forward call in µs,
+                   measured without the profiler (capture.scopes.forward_cpu_us); with the run's
+                   module_cpu.csv, the replay runs model `given` for the target (docs/replay.md).
   `re:REGEX`       kernels of the run whose kernels.csv name matches REGEX (re.search, case-sensitive;
                    write (?i) for case-insensitive).
   a category       a taxonomy category (case-insensitive), e.g. `softmax`.
@@ -47,7 +50,7 @@ KERNELBENCH_MAP = Path(__file__).with_name("kernelbench_map.yaml")
 KERNELBENCH_LEVEL2 = Path(__file__).with_name("kernelbench_level2.yaml")
 REGEX_PREFIX = "re:"
 REQUIRED_COLUMNS = ("target", "speedup")
-OPTIONAL_COLUMNS = ("verified", "source", "notes", "speedup_lo", "speedup_hi", "kernels_after")
+OPTIONAL_COLUMNS = ("verified", "source", "notes", "speedup_lo", "speedup_hi", "kernels_after", "cpu_us_after")
 _TRUE = {"true", "t", "yes", "y", "1"}
 _FALSE = {"false", "f", "no", "n", "0"}
 
@@ -129,7 +132,8 @@ def _cell(v: Any) -> str:
 def parse_wins(raw: pd.DataFrame, source: str = "wins") -> pd.DataFrame:
     """Validate a raw wins table; the whole file is rejected on the first bad row.
 
-    Returns row (1-based data row), target, speedup, speedup_lo, speedup_hi, verified, source, notes.
+    Returns row (1-based data row), target, speedup, speedup_lo, speedup_hi, kernels_after, cpu_us_after,
+    verified, source, notes.
     A `row` column in `raw` (e.g. a table this function returned) is ignored and renumbered.
     """
     if raw.empty and not len(raw.columns):
@@ -156,6 +160,7 @@ def parse_wins(raw: pd.DataFrame, source: str = "wins") -> pd.DataFrame:
             raise AddressableError(f"{where}: need speedup_lo <= speedup <= speedup_hi, got {lo:g}, {k:g}, {hi:g}")
         rows.append({"row": i, "target": target, "speedup": k, "speedup_lo": lo, "speedup_hi": hi,
                      "kernels_after": _kernels_after(r.get("kernels_after"), where),
+                     "cpu_us_after": _cpu_us_after(r.get("cpu_us_after"), where),
                      "verified": _verified(r.get("verified"), where),
                      "source": "" if _empty(r.get("source")) else str(r["source"]).strip(),
                      "notes": "" if _empty(r.get("notes")) else str(r["notes"]).strip()})
@@ -198,6 +203,19 @@ def _kernels_after(v: Any, where: str) -> float:
     if not (math.isfinite(n) and n >= 0 and n == int(n)):
         raise AddressableError(f"{where}: kernels_after must be a whole number >= 0, got '{v}'")
     return n
+
+
+def _cpu_us_after(v: Any, where: str) -> float:
+    """A replacement's CPU time per call in µs (NaN: not measured)."""
+    if _empty(v):
+        return math.nan
+    try:
+        us = float(v)
+    except (TypeError, ValueError):
+        raise AddressableError(f"{where}: cpu_us_after '{v}' is not a number") from None
+    if not (math.isfinite(us) and us >= 0):
+        raise AddressableError(f"{where}: cpu_us_after must be a number of µs >= 0, got '{v}'")
+    return us
 
 
 def _verified(v: Any, where: str) -> bool:

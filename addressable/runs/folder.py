@@ -3,7 +3,7 @@
 This is the one reader and writer of run folders (their layout: docs/CONVENTIONS.md): `write_run`,
 `write_job`, `write_module_io` and `write_ncu_check` write them; `load_run` / `load_runs` / `find_runs` /
 `run_from_trace` return `Run`, which project, plot, sweep, report code and notebooks all use;
-`read_run_keys`, `read_kernels`, `read_steps`, `load_module_io`, `load_modules` and `read_ncu_raw` read one file each. What projection needs (category times
+`read_run_keys`, `read_kernels`, `read_steps`, `load_module_io`, `read_module_cpu`, `load_modules` and `read_ncu_raw` read one file each. What projection needs (category times
 on the run's basis, per-repeat times, steps, kernel times) are checked properties of `Run`: a bad file
 is one AddressableError naming it (`Run.check()` reads them all at once).
 """
@@ -57,16 +57,41 @@ def write_breakdown(b: Breakdown, out: str | Path, extra: dict | None = None) ->
 
 
 def write_run(folder: str | Path, b: Breakdown, keys: dict[str, Any], steps: pd.DataFrame,
-              manifest: dict[str, Any], module_io: pd.DataFrame | None = None) -> Path:
+              manifest: dict[str, Any], module_io: pd.DataFrame | None = None,
+              module_cpu: pd.DataFrame | None = None) -> Path:
     """Write a profiled run folder's files: breakdown.json (with the run keys), categories.csv,
-    kernels.csv, steps.csv, manifest.json and, when given, module_io.json (each atomically)."""
+    kernels.csv, steps.csv, manifest.json and, when given, module_io.json and module_cpu.csv (each atomically)."""
     folder = Path(folder)
     write_breakdown(b, folder, extra=keys)
     write_text(folder / "steps.csv", steps.to_csv(index=False))
     write_text(folder / "manifest.json", _json_text(manifest))
     if module_io is not None:
         write_module_io(folder / MODULE_IO_FILE, module_io)
+    if module_cpu is not None:
+        write_text(folder / MODULE_CPU_FILE, module_cpu[list(MODULE_CPU_COLUMNS)].to_csv(index=False))
     return folder
+
+
+MODULE_CPU_FILE = "module_cpu.csv"  # each module's CPU time per step, profiler-free (capture.scopes.module_cpu)
+MODULE_CPU_COLUMNS = ("module", "class", "calls_per_step", "cpu_us_per_step")
+
+
+def read_module_cpu(folder: str | Path) -> pd.DataFrame | None:
+    """A run folder's module_cpu.csv (module, class, calls_per_step, cpu_us_per_step); None when it has none."""
+    path = Path(folder) / MODULE_CPU_FILE
+    if not path.is_file():
+        return None
+    table = read_csv(path, dtype={"module": str, "class": str}, keep_default_na=False)
+    missing = [c for c in MODULE_CPU_COLUMNS if c not in table.columns]
+    if missing:
+        raise AddressableError(f"{path}: missing column(s) {', '.join(missing)} (needs {', '.join(MODULE_CPU_COLUMNS)})")
+    for c in ("calls_per_step", "cpu_us_per_step"):
+        v = pd.to_numeric(table[c], errors="coerce")
+        if v.isna().any() or (v < 0).any():
+            raise AddressableError(f"{path}: {c} on row {int((v.isna() | (v < 0)).to_numpy().argmax()) + 1} "
+                                   "is not a number >= 0")
+        table[c] = v
+    return table[list(MODULE_CPU_COLUMNS)]
 
 
 MODULE_IO_FILE = "module_io.json"
@@ -439,6 +464,11 @@ class Run:
         if self.trace is not None:
             return [self.trace]
         return list(run_traces(self.path)) if self.is_folder else []
+
+    @cached_property
+    def module_cpu(self) -> pd.DataFrame | None:
+        """Each module's profiler-free CPU time per step (module_cpu.csv), for the replay; None when absent."""
+        return read_module_cpu(self.path) if self.is_folder else None
 
     @cached_property
     def modules(self) -> ModuleBreakdown | None:

@@ -100,8 +100,13 @@ def test_error_model_fit_write_read_and_warn(tmp_path: Path) -> None:
     assert m.width("unseen") == m.pooled
     m.heldout_max = {"cpu-bound": 0.08, "gpu-bound": 0.01}
     path = tmp_path / "err.yaml"
-    path.write_text(intervals.error_model_yaml(m))
-    back = intervals.read_error_model(path)
+    other = intervals.fit_error_model({"cpu-bound": [0.2, 0.3, -0.25]}, source="other")
+    path.write_text(intervals.error_model_yaml({"given": m, "uniform": other}))
+    back = intervals.read_error_model(path, "given")
+    assert intervals.read_error_model(path).pooled == pytest.approx(other.pooled, abs=1e-4)  # uniform: the default
+    assert back.source == "test" and intervals.read_error_model(path).source == "other"
+    with pytest.raises(AddressableError, match="for model 'event'"):
+        intervals.read_error_model(path, "event")
     assert back.half_width == pytest.approx(m.half_width, abs=1e-4) and back.n_dev == m.n_dev
     assert back.pooled == pytest.approx(m.pooled, abs=1e-4) and back.coverage == 0.8
     assert "8.0%" in back.warning("cpu-bound") and back.warning("gpu-bound") is None
@@ -121,7 +126,7 @@ def test_project_widens_the_interval_and_warns_in_a_bad_regime(tmp_path: Path, m
     monkeypatch.setattr(intervals, "ERROR_MODEL", tmp_path / "none.yaml")
     _, before, _ = project_json(*args)
     m = intervals.ErrorModel(0.8, 0.02, {"cpu-bound": 0.06}, {"cpu-bound": 5}, {"cpu-bound": 0.09})
-    (tmp_path / "err.yaml").write_text(intervals.error_model_yaml(m))
+    (tmp_path / "err.yaml").write_text(intervals.error_model_yaml({"uniform": m}))
     monkeypatch.setattr(intervals, "ERROR_MODEL", tmp_path / "err.yaml")
     code, after, _ = project_json(*args)
     b, a = before["runs"][0], after["runs"][0]

@@ -20,3 +20,21 @@ def test_write_wins_keeps_a_wins_columns_and_reads_back(tmp_path: Path) -> None:
         == [{"target": "softmax", "speedup": 2.5, "speedup_lo": 2.25, "speedup_hi": 2.75, "verified": True,
              "source": "triton"}]
     assert back.attrs["warnings"] == []  # no column project does not know
+
+
+def test_cpu_us_after_is_optional_and_checked(tmp_path: Path) -> None:
+    import math
+
+    import pytest
+
+    from addressable.core.errors import AddressableError
+
+    path = tmp_path / "wins.csv"
+    path.write_text("target,speedup,cpu_us_after\nmodule:A,2,12.5\nmodule:B,3,\n")
+    t = load_wins(path)
+    assert t["cpu_us_after"].iloc[0] == 12.5 and math.isnan(t["cpu_us_after"].iloc[1])
+    assert t.attrs["warnings"] == []  # a known column
+    for bad, words in (("-1", ">= 0"), ("fast", "not a number"), ("inf", ">= 0")):
+        path.write_text(f"target,speedup,cpu_us_after\nmodule:A,2,{bad}\n")
+        with pytest.raises(AddressableError, match=f"row 1: cpu_us_after.*{words}|cpu_us_after '{bad}' is {words}"):
+            load_wins(path)

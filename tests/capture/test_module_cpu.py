@@ -1,0 +1,110 @@
+"""The profiler-free module CPU pass (capture.scopes.module_cpu, module_cpu.csv) and forward_cpu_us."""
+
+from __future__ import annotations
+
+import textwrap
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+from addressable.capture.measure import measurement
+from addressable.capture.profile import profile_workload, resolve_config
+from addressable.capture.scopes import forward_cpu_us, module_cpu
+from addressable.core.errors import AddressableError
+from addressable.runs.folder import MODULE_CPU_FILE, load_run, read_module_cpu
+
+SLEEP_S = 0.004
+
+
+class Sleep(torch.nn.Module):
+    """A module whose forward takes a known CPU time."""
+
+    def __init__(self, seconds: float = SLEEP_S) -> None:
+        super().__init__()
+        self.seconds = seconds
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        time.sleep(self.seconds)
+        return x
+
+
+def test_module_cpu_times_each_module_inclusively_by_qualified_name() -> None:
+    net = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Sequential(Sleep(), Sleep()))
+    x = torch.randn(2, 8)
+    with module_cpu(net) as rec:
+        for _ in range(3):
+            net(x)
+    t = rec.table(3).set_index("module")
+    assert list(t.columns) == ["class", "calls_per_step", "cpu_us_per_step"]
+    assert set(t.index) == {"", "0", "1", "1.0", "1.1"} and t.loc["1.0", "class"] == "Sleep"
+    assert (t["calls_per_step"] == 1.0).all()
+    for leaf in ("1.0", "1.1"):  # the sleep, and little more
+        assert SLEEP_S * 1e6 <= t.loc[leaf, "cpu_us_per_step"] < SLEEP_S * 1e6 + 3000
+    assert t.loc["1", "cpu_us_per_step"] >= t.loc["1.0", "cpu_us_per_step"] + t.loc["1.1", "cpu_us_per_step"]
+    assert t.loc["", "cpu_us_per_step"] >= t.loc["1", "cpu_us_per_step"] + t.loc["0", "cpu_us_per_step"]
+    with module_cpu(net) as rec2:  # the hooks are gone after the block: nothing more is recorded in rec
+        pass
+    net(x)
+    assert rec.table(3).equals(rec.table(3)) and not rec2.rows
+
+
+def test_forward_cpu_us_is_a_call_dispatch_time() -> None:
+    us = forward_cpu_us(Sleep(), torch.zeros(1), calls=5, warmup=1)
+    assert SLEEP_S * 1e6 <= us < SLEEP_S * 1e6 + 3000
+
+
+ADAPTER = '''
+import time
+import torch
+from addressable.capture.workload import WorkloadSpec
+
+
+class Sleep(torch.nn.Module):
+    def forward(self, x):
+        time.sleep(0.004)
+        return x
+
+
+def build(cfg):
+    model = torch.nn.Sequential(torch.nn.Linear(16, 16), Sleep(), torch.nn.ReLU())
+    x = torch.randn(cfg.batch, 16)
+
+    def step():
+        with torch.no_grad():
+            model(x)
+    step.model = model
+    return step
+
+
+WORKLOADS = [WorkloadSpec("sleepy", "test", "a sleeping module", build, modes=("infer",), default_mode="infer", default_batch=2,
+                          default_dtype="fp32", dtypes=("fp32",))]
+'''
+
+
+def test_profile_writes_module_cpu_csv_after_the_profiled_steps(tmp_path: Path) -> None:
+    path = tmp_path / "sleepy.py"
+    path.write_text(textwrap.dedent(ADAPTER))
+    cfg = resolve_config("sleepy", device="cpu", adapters=(str(path),))
+    res = profile_workload(cfg, measurement("cpu", warmup=1, steps=2, profile_steps=1, repeats=1), tmp_path / "out",
+                           adapters=(str(path),))
+    t = read_module_cpu(res.path)
+    assert t is not None and list(t.columns) == ["module", "class", "calls_per_step", "cpu_us_per_step"]
+    row = t.set_index("module").loc["1"]
+    assert row["class"] == "Sleep" and row["calls_per_step"] == 1.0
+    assert 4000 <= row["cpu_us_per_step"] < 7000
+    assert load_run(res.path).module_cpu is not None
+    # the same module names as the trace's module scopes, so the replay can join them
+    scoped = set(pd.read_csv(res.path / "modules.csv", keep_default_na=False, dtype={"module": str})["module"])
+    assert {"0", "2"} <= scoped <= set(t["module"])
+
+
+@pytest.mark.parametrize("text, message", [("module,class,calls_per_step\nx,X,1\n", "missing column"),
+                                           ("module,class,calls_per_step,cpu_us_per_step\nx,X,1,abc\n", "row 1")])
+def test_a_bad_module_cpu_csv_is_one_line(tmp_path: Path, text: str, message: str) -> None:
+    (tmp_path / MODULE_CPU_FILE).write_text(text)
+    with pytest.raises(AddressableError, match=message):
+        read_module_cpu(tmp_path)
+    assert read_module_cpu(tmp_path / "none") is None

@@ -1,0 +1,138 @@
+"""The replay's CPU model `given` (docs/replay.md): a module group's forward calls at their profiler-free
+CPU scale (module_cpu.csv), each fused call taking the replacement's measured CPU time (wins.csv's
+cpu_us_after), in `project` and in replay.project_traces; the fallback to `uniform` per target."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from addressable.classify.breakdown import breakdown_of_trace
+from addressable.projection import intervals
+from addressable.projection.project import project
+from addressable.projection.replay import WhatIf, group_cpu, load_graph, project_traces
+from addressable.runs.folder import MODULE_CPU_FILE, write_breakdown
+from addressable.trace.reader import load_trace
+from tests.projection.test_replay import TraceBuilder
+
+SCOPE = "nn.Module: act (EagerGELU)"
+
+
+def scoped_trace(path: Path, memset: bool = False) -> Path:
+    """10 launches, 100 us of CPU each (90 us gap + 10 us call) and a 5 us kernel 8 us after each; the
+    calls 2-5 (and their gaps: 400 us from 200 to 600) inside the module scope of `act` (EagerGELU);
+    with `memset`, a 10 us cudaMemsetAsync call at 250 inside it too (in call 2's gap)."""
+    tb = TraceBuilder()
+    if memset:
+        tb.call("cudaMemsetAsync", 250, 10)
+    for i in range(10):
+        tb.launch(100 * i + 90, 10, 100 * i + 98, 5, op="aten::mul" if 2 <= i <= 5 else "aten::add")
+    tb.scope(SCOPE, 200, 400)
+    tb.step(1, 0, 1000)
+    return tb.write(path)
+
+
+def run_folder(tmp_path: Path, step_us: float, module_cpu_us: float | None, memset: bool = False) -> Path:
+    """A run folder of scoped_trace: its breakdown, one unprofiled step time, and module_cpu.csv (act's
+    profiler-free CPU per step) when given."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    raw = scoped_trace(tmp_path / "t.json", memset)
+    (folder / "trace.json.gz").write_bytes(gzip.compress(raw.read_bytes()))
+    b = breakdown_of_trace(load_trace(raw))
+    b.n_steps = 1
+    write_breakdown(b, folder, extra={"step_time_ms": step_us / 1e3, "n_steps": 1, "workload": "toy"})
+    pd.DataFrame({"repeat": 0, "step": [0, 1, 2], "time_ms": [step_us / 1e3] * 3, "profiled": False}).to_csv(
+        folder / "steps.csv", index=False)
+    if module_cpu_us is not None:
+        pd.DataFrame({"module": ["act", ""], "class": ["EagerGELU", "Net"], "calls_per_step": [1.0, 1.0],
+                      "cpu_us_per_step": [module_cpu_us, 900.0]}).to_csv(folder / MODULE_CPU_FILE, index=False)
+    return folder
+
+
+def wins(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "wins.csv"
+    p.write_text(text)
+    return p
+
+
+@pytest.mark.parametrize("memset", [False, True])
+def test_given_by_hand(tmp_path: Path, memset: bool) -> None:
+    """act's 4 calls took 400 us profiled and 200 unprofiled (scale 0.5); the unprofiled step is 803 us, so
+    the rest keeps scale 1: calls 0-1 end at 200, act's at 400, calls 6-9 at 800, the last kernel at 803.
+    Fused into one kernel (k 1) whose call costs 250 us: calls 0-1 end at 200, the fused call at 450, calls
+    6-9 at 850, the last kernel ends at 853: slower (the replacement's dispatch costs more than the eager
+    ops' 200 us). uniform, blind to both, projects a gain. A memset the eager module issued inside its
+    scope goes with it (its 30 us at scale 0.5 would make it 883)."""
+    run = run_folder(tmp_path, 803.0, 200.0, memset)
+    p = project([run], wins(tmp_path, "target,speedup,kernels_after,cpu_us_after\nmodule:EagerGELU,1,1,250\n"))
+    r = p.runs.iloc[0]
+    assert r["replay_cpu_model"] == "given" and r["model"] == "replay"
+    assert r["speedup_wall"] == pytest.approx(803 / 853, rel=2e-3)
+    assert r["cpu_scale"] == pytest.approx(1.0, rel=2e-3)  # the rest's scale; act's calls kept 0.5
+    assert not [w for w in p.warnings if "replay CPU model" in w]  # every target ran given: nothing to say
+    # the same wins without cpu_us_after: uniform (one scale), one line saying so
+    p = project([run], wins(tmp_path, "target,speedup,kernels_after\nmodule:EagerGELU,1,1\n"))
+    u = p.runs.iloc[0]
+    assert u["replay_cpu_model"] == "uniform" and u["speedup_wall"] > 1.1
+    notes = [w for w in p.warnings if "replay CPU model" in w]
+    assert len(notes) == 1 and "no cpu_us_after" in notes[0] and "module:EagerGELU" in notes[0]
+
+
+def test_project_and_project_traces_agree(tmp_path: Path) -> None:
+    """What `project` runs is replay.project_traces with the module's scopes and module_cpu.csv (the
+    validation scores the same function with the swap group's ranges)."""
+    run = run_folder(tmp_path, 900.0, 300.0)
+    p = project([run], wins(tmp_path, "target,speedup,kernels_after,cpu_us_after\nmodule:EagerGELU,2,1,120\n"))
+    trace, g, _ = load_graph(run / "trace.json.gz")
+    ev = trace.events
+    ranges = ev[(ev["name"] == SCOPE).to_numpy()]
+    cal = group_cpu(g, trace, ranges, 300.0)
+    assert cal.scale == pytest.approx(0.75) and cal.share == pytest.approx(1.0)
+    assert cal.calls.sum() == 4 and (cal.op_call[2:6] == 0).all() and (cal.op_call[[0, 1, 6]] == -1).all()
+    fwd = WhatIf(lambda t, gg: cal.op_call >= 0, 2.0, 2.0, 2.0, 1.0, lambda t, gg: cal.op_call,
+                 lambda t, gg: group_cpu(gg, t, ranges, 300.0), 120.0)
+    res = project_traces([trace], [fwd], lambda t, gg: np.zeros(gg.n_gpu, bool), 900.0)
+    assert not isinstance(res, str) and res.cpu_groups == 1
+    assert p.runs.iloc[0]["speedup_wall"] == pytest.approx(res.speedup_wall, rel=1e-9)
+
+
+@pytest.mark.parametrize("module_cpu, target, reason", [
+    (None, "module:EagerGELU", "no module_cpu.csv"),
+    (200.0, "elementwise", "not a module: target"),
+    (200.0, "module:EagerGELU@backward", "@backward"),
+    (200.0, "module:NoSuchClass", "module_cpu.csv has no row for NoSuchClass"),
+])
+def test_each_fallback_to_uniform_is_said_once(tmp_path: Path, module_cpu: float | None, target: str,
+                                               reason: str) -> None:
+    run = run_folder(tmp_path, 803.0, module_cpu)
+    p = project([run], wins(tmp_path, f"target,speedup,kernels_after,cpu_us_after\n{target},1,1,250\n"))
+    notes = [w for w in p.warnings if "replay CPU model" in w]
+    assert len(notes) == 1 and reason in notes[0] and "uniform (one fitted cpu_scale" in notes[0]
+    assert p.runs.iloc[0]["replay_cpu_model"] == "uniform"
+
+
+def test_a_mix_of_given_and_uniform_targets_is_named_and_takes_the_wider_error(tmp_path: Path, monkeypatch) -> None:
+    run = run_folder(tmp_path, 803.0, 200.0)
+    err = tmp_path / "err.yaml"
+    models = {m: intervals.ErrorModel(0.8, w, {"cpu-bound": w}, {"cpu-bound": 13}, {"cpu-bound": h})
+              for m, w, h in (("given", 0.05, 0.20), ("uniform", 0.07, 0.77))}
+    err.write_text(intervals.error_model_yaml(models))
+    monkeypatch.setattr(intervals, "ERROR_MODEL", err)
+    w = "target,speedup,kernels_after,cpu_us_after\nmodule:EagerGELU,1,1,250\nre:FillFunctor,1.5,,\n"
+    p = project([run], wins(tmp_path, w))
+    r = p.runs.iloc[0]
+    assert r["replay_cpu_model"] == "mixed" and r["replay_model_error"] == pytest.approx(0.07)
+    notes = [x for x in p.warnings if "replay CPU model" in x]
+    assert len(notes) == 1 and "given (the module's measured CPU" in notes[0] and "re:FillFunctor (not a module" in notes[0]
+    p = project([run], wins(tmp_path, "target,speedup,kernels_after,cpu_us_after\nmodule:EagerGELU,1,1,250\n"))
+    assert p.runs.iloc[0]["replay_model_error"] == pytest.approx(0.05)  # given alone: given's error model
+    assert [x for x in p.warnings if "off by up to 20.0%" in x]
+    d = p.to_dict()["runs"][0]
+    assert d["replay_cpu_model"] == "given"
+    assert json.dumps(d)  # JSON-ready
