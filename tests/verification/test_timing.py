@@ -150,7 +150,8 @@ def test_each_timed_call_reports_its_host_time() -> None:
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
 def test_on_a_gpu_the_backlog_keeps_the_hosts_dispatch_out_of_the_interval() -> None:
     """A call that spends 0.3 ms on the host before launching a tiny kernel: without a backlog the
-    interval holds the 0.3 ms, with a 0.6 ms backlog it holds the kernel alone."""
+    interval holds what of the 0.3 ms the flush did not hide (the flush lasts about 0.1 ms), with a
+    0.6 ms backlog it holds the kernel alone."""
     import time
 
     timer = Timer(take_clocks("cuda"), "cuda")
@@ -166,4 +167,4 @@ def test_on_a_gpu_the_backlog_keeps_the_hosts_dispatch_out_of_the_interval() -> 
     hidden = [timer.call(slow_dispatch, [x], backlog_ms=0.6)[0] for _ in range(20)]
     import statistics
 
-    assert statistics.median(bare) > 0.25 and statistics.median(hidden) < 0.1, (bare, hidden)
+    assert statistics.median(bare) > 0.15 and statistics.median(hidden) < 0.1, (bare, hidden)
