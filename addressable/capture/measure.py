@@ -289,8 +289,10 @@ def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Pa
             f"{rec['addressable_fraction']:.1%} of {basis_words(b.basis)}, "
             f"{rec['addressable_fraction_wall']:.1%} of wall time ({duration(took)} with its trace analysis{left})")
     meter.close()
-    cpu = _module_cpu(plain, model, CPU_STEPS, cuda) if record_cpu and not cfg.compile and isinstance(model, torch.nn.Module) \
-        else None
+    cpu = None
+    if record_cpu and not cfg.compile and isinstance(model, torch.nn.Module):
+        progress(f"{label}: {CPU_STEPS} steps without the profiler, timing each module's CPU dispatch (module_cpu.csv)")
+        cpu = _module_cpu(plain, model, CPU_STEPS, cuda)
     steps = pd.DataFrame(rows, columns=["repeat", "step", "time_ms", "profiled"])
     return Measured(cfg, repeats, medians, steps, trace, m, io, cpu)
 

@@ -244,7 +244,7 @@ def profile_workload(config: WorkloadConfig, measurement: Measurement, out: str 
                      name: str | None = None, layers_subset: tuple[int, int] | None = None,
                      adapters: tuple[str, ...] = (), taxonomy: Taxonomy | str | Path | None = None,
                      argv: list[str] | None = None, progress: Callable[[str], None] | None = None,
-                     force: bool = False) -> ProfileResult:
+                     force: bool = False, module_cpu: bool | None = None) -> ProfileResult:
     """Measure one workload (`config`: what runs; `measurement`: how, e.g. from measure.measurement)
     and write its run folder `out/<name>` atomically.
 
@@ -254,6 +254,7 @@ def profile_workload(config: WorkloadConfig, measurement: Measurement, out: str 
     every category's time per step is extrapolated linearly to the workload's full_layers;
     the two measured depths are kept as sub-runs layers<L>/ of the run folder. Under torchrun
     (WORLD_SIZE > 1) each rank writes `<run>/rank<k>/` and rank 0 the aggregate: see profile_ranks.
+    `module_cpu` runs the profiler-free module pass (module_cpu.csv, for the replay); None: on a GPU only.
     """
     spec = get_workload(config.name, adapters)
     depths: list[int | None] = [None]
@@ -287,7 +288,8 @@ def profile_workload(config: WorkloadConfig, measurement: Measurement, out: str 
             sub.mkdir(exist_ok=True)
             res = measure(spec, cfg, measurement, sub, tax, progress,
                           record_io=layers_subset is None and config.device == "cuda",
-                          kept_in=folder / sub.relative_to(tmp), record_cpu=layers_subset is None)
+                          kept_in=folder / sub.relative_to(tmp),
+                          record_cpu=layers_subset is None and (config.device == "cuda" if module_cpu is None else module_cpu))
             measured.append(res)
             if layers is not None:
                 b = combine(res.repeats)

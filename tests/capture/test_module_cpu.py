@@ -84,12 +84,22 @@ WORKLOADS = [WorkloadSpec("sleepy", "test", "a sleeping module", build, modes=("
 '''
 
 
+def test_by_default_only_a_gpu_run_gets_the_module_pass(tmp_path: Path) -> None:
+    """On the CPU the replay has no GPU timeline to use it for: the pass (3 more steps) is not run."""
+    path = tmp_path / "sleepy.py"
+    path.write_text(textwrap.dedent(ADAPTER))
+    cfg = resolve_config("sleepy", device="cpu", adapters=(str(path),))
+    res = profile_workload(cfg, measurement("cpu", warmup=1, steps=1, profile_steps=1, repeats=1), tmp_path / "out",
+                           adapters=(str(path),))
+    assert read_module_cpu(res.path) is None and not (res.path / MODULE_CPU_FILE).exists()
+
+
 def test_profile_writes_module_cpu_csv_after_the_profiled_steps(tmp_path: Path) -> None:
     path = tmp_path / "sleepy.py"
     path.write_text(textwrap.dedent(ADAPTER))
     cfg = resolve_config("sleepy", device="cpu", adapters=(str(path),))
     res = profile_workload(cfg, measurement("cpu", warmup=1, steps=2, profile_steps=1, repeats=1), tmp_path / "out",
-                           adapters=(str(path),))
+                           adapters=(str(path),), module_cpu=True)
     t = read_module_cpu(res.path)
     assert t is not None and list(t.columns) == ["module", "class", "calls_per_step", "cpu_us_per_step"]
     row = t.set_index("module").loc["1"]
