@@ -3,8 +3,8 @@ honest candidates, over repeated rounds (the figures of docs/verification.md's "
 
     python scripts/verify_cpu_detection.py ROUNDS OUT.csv
 
-Each round verifies three honest candidates (ReLU small and large, a 768² matmul) and two cheats (repeated-input
-reuse on a 1024² matmul, a forged timing report on a 1536² matmul), contained, 20 timed calls each; one CSV row
+Each round verifies three honest candidates (ReLU small and large, a 768² matmul) and three cheats (repeated-input
+reuse on a 1024² matmul, a forged timing report on a 1536² matmul, the same forged in 60% of batches), contained, 20 timed calls each; one CSV row
 per verification with its verdict, whether the first set of timed batches failed `clock`, whether `reuse`
 failed, and the 1-minute load average. Results depend on the machine's load: give it with the figures.
 """
@@ -26,7 +26,8 @@ CASES = [("honest_relu", "honest_relu", RELU, {"batch_size": 64, "dim": 128}),
          ("honest_relu_512", "honest_relu", RELU, {"batch_size": 512, "dim": 1024}),
          ("honest_matmul", "honest_matmul", ZOO / "matmul.py", {"N": 768}),
          ("cheat_repeat_input", "cheat_repeat_input", ZOO / "matmul.py", {"N": 1024}),
-         ("cheat_forged_report", "cheat_forged_report", ZOO / "matmul.py", {"N": 1536})]
+         ("cheat_forged_report", "cheat_forged_report", ZOO / "matmul.py", {"N": 1536}),
+         ("cheat_intermittent_forgery", "cheat_intermittent_forgery", ZOO / "matmul.py", {"N": 1536})]
 
 
 def main() -> None:

@@ -24,7 +24,7 @@ FORGED = {"N": 1536}  # a lie of 75% of a call: as long as the harness's own per
 
 # Caught by timing statistics alone: on a shared 2-core CPU they are caught 5-6 times in 6
 # (results/cpu/verify_detection.csv), so the test allows a second run; on a GPU each is run once.
-BY_TIMING = {"cheat_repeat_input", "cheat_forged_report"}
+BY_TIMING = {"cheat_repeat_input", "cheat_forged_report", "cheat_intermittent_forgery"}
 
 
 def _verify(problem: Path, candidate: str, overrides: dict, **kw) -> VerifyResult:
@@ -44,6 +44,7 @@ def _failed(r: VerifyResult) -> set[str]:
     (RELU, "cheat_patches_clock", SMALL_RELU, {"tampered"}, "tampered: time.perf_counter"),
     # beyond the list
     (MATMUL, "cheat_forged_report", FORGED, {"clock"}, "by the parent's wall clock"),
+    (MATMUL, "cheat_intermittent_forgery", FORGED, {"clock"}, "by the parent's wall clock"),
     (RELU, "cheat_fake_result", SMALL_RELU, set(), "malformed reply"),
     (RELU, "cheat_slows_reference", SMALL_RELU, {"tampered"}, "nn.Module _global_forward_hooks"),
     (MATMUL, "cheat_background_thread", CPU_MATMUL, set(), ""),
