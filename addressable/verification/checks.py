@@ -18,6 +18,7 @@ from addressable.verification.harness import clone
 
 MARKER = "spin_kernel"  # the kernel of torch.cuda._sleep: the harness's own markers in a profile
 _SPIN_CYCLES = 2000
+_HOLD_CYCLES = 5_000_000  # the marker before the call: at least 2.5 ms at clocks up to 2 GHz, longer than any timing backlog
 _GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 
 
@@ -324,9 +325,10 @@ def profile_call(fn: Callable, inputs: list, trace_path: Path) -> list[dict[str,
     """The trace events of one call of fn under torch.profiler, bracketed by the harness's markers.
 
     Before the call: a marker kernel on a side stream that the current stream waits on (it shows
-    whether the trace records stream waits), then a marker on the current stream. Right after the
-    call returns, before any synchronize: a marker on the current stream, where the caller's next
-    work (reading the output) would start.
+    whether the trace records stream waits), then a marker on the current stream that holds it for
+    longer than the timing's backlog (`timing.backlog_for`, at most 2 ms), as the backlog holds it
+    before a timed call. Right after the call returns, before any synchronize: a marker on the
+    current stream, where the caller's next work (reading the output) would start.
     """
     import torch
     from torch.profiler import ProfilerActivity, profile
@@ -340,7 +342,7 @@ def profile_call(fn: Callable, inputs: list, trace_path: Path) -> list[dict[str,
         with torch.cuda.stream(probe):
             torch.cuda._sleep(_SPIN_CYCLES)
         torch.cuda.current_stream().wait_stream(probe)
-        torch.cuda._sleep(_SPIN_CYCLES)
+        torch.cuda._sleep(_HOLD_CYCLES)
         fn(*inputs)
         torch.cuda._sleep(_SPIN_CYCLES)
         torch.cuda.synchronize()
@@ -354,7 +356,9 @@ def gpu_work(events: list[dict[str, Any]]) -> dict[str, Any]:
 
     Returns kernels (the call's kernel count), streams (streams other than the caller's that ran
     its work), escaped (names of work on those streams still running when the caller's next work
-    started, or never waited on when the trace records waits) and waits_recorded.
+    started, or never waited on when the trace records waits, or started before the caller's stream
+    reached the call: beside the marker that holds it, as work beside the timing's backlog would run
+    before the timed interval opens) and waits_recorded.
     """
     gpu = [e for e in events if e.get("ph") == "X" and e.get("cat") in _GPU_CATS]
     markers = sorted((e for e in gpu if e.get("cat") == "kernel" and MARKER in str(e.get("name", ""))),
@@ -367,6 +371,8 @@ def gpu_work(events: list[dict[str, Any]]) -> dict[str, Any]:
     read_at = float(last["ts"])
     side = [e for e in work if e.get("args", {}).get("stream") != caller]
     escaped = {str(e.get("name", "?")) for e in side if float(e["ts"]) + float(e.get("dur", 0)) > read_at}
+    held_until = float(first["ts"]) + float(first.get("dur", 0))
+    escaped |= {str(e.get("name", "?")) for e in side if float(e["ts"]) < held_until}
     waits = _joined_streams(events, caller, read_at)
     recorded = waits is not None and (waits == "all" or probe.get("args", {}).get("stream") in waits)
     if recorded and isinstance(waits, set):

@@ -532,6 +532,17 @@ def test_side_stream_never_waited_on_escapes_when_waits_are_recorded() -> None:
     assert gpu_work(late)["escaped"] == ["side_kernel"]
 
 
+def test_side_stream_work_that_starts_while_the_callers_stream_is_held_escapes() -> None:
+    """zoo/cheat_backlog_side_stream.py: half the work on a side stream that does not wait for the caller's
+    stream, started while the harness's marker (like the timing backlog) still holds it, then waited on."""
+    held = _trace(_k(7, 2, 40, MARKER + "(long)"), _k(13, 20, 30, "side_half"), _k(7, 45, 30, "caller_half"),
+                  _sync("Stream Wait Event", 80, stream=7, wait_on_stream=13), waits=True)
+    held = [e for e in held if not (e["args"]["stream"] == 7 and e["ts"] == 2 and e["dur"] == 1)]  # the long marker
+    assert gpu_work(held)["escaped"] == ["side_half"]
+    after = [dict(e, ts=50) if e["name"] == "side_half" else e for e in held]  # waited for the caller first
+    assert gpu_work(after)["escaped"] == []
+
+
 def test_no_gpu_work_is_a_review_and_a_broken_profile_is_undecided() -> None:
     none = gpu_work(_trace())
     assert none["kernels"] == 0

@@ -6,8 +6,10 @@ the backlog long (twice the slower model's host time, at most 2 ms), then launch
 the rows on a side stream that does not wait for the caller's stream: that half runs beside the
 backlog, before the interval opens. The second half runs on the caller's stream, which then waits for
 the side stream, so no work escapes a synchronize and the profiled call shows a stream the caller
-waits on. A backlog that leaves the GPU's SMs idle (a one-thread spin) hides the first half; one that
-fills them would be stretched by it, and the parent's wall clock would see the excess.
+waits on. The backlog (a one-thread spin) leaves the SMs idle, so the first half runs unseen by the
+timed interval and the wall clock alike. What catches it is the profiled call: there a marker holds
+the caller's stream for longer than any backlog, and side-stream work that starts before the caller's
+stream reaches the call did not wait for its inputs' producer (`stream_escape`).
 """
 
 import time
