@@ -1,9 +1,11 @@
 """What moves the honest speedups `verify` reports (issue 25, point 6): the timing's parts, one at a time.
 
 For each honest pair (the shipped Triton examples and the DLRM-Bench candidates), the reference and
-the candidate are built in this one process and timed with the harness's own `Timer` under six
-configurations, each repeated REPS times, the configurations interleaved within each repetition (so
-that drift hits all of them alike):
+the candidate are built in this one process and timed with the harness's own `Timer` under the
+configurations of --configs (default: old, fresh, batch, batch_fresh), each with and without the
+backlog (`+bl`: the GPU spin `verify` now puts before each timed call, `timing.backlog_for` of the two
+models' warm-up host times), each repeated REPS times, interleaved within each repetition (so that
+drift hits all of them alike):
 
   old       native inputs every call, reference and candidate alternating call by call (the harness
             before issue 25, f49e624 `time_calls`);
@@ -18,7 +20,8 @@ gpu/verify_adversary.py. Every figure is the median ratio (reference median / ca
 its quartile bounds, as verify reports it. The spread of `old` over its repetitions is the old
 harness's own run-to-run noise, which the old IQR (one run's quartiles) does not show.
 
-    python3 gpu/verify_timing_ab.py OUT [--reps 5] [--calls 60] [--only stem,...] [--no-verify]
+    python3 gpu/verify_timing_ab.py OUT [--reps 5] [--calls 60] [--only stem,...] [--configs ...] [--no-verify]
+    TRITON_INTERPRET=1 python gpu/verify_timing_ab.py OUT --device cpu --small --reps 1 --calls 4  # a dry run
 Writes OUT/timing_ab.csv (one row per pair, configuration and repetition) and OUT/verify.json.
 """
 
@@ -52,7 +55,7 @@ from addressable.verification.harness import (  # noqa: E402
 )
 from addressable.verification.timing import Timer, backlog_for, take_clocks  # noqa: E402
 
-CONFIGS = ("old", "fresh", "batch", "batch_fresh")  # (permute, batch_perm: --configs) each also with "+bl"
+CONFIGS = ("old", "fresh", "batch", "batch_fresh")  # the default of --configs; each also with "+bl"
 BATCH = 5
 DEV = "cuda"  # --device cpu: a dry run (with TRITON_INTERPRET=1 and small sizes)
 
@@ -124,7 +127,7 @@ def row(stem: str, cfg: str, rep: int, t: dict[str, list[float]]) -> dict[str, A
             "speedup": rmed / cmed, "lo": r25 / c75, "hi": r75 / c25}
 
 
-def time_pair(p: dict[str, Any], reps: int, calls: int) -> list[dict[str, Any]]:
+def time_pair(p: dict[str, Any], reps: int, calls: int, configs: tuple[str, ...] = CONFIGS) -> list[dict[str, Any]]:
     """Every configuration, `reps` times, interleaved."""
     import torch
 
@@ -133,7 +136,7 @@ def time_pair(p: dict[str, Any], reps: int, calls: int) -> list[dict[str, Any]]:
     mode = verify_mode(ref, native)
     src = {"old": "fixed", "fresh": mode, "permute": "permute", "batch": "fixed", "batch_fresh": mode,
            "batch_perm": "permute"}
-    src = {k: v for k, v in src.items() if k in CONFIGS}
+    src = {k: v for k, v in src.items() if k in configs}
     fns = {}
     for cfg, m in src.items():
         try:
@@ -175,6 +178,8 @@ def main() -> None:
     ap.add_argument("--no-verify", action="store_true")
     ap.add_argument("--budget", type=float, default=500.0)
     ap.add_argument("--device", default="cuda")
+    ap.add_argument("--configs", default=",".join(CONFIGS),
+                    help="of old, fresh, permute, batch, batch_fresh, batch_perm (comma-separated)")
     ap.add_argument("--small", action="store_true", help="small sizes: a CPU dry run (TRITON_INTERPRET=1)")
     args = ap.parse_args()
     global DEV
@@ -190,7 +195,7 @@ def main() -> None:
     t0, rows, verified = time.monotonic(), [], []
     for p in pairs:
         print(f"{Path(p['problem']).stem}", flush=True)
-        rows += time_pair(p, args.reps, args.calls)
+        rows += time_pair(p, args.reps, args.calls, tuple(args.configs.split(",")))
         pd.DataFrame(rows).to_csv(args.out / "timing_ab.csv", index=False)
     print(f"single-process configurations: {time.monotonic() - t0:.0f} s", flush=True)
     if not args.no_verify:
