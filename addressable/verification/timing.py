@@ -22,9 +22,9 @@ alternate with the candidate's (ABBA), while the candidate's process is frozen (
 In the verifying parent (`timing_checks`): a patched clock inside the candidate's process, or work
 moved outside the timed intervals (a thread, a lazily computed output, a forged reply), still takes
 wall-clock time. The parent times each batch with its own clock, from the request to the reply. Per
-call, the wall time less the reported time is the harness's overhead (input draw, flush, sketch,
-messages); the same code runs in both processes, so the checker's overhead (trusted) is what the
-candidate's must be. The checks:
+call, the wall time less the reported time and the backlog (the parent's own choice, so trusted)
+is the harness's overhead (input draw, flush, sketch, messages); the same code runs in both
+processes, so the checker's overhead (trusted) is what the candidate's must be. The checks:
 
 - ``clock``: the candidate's lowest per-batch overhead exceeds the checker's lowest, in the
   interleaved batches, by no more than max(clock_tol × its median call, 4 σ, floor / k), σ the spread
