@@ -10,9 +10,10 @@ dispatches the call, so the interval holds the call's GPU work and not its launc
 varies with whatever the host did before (a sketch, a message, the sandbox's audit hook: the
 Triton examples' speedups moved by up to 2x with it on the H200, results/h200/verify_timing/).
 Dispatch that outlasts the backlog still lands in the interval. The host time of each call
-(`perf_counter` from the call to its return, before the synchronize) is reported beside it. Right after the call, outside the interval, the
-output's sketch (`checks.sketch`) is taken: it binds every element of the output, so the
-reference checker can later compare the outputs of calls the candidate cannot predict.
+(`perf_counter` from the call to its return, before the synchronize) is reported beside it.
+Right after the call, outside the interval, the output's sketch (`checks.sketch`) is taken: it
+binds every element of the output, so the reference checker can later compare the outputs of
+calls the candidate cannot predict.
 The timing functions (`Clocks`) are taken before the candidate is imported, so patching
 `time.perf_counter` or `torch.cuda.Event.elapsed_time` afterwards changes nothing here.
 
