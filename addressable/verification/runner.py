@@ -135,6 +135,9 @@ class VerifyResult:
     candidate_ms: float | None = None
     ref_ms_iqr: list[float] | None = None
     candidate_ms_iqr: list[float] | None = None
+    ref_host_ms: float | None = None  # median host time a timed call took, from the call to its return
+    candidate_host_ms: float | None = None
+    backlog_ms: float = 0.0  # the GPU spin before each timed call (timing.backlog_for)
     timing_runs: int = 0
     device: str = ""
     sandbox: str = ""
@@ -391,6 +394,9 @@ def format_result(r: VerifyResult) -> str:
         lines.append(f"speedup {r.speedup:.2f}x{lo}: reference {r.ref_ms:.4g} ms, candidate "
                      f"{r.candidate_ms:.4g} ms (median of {r.timing_runs}; inputs {r.timed_inputs}, "
                      f"{r.sampled_calls} timed calls checked)")
+        if r.ref_host_ms is not None and r.candidate_host_ms is not None and r.device == "cuda":
+            lines.append(f"host time a call: reference {r.ref_host_ms:.4g} ms, candidate {r.candidate_host_ms:.4g} ms "
+                         f"(dispatch, kept out of the GPU times by a {r.backlog_ms:.3g} ms backlog)")
     if r.reason:
         lines.append({"review": "REVIEW: ", "fail": "reason: "}.get(r.verdict, "") + r.reason)
     return "\n".join(lines)

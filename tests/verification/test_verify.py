@@ -222,6 +222,9 @@ def test_subprocess_pass_reports_timing() -> None:
                thresholds=Thresholds(review_speedup=1e9))  # a loaded CPU can make any ratio
     assert _passed_or_noisy(r.verdict, r.reason), r.reason
     assert r.ref_ms > 0 and r.candidate_ms > 0 and r.speedup > 0 and r.env["device"] == "cpu"
+    # each model's host time a call comes through (on the CPU it is the call's time), and no backlog
+    assert r.ref_host_ms > 0 and r.candidate_host_ms > 0 and r.backlog_ms == 0.0
+    assert {"ref_host_ms", "candidate_host_ms", "backlog_ms"} <= set(r.to_dict())
 
 
 def test_hanging_candidate_times_out_cleanly() -> None:
