@@ -790,21 +790,29 @@ def _clock(g: Graph, trace: Trace) -> float:
     return float(trace.events["ts"].iloc[g.cpu_row[0]]) - float(g.cpu_ts[0]) if g.n_cpu else 0.0
 
 
-def range_of(ts: np.ndarray, tid: np.ndarray, ranges: pd.DataFrame) -> np.ndarray:
-    """Position in `ranges` (ts, dur, tid on the trace's clock; not nested within one thread) of the range
-    that holds each time on its thread; -1 for none."""
+def _range_index(ts: np.ndarray, tid: np.ndarray, r_ts: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray,
+                 nested: bool) -> np.ndarray:
+    """Per time, on its thread: the position of the last range that started at or before it, when that
+    range (with `nested`, any range started before it) is still open; -1 for none."""
     out = np.full(len(ts), -1, np.int64)
-    r_tid = ranges["tid"].to_numpy(dtype=np.int64, na_value=-1)
-    r_ts, r_end = ranges["ts"].to_numpy(float), (ranges["ts"] + ranges["dur"]).to_numpy(float)
     for t in np.unique(r_tid):
         o = np.flatnonzero(r_tid == t)
         o = o[np.argsort(r_ts[o])]
+        ends = np.maximum.accumulate(r_end[o]) if nested else r_end[o]
         q = np.flatnonzero(tid == t)
         i = np.searchsorted(r_ts[o], ts[q], "right") - 1
         ok = i >= 0
-        ok[ok] = ts[q][ok] <= r_end[o][i[ok]]
+        ok[ok] = ts[q][ok] <= ends[i[ok]]
         out[q[ok]] = o[i[ok]]
     return out
+
+
+def range_of(ts: np.ndarray, tid: np.ndarray, ranges: pd.DataFrame) -> np.ndarray:
+    """Position in `ranges` (ts, dur, tid on the trace's clock; not nested within one thread) of the range
+    that holds each time on its thread; -1 for none."""
+    r_ts = ranges["ts"].to_numpy(float)
+    return _range_index(ts, tid, r_ts, r_ts + ranges["dur"].to_numpy(float),
+                        ranges["tid"].to_numpy(dtype=np.int64, na_value=-1), nested=False)
 
 
 @dataclass
@@ -839,22 +847,12 @@ def calls_in_ranges(g: Graph, trace: Trace, name: str) -> np.ndarray:
     """Mask over CPU calls: the call starts inside a CPU range named `name` (record_function) on its thread."""
     ev = trace.events
     r = ev[(ev["name"] == name).to_numpy() & (ev["kind"] == "cpu_annotation").to_numpy()]
-    out = np.zeros(g.n_cpu, bool)
     if r.empty or not g.n_cpu:
-        return out
-    ts = g.cpu_ts + _clock(g, trace)
+        return np.zeros(g.n_cpu, bool)
     tid = ev["tid"].to_numpy(dtype=np.int64, na_value=-1)[g.cpu_row]
-    r_tid = r["tid"].to_numpy(dtype=np.int64, na_value=-1)
-    r_ts, r_end = r["ts"].to_numpy(float), (r["ts"] + r["dur"]).to_numpy(float)
-    for t in np.unique(r_tid):
-        o = np.flatnonzero(r_tid == t)
-        o = o[np.argsort(r_ts[o])]
-        q = np.flatnonzero(tid == t)
-        i = np.searchsorted(r_ts[o], ts[q], "right") - 1
-        ok = i >= 0
-        ok[ok] = ts[q][ok] <= np.maximum.accumulate(r_end[o])[i[ok]]
-        out[q[ok]] = True
-    return out
+    r_ts = r["ts"].to_numpy(float)
+    return _range_index(g.cpu_ts + _clock(g, trace), tid, r_ts, r_ts + r["dur"].to_numpy(float),
+                        r["tid"].to_numpy(dtype=np.int64, na_value=-1), nested=True) >= 0
 
 
 def fit_cpu_scale(g: Graph, step_us: float, lo: float = 0.05, hi: float = 4.0, rtol: float = 1e-3,
