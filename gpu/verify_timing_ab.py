@@ -53,6 +53,7 @@ from addressable.verification.harness import (  # noqa: E402
     quartiles,
     seed_all,
 )
+from addressable.verification.roles import load_reference  # noqa: E402
 from addressable.verification.timing import Timer, backlog_for, take_clocks  # noqa: E402
 
 CONFIGS = ("old", "fresh", "batch", "batch_fresh")  # the default of --configs; each also with "+bl"
@@ -67,16 +68,12 @@ def honest_pairs() -> list[dict[str, Any]]:
 
 
 def build(p: dict[str, Any]) -> tuple[Any, Any, list]:
-    """(reference, candidate with the reference's weights, native inputs) on the GPU."""
-    problem, cand_mod = load_module(p["problem"], p["overrides"]), load_module(p["candidate"])
+    """(reference, candidate with the reference's weights, native inputs) on the device, as verify builds them."""
+    ref = load_reference({"problem": p["problem"], "overrides": p["overrides"], "seed": 42, "device": DEV})
     seed_all(42)
-    init = list(problem.get_init_inputs())
-    seed_all(42)
-    ref = on_device(problem.Model(*copy.deepcopy(init)), DEV)
-    seed_all(42)
-    cand = on_device(cand_mod.ModelNew(*copy.deepcopy(init)), DEV)
-    copy_weights(ref, cand)
-    return ref, cand, make_inputs(problem, 42, "native", DEV)
+    cand = on_device(load_module(p["candidate"]).ModelNew(*copy.deepcopy(ref.init)), DEV)
+    copy_weights(ref.model, cand)
+    return ref.model, cand, make_inputs(ref.problem, 42, "native", DEV)
 
 
 def verify_mode(ref: Any, native: list) -> str:

@@ -13,11 +13,12 @@ other work (e.g. `python -c "while True: pass" &`) to see a loaded machine; the 
 
 from __future__ import annotations
 
-import csv
 import os
 import statistics
 import sys
 from pathlib import Path
+
+import pandas as pd
 
 from addressable.verification.runner import verify
 from addressable.verification.timing import BatchRecord, timing_checks
@@ -50,10 +51,7 @@ def main() -> None:
                          "new_pass": timing_checks(batches, 0.1, "cpu")[0]["clock"]["passed"],
                          "old_pass": lows_only(batches), "load": round(os.getloadavg()[0], 2)})
             print(rows[-1], flush=True)
-    with open(out, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    pd.DataFrame(rows).to_csv(out, index=False)
 
 
 if __name__ == "__main__":

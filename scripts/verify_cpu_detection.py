@@ -11,11 +11,12 @@ failed, and the 1-minute load average. Results depend on the machine's load: giv
 
 from __future__ import annotations
 
-import csv
 import os
 import sys
 import time
 from pathlib import Path
+
+import pandas as pd
 
 from addressable.verification.runner import verify
 
@@ -46,10 +47,7 @@ def main() -> None:
                          "reason": r.reason[:120], "load": round(os.getloadavg()[0], 2),
                          "seconds": round(time.perf_counter() - t0, 1)})
             print(rows[-1], flush=True)
-    with open(out, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    pd.DataFrame(rows).to_csv(out, index=False)
 
 
 if __name__ == "__main__":

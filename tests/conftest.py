@@ -74,3 +74,22 @@ def assert_kineto_schema(h200_traces: dict[str, Path]):
                 assert a == b, col
 
     return check
+
+
+@pytest.fixture(scope="session")
+def replay_with_gemm_halved():
+    """What `project --model replay` does with a trace of another format, for its reader's test: load it with
+    runtime calls, check it is replayable, replay it as profiled and with the kernels named `gemm` 2x faster.
+    Returns (graph, base replay, faster replay, the gemm mask)."""
+    from addressable.projection.replay import Change, build_graph, replay, replayable
+    from addressable.trace.reader import load_trace
+
+    def run(path: Path, gemm: str):
+        trace = load_trace(path, runtime=True)
+        assert replayable(trace) == ""
+        g = build_graph(trace)
+        mask = g.gpu_name == gemm
+        return g, replay(g), replay(g, [Change(mask=mask, k=2.0)]), mask
+
+    return run
+

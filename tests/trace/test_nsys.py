@@ -174,17 +174,10 @@ def test_a_truncated_export_is_one_line_error(export: Path, tmp_path: Path) -> N
         load_trace(cut)
 
 
-def test_the_replay_reads_it(export: Path) -> None:
+def test_the_replay_reads_it(export: Path, replay_with_gemm_halved) -> None:
     """What `project --model replay` needs: every GPU op joined to its launch, the step replayed as profiled."""
-    from addressable.projection.replay import Change, build_graph, replay, replayable
-
-    trace = load_trace(export, runtime=True)
-    assert replayable(trace) == ""
-    g = build_graph(trace)
-    base = replay(g)
+    _, base, faster, gemm = replay_with_gemm_halved(export, GEMM)
     assert base.busy == pytest.approx(14 + 50 + 10 + 1)
-    gemm = g.gpu_name == GEMM
-    faster = replay(g, [Change(mask=gemm, k=2.0)])
     assert faster.busy == pytest.approx(14 + 25 + 10 + 1)
     assert faster.gpu_end[gemm] == pytest.approx(base.gpu_end[gemm] - 25)  # the step's NVTX range bounds the span
 

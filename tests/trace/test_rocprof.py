@@ -150,14 +150,8 @@ def test_bad_documents(tmp_path: Path, doc: str, expect: str) -> None:
         load_trace(path)
 
 
-def test_the_replay_reads_it(rocprof_path: Path) -> None:
+def test_the_replay_reads_it(rocprof_path: Path, replay_with_gemm_halved) -> None:
     """What `project --model replay` needs: launches joined to kernels, the profiled span replayed as it was."""
-    from addressable.projection.replay import Change, build_graph, replay, replayable
-
-    trace = load_trace(rocprof_path, runtime=True)
-    assert replayable(trace) == ""
-    g = build_graph(trace)
-    base = replay(g)
+    _, base, faster, _ = replay_with_gemm_halved(rocprof_path, GEMM.removesuffix(".kd"))
     assert base.busy == pytest.approx(50 + 10 + 50 + 4)
-    faster = replay(g, [Change(mask=g.gpu_name == GEMM.removesuffix(".kd"), k=2.0)])
     assert faster.busy == pytest.approx(25 + 10 + 25 + 4) and faster.span < base.span
