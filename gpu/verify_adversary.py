@@ -156,7 +156,8 @@ def main() -> None:
         rows.append(run_one(verify, p, args.device, left))
         r = rows[-1]
         print(f"[{time.monotonic() - start:4.0f} s] {r['group']:<9}{Path(r['problem']).stem} <- {Path(r['candidate']).name}: "
-              f"{r['verdict']} {'' if r['as_expected'] else 'UNEXPECTED '}{r['reason'][:140]}", flush=True)
+              f"{r['verdict']} {'' if r['as_expected'] else 'UNEXPECTED '}"
+              f"{_x(r['result'].get('speedup'))}{'x ' if r['result'].get('speedup') else ''}{r['reason'][:140]}", flush=True)
     git = subprocess.run(["git", "-C", str(args.root), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     lines = table(rows, old)
     (args.work / "table.md").write_text("\n".join(lines) + "\n")

@@ -98,10 +98,9 @@ def per_call(timer: Timer, models: dict[str, Any], draw: Any, calls: int, bl: fl
     times: dict[str, list[float]] = {k: [] for k in models}
     for i in range(calls):
         for k in (list(models) if i % 2 == 0 else list(models)[::-1]):
-            ms, host, out = timer.call(models[k], draw(secrets.randbits(62)), bl)
-            times[k].append(ms)
-            times[k + "_host"] = [*times.get(k + "_host", []), host]
-            del out
+            t = timer.call(models[k], draw(secrets.randbits(62)), 0, bl)
+            times[k].append(t.net_ms)
+            times[k + "_host"] = [*times.get(k + "_host", []), t.host_ms]
     return times
 
 
@@ -111,7 +110,7 @@ def batched(timer: Timer, models: dict[str, Any], draw: Any, calls: int, key: in
         for k in (list(models) if rnd % 2 == 0 else list(models)[::-1]):
             seeds = [secrets.randbits(62) for _ in range(BATCH)]
             r = timer.batch(models[k], draw, seeds, key, backlog_ms=bl)
-            times[k] += r["times"]
+            times[k] += [max(t - s, 1e-6) for t, s in zip(r["times"], r["sketch_ms"], strict=True)]
             times[k + "_host"] = [*times.get(k + "_host", []), *r["host"]]
     return times
 

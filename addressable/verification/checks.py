@@ -8,6 +8,7 @@ candidate fails), or None: the check could not decide, and the result needs a pe
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -188,11 +189,33 @@ def n_modified(now: Any, before: Any) -> int:
 SKETCH_ROWS = 2048
 
 
+@functools.lru_cache(maxsize=8)
 def _signs(m: int, key: int, dtype: Any, device: Any) -> Any:
+    """The m signs of a sketch's rows, made once per (m, key, dtype, device): a copy to the GPU would
+    synchronize the host, and `sketch_rows` must not."""
     import torch
 
     gen = torch.Generator().manual_seed(key % 2**63)
     return (torch.randint(0, 2, (m,), generator=gen, dtype=torch.int8) * 2 - 1).to(dtype=dtype, device=device)
+
+
+def sketch_rows(t: Any, key: int) -> Any:
+    """The sketch (`sketch`) where the tensor lives, queued on the current stream without waiting on the
+    device (after the first call for a size): taken as a call returns, it reads the output as the
+    caller's stream has it then, so writes queued later, from any thread or stream, are not in it."""
+    import torch
+
+    x = t.detach().reshape(-1)
+    dt = torch.float64 if x.dtype == torch.float64 or not x.is_floating_point() else torch.float32
+    x = torch.nan_to_num(x.to(dt), nan=0.0, posinf=0.0, neginf=0.0)
+    n = x.numel()
+    if n == 0:
+        return torch.zeros(0, dtype=dt, device=x.device)
+    m = -(-n // min(SKETCH_ROWS, n))
+    s = _signs(m, key, dt, x.device)
+    full = (n // m) * m
+    main = x[:full].view(-1, m) @ s
+    return torch.cat([main, (x[full:] @ s[:n - full]).reshape(1)]) if full < n else main
 
 
 def sketch(t: Any, key: int) -> Any:
@@ -201,27 +224,15 @@ def sketch(t: Any, key: int) -> Any:
     Element i of the flattened tensor goes to row i // m with sign s[i % m] (m = ceil(n / rows)); a row
     is the signed sum of its elements, so the sketch of a difference estimates its Frobenius norm
     (E|S(d)|² = |d|²). Floating tensors are summed in float32 (float64 when they are float64),
-    integers in float64; non-finite elements count as 0 when any row is not finite."""
+    integers in float64; non-finite elements count as 0."""
+    return finish_sketch(sketch_rows(t, key))
+
+
+def finish_sketch(rows: Any) -> Any:
+    """A `sketch_rows` result as `sketch` gives it: float64 on the CPU (this waits for the device)."""
     import torch
 
-    x = t.detach().reshape(-1)
-    dt = torch.float64 if x.dtype == torch.float64 or not x.is_floating_point() else torch.float32
-    x = x.to(dt)
-    n = x.numel()
-    if n == 0:
-        return torch.zeros(0, dtype=torch.float64)
-    m = -(-n // min(SKETCH_ROWS, n))
-    s = _signs(m, key, dt, x.device)
-
-    def rows(v: Any) -> Any:
-        full = (n // m) * m
-        main = v[:full].view(-1, m) @ s
-        return torch.cat([main, (v[full:] @ s[:n - full]).reshape(1)]) if full < n else main
-
-    out = rows(x)
-    if not bool(torch.isfinite(out).all()):
-        out = rows(torch.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0))
-    return out.to(device="cpu", dtype=torch.float64)
+    return rows.to(device="cpu", dtype=torch.float64)
 
 
 def sketch_error(cand: list, ref: list) -> float:

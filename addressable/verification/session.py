@@ -35,7 +35,14 @@ from addressable.verification.checks import Thresholds, check, stream_checks, wo
 from addressable.verification.harness import DISTRIBUTIONS, quartiles
 from addressable.verification.sandbox import signal_reason
 from addressable.verification.tamper import changed
-from addressable.verification.timing import BATCH, PARENT_CLOCK, BatchRecord, backlog_for, timing_checks
+from addressable.verification.timing import (
+    BATCH,
+    PARENT_CLOCK,
+    BatchRecord,
+    backlog_for,
+    timing_checks,
+    with_sketch_cost,
+)
 
 SAMPLED = 8  # timed calls of the candidate checked against the reference
 BATCH_S = {"cuda": 0.05}  # a GPU batch's length, from the baseline: longer batches resolve smaller clock
@@ -211,10 +218,11 @@ class Session:
             idle.thaw()
         times = _floats(data.get("times") if isinstance(data, dict) else None, len(seeds))
         host = _floats(data.get("host"), len(seeds))
+        sketch_ms = _floats(data.get("sketch_ms"), len(seeds))
         sketches = data.get("sketches")
         if not isinstance(sketches, list) or len(sketches) != len(seeds):
             raise Stop("the candidate's process sent a malformed timing reply")
-        self.batches.append(BatchRecord(model, phase, wall, times, self.backlog, host))
+        self.batches.append(BatchRecord(model, phase, wall, times, self.backlog, host, sketch_ms))
         if model == "cand" and phase == "timed":
             self.timed += list(zip(seeds, sketches, strict=True))
 
@@ -352,9 +360,10 @@ class Session:
 
 
 def _summary(batches: list[BatchRecord]) -> dict[str, Any]:
-    """Medians, IQRs and speedups (median ratio; lo/hi from the quartiles) of the timed calls."""
-    ref = [t for b in batches if b.model == "ref" and b.phase == "timed" for t in b.times]
-    cand = [t for b in batches if b.model == "cand" and b.phase == "timed" for t in b.times]
+    """Medians, IQRs and speedups (median ratio; lo/hi from the quartiles) of the timed calls, less the sketch."""
+    batches = with_sketch_cost(batches)
+    ref = [t for b in batches if b.model == "ref" and b.phase == "timed" for t in b.net]
+    cand = [t for b in batches if b.model == "cand" and b.phase == "timed" for t in b.net]
     (r25, rmed, r75), (c25, cmed, c75) = quartiles(ref), quartiles(cand)
     host = {m: [h for b in batches if b.model == m and b.phase == "timed" for h in b.host or []] for m in ("ref", "cand")}
     return {"ref_ms": rmed, "candidate_ms": cmed, "ref_ms_iqr": [r25, r75], "candidate_ms_iqr": [c25, c75],

@@ -6,14 +6,17 @@ GPU, a 256 MB L2 flush, a backlog (a kernel that spins for `backlog_ms`, the sam
 chosen by the parent), a CUDA event, the call, a device-wide synchronize (work left on any stream
 counts) and a second event (minus the idle cost of that synchronize and event, measured once); on
 the CPU, `time.perf_counter` around the call. The backlog keeps the GPU busy while the host
-dispatches the call, so the interval holds the call's GPU work and not its launch latency, which
+dispatches the call and its output's sketch, so the interval holds GPU work and not launch latency, which
 varies with whatever the host did before (a sketch, a message, the sandbox's audit hook: the
 Triton examples' speedups moved by up to 2x with it on the H200, results/h200/verify_timing/).
 Dispatch that outlasts the backlog still lands in the interval. The host time of each call
 (`perf_counter` from the call to its return, before the synchronize) is reported beside it.
-Right after the call, outside the interval, the output's sketch (`checks.sketch`) is taken: it
-binds every element of the output, so the reference checker can later compare the outputs of
-calls the candidate cannot predict.
+As the call returns, the output's sketch (`checks.sketch`) is taken: it binds every element of the
+output, so the reference checker can later compare the outputs of calls the candidate cannot
+predict. On a GPU it is queued on the caller's stream at the return, before the synchronize, so
+it reads the output as that stream has it then: a write queued later (by a thread the call left
+running, or on a stream the caller never waits on) is not in it. It is then inside the interval:
+the parent takes the checker's median sketch time out of both models' times (`BatchRecord.net`).
 The timing functions (`Clocks`) are taken before the candidate is imported, so patching
 `time.perf_counter` or `torch.cuda.Event.elapsed_time` afterwards changes nothing here.
 
@@ -49,10 +52,10 @@ import math
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from addressable.verification.checks import check, sketch
+from addressable.verification.checks import check, finish_sketch, sketch_rows
 from addressable.verification.harness import as_outputs
 
 BATCH = 5  # calls per timed batch
@@ -73,6 +76,8 @@ class Clocks:
     device_sync: Any = None
     zero: Any = None
     spin: Any = None  # torch.cuda._sleep: a kernel that spins for a number of GPU clock cycles
+    current_stream: Any = None
+    set_stream: Any = None
 
 
 def take_clocks(device: str) -> Clocks:
@@ -83,7 +88,8 @@ def take_clocks(device: str) -> Clocks:
         return Clocks(PARENT_CLOCK, torch.no_grad)
     ev: Any = torch.cuda.Event
     return Clocks(PARENT_CLOCK, torch.no_grad, ev, ev.record, ev.__mro__[1].elapsed_time, ev.synchronize,
-                  torch.cuda.synchronize, torch.Tensor.zero_, torch.cuda._sleep)
+                  torch.cuda.synchronize, torch.Tensor.zero_, torch.cuda._sleep, torch.cuda.current_stream,
+                  torch.cuda.set_stream)
 
 
 def sync_overhead(clocks: Clocks, repeats: int = 25) -> float:
@@ -123,48 +129,73 @@ class Timer:
         self.overhead = sync_overhead(clocks) if self.cuda else 0.0
         self.cycles_per_ms = spin_rate(clocks) if self.cuda else 0.0
 
-    def call(self, fn: Callable, inputs: list, backlog_ms: float = 0.0) -> tuple[float, float, Any]:
-        """(GPU or CPU milliseconds, host milliseconds, output) of one call (see the module docstring)."""
+    def call(self, fn: Callable, inputs: list, key: int, backlog_ms: float = 0.0) -> Timed:
+        """One timed call (see the module docstring)."""
         c = self.clocks
         with c.no_grad():
             if not self.cuda:
                 t0 = c.perf()
                 out = fn(*inputs)
                 ms = (c.perf() - t0) * 1e3
-                return ms, ms, out
+                return Timed(ms, ms, [finish_sketch(sketch_rows(o, key)) for o in as_outputs(out, "candidate")], 0.0, ms)
+            stream = c.current_stream()
             c.zero(self.flush)
             if backlog_ms > 0:
                 c.spin(int(backlog_ms * self.cycles_per_ms))
-            a, b = c.event(enable_timing=True), c.event(enable_timing=True)
+            a, b, s0, s1 = (c.event(enable_timing=True) for _ in range(4))
             c.record(a)
             t0 = c.perf()
             out = fn(*inputs)
             host = (c.perf() - t0) * 1e3
+            c.set_stream(stream)
+            c.record(s0)
+            rows = [sketch_rows(o, key) for o in as_outputs(out, "candidate")]
+            c.record(s1)
+            dispatch = (c.perf() - t0) * 1e3
             c.device_sync()
             c.record(b)
             c.wait(b)
-            return max(c.elapsed(a, b) - self.overhead, 1e-6), host, out
+            return Timed(max(c.elapsed(a, b) - self.overhead, 1e-6), host, [finish_sketch(r) for r in rows],
+                         c.elapsed(s0, s1), dispatch)
 
     def batch(self, fn: Callable, draw: Callable[[int], list], seeds: list[int], key: int,
               repeat: bool = False, backlog_ms: float = 0.0) -> dict[str, Any]:
         """Time one call per seed; with `repeat`, every odd call gets the same tensors as the call before it
-        (fresh, repeated, fresh, repeated ...). Returns the times (ms), host times (ms) and each output's sketch."""
-        times, host, sketches = [], [], []
+        (fresh, repeated, fresh, repeated ...). Returns the times, host times and sketch times (ms) and each
+        output's sketch."""
+        calls: list[Timed] = []
         inputs: list = []
         for i, s in enumerate(seeds):
             if not (repeat and i % 2):
                 inputs = draw(s)
-            ms, h, out = self.call(fn, inputs, backlog_ms)
-            times.append(ms)
-            host.append(h)
-            sketches.append([sketch(o, key) for o in as_outputs(out, "candidate")])
-            del out
-        return {"times": times, "host": host, "sketches": sketches}
+            calls.append(self.call(fn, inputs, key, backlog_ms))
+        return {"times": [t.ms for t in calls], "host": [t.host_ms for t in calls],
+                "dispatch": [t.dispatch_ms for t in calls], "sketch_ms": [t.sketch_ms for t in calls],
+                "sketches": [t.sketches for t in calls]}
+
+
+@dataclass(frozen=True)
+class Timed:
+    """One timed call: its time (ms, the sketch included on a GPU), its host time (ms, from the call to its
+    return), its outputs' sketches, how long the sketch took on the caller's stream (ms, on a GPU), and the
+    host time to the sketch's dispatch (ms): the backlog must outlast it, or the interval holds host time."""
+
+    ms: float
+    host_ms: float
+    sketches: list
+    sketch_ms: float
+    dispatch_ms: float
+
+    @property
+    def net_ms(self) -> float:
+        """The time less the sketch."""
+        return max(self.ms - self.sketch_ms, 1e-6)
 
 
 def backlog_for(host_ms: list[float], device: str) -> float:
-    """The backlog (ms) both models' timed calls get: twice the slower model's median host time, within
-    [0.05, 2] ms (the cap bounds host work a candidate could hide in it); none on the CPU."""
+    """The backlog (ms) both models' timed calls get: twice the slower model's median host time to the
+    sketch's dispatch (`Timed.dispatch_ms`), within [0.05, 2] ms (the cap bounds host work a candidate could
+    hide in it); none on the CPU."""
     if device != "cuda":
         return 0.0
     return min(max(2.0 * max(host_ms, default=0.0), 0.05), 2.0)
@@ -173,21 +204,37 @@ def backlog_for(host_ms: list[float], device: str) -> float:
 # ---------------------------------------------------------------- the parent's side: walls against reported times
 
 
-@dataclass
+@dataclass(frozen=True)
 class BatchRecord:
     """One timed batch as the parent saw it: which model and phase, its wall time, the reported call times."""
 
     model: str  # "ref" or "cand"
     phase: str  # "baseline" (before the candidate loaded), "timed" or "repeat"
     wall_ms: float
-    times: list[float]
+    times: list[float]  # as reported: on a GPU each includes the output's sketch
     backlog_ms: float = 0.0  # the spin before each call, the parent's choice
     host: list[float] | None = None  # reported host time of each call
+    sketch_ms: list[float] | None = None  # reported time of each call's sketch
+    sketch_cost: float = 0.0  # what the sketch adds to each time, from the checker's batches (`with_sketch_cost`)
 
     @property
     def overhead(self) -> float:
         """Per-call wall time less the mean reported time and the backlog (ms)."""
         return self.wall_ms / len(self.times) - statistics.fmean(self.times) - self.backlog_ms
+
+    @property
+    def net(self) -> list[float]:
+        """The call times less the sketch's cost (ms)."""
+        return [max(t - self.sketch_cost, 1e-6) for t in self.times]
+
+
+def with_sketch_cost(batches: list[BatchRecord]) -> list[BatchRecord]:
+    """The batches with `sketch_cost` set to the median sketch time the checker reported: the candidate's
+    outputs have the reference's shapes, so their sketches cost the same, and the candidate's own report
+    of it is not trusted."""
+    ref = [t for b in batches if b.model == "ref" for t in b.sketch_ms or []]
+    cost = statistics.median(ref) if ref else 0.0
+    return [replace(b, sketch_cost=cost) for b in batches]
 
 
 def _spread(xs: list[float]) -> float:
@@ -201,7 +248,7 @@ def _spread(xs: list[float]) -> float:
 
 
 def _times(batches: list[BatchRecord], model: str, phase: str) -> list[float]:
-    return [t for b in batches if b.model == model and b.phase == phase for t in b.times]
+    return [t for b in batches if b.model == model and b.phase == phase for t in b.net]
 
 
 def _overheads(batches: list[BatchRecord], model: str, phase: str) -> list[float]:
@@ -215,7 +262,7 @@ def _reuse(batches: list[BatchRecord], floor: float) -> tuple[dict[str, Any], li
     than `floor` ms per call. The limit is 1 + max(0.25, 4 x the noise of a batch's median fresh/repeated
     ratio), that noise from the reference's own pairs (the within-batch noise, not the batch-to-batch one)."""
     def effect(b: BatchRecord) -> tuple[float, float]:
-        fresh, again = statistics.median(b.times[0::2]), statistics.median(b.times[1::2])
+        fresh, again = statistics.median(b.net[0::2]), statistics.median(b.net[1::2])
         return fresh / again if again > 0 else 1.0, fresh - again
 
     ref = [effect(b) for b in batches if b.model == "ref" and b.phase == "repeat" and len(b.times) >= 2]
@@ -224,7 +271,7 @@ def _reuse(batches: list[BatchRecord], floor: float) -> tuple[dict[str, Any], li
     if not rounds:
         return None
     ratios = [f / a for b in batches if b.model == "ref" and b.phase == "repeat"
-              for f, a in zip(b.times[0::2], b.times[1::2], strict=False) if a > 0]
+              for f, a in zip(b.net[0::2], b.net[1::2], strict=False) if a > 0]
     per_batch = max(len(ratios) // len(ref), 1)
     rel = _spread(ratios) / (statistics.median(ratios) or 1.0) if ratios else 0.0
     limit = 1 + max(0.25, 4 * rel / math.sqrt(per_batch))
@@ -235,6 +282,7 @@ def _reuse(batches: list[BatchRecord], floor: float) -> tuple[dict[str, Any], li
 
 def timing_checks(batches: list[BatchRecord], tol: float, device: str) -> tuple[dict[str, dict[str, Any]], dict]:
     """The `clock`, `reference_timing` and `reuse` checks (see the module docstring), and the figures behind them."""
+    batches = with_sketch_cost(batches)
     base_o, ref_o, cand_o = (_overheads(batches, m, p) for m, p in
                              (("ref", "baseline"), ("ref", "timed"), ("cand", "timed")))
     t_base, t_ref, t_cand = (_times(batches, m, p) for m, p in (("ref", "baseline"), ("ref", "timed"), ("cand", "timed")))

@@ -167,8 +167,50 @@ def test_on_a_gpu_the_backlog_keeps_the_hosts_dispatch_out_of_the_interval() -> 
             pass
         return t + 1
 
-    bare = [timer.call(slow_dispatch, [x])[0] for _ in range(20)]
-    hidden = [timer.call(slow_dispatch, [x], backlog_ms=0.6)[0] for _ in range(20)]
+    bare = [timer.call(slow_dispatch, [x], 1).net_ms for _ in range(20)]
+    hidden = [timer.call(slow_dispatch, [x], 1, backlog_ms=0.6).net_ms for _ in range(20)]
     import statistics
 
     assert statistics.median(bare) > 0.15 and statistics.median(hidden) < 0.1, (bare, hidden)
+
+
+def test_the_sketch_costs_what_the_checker_reported_whatever_the_candidate_says() -> None:
+    """On a GPU each time holds the output's sketch: the speedup takes out the checker's median sketch time
+    (0.5 ms) from both models, not the 1.4 ms a candidate claims its sketch took."""
+    from addressable.verification.session import _summary
+
+    def batch(model: str, call_ms: float, claimed: float, phase: str = "timed") -> BatchRecord:
+        return BatchRecord(model, phase, 5 * (call_ms + 0.6), [call_ms + 0.5] * 5, 0.0, None, [claimed] * 5)
+
+    batches = [batch("ref", 2.0, 0.5, "baseline"), *[batch("ref", 2.0, 0.5), batch("cand", 1.0, 1.4)] * 3]
+    assert _summary(batches)["speedup"] == pytest.approx(2.0)
+    assert _summary([BatchRecord(b.model, b.phase, b.wall_ms, b.times) for b in batches])["speedup"] == pytest.approx(2.5 / 1.5)
+    checks, figures = timing_checks(batches, 0.1, "cuda")  # the overhead is the wall less the times as reported
+    assert checks["clock"]["passed"] is True and figures["overhead_ms_candidate"] == pytest.approx(0.1)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_on_a_gpu_the_sketch_reads_the_output_as_the_callers_stream_has_it_at_return() -> None:
+    """A call that keeps the GPU busy for 5 ms and returns zeros, while a thread writes ones into the output
+    1 ms later: the sketch is queued at the return, so it holds the zeros (queued after a device-wide
+    synchronize, it would hold whatever the thread had queued by then)."""
+    import threading
+    import time
+
+    from addressable.verification.checks import sketch
+
+    timer = Timer(take_clocks("cuda"), "cuda")
+
+    def late(x: torch.Tensor) -> torch.Tensor:
+        torch.cuda._sleep(int(5 * timer.cycles_per_ms))
+        out = torch.zeros_like(x)
+        threading.Thread(target=lambda: (time.sleep(1e-3), out.fill_(1.0))).start()
+        return out
+
+    x = torch.ones(1 << 16, device="cuda")
+    calls = [timer.call(late, [x], 3) for _ in range(3)]
+    torch.cuda.synchronize()
+    assert all(torch.equal(c.sketches[0], sketch(torch.zeros_like(x), 3)) for c in calls)
+    assert all(0 < c.sketch_ms < c.ms for c in calls)
+
