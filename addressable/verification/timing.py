@@ -105,17 +105,20 @@ def sync_overhead(clocks: Clocks, repeats: int = 25) -> float:
     return statistics.median(out)
 
 
-def spin_rate(clocks: Clocks, cycles: int = 200_000) -> float:
-    """GPU clock cycles per millisecond of `clocks.spin` (the fastest of a few, after a warm-up spin)."""
+def spin_rate(clocks: Clocks, cycles: int = 1_000_000, warm_cycles: int = 40_000_000) -> float:
+    """GPU clock cycles per millisecond of `clocks.spin`, at the clock a busy GPU runs at: a long spin first
+    (an idle GPU runs at a lower clock, and a rate taken there makes every later spin shorter than asked,
+    the backlog too short to hide the dispatch), then the fastest of three."""
+    clocks.spin(warm_cycles)
     out = []
-    for _ in range(4):
+    for _ in range(3):
         a, b = clocks.event(enable_timing=True), clocks.event(enable_timing=True)
         clocks.record(a)
         clocks.spin(cycles)
         clocks.record(b)
         clocks.wait(b)
         out.append(clocks.elapsed(a, b))
-    return cycles / max(min(out[1:]), 1e-6)
+    return cycles / max(min(out), 1e-6)
 
 
 class Timer:
@@ -140,9 +143,11 @@ class Timer:
                 return Timed(ms, ms, [finish_sketch(sketch_rows(o, key)) for o in as_outputs(out, "candidate")], 0.0, ms)
             stream = c.current_stream()
             c.zero(self.flush)
-            if backlog_ms > 0:
-                c.spin(int(backlog_ms * self.cycles_per_ms))
-            a, b, s0, s1 = (c.event(enable_timing=True) for _ in range(4))
+            spin, a, b, s0, s1 = (c.event(enable_timing=True) for _ in range(5))
+            cycles = int(backlog_ms * self.cycles_per_ms)
+            c.record(spin)
+            if cycles > 0:
+                c.spin(cycles)
             c.record(a)
             t0 = c.perf()
             out = fn(*inputs)
@@ -155,6 +160,9 @@ class Timer:
             c.device_sync()
             c.record(b)
             c.wait(b)
+            spun = c.elapsed(spin, a)
+            if cycles > 0 and spun > 0.02:  # the clock rises under load: the spins keep the fastest rate seen
+                self.cycles_per_ms = max(self.cycles_per_ms, cycles / spun)
             return Timed(max(c.elapsed(a, b) - self.overhead, 1e-6), host, [finish_sketch(r) for r in rows],
                          c.elapsed(s0, s1), dispatch)
 

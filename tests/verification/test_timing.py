@@ -214,3 +214,26 @@ def test_on_a_gpu_the_sketch_reads_the_output_as_the_callers_stream_has_it_at_re
     assert all(torch.equal(c.sketches[0], sketch(torch.zeros_like(x), 3)) for c in calls)
     assert all(0 < c.sketch_ms < c.ms for c in calls)
 
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_on_a_gpu_the_spin_rate_is_the_busy_gpus_even_when_taken_after_an_idle_second() -> None:
+    """An idle GPU clocks down: a rate taken there would make every later backlog shorter than asked."""
+    import time
+
+    from addressable.verification.timing import spin_rate
+
+    clocks = take_clocks("cuda")
+    torch.cuda.synchronize()
+    time.sleep(1.0)
+    rate = spin_rate(clocks)
+    clocks.spin(100_000_000)
+    busy = []
+    for _ in range(3):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        clocks.spin(1_000_000)
+        b.record()
+        b.synchronize()
+        busy.append(1_000_000 / a.elapsed_time(b))
+    assert rate >= 0.9 * max(busy), (rate, busy)
