@@ -154,7 +154,9 @@ def validate_pair(folder: Path, name: str, costs: tuple[float, float]) -> dict:
     per_round = pd.DataFrame([round_models(a, b, meta, step_a, costs) for a, b in rv.rounds_of(folder, name)])
     row = {"pair": name, "regime": meta["regime"], "swap": meta.get("swap", ""), "split": meta.get("split", "dev"),
            "regime_detected": per_round["regime_detected"].iloc[0], "measured": step_a / step_b,
-           "measured_ci95": meta.get("ratio_ci95", np.nan), "step_ms_a": step_a, "step_ms_b": step_b,
+           "measured_ci95": meta.get("ratio_ci95", np.nan),
+           "measured_rounds": float(np.median(meta["ratio_rounds"])) if meta.get("ratio_rounds") else np.nan,
+           "step_ms_a": step_a, "step_ms_b": step_b,
            "step_noise": intervals.step_noise(np.asarray(meta["step_ms"]["A"]), Q),
            "rounds": len(per_round)}
     for col in (*MODELS, "cpu_scale", "group_scale", "rest_scale", "group_share", "k_forward", "k_backward",
@@ -207,6 +209,11 @@ def report(t: pd.DataFrame) -> None:
         if not len(h):
             continue
         print(f"{words} ({PROJECT_MODEL}, what project runs): {score(h, PROJECT_MODEL, 'inside')}")
+        e = (h[PROJECT_MODEL] / h["measured_rounds"] - 1).abs()
+        inside = ((h["lo"] <= h["measured_rounds"]) & (h["measured_rounds"] <= h["hi"])).sum()
+        print(f"  {words} {PROJECT_MODEL} against the median of the interleaved rounds' A/B ratios (a second truth, "
+              f"added after held-out 2 was read): median |error| {e.median():.1%}, max {e.max():.1%}, "
+              f"within 5%: {(e <= 0.05).sum()}/{len(h)}, inside the 80% interval: {inside}/{len(h)}")
         print(f"  {words} {FALLBACK_MODEL} (its fallback): {score(h, FALLBACK_MODEL, 'uniform_inside')}")
         if split != "dev":
             for m in (m for m in MODELS if m not in (PROJECT_MODEL, FALLBACK_MODEL)):
