@@ -20,6 +20,7 @@ The split into dev and heldout is fixed before any data exists: results/h200/rep
 
     python3 gpu/replay_corpus.py "$OUT" --part 1 [--budget-s 450]   # then --part 2 in a second call
     python3 gpu/replay_corpus.py "$OUT" --part 3 --budget-s 290     # held-out 2: 16 new pairs (split heldout2)
+    python3 gpu/replay_corpus.py "$OUT" --part 4 --budget-s 290     # held-out 3: 16 more (split heldout3)
     python3 gpu/replay_corpus.py OUT --smoke [--pairs NAME,...]     # tiny sizes on the CPU (the test)
 
 Writes OUT/corpus/part-N/ (NAME.json, NAME.{A,B}[.rR].json.gz, profiler_overhead.json, capture.log),
@@ -804,6 +805,7 @@ def p_adamw(model: str, b: int):
 
 
 GELU_MODS, ROPE = (EagerGELU, FusedGELU, CompiledGELU), named("LlamaRotaryEmbedding")
+NORMS = (EagerLayerNorm, nn.LayerNorm)  # CompiledLayerNorm is an EagerLayerNorm
 DEC = dict(vit=False)
 
 
@@ -881,14 +883,62 @@ PAIRS = [
         "llama", 4, named("LlamaRMSNorm"), rms("eager"), rms("compiled"), "infer",
         "Llama-3.2-1B shapes cut to 4 layers, forward batch 1 x 128, bf16: every RMSNorm eager (fp32 math) vs the same "
         "function through torch.compile (inductor)."), 30),
+    # part 4: held-out 3 (new shapes and swaps again; written after held-out 2 was read, committed before capture)
+    Pair("vit-b1-d640-layernorm", "enc-infer-b1", "tiny", 4, p_own_infer(
+        dict(d=640, layers=6, heads=10), dict(norm="eager"), {}, NORMS, 1,
+        "ViT-like (6 x d640) inference, batch 1, bf16: every LayerNorm eager (9 ops) vs nn.LayerNorm."), 18),
+    Pair("gpt-b1-s256-d768-layernorm", "dec-infer-b1", "tiny", 4, p_own_infer(
+        dict(d=768, layers=8, heads=12, tokens=256, **DEC), dict(norm="eager"), {}, NORMS, 1,
+        "Decoder of our own (8 x d768), forward batch 1 x 256, bf16: every LayerNorm eager vs nn.LayerNorm."), 18),
+    Pair("gpt2-decode-b1-layernorm-12l", "decode", "tiny", 4, p_hf_swap(
+        "gpt2", 12, lambda c: isinstance(c, nn.LayerNorm), EagerLayerNorm, None, "decode",
+        "GPT-2 (12 layers, transformers) decode loop, batch 1, bf16: 16-token prompt + 8 greedy tokens; every "
+        "LayerNorm eager vs nn.LayerNorm.", act="gelu_new"), 24),
+    Pair("gpt-train-b2-s256-gelu", "train-small", "tiny", 4, p_own_train(
+        dict(d=768, layers=4, heads=12, tokens=256, **DEC), dict(eager_act=True), {}, GELU_MODS, 2,
+        "Decoder of our own (4 x d768) training, b2 x 256, bf16 autocast, SGD: every MLP GELU eager tanh-GELU vs "
+        "F.gelu(tanh)."), 18),
+    Pair("gpt-train-b32-s128-dropout-add", "train-large", "tiny", 4, p_own_train(
+        dict(d=512, layers=6, heads=8, tokens=128, **DEC), dict(resid="eager"), dict(resid="fused"), DropoutAdd, 32,
+        "Decoder of our own (6 x d512) training, b32 x 128, bf16 autocast, SGD: every residual dropout(0.1)+add eager "
+        "vs F.dropout + add."), 20),
+    Pair("resnet18-gn-infer-b1", "cnn", "tiny", 4, p_gn_infer(1), 18),
+    Pair("two-stream-n3072-layernorm", "multi-stream", "side-stream", 4, p_two_stream("ln", 3072), 18),
+    Pair("compiled-gelu-vit-b1", "compiled", "tiny", 4, p_own_infer(
+        dict(d=512, layers=8, heads=8), dict(eager_act=True), dict(act="compiled"), GELU_MODS, 1,
+        "ViT-like (8 x d512) inference, batch 1, bf16: every MLP GELU eager vs the same function through "
+        "torch.compile (inductor)."), 30),
+    Pair("vit-b2-d384-gelu", "enc-infer-b1", "tiny", 4, p_own_infer(
+        dict(d=384, layers=12, heads=6), dict(eager_act=True), {}, GELU_MODS, 2,
+        "ViT-S/16-like inference, batch 2, bf16: every MLP GELU eager tanh-GELU vs F.gelu(tanh)."), 18),
+    Pair("llama-b1-s32-silu-8l", "dec-infer-b1", "tiny", 4, p_hf_swap(
+        "llama", 8, SILUS, lambda _: EagerSiLU(), lambda _: nn.SiLU(), "infer",
+        "Llama-3.2-1B shapes cut to 8 layers, forward batch 1 x 32, bf16: every SiLU eager (sigmoid, mul) vs "
+        "nn.SiLU.", seq=32), 18),
+    Pair("llama-decode-b1-silu-8l", "decode", "tiny", 4, p_hf_swap(
+        "llama", 8, SILUS, lambda _: EagerSiLU(), lambda _: nn.SiLU(), "decode",
+        "Llama-3.2-1B shapes cut to 8 layers, decode loop, batch 1, bf16: every SiLU eager vs nn.SiLU."), 24),
+    Pair("vit-train-b2-layernorm", "train-small", "tiny", 4, p_own_train(
+        dict(d=384, layers=6, heads=6), dict(norm="eager"), {}, NORMS, 2,
+        "ViT-like (6 x d384) training, batch 2, bf16 autocast, SGD: every LayerNorm eager vs nn.LayerNorm."), 18),
+    Pair("vit-train-b32-attention", "train-large", "attention", 4, p_own_train(
+        dict(d=384, layers=8, heads=6), dict(eager_attn=True), {}, Attention, 32,
+        "ViT-like (8 x d384) training, batch 32, bf16 autocast, SGD: every attention eager vs SDPA."), 20),
+    Pair("resnet18-train-b8-adamw-foreach", "cnn", "optimizer", 4, p_adamw("resnet18", 8), 18),
+    Pair("two-stream-n2048-rmsnorm", "multi-stream", "side-stream", 4, p_two_stream("rms", 2048), 18),
+    Pair("compiled-rmsnorm-llama-b1-s64", "compiled", "tiny", 4, p_hf_swap(
+        "llama", 4, named("LlamaRMSNorm"), rms("eager"), rms("compiled"), "infer",
+        "Llama-3.2-1B shapes cut to 4 layers, forward batch 1 x 64, bf16: every RMSNorm eager (fp32 math) vs the same "
+        "function through torch.compile (inductor).", seq=64), 30),
 ]
 
 
 def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
     the first of the regime dev in even regimes (sorted by name) and heldout in odd ones (halves balanced);
-    every pair of part 3 or later is heldout2 (a second held-out set, made after the first was read)."""
-    out = {p.name: "heldout2" for p in pairs if p.part >= 3}
+    every pair of part 3 is heldout2 (a second held-out set, made after the first was read) and of part 4
+    heldout3 (a third, made after the second was read)."""
+    out = {p.name: "heldout2" if p.part == 3 else "heldout3" for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):
         names = sorted((p.name for p in pairs if p.regime == regime), key=lambda n: hashlib.sha256(n.encode()).hexdigest())
@@ -1154,7 +1204,7 @@ def main(argv: list[str] | None = None) -> int:
     global SMOKE, DEV
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
-    ap.add_argument("--part", choices=["1", "2", "3", "all"], default="all")
+    ap.add_argument("--part", choices=["1", "2", "3", "4", "all"], default="all")
     ap.add_argument("--pairs", default="", help="comma-separated pair names (default: the part's)")
     ap.add_argument("--budget-s", type=float, default=450.0, help="wall seconds for the whole process")
     ap.add_argument("--pair-s", type=float, default=12.0, help="at most this long timing one pair")

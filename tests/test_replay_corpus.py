@@ -103,6 +103,29 @@ def _ops_in_swap_group(gz: bytes) -> int:
                and any(t == e["tid"] and a <= e["ts"] <= b for t, a, b in groups))
 
 
+def test_part_4_is_a_third_held_out_set_of_new_pairs_over_every_regime() -> None:
+    rc = _module()
+    old, new = [p for p in rc.PAIRS if p.part < 4], [p for p in rc.PAIRS if p.part == 4]
+    assert len(new) >= 13 and {p.regime for p in new} == {p.regime for p in old}
+    assert set(rc.split_of(rc.PAIRS)[p.name] for p in new) == {"heldout3"}
+    assert not {p.name for p in new} & {p.name for p in old}
+    assert {p.regime for p in new[:8]} == {p.regime for p in old} and sum(p.est_s for p in new) + 30 < 450
+
+
+@pytest.mark.slow
+def test_smoke_run_of_new_part_4_swaps(tmp_path: Path) -> None:
+    pairs = ["vit-b1-d640-layernorm", "gpt-train-b32-s128-dropout-add", "two-stream-n3072-layernorm",
+             "compiled-rmsnorm-llama-b1-s64", "llama-decode-b1-silu-8l"]
+    res, files = _run(tmp_path, "--pairs", ",".join(pairs))
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "5 of 5 pairs captured" in res.stdout
+    for name in pairs:
+        meta = json.loads(files[f"part-x/{name}.json"])
+        assert meta["split"] == "heldout3" and meta["swap_calls_per_step"]["A"] > 0 < meta["swap_calls_per_step"]["B"]
+    ops = {k: _ops_in_swap_group(files[f"part-x/vit-b1-d640-layernorm.{k}.json.gz"]) for k in "AB"}
+    assert ops["B"] > 0 and ops["A"] > 2 * ops["B"]  # eager LayerNorm: 9 ops, nn.LayerNorm: 1
+
+
 @pytest.mark.slow
 def test_smoke_run_of_new_part_3_swaps(tmp_path: Path) -> None:
     pairs = ["gpt-train-b4-s128-dropout-add", "llama-decode-b1-rope", "resnet18-gn-infer-b8", "vit-train-b4-adamw-foreach"]
