@@ -158,10 +158,10 @@ def _mini_corpus(root: Path, heldout_b_scale: float = 1.0, held: str = "heldout"
     return root
 
 
-def _validate(corpus: Path, out: Path) -> tuple[subprocess.CompletedProcess, Path]:
+def _validate(corpus: Path, out: Path, *extra: str) -> tuple[subprocess.CompletedProcess, Path]:
     err = out.with_suffix(".yaml")
     res = subprocess.run([sys.executable, str(ROOT / "gpu/replay_corpus_validation.py"), str(corpus), "--out", str(out),
-                          "--error-model", str(err)], capture_output=True, text=True, cwd=ROOT, timeout=600,
+                          "--error-model", str(err), *extra], capture_output=True, text=True, cwd=ROOT, timeout=600,
                          env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
     return res, err
 
@@ -186,7 +186,7 @@ def test_corpus_validation_fits_on_dev_and_scores_heldout_apart(tmp_path: Path) 
     a, b = read_error_model(err), read_error_model(err2)
     assert (a.pooled, a.half_width, a.source.split("model ")[1]) == (b.pooled, b.half_width, b.source.split("model ")[1])
     assert a.heldout_max != b.heldout_max
-    assert read_error_model(err, "given").source.endswith("(dev half, model given)")
+    assert read_error_model(err, "given").source.endswith("(dev half, model given, truth quartile)")
     # a second held-out set is scored as its own half, and reaches no fit either
     res3, err3 = _validate(_mini_corpus(tmp_path / "c3", heldout_b_scale=1.2, held="heldout2"), tmp_path / "v3.csv")
     assert res3.returncode == 0, res3.stderr[-2000:]
@@ -214,3 +214,10 @@ def test_the_committed_table_reproduces_from_the_committed_corpus(tmp_path: Path
     assert got[cols].to_numpy() == pytest.approx(want[cols].to_numpy(), rel=2e-3)
     # the compiled swap: A's trace alone (uniform) over-predicts by 46%; given the replacement's CPU, 5%
     assert want.loc["compiled-mlp-b1", "uniform_error"] > 0.4 and abs(want.loc["compiled-mlp-b1", "given_error"]) < 0.06
+    # --truth rounds: the measured speedup is the median of the interleaved rounds' ratios, errors follow it
+    res, err = _validate(tmp_path / "c", tmp_path / "r.csv", "--truth", "rounds")
+    assert res.returncode == 0, res.stderr[-2000:]
+    rounds = pd.read_csv(tmp_path / "r.csv").set_index("pair")
+    assert rounds["measured"].to_numpy() == pytest.approx(want["measured_rounds"].to_numpy(), rel=1e-3)
+    assert rounds["given_error"].to_numpy() == pytest.approx((rounds["given"] / rounds["measured"] - 1).to_numpy(), abs=1e-3)
+    assert "truth rounds" in err.read_text() and "--truth rounds, added" not in res.stdout
