@@ -3,8 +3,8 @@
 In the candidate's process (`time_batch`): timed calls run in batches of `BATCH` calls of one model.
 Each call gets fresh inputs (`fresh.FreshInputs`, drawn before the interval starts), then, on a
 GPU, a 256 MB L2 flush, a backlog (a kernel that spins for `backlog_ms`, the same for both models,
-chosen by the parent), a CUDA event, the call, a device-wide synchronize (work left on any stream
-counts) and a second event (minus the idle cost of that synchronize and event, measured once); on
+chosen by the parent), a CUDA event, the call, the output's sketch (below), a device-wide synchronize
+(work left on any stream counts) and a second event (minus the idle cost of that synchronize and event, measured once); on
 the CPU, `time.perf_counter` around the call. The backlog keeps the GPU busy while the host
 dispatches the call and its output's sketch, so the interval holds GPU work and not launch latency, which
 varies with whatever the host did before (a sketch, a message, the sandbox's audit hook: the
@@ -27,7 +27,7 @@ In the verifying parent (`timing_checks`): a patched clock inside the candidate'
 moved outside the timed intervals (a thread, a lazily computed output, a forged reply), still takes
 wall-clock time. The parent times each batch with its own clock, from the request to the reply. Per
 call, the wall time less the reported time and the backlog (the parent's own choice, so trusted)
-is the harness's overhead (input draw, flush, sketch, messages); the same code runs in both
+is the harness's overhead (input draw, flush, messages; the sketch too on the CPU); the same code runs in both
 processes, so the checker's overhead (trusted) is what the candidate's must be. The checks:
 
 - ``clock``: the candidate's lowest per-batch overhead exceeds the checker's lowest, in the
