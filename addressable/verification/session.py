@@ -40,6 +40,7 @@ from addressable.verification.timing import (
     PARENT_CLOCK,
     BatchRecord,
     backlog_for,
+    times_of,
     timing_checks,
     with_sketch_cost,
 )
@@ -362,8 +363,7 @@ class Session:
 def _summary(batches: list[BatchRecord]) -> dict[str, Any]:
     """Medians, IQRs and speedups (median ratio; lo/hi from the quartiles) of the timed calls, less the sketch."""
     batches = with_sketch_cost(batches)
-    ref = [t for b in batches if b.model == "ref" and b.phase == "timed" for t in b.net]
-    cand = [t for b in batches if b.model == "cand" and b.phase == "timed" for t in b.net]
+    ref, cand = times_of(batches, "ref", "timed"), times_of(batches, "cand", "timed")
     (r25, rmed, r75), (c25, cmed, c75) = quartiles(ref), quartiles(cand)
     host = {m: [h for b in batches if b.model == m and b.phase == "timed" for h in b.host or []] for m in ("ref", "cand")}
     return {"ref_ms": rmed, "candidate_ms": cmed, "ref_ms_iqr": [r25, r75], "candidate_ms_iqr": [c25, c75],

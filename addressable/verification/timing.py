@@ -55,7 +55,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from addressable.verification.checks import check, finish_sketch, sketch_rows
+from addressable.verification.checks import check, finish_sketch, sketch, sketch_rows
 from addressable.verification.harness import as_outputs
 
 BATCH = 5  # calls per timed batch
@@ -140,7 +140,7 @@ class Timer:
                 t0 = c.perf()
                 out = fn(*inputs)
                 ms = (c.perf() - t0) * 1e3
-                return Timed(ms, ms, [finish_sketch(sketch_rows(o, key)) for o in as_outputs(out, "candidate")], 0.0, ms)
+                return Timed(ms, ms, [sketch(o, key) for o in as_outputs(out, "candidate")], 0.0, ms)
             stream = c.current_stream()
             c.zero(self.flush)
             spin, a, b, s0, s1 = (c.event(enable_timing=True) for _ in range(5))
@@ -255,7 +255,8 @@ def _spread(xs: list[float]) -> float:
     return 1.4826 * statistics.median(abs(x - med) for x in xs)
 
 
-def _times(batches: list[BatchRecord], model: str, phase: str) -> list[float]:
+def times_of(batches: list[BatchRecord], model: str, phase: str) -> list[float]:
+    """The call times, less the sketch's cost, of one model's batches of one phase."""
     return [t for b in batches if b.model == model and b.phase == phase for t in b.net]
 
 
@@ -293,7 +294,7 @@ def timing_checks(batches: list[BatchRecord], tol: float, device: str) -> tuple[
     batches = with_sketch_cost(batches)
     base_o, ref_o, cand_o = (_overheads(batches, m, p) for m, p in
                              (("ref", "baseline"), ("ref", "timed"), ("cand", "timed")))
-    t_base, t_ref, t_cand = (_times(batches, m, p) for m, p in (("ref", "baseline"), ("ref", "timed"), ("cand", "timed")))
+    t_base, t_ref, t_cand = (times_of(batches, m, p) for m, p in (("ref", "baseline"), ("ref", "timed"), ("cand", "timed")))
     o_ref = min(ref_o)  # sigma pools both sides: load that lengthens the candidate's batches widens it, a lie only shifts them
     sigma = math.sqrt((_spread(ref_o + base_o) ** 2 + _spread(cand_o) ** 2) / 2)
     tc, tr, tr0 = statistics.median(t_cand), statistics.median(t_ref), statistics.median(t_base)
