@@ -3,9 +3,14 @@
 In the candidate's process (`time_batch`): timed calls run in batches of `BATCH` calls of one model.
 Each call gets fresh inputs (`fresh.FreshInputs`, drawn before the interval starts), then, on a
 GPU, a 256 MB L2 flush, a backlog (a kernel that spins for `backlog_ms`, the same for both models,
-chosen by the parent), a CUDA event, the call, the output's sketch (below), a device-wide synchronize
-(work left on any stream counts) and a second event (minus the idle cost of that synchronize and event, measured once); on
-the CPU, `time.perf_counter` around the call. The backlog keeps the GPU busy while the host
+chosen by the parent), a CUDA event, the call, the output's sketch (below) and a second event, both
+on the caller's stream; the time is the GPU time between the two events. Then a device-wide
+synchronize: work left on any stream after the second event is added, as the host time that
+synchronize waited beyond its idle cost (measured once). Ending the interval at an event after the
+synchronize instead charged each call the host's wake-up from it, which varies: on the H200, an A/A
+test of 20-30 us calls (`gpu/timing_noise.py`) gave IQRs of 20-31% of the median that way (biased
+by up to 17%, and below zero for one problem), 3-16% this way. Work after the second event cannot
+have written what the sketch read. On the CPU, `time.perf_counter` around the call. The backlog keeps the GPU busy while the host
 dispatches the call and its output's sketch, so the interval holds GPU work and not launch latency, which
 varies with whatever the host did before (a sketch, a message, the sandbox's audit hook: the
 Triton examples' speedups moved by up to 2x with it on the H200, results/h200/verify_timing/).
@@ -92,16 +97,14 @@ def take_clocks(device: str) -> Clocks:
                   torch.cuda.set_stream)
 
 
-def sync_overhead(clocks: Clocks, repeats: int = 25) -> float:
-    """Median ms between two events with only a device synchronize between them (idle device)."""
+def idle_sync_ms(clocks: Clocks, repeats: int = 25) -> float:
+    """Median host ms of a device-wide synchronize on an idle device."""
     out = []
     for _ in range(repeats):
-        a, b = clocks.event(enable_timing=True), clocks.event(enable_timing=True)
-        clocks.record(a)
         clocks.device_sync()
-        clocks.record(b)
-        clocks.wait(b)
-        out.append(clocks.elapsed(a, b))
+        t0 = clocks.perf()
+        clocks.device_sync()
+        out.append((clocks.perf() - t0) * 1e3)
     return statistics.median(out)
 
 
@@ -129,7 +132,7 @@ class Timer:
 
         self.clocks, self.cuda = clocks, device == "cuda"
         self.flush = torch.empty(256 << 20, dtype=torch.uint8, device=device) if self.cuda else None
-        self.overhead = sync_overhead(clocks) if self.cuda else 0.0
+        self.idle_sync_ms = idle_sync_ms(clocks) if self.cuda else 0.0
         self.cycles_per_ms = spin_rate(clocks) if self.cuda else 0.0
 
     def call(self, fn: Callable, inputs: list, key: int, backlog_ms: float = 0.0) -> Timed:
@@ -157,13 +160,15 @@ class Timer:
             rows = [sketch_rows(o, key) for o in as_outputs(out, "candidate")]
             c.record(s1)
             dispatch = (c.perf() - t0) * 1e3
-            c.device_sync()
             c.record(b)
             c.wait(b)
+            t1 = c.perf()
+            c.device_sync()
+            left_ms = max((c.perf() - t1) * 1e3 - self.idle_sync_ms, 0.0)
             spun = c.elapsed(spin, a)
             if cycles > 0 and spun > 0.02:  # the clock rises under load: the spins keep the fastest rate seen
                 self.cycles_per_ms = max(self.cycles_per_ms, cycles / spun)
-            return Timed(max(c.elapsed(a, b) - self.overhead, 1e-6), host, [finish_sketch(r) for r in rows],
+            return Timed(max(c.elapsed(a, b) + left_ms, 1e-6), host, [finish_sketch(r) for r in rows],
                          c.elapsed(s0, s1), dispatch)
 
     def batch(self, fn: Callable, draw: Callable[[int], list], seeds: list[int], key: int,
