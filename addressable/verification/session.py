@@ -223,7 +223,8 @@ class Session:
         sketches = data.get("sketches")
         if not isinstance(sketches, list) or len(sketches) != len(seeds):
             raise Stop("the candidate's process sent a malformed timing reply")
-        self.batches.append(BatchRecord(model, phase, wall, times, self.backlog, host, sketch_ms))
+        spin_ms = _floats(data.get("spin_ms"), len(seeds))
+        self.batches.append(BatchRecord(model, phase, wall, times, self.backlog, host, sketch_ms, spin_ms))
         if model == "cand" and phase == "timed":
             self.timed += list(zip(seeds, sketches, strict=True))
 

@@ -1,6 +1,10 @@
 """Timing a candidate that may lie about time: clocks taken before it loads, a wall clock it cannot reach.
 
 In the candidate's process (`time_batch`): timed calls run in batches of `BATCH` calls of one model.
+On a GPU each batch starts with a `WARM_MS` spin: the parent's messages between batches leave the GPU
+idle long enough for its clock to fall, and in one `verify` on the H200 the same softmax kernel timed
+27 us in some batches and 55 us in others (not yet run with this spin). Each call's backlog spin time
+is reported (`spin_ms`: its cycles over it are the SM clock before the call).
 Each call gets fresh inputs (`fresh.FreshInputs`, drawn before the interval starts), then, on a
 GPU, a 256 MB L2 flush, a backlog (a kernel that spins for `backlog_ms`, the same for both models,
 chosen by the parent), a CUDA event, the call, the output's sketch (below) and a second event, both
@@ -64,6 +68,7 @@ from addressable.verification.checks import check, finish_sketch, sketch, sketch
 from addressable.verification.harness import as_outputs
 
 BATCH = 5  # calls per timed batch
+WARM_MS = 20.0  # the GPU spin before each batch's first call: the clock falls while the GPU idles between batches
 PARENT_CLOCK = time.perf_counter  # taken at import, before any candidate: the parent's wall clock
 _FLOOR_MS = {"cuda": 0.2, "cpu": 5.0}  # the smallest discrepancy per batch the wall clock resolves (messages, scheduling)
 
@@ -143,7 +148,7 @@ class Timer:
                 t0 = c.perf()
                 out = fn(*inputs)
                 ms = (c.perf() - t0) * 1e3
-                return Timed(ms, ms, [sketch(o, key) for o in as_outputs(out, "candidate")], 0.0, ms)
+                return Timed(ms, ms, [sketch(o, key) for o in as_outputs(out, "candidate")], 0.0, ms, 0.0)
             stream = c.current_stream()
             c.zero(self.flush)
             spin, a, b, s0, s1 = (c.event(enable_timing=True) for _ in range(5))
@@ -169,7 +174,7 @@ class Timer:
             if cycles > 0 and spun > 0.02:  # the clock rises under load: the spins keep the fastest rate seen
                 self.cycles_per_ms = max(self.cycles_per_ms, cycles / spun)
             return Timed(max(c.elapsed(a, b) + left_ms, 1e-6), host, [finish_sketch(r) for r in rows],
-                         c.elapsed(s0, s1), dispatch)
+                         c.elapsed(s0, s1), dispatch, spun)
 
     def batch(self, fn: Callable, draw: Callable[[int], list], seeds: list[int], key: int,
               repeat: bool = False, backlog_ms: float = 0.0) -> dict[str, Any]:
@@ -178,26 +183,30 @@ class Timer:
         output's sketch."""
         calls: list[Timed] = []
         inputs: list = []
+        if self.cuda and self.cycles_per_ms > 0:
+            self.clocks.spin(int(WARM_MS * self.cycles_per_ms))
         for i, s in enumerate(seeds):
             if not (repeat and i % 2):
                 inputs = draw(s)
             calls.append(self.call(fn, inputs, key, backlog_ms))
         return {"times": [t.ms for t in calls], "host": [t.host_ms for t in calls],
                 "dispatch": [t.dispatch_ms for t in calls], "sketch_ms": [t.sketch_ms for t in calls],
-                "sketches": [t.sketches for t in calls]}
+                "spin_ms": [t.spin_ms for t in calls], "sketches": [t.sketches for t in calls]}
 
 
 @dataclass(frozen=True)
 class Timed:
     """One timed call: its time (ms, the sketch included on a GPU), its host time (ms, from the call to its
     return), its outputs' sketches, how long the sketch took on the caller's stream (ms, on a GPU), and the
-    host time to the sketch's dispatch (ms): the backlog must outlast it, or the interval holds host time."""
+    host time to the sketch's dispatch (ms): the backlog must outlast it, or the interval holds host time,
+    and how long the backlog spun (GPU ms; its cycles over this are the SM clock before the call)."""
 
     ms: float
     host_ms: float
     sketches: list
     sketch_ms: float
     dispatch_ms: float
+    spin_ms: float
 
     @property
     def net_ms(self) -> float:
@@ -228,6 +237,7 @@ class BatchRecord:
     backlog_ms: float = 0.0  # the spin before each call, the parent's choice
     host: list[float] | None = None  # reported host time of each call
     sketch_ms: list[float] | None = None  # reported time of each call's sketch
+    spin_ms: list[float] | None = None  # reported GPU time of each call's backlog spin (a clock's record)
     sketch_cost: float = 0.0  # what the sketch adds to each time, from the checker's batches (`with_sketch_cost`)
 
     @property

@@ -274,3 +274,35 @@ def test_on_a_gpu_a_20_us_call_times_within_a_tight_spread() -> None:
     ms = [timer.call(fn, [x], 1, backlog_ms=0.3).net_ms for _ in range(100)]
     q1, med, q3 = statistics.quantiles(ms, n=4)
     assert (q3 - q1) / med < 0.15, (q1, med, q3)
+
+
+def test_each_gpu_batch_starts_with_a_warming_spin_and_reports_each_calls_backlog_spin() -> None:
+    """The timed path with stand-in CUDA clocks (events hold a GPU time the stand-in spin advances): one
+    WARM_MS spin before the batch's first call, then each call's backlog, whose length each call reports."""
+    import contextlib
+    import time
+
+    from addressable.verification.timing import WARM_MS, Clocks
+
+    gpu_ms = [0.0]
+    spins: list[int] = []
+
+    class Event:
+        def __init__(self, enable_timing: bool = True) -> None:
+            self.t = 0.0
+
+    def spin(cycles: int) -> None:
+        spins.append(cycles)
+        gpu_ms[0] += cycles / 1000.0
+
+    def record(e: Event) -> None:
+        e.t = gpu_ms[0]
+
+    noop = lambda *a: None  # noqa: E731
+    clocks = Clocks(time.perf_counter, contextlib.nullcontext, Event, record, lambda a, b: b.t - a.t, noop, noop,
+                    noop, spin, noop, noop)
+    timer = object.__new__(Timer)
+    timer.clocks, timer.cuda, timer.flush, timer.idle_sync_ms, timer.cycles_per_ms = clocks, True, None, 0.0, 1000.0
+    res = timer.batch(lambda x: x * 2, lambda s: [torch.ones(4)], [1, 2, 3], key=1, backlog_ms=0.5)
+    assert spins == [int(WARM_MS * 1000), 500, 500, 500]
+    assert res["spin_ms"] == pytest.approx([0.5, 0.5, 0.5])
