@@ -5,10 +5,11 @@ the device comes from `addressable.core.device.resolve_device`.
 Problem files are KernelBench format (see `addressable.verification.invariants` for the full format): module-level
 `Model`, `get_inputs()` and `get_init_inputs()`, and size constants that `--set NAME=VALUE` overrides.
 
-Timing (`time_calls`): CUDA events around each call with a 256 MB L2 flush before it; the end event
-is recorded only after a device-wide synchronize, so work the call left on any stream (a private
-non-blocking stream included) is inside the interval. The cost of that synchronize and event is
-measured once on the idle device and subtracted. On the CPU, `time.perf_counter` around each call.
+Timing (`time_calls`): CUDA events around each call on the current stream, with a 256 MB L2 flush
+before it; then a device-wide synchronize, whose host wait beyond its idle cost (`idle_sync_ms`,
+measured once) is added, so work the call left on any stream (a private non-blocking stream included)
+counts. (An end event after that synchronize put the host's wake-up from it in every interval: see
+`addressable.verification.timing`.) On the CPU, `time.perf_counter` around each call.
 """
 
 from __future__ import annotations
@@ -326,18 +327,14 @@ def one_line(e: BaseException) -> str:
 # ---------------------------------------------------------------- timing
 
 
-def sync_overhead_ms(repeats: int = 25) -> float:
-    """Median ms between two events with only a device synchronize between them (idle device)."""
-    import torch
-
+def idle_sync_ms(device_sync: Callable[[], None], perf: Callable[[], float], repeats: int = 25) -> float:
+    """Median host ms of a device-wide synchronize (`device_sync`, timed by `perf`) on an idle device."""
     out = []
     for _ in range(repeats):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        torch.cuda.synchronize()
-        b.record()
-        b.synchronize()
-        out.append(a.elapsed_time(b))
+        device_sync()
+        t0 = perf()
+        device_sync()
+        out.append((perf() - t0) * 1e3)
     return statistics.median(out)
 
 
@@ -358,7 +355,7 @@ def time_calls(models: dict[str, Callable], inputs: list, device: str, repeats: 
         times: dict[str, list[float]] = {k: [] for k in models}
         cuda = device == "cuda"
         flush = torch.empty(256 << 20, dtype=torch.uint8, device=device) if cuda else None
-        overhead = sync_overhead_ms() if cuda and device_sync else 0.0
+        idle = idle_sync_ms(torch.cuda.synchronize, time.perf_counter) if cuda and device_sync else 0.0
         start = time.perf_counter()
         for i in range(repeats):
             for k in (list(models) if i % 2 == 0 else list(models)[::-1]):
@@ -367,11 +364,14 @@ def time_calls(models: dict[str, Callable], inputs: list, device: str, repeats: 
                     a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                     a.record()
                     models[k](*inputs)
-                    if device_sync:
-                        torch.cuda.synchronize()
                     b.record()
                     b.synchronize()
-                    times[k].append(max(a.elapsed_time(b) - overhead, 1e-6))
+                    left = 0.0
+                    if device_sync:
+                        t1 = time.perf_counter()
+                        torch.cuda.synchronize()
+                        left = max((time.perf_counter() - t1) * 1e3 - idle, 0.0)
+                    times[k].append(max(a.elapsed_time(b) + left, 1e-6))
                 else:
                     t0 = time.perf_counter()
                     models[k](*inputs)

@@ -65,7 +65,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from addressable.verification.checks import check, finish_sketch, sketch, sketch_rows
-from addressable.verification.harness import as_outputs
+from addressable.verification.harness import as_outputs, idle_sync_ms
 
 BATCH = 5  # calls per timed batch
 WARM_MS = 20.0  # the GPU spin before each batch's first call: the clock falls while the GPU idles between batches
@@ -102,17 +102,6 @@ def take_clocks(device: str) -> Clocks:
                   torch.cuda.set_stream)
 
 
-def idle_sync_ms(clocks: Clocks, repeats: int = 25) -> float:
-    """Median host ms of a device-wide synchronize on an idle device."""
-    out = []
-    for _ in range(repeats):
-        clocks.device_sync()
-        t0 = clocks.perf()
-        clocks.device_sync()
-        out.append((clocks.perf() - t0) * 1e3)
-    return statistics.median(out)
-
-
 def spin_rate(clocks: Clocks, cycles: int = 1_000_000, warm_cycles: int = 40_000_000) -> float:
     """GPU clock cycles per millisecond of `clocks.spin`, at the clock a busy GPU runs at: a long spin first
     (an idle GPU runs at a lower clock, and a rate taken there makes every later spin shorter than asked,
@@ -137,7 +126,7 @@ class Timer:
 
         self.clocks, self.cuda = clocks, device == "cuda"
         self.flush = torch.empty(256 << 20, dtype=torch.uint8, device=device) if self.cuda else None
-        self.idle_sync_ms = idle_sync_ms(clocks) if self.cuda else 0.0
+        self.idle_sync_ms = idle_sync_ms(clocks.device_sync, clocks.perf) if self.cuda else 0.0
         self.cycles_per_ms = spin_rate(clocks) if self.cuda else 0.0
 
     def call(self, fn: Callable, inputs: list, key: int, backlog_ms: float = 0.0) -> Timed:
