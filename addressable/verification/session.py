@@ -223,8 +223,8 @@ class Session:
         sketches = data.get("sketches")
         if not isinstance(sketches, list) or len(sketches) != len(seeds):
             raise Stop("the candidate's process sent a malformed timing reply")
-        spin_ms = _floats(data.get("spin_ms"), len(seeds))
-        self.batches.append(BatchRecord(model, phase, wall, times, self.backlog, host, sketch_ms, spin_ms))
+        spin_ms, dispatch = _floats(data.get("spin_ms"), len(seeds)), _floats(data.get("dispatch"), len(seeds))
+        self.batches.append(BatchRecord(model, phase, wall, times, self.backlog, host, sketch_ms, spin_ms, dispatch))
         if model == "cand" and phase == "timed":
             self.timed += list(zip(seeds, sketches, strict=True))
 

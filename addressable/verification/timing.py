@@ -1,10 +1,10 @@
 """Timing a candidate that may lie about time: clocks taken before it loads, a wall clock it cannot reach.
 
 In the candidate's process (`time_batch`): timed calls run in batches of `BATCH` calls of one model.
-On a GPU each batch starts with a `WARM_MS` spin: the parent's messages between batches leave the GPU
-idle long enough for its clock to fall, and in one `verify` on the H200 the same softmax kernel timed
-27 us in some batches and 55 us in others (not yet run with this spin). Each call's backlog spin time
-is reported (`spin_ms`: its cycles over it are the SM clock before the call).
+Each call reports its backlog spin's GPU time (`spin_ms`) and its host time to the sketch's dispatch,
+so a run shows whether the backlog outlasted the dispatch: in one `verify` on the H200 the same softmax
+kernel timed 27 us a call in some batches and 55 us in others, the host time moved with it and the
+sketch's GPU time did not (host time in the interval, not the GPU's clock), and why is still open.
 Each call gets fresh inputs (`fresh.FreshInputs`, drawn before the interval starts), then, on a
 GPU, a 256 MB L2 flush, a backlog (a kernel that spins for `backlog_ms`, the same for both models,
 chosen by the parent), a CUDA event, the call, the output's sketch (below) and a second event, both
@@ -68,7 +68,6 @@ from addressable.verification.checks import check, finish_sketch, sketch, sketch
 from addressable.verification.harness import as_outputs, idle_sync_ms
 
 BATCH = 5  # calls per timed batch
-WARM_MS = 20.0  # the GPU spin before each batch's first call: the clock falls while the GPU idles between batches
 PARENT_CLOCK = time.perf_counter  # taken at import, before any candidate: the parent's wall clock
 _FLOOR_MS = {"cuda": 0.2, "cpu": 5.0}  # the smallest discrepancy per batch the wall clock resolves (messages, scheduling)
 
@@ -172,8 +171,6 @@ class Timer:
         output's sketch."""
         calls: list[Timed] = []
         inputs: list = []
-        if self.cuda and self.cycles_per_ms > 0:
-            self.clocks.spin(int(WARM_MS * self.cycles_per_ms))
         for i, s in enumerate(seeds):
             if not (repeat and i % 2):
                 inputs = draw(s)
@@ -226,7 +223,8 @@ class BatchRecord:
     backlog_ms: float = 0.0  # the spin before each call, the parent's choice
     host: list[float] | None = None  # reported host time of each call
     sketch_ms: list[float] | None = None  # reported time of each call's sketch
-    spin_ms: list[float] | None = None  # reported GPU time of each call's backlog spin (a clock's record)
+    spin_ms: list[float] | None = None  # reported GPU time of each call's backlog spin
+    dispatch_ms: list[float] | None = None  # reported host time of each call to its sketch's dispatch
     sketch_cost: float = 0.0  # what the sketch adds to each time, from the checker's batches (`with_sketch_cost`)
 
     @property
