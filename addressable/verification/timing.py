@@ -4,7 +4,8 @@ In the candidate's process (`time_batch`): timed calls run in batches of `BATCH`
 Each call reports its backlog spin's GPU time (`spin_ms`) and its host time to the sketch's dispatch,
 so a run shows whether the backlog outlasted the dispatch: in one `verify` on the H200 the same softmax
 kernel timed 27 us a call in some batches and 55 us in others, the host time moved with it and the
-sketch's GPU time did not (host time in the interval, not the GPU's clock), and why is still open.
+sketch's GPU time did not (the extra time is in the call's part: a wait for its launch, or a slower
+kernel), and which is still open.
 Each call gets fresh inputs (`fresh.FreshInputs`, drawn before the interval starts), then, on a
 GPU, a 256 MB L2 flush, a backlog (a kernel that spins for `backlog_ms`, the same for both models,
 chosen by the parent), a CUDA event, the call, the output's sketch (below) and a second event, both
