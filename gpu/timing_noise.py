@@ -1,15 +1,20 @@
 """Where the spread of short timed calls comes from, on one GPU: an A/A test of `timing.Timer`.
 
-Two worker processes time the same model, in alternating batches of `timing.BATCH` calls, the way
-`verify`'s two helpers do (fresh inputs, flush, backlog, sketch, device synchronize). Each call records
-one more event, on the caller's stream before the synchronize, so every call gives two times:
-``sync`` (what the harness reports: to an event after the device-wide synchronize, less its idle cost)
-and ``stream`` (to the event before it). Batches alternate between no warming and a warming spin of
-`--warm-ms` at the batch's start. For each problem, mode and time, it prints the pooled median, the
-IQR over the median (verify's `review` line is 1) and the A/A ratio of the two workers' medians with
-its IQR-based interval (verify's speedup interval; the truth is 1).
+Two worker processes time the same model through `Timer.batch` (fresh inputs, flush, backlog, sketch,
+the interval ending on the caller's stream), in alternating batches of `timing.BATCH` calls, as
+`verify`'s two helpers do. The conditions alternate batch by batch, so drift is shared:
+  backlog ×1 or ×3 (of what `timing.backlog_for` gives from the warm-up's dispatch times);
+  the idle worker frozen (SIGSTOP, as `verify` does) or not, with a gap of up to `--gap-ms` before each batch.
+For each problem and condition it prints the pooled median, the IQR over the median (verify's `review`
+line is 1), the A/A ratio of the two workers' medians with verify's interval (the truth is 1), the
+medians of the backlog spin's GPU time and of the host time to the sketch's dispatch (the backlog must
+outlast it), and the correlation over batches of the median call time with the median host time.
 
-    python gpu/timing_noise.py OUT.csv [--batches 40] [--warm-ms 2]
+    python gpu/timing_noise.py OUT.csv [--batches 30] [--gap-ms 20]
+    python gpu/timing_noise.py OUT.csv --device cpu --batches 3 --gap-ms 1   # a dry run of the script
+
+`results/h200/verify_timing/timing_noise.csv` came from this script's first version (88e59f6), which
+compared an interval ending after the device synchronize with one ending on the caller's stream.
 """
 
 from __future__ import annotations
@@ -17,7 +22,9 @@ from __future__ import annotations
 import argparse
 import csv
 import multiprocessing as mp
+import os
 import random
+import signal
 import statistics
 import sys
 import time
@@ -29,101 +36,88 @@ PROBLEMS = ["tests/verification/zoo/softmax_long.py", "tests/verification/zoo/em
             "addressable/dlrm_bench/problems/10_sigmoid_bce_loss.py", "tests/verification/zoo/matmul.py"]
 
 
-def worker(conn: Any, problem: str) -> None:
-    """Serve timed batches of `problem`'s model: ("batch", seeds, backlog_ms, warm_ms) -> per-call times."""
+def worker(conn: Any, problem: str, device: str) -> None:
+    """Serve timed batches of `problem`'s model: (seeds, backlog_ms) -> `Timer.batch`'s lists, sketches left out."""
     sys.path.insert(0, str(ROOT))
-    import torch
-
-    from addressable.verification.checks import finish_sketch, sketch_rows
     from addressable.verification.fresh import FreshInputs
-    from addressable.verification.harness import as_outputs, load_module, make_inputs
+    from addressable.verification.harness import load_module, make_inputs
     from addressable.verification.timing import Timer, take_clocks
 
-    clocks = take_clocks("cuda")
-    timer = Timer(clocks, "cuda")
+    timer = Timer(take_clocks(device), device)
     mod = load_module(ROOT / problem)
-    model = mod.Model(*mod.get_init_inputs()).cuda()
-    fresh = FreshInputs(make_inputs(mod, 0, "native", "cuda"), "redraw")
-    c = clocks
-
-    def one(inputs: list, backlog_ms: float) -> tuple[float, float, float]:
-        with c.no_grad():
-            c.zero(timer.flush)
-            a, b, b2 = (c.event(enable_timing=True) for _ in range(3))
-            cycles = int(backlog_ms * timer.cycles_per_ms)
-            if cycles > 0:
-                c.spin(cycles)
-            c.record(a)
-            t0 = c.perf()
-            out = model(*inputs)
-            rows = [sketch_rows(o, 7) for o in as_outputs(out, "candidate")]
-            dispatch = (c.perf() - t0) * 1e3
-            c.record(b2)
-            c.device_sync()
-            c.record(b)
-            c.wait(b)
-            [finish_sketch(r) for r in rows]
-            return c.elapsed(a, b) - timer.overhead, c.elapsed(a, b2), dispatch
-
-    conn.send("ready")
-    while True:
-        msg = conn.recv()
-        if msg is None:
-            return
-        _, seeds, backlog_ms, warm_ms = msg
-        if warm_ms > 0:
-            c.spin(int(warm_ms * timer.cycles_per_ms))
-        conn.send([one(fresh.draw(s), backlog_ms) for s in seeds])
-        torch.cuda.synchronize()
+    model = mod.Model(*mod.get_init_inputs()).to(device)
+    fresh = FreshInputs(make_inputs(mod, 0, "native", device), "redraw")
+    conn.send(os.getpid())
+    while (msg := conn.recv()) is not None:
+        seeds, backlog_ms = msg
+        res = timer.batch(model, fresh.draw, seeds, key=7, backlog_ms=backlog_ms)
+        conn.send({k: v for k, v in res.items() if k != "sketches"})
 
 
-def summary(a: list[float], b: list[float]) -> dict[str, float]:
-    """Pooled median and IQR/median of both workers, and the A/A ratio with verify's interval."""
-    qa, qb = statistics.quantiles(a, n=4), statistics.quantiles(b, n=4)
-    both = statistics.quantiles(a + b, n=4)
+def _corr(xs: list[float], ys: list[float]) -> float:
+    return statistics.correlation(xs, ys) if len(xs) > 2 and len(set(xs)) > 1 and len(set(ys)) > 1 else float("nan")
+
+
+def summary(batches: dict[int, list[dict[str, list[float]]]]) -> dict[str, float]:
+    """Pooled figures of both workers' batches (see the module docstring)."""
+    net = {w: [t - s for b in bs for t, s in zip(b["times"], b["sketch_ms"], strict=True)] for w, bs in batches.items()}
+    qa, qb, both = (statistics.quantiles(x, n=4) for x in (net[0], net[1], net[0] + net[1]))
+    per_batch = [b for bs in batches.values() for b in bs]
     return {"median_us": 1e3 * both[1], "iqr_over_median": (both[2] - both[0]) / both[1],
-            "worst_iqr_over_median": max((qa[2] - qa[0]) / qa[1], (qb[2] - qb[0]) / qb[1]),
-            "ratio": qa[1] / qb[1], "ratio_lo": qa[0] / qb[2], "ratio_hi": qa[2] / qb[0]}
+            "ratio": qa[1] / qb[1], "ratio_lo": qa[0] / qb[2], "ratio_hi": qa[2] / qb[0],
+            "spin_ms": statistics.median(s for b in per_batch for s in b["spin_ms"]),
+            "dispatch_ms": statistics.median(d for b in per_batch for d in b["dispatch"]),
+            "corr_call_host": _corr([statistics.median(b["times"]) for b in per_batch],
+                                    [statistics.median(b["host"]) for b in per_batch])}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
-    ap.add_argument("--batches", type=int, default=40, help="batches per worker and mode")
-    ap.add_argument("--warm-ms", type=float, default=2.0)
+    ap.add_argument("--batches", type=int, default=30, help="batches per worker and condition")
+    ap.add_argument("--gap-ms", type=float, default=20.0, help="the longest random gap before a batch")
+    ap.add_argument("--device", default="cuda")
     args = ap.parse_args()
+    sys.path.insert(0, str(ROOT))
+    from addressable.verification.timing import BATCH, backlog_for
+
     ctx = mp.get_context("spawn")
-    rows = []
+    rows, rng = [], random.Random(0)
     for problem in PROBLEMS:
-        pipes = []
+        pipes, pids = [], []
         for _ in range(2):
             parent, child = ctx.Pipe()
-            ctx.Process(target=worker, args=(child, problem), daemon=True).start()
+            ctx.Process(target=worker, args=(child, problem, args.device), daemon=True).start()
             pipes.append(parent)
-        [p.recv() for p in pipes]
-        probe = [pipes[0].send(("batch", [0, 1, 2, 3, 4], 0.0, 0.0)) or pipes[0].recv() for _ in range(3)][-1]
-        backlog = min(max(2.0 * statistics.median(d for _, _, d in probe), 0.05), 2.0)
-        times: dict[tuple[float, int], list[tuple[float, float, float]]] = {}
-        seed, rng = 100, random.Random(0)
+        pids = [p.recv() for p in pipes]
+        for p in pipes:  # warm-up, as verify's: its dispatch times size the backlog
+            p.send((list(range(2 * BATCH)), 0.0))
+        warm = [p.recv() for p in pipes]
+        base = backlog_for([statistics.median(w["dispatch"][BATCH:]) for w in warm], args.device)
+        conditions = [(m, frozen) for m in (1, 3) for frozen in (False, True)]
+        got: dict[tuple[int, bool], dict[int, list[dict[str, list[float]]]]] = {c: {0: [], 1: []} for c in conditions}
+        seed = 100
         for i in range(args.batches):
-            for warm in (0.0, args.warm_ms) if i % 2 else (args.warm_ms, 0.0):
+            for cond in rng.sample(conditions, len(conditions)):
+                m, frozen = cond
                 for w in (0, 1, 1, 0) if i % 2 else (1, 0, 0, 1):
-                    time.sleep(rng.uniform(0.0, 0.004))  # the parent's messages and SIGSTOP between batches
-                    pipes[w].send(("batch", list(range(seed, seed + 5)), backlog, warm))
-                    seed += 5
-                    times.setdefault((warm, w), []).extend(pipes[w].recv())
+                    time.sleep(rng.uniform(0.0, args.gap_ms) / 1e3)
+                    if frozen:
+                        os.kill(pids[1 - w], signal.SIGSTOP)
+                    try:
+                        pipes[w].send((list(range(seed, seed + BATCH)), m * base))
+                        got[cond][w].append(pipes[w].recv())
+                    finally:
+                        if frozen:
+                            os.kill(pids[1 - w], signal.SIGCONT)
+                    seed += BATCH
         for p in pipes:
             p.send(None)
-        for warm in (0.0, args.warm_ms):
-            for k, name in ((0, "sync"), (1, "stream")):
-                for drop_first in (False, True):
-                    a, b = ([t[k] for j, t in enumerate(times[(warm, w)]) if not (drop_first and j % 5 == 0)]
-                            for w in (0, 1))
-                    s = summary(a, b)
-                    rows.append({"problem": Path(problem).stem, "warm_ms": warm, "time": name,
-                                 "drop_first": drop_first, "backlog_ms": round(backlog, 3), "calls": len(a) + len(b),
-                                 **{k2: round(v, 4) for k2, v in s.items()}})
-                    print(" ".join(f"{k2}={v}" for k2, v in rows[-1].items()), flush=True)
+        for (m, frozen), batches in got.items():
+            rows.append({"problem": Path(problem).stem, "backlog_x": m, "backlog_ms": round(m * base, 3), "frozen": frozen,
+                         "calls": sum(len(b["times"]) for bs in batches.values() for b in bs),
+                         **{k: round(v, 4) for k, v in summary(batches).items()}})
+            print(" ".join(f"{k}={v}" for k, v in rows[-1].items()), flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with open(args.out, "w", newline="") as f:
         wr = csv.DictWriter(f, fieldnames=list(rows[0]))
