@@ -13,7 +13,7 @@ on the caller's stream; the time is the GPU time between the two events. Then a 
 synchronize: work left on any stream after the second event is added, as the host time that
 synchronize waited beyond its idle cost (measured once). Ending the interval at an event after the
 synchronize instead charged each call the host's wake-up from it, which varies: on the H200, an A/A
-test of 20-30 us calls (`gpu/timing_noise.py`) gave IQRs of 20-31% of the median that way (biased
+test of 20-30 us calls (`gpu/timing_noise.py` at 88e59f6) gave IQRs of 20-31% of the median that way (biased
 by up to 17%, and below zero for one problem), 3-16% this way. Work after the second event cannot
 have written what the sketch read. On the CPU, `time.perf_counter` around the call. The backlog keeps the GPU busy while the host
 dispatches the call and its output's sketch, so the interval holds GPU work and not launch latency, which
