@@ -762,3 +762,20 @@ def test_verify_shows_its_stage_on_a_terminal(tmp_path: Path) -> None:
     assert proc.returncode == 0, text
     assert "\r\x1b[K" in text and "verify honest_torch.py: candidate, trial 1" in text
     assert "\r\x1b[K" not in proc.stdout.decode()  # the live line is on stderr only
+
+
+def test_a_gpu_speedup_of_calls_under_a_tenth_of_a_ms_carries_a_caution_in_the_report_and_wins_csv() -> None:
+    """On the H200 an honest candidate identical to the reference timed 1.36x and 1.75x at 20-35 us a call:
+    such a speedup is printed and written with a caution, a 2.7 ms one and a CPU one without."""
+    from addressable.verification.runner import VerifyResult, format_result
+
+    def result(ms: float, device: str = "cuda") -> VerifyResult:
+        return VerifyResult("p.py", "c.py", "t", "pass", "", speedup=1.5, speedup_lo=1.4, speedup_hi=1.6,
+                            ref_ms=1.5 * ms, candidate_ms=ms, timing_runs=30, device=device)
+
+    short = result(0.03)
+    assert "caution: calls under 0.1 ms" in format_result(short) and "calls under 0.1 ms" in short.wins_row()["notes"]
+    assert short.wins_row()["verified"] is True  # a caution, not a verdict
+    for long_or_cpu in (result(2.7), result(0.03, "cpu")):
+        assert long_or_cpu.caution == "" and "caution" not in format_result(long_or_cpu)
+        assert long_or_cpu.wins_row()["notes"] == ""
