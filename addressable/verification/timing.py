@@ -1,11 +1,6 @@
 """Timing a candidate that may lie about time: clocks taken before it loads, a wall clock it cannot reach.
 
 In the candidate's process (`time_batch`): timed calls run in batches of `BATCH` calls of one model.
-Each call reports its backlog spin's GPU time (`spin_ms`) and its host time to the sketch's dispatch,
-so a run shows whether the backlog outlasted the dispatch: in one `verify` on the H200 the same softmax
-kernel timed 27 us a call in some batches and 55 us in others, the host time moved with it and the
-sketch's GPU time did not (the extra time is in the call's part: a wait for its launch, or a slower
-kernel), and which is still open.
 Each call gets fresh inputs (`fresh.FreshInputs`, drawn before the interval starts), then, on a
 GPU, a 256 MB L2 flush, a backlog (a kernel that spins for `backlog_ms`, the same for both models,
 chosen by the parent), a CUDA event, the call, the output's sketch (below) and a second event, both
@@ -15,12 +10,17 @@ synchronize waited beyond its idle cost (measured once). Ending the interval at 
 synchronize instead charged each call the host's wake-up from it, which varies: on the H200, an A/A
 test of 20-30 us calls (`gpu/timing_noise.py` at 88e59f6) gave IQRs of 20-31% of the median that way (biased
 by up to 17%, and below zero for one problem), 3-16% this way. Work after the second event cannot
-have written what the sketch read. On the CPU, `time.perf_counter` around the call. The backlog keeps the GPU busy while the host
-dispatches the call and its output's sketch, so the interval holds GPU work and not launch latency, which
-varies with whatever the host did before (a sketch, a message, the sandbox's audit hook: the
+have written what the sketch read. On the CPU, `time.perf_counter` around the call.
+The backlog keeps the GPU busy while the host dispatches the call and its output's sketch, so the
+interval holds GPU work and not launch latency, which varies with whatever the host did before (a sketch, a message, the sandbox's audit hook: the
 Triton examples' speedups moved by up to 2x with it on the H200, results/h200/verify_timing/).
 Dispatch that outlasts the backlog still lands in the interval. The host time of each call
 (`perf_counter` from the call to its return, before the synchronize) is reported beside it.
+Each call reports its backlog spin's GPU time (`spin_ms`) and its host time to the sketch's dispatch,
+so a run shows whether the backlog outlasted the dispatch: in one `verify` on the H200 the same softmax
+kernel timed 27 us a call in some batches and 55 us in others, the host time moved with it and the
+sketch's GPU time did not (the extra time is in the call's part: a wait for its launch, or a slower
+kernel), and which is still open.
 As the call returns, the output's sketch (`checks.sketch`) is taken: it binds every element of the
 output, so the reference checker can later compare the outputs of calls the candidate cannot
 predict. On a GPU it is queued on the caller's stream at the return, before the synchronize, so
