@@ -338,6 +338,13 @@ def idle_sync_ms(device_sync: Callable[[], None], perf: Callable[[], float], rep
     return statistics.median(out)
 
 
+def left_after(device_sync: Callable[[], None], perf: Callable[[], float], idle_ms: float) -> float:
+    """Host ms a device-wide synchronize waits beyond its idle cost: work still running on any stream."""
+    t0 = perf()
+    device_sync()
+    return max((perf() - t0) * 1e3 - idle_ms, 0.0)
+
+
 def time_calls(models: dict[str, Callable], inputs: list, device: str, repeats: int, warmup: int,
                budget_s: float, device_sync: bool = True) -> dict[str, list[float]]:
     """Per-call milliseconds of each model, alternating the order each round (see the module docstring).
@@ -366,11 +373,7 @@ def time_calls(models: dict[str, Callable], inputs: list, device: str, repeats: 
                     models[k](*inputs)
                     b.record()
                     b.synchronize()
-                    left = 0.0
-                    if device_sync:
-                        t1 = time.perf_counter()
-                        torch.cuda.synchronize()
-                        left = max((time.perf_counter() - t1) * 1e3 - idle, 0.0)
+                    left = left_after(torch.cuda.synchronize, time.perf_counter, idle) if device_sync else 0.0
                     times[k].append(max(a.elapsed_time(b) + left, 1e-6))
                 else:
                     t0 = time.perf_counter()

@@ -12,8 +12,9 @@ test of 20-30 us calls (`gpu/timing_noise.py` at 88e59f6) gave IQRs of 20-31% of
 by up to 17%, and below zero for one problem), 3-16% this way. Work after the second event cannot
 have written what the sketch read. On the CPU, `time.perf_counter` around the call.
 The backlog keeps the GPU busy while the host dispatches the call and its output's sketch, so the
-interval holds GPU work and not launch latency, which varies with whatever the host did before (a sketch, a message, the sandbox's audit hook: the
-Triton examples' speedups moved by up to 2x with it on the H200, results/h200/verify_timing/).
+interval holds GPU work and not launch latency, which varies with whatever the host did before (a
+sketch, a message, the sandbox's audit hook: the Triton examples' speedups moved by up to 2x with it
+on the H200, results/h200/verify_timing/).
 Dispatch that outlasts the backlog still lands in the interval. The host time of each call
 (`perf_counter` from the call to its return, before the synchronize) is reported beside it.
 Each call reports its backlog spin's GPU time (`spin_ms`) and its host time to the sketch's dispatch,
@@ -66,7 +67,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from addressable.verification.checks import check, finish_sketch, sketch, sketch_rows
-from addressable.verification.harness import as_outputs, idle_sync_ms
+from addressable.verification.harness import as_outputs, idle_sync_ms, left_after
 
 BATCH = 5  # calls per timed batch
 PARENT_CLOCK = time.perf_counter  # taken at import, before any candidate: the parent's wall clock
@@ -156,9 +157,7 @@ class Timer:
             dispatch = (c.perf() - t0) * 1e3
             c.record(b)
             c.wait(b)
-            t1 = c.perf()
-            c.device_sync()
-            left_ms = max((c.perf() - t1) * 1e3 - self.idle_sync_ms, 0.0)
+            left_ms = left_after(c.device_sync, c.perf, self.idle_sync_ms)
             spun = c.elapsed(spin, a)
             if cycles > 0 and spun > 0.02:  # the clock rises under load: the spins keep the fastest rate seen
                 self.cycles_per_ms = max(self.cycles_per_ms, cycles / spun)
