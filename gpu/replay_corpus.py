@@ -21,6 +21,7 @@ The split into dev and heldout is fixed before any data exists: results/h200/rep
     python3 gpu/replay_corpus.py "$OUT" --part 1 [--budget-s 450]   # then --part 2 in a second call
     python3 gpu/replay_corpus.py "$OUT" --part 3 --budget-s 290     # held-out 2: 16 new pairs (split heldout2)
     python3 gpu/replay_corpus.py "$OUT" --part 4 --budget-s 290     # held-out 3: 16 more (split heldout3)
+    python3 gpu/replay_corpus.py "$OUT" --part 5 --budget-s 330     # held-out 4: 18 more (split heldout4)
     python3 gpu/replay_corpus.py OUT --smoke [--pairs NAME,...]     # tiny sizes on the CPU (the test)
 
 Writes OUT/corpus/part-N/ (NAME.json, NAME.{A,B}[.rR].json.gz, profiler_overhead.json, capture.log),
@@ -804,6 +805,20 @@ def p_adamw(model: str, b: int):
     return build
 
 
+def p_bn(b: int, train: bool):
+    """ResNet-18, every BatchNorm2d eager vs nn.BatchNorm2d, at any batch (`p_cnn` fixes its batches)."""
+    def build():
+        x = image(b).to(memory_format=torch.channels_last)
+        is_bn = lambda c: isinstance(c, nn.BatchNorm2d)  # noqa: E731
+        if train:
+            y = torch.randint(0, 1000, (b,), device=DEV)
+            a, bb = swapped(lambda: resnet18(True), is_bn, EagerBatchNorm, None, lambda m, t: train_step(m, x, y))
+            return a, bb, f"ResNet-18 training, batch {b}, bf16 autocast, SGD: every BatchNorm2d eager (batch stats) vs nn.BatchNorm2d."
+        a, bb = swapped(lambda: resnet18(False), is_bn, EagerBatchNorm, None, lambda m, t: infer_step(m, x.to(torch.bfloat16)))
+        return a, bb, f"ResNet-18 inference, batch {b}, bf16, channels_last: every BatchNorm2d eager (running stats) vs nn.BatchNorm2d."
+    return build
+
+
 GELU_MODS, ROPE = (EagerGELU, FusedGELU, CompiledGELU), named("LlamaRotaryEmbedding")
 NORMS = (EagerLayerNorm, nn.LayerNorm)  # CompiledLayerNorm is an EagerLayerNorm
 DEC = dict(vit=False)
@@ -930,15 +945,67 @@ PAIRS = [
         "llama", 4, named("LlamaRMSNorm"), rms("eager"), rms("compiled"), "infer",
         "Llama-3.2-1B shapes cut to 4 layers, forward batch 1 x 64, bf16: every RMSNorm eager (fp32 math) vs the same "
         "function through torch.compile (inductor).", seq=64), 30),
+    # part 5: held-out 4 (written after held-out 3 was read, committed before capture; parts 1-4 are all dev for
+    # the model scored on it). Two pairs a regime, one more for the two regimes held-out 3 missed on.
+    Pair("vit-b1-d768-attention", "enc-infer-b1", "attention", 5, p_own_infer(
+        dict(d=768, layers=12, heads=12), dict(eager_attn=True), {}, Attention, 1,
+        "ViT-B/16-like (12 x d768) inference, batch 1, bf16: every attention eager (matmul, fp32 softmax, matmul) vs SDPA."), 18),
+    Pair("gpt-b1-s64-d1024-gelu", "dec-infer-b1", "tiny", 5, p_own_infer(
+        dict(d=1024, layers=6, heads=16, tokens=64, **DEC), dict(eager_act=True), {}, GELU_MODS, 1,
+        "Decoder of our own (6 x d1024), forward batch 1 x 64, bf16: every MLP GELU eager tanh-GELU vs F.gelu(tanh)."), 18),
+    Pair("gpt2-decode-b1-gelu-10l", "decode", "tiny", 5, p_hf_swap(
+        "gpt2", 10, GELUS, eager_gelu, fused_gelu, "decode",
+        "GPT-2 (10 layers, transformers) decode loop, batch 1, bf16: 16-token prompt + 8 greedy tokens; every MLP "
+        "GELU eager tanh-GELU vs F.gelu(tanh).", act="gelu_new"), 24),
+    Pair("gpt-train-b1-s256-layernorm", "train-small", "tiny", 5, p_own_train(
+        dict(d=768, layers=4, heads=12, tokens=256, **DEC), dict(norm="eager"), {}, NORMS, 1,
+        "Decoder of our own (4 x d768) training, b1 x 256, bf16 autocast, SGD: every LayerNorm eager vs nn.LayerNorm."), 18),
+    Pair("gpt-train-b8-s512-layernorm", "train-large", "tiny", 5, p_own_train(
+        dict(d=768, layers=4, heads=12, tokens=512, **DEC), dict(norm="eager"), {}, NORMS, 8,
+        "Decoder of our own (4 x d768) training, b8 x 512, bf16 autocast, SGD: every LayerNorm eager vs nn.LayerNorm."), 20),
+    Pair("resnet18-infer-b8-bn", "cnn", "tiny", 5, p_bn(8, False), 18),
+    Pair("two-stream-n2048-layernorm", "multi-stream", "side-stream", 5, p_two_stream("ln", 2048), 18),
+    Pair("compiled-layernorm-gpt-b1", "compiled", "tiny", 5, p_own_infer(
+        dict(d=1024, layers=6, heads=16, tokens=128, **DEC), dict(norm="eager"), dict(norm="compiled"), NORMS, 1,
+        "Decoder of our own (6 x d1024), forward batch 1 x 128, bf16: every LayerNorm eager vs the same function "
+        "through torch.compile (inductor)."), 30),
+    Pair("vit-b1-d512-layernorm-10l", "enc-infer-b1", "tiny", 5, p_own_infer(
+        dict(d=512, layers=10, heads=8), dict(norm="eager"), {}, NORMS, 1,
+        "ViT-like (10 x d512) inference, batch 1, bf16: every LayerNorm eager (9 ops) vs nn.LayerNorm."), 18),
+    Pair("llama-b1-s128-silu-6l", "dec-infer-b1", "tiny", 5, p_hf_swap(
+        "llama", 6, SILUS, lambda _: EagerSiLU(), lambda _: nn.SiLU(), "infer",
+        "Llama-3.2-1B shapes cut to 6 layers, forward batch 1 x 128, bf16: every SiLU eager (sigmoid, mul) vs "
+        "nn.SiLU."), 18),
+    Pair("llama-decode-b1-rmsnorm-6l", "decode", "tiny", 5, p_hf_swap(
+        "llama", 6, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "decode",
+        "Llama-3.2-1B shapes cut to 6 layers, decode loop, batch 1, bf16: every RMSNorm eager (fp32 math) vs "
+        "nn.RMSNorm."), 24),
+    Pair("vit-train-b4-d512-gelu", "train-small", "tiny", 5, p_own_train(
+        dict(d=512, layers=6, heads=8), dict(eager_act=True), {}, GELU_MODS, 4,
+        "ViT-like (6 x d512) training, batch 4, bf16 autocast, SGD: every MLP GELU eager tanh-GELU vs F.gelu(tanh)."), 18),
+    Pair("vit-train-b64-d384-gelu", "train-large", "tiny", 5, p_own_train(
+        dict(d=384, layers=6, heads=6), dict(eager_act=True), {}, GELU_MODS, 64,
+        "ViT-like (6 x d384) training, batch 64, bf16 autocast, SGD: every MLP GELU eager tanh-GELU vs F.gelu(tanh)."), 20),
+    Pair("resnet18-gn-infer-b4", "cnn", "tiny", 5, p_gn_infer(4), 18),
+    Pair("two-stream-n3072-gelu", "multi-stream", "side-stream", 5, p_two_stream("gelu", 3072), 18),
+    Pair("compiled-gelu-vit-b4", "compiled", "tiny", 5, p_own_infer(
+        dict(d=384, layers=12, heads=6), dict(eager_act=True), dict(act="compiled"), GELU_MODS, 4,
+        "ViT-S/16-like inference, batch 4, bf16: every MLP GELU eager vs the same function through torch.compile "
+        "(inductor)."), 30),
+    Pair("bert-train-b2-s128-gelu", "train-small", "tiny", 5, p_hf_swap(
+        "bert", 6, GELUS, eager_gelu, fused_gelu, "train",
+        "BERT-base shapes cut to 6 layers, training b2 x 128, bf16 autocast, SGD: every intermediate GELU eager "
+        "tanh-GELU vs F.gelu(tanh).", b=2, seq=128), 18),
+    Pair("two-stream-n2560-rmsnorm", "multi-stream", "side-stream", 5, p_two_stream("rms", 2560), 18),
 ]
 
 
 def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
     the first of the regime dev in even regimes (sorted by name) and heldout in odd ones (halves balanced);
-    every pair of part 3 is heldout2 (a second held-out set, made after the first was read) and of part 4
-    heldout3 (a third, made after the second was read)."""
-    out = {p.name: "heldout2" if p.part == 3 else "heldout3" for p in pairs if p.part >= 3}
+    every pair of part 3 is heldout2 (a second held-out set, made after the first was read), of part 4
+    heldout3 (a third, made after the second was read) and of part 5 heldout4 (after the third was read)."""
+    out = {p.name: f"heldout{p.part - 1}" for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):
         names = sorted((p.name for p in pairs if p.regime == regime), key=lambda n: hashlib.sha256(n.encode()).hexdigest())
@@ -1204,7 +1271,7 @@ def main(argv: list[str] | None = None) -> int:
     global SMOKE, DEV
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
-    ap.add_argument("--part", choices=["1", "2", "3", "4", "all"], default="all")
+    ap.add_argument("--part", choices=["1", "2", "3", "4", "5", "all"], default="all")
     ap.add_argument("--pairs", default="", help="comma-separated pair names (default: the part's)")
     ap.add_argument("--budget-s", type=float, default=450.0, help="wall seconds for the whole process")
     ap.add_argument("--pair-s", type=float, default=12.0, help="at most this long timing one pair")

@@ -9,8 +9,12 @@ For each problem and condition it prints the pooled median, the IQR over the med
 line is 1), the A/A ratio of the two workers' medians with verify's interval (the truth is 1), the
 medians of the backlog spin's GPU time and of the host time to the sketch's dispatch (the backlog must
 outlast it), and the correlation over batches of the median call time with the median host time.
+Then, per problem, `--traced` more batches per worker (frozen, backlog x1) run under torch.profiler (CUDA
+activity only), and a second table (OUT.trace.csv) gives each traced call's reported time beside what the
+trace saw after its backlog spin: the GPU's idle gap before the call's first kernel (a wait for the
+launch), that kernel's duration (a slower kernel), and the span to the last kernel before the next flush.
 
-    python gpu/timing_noise.py OUT.csv [--batches 30] [--gap-ms 20]
+    python gpu/timing_noise.py OUT.csv [--batches 30] [--gap-ms 20] [--traced 4]
     python gpu/timing_noise.py OUT.csv --device cpu --batches 3 --gap-ms 1   # a dry run of the script
 
 `results/h200/verify_timing/timing_noise.csv` came from this script's first version (88e59f6), which
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import multiprocessing as mp
 import os
 import random
@@ -37,7 +42,8 @@ PROBLEMS = ["tests/verification/zoo/softmax_long.py", "tests/verification/zoo/em
 
 
 def worker(conn: Any, problem: str, device: str) -> None:
-    """Serve timed batches of `problem`'s model: (seeds, backlog_ms) -> `Timer.batch`'s lists, sketches left out."""
+    """Serve timed batches of `problem`'s model: (seeds, backlog_ms, traced) -> `Timer.batch`'s lists, sketches
+    left out; traced, with the profiled GPU events too (`kernels`: name, start and duration in us)."""
     sys.path.insert(0, str(ROOT))
     from addressable.verification.fresh import FreshInputs
     from addressable.verification.harness import load_module, make_inputs
@@ -49,9 +55,40 @@ def worker(conn: Any, problem: str, device: str) -> None:
     fresh = FreshInputs(make_inputs(mod, 0, "native", device), "redraw")
     conn.send(os.getpid())
     while (msg := conn.recv()) is not None:
-        seeds, backlog_ms = msg
-        res = timer.batch(model, fresh.draw, seeds, key=7, backlog_ms=backlog_ms)
+        seeds, backlog_ms, traced = msg
+        if not traced:
+            res = timer.batch(model, fresh.draw, seeds, key=7, backlog_ms=backlog_ms)
+            conn.send({k: v for k, v in res.items() if k != "sketches"})
+            continue
+        import torch.profiler as tp
+
+        with tp.profile(activities=[tp.ProfilerActivity.CUDA]) as prof:
+            res = timer.batch(model, fresh.draw, seeds, key=7, backlog_ms=backlog_ms)
+        path = Path(f"/tmp/timing_noise_{os.getpid()}.json")
+        prof.export_chrome_trace(str(path))
+        events = json.loads(path.read_text())["traceEvents"]
+        res["kernels"] = sorted(((e["name"], float(e["ts"]), float(e.get("dur", 0))) for e in events
+                                 if e.get("cat") in ("kernel", "gpu_memset", "gpu_memcpy")), key=lambda k: k[1])
         conn.send({k: v for k, v in res.items() if k != "sketches"})
+
+
+def traced_calls(res: dict[str, Any]) -> list[dict[str, float]]:
+    """Per call of a traced batch: the reported time beside the trace's idle gap after the backlog spin, the
+    duration of the first kernel after it and the span to the last event before the next call's flush (us)."""
+    ks = res["kernels"]
+    spins = [i for i, k in enumerate(ks) if "spin_kernel" in k[0]]
+    out = []
+    for n, i in enumerate(spins):
+        end = spins[n + 1] - 1 if n + 1 < len(spins) else len(ks)  # the event before the next spin is its flush
+        after = ks[i + 1:end]
+        if not after or n >= len(res["times"]):
+            continue
+        spin_end = ks[i][1] + ks[i][2]
+        out.append({"reported_us": 1e3 * res["times"][n], "gap_us": after[0][1] - spin_end, "first_us": after[0][2],
+                    "first": after[0][0][:60], "span_us": max(k[1] + k[2] for k in after) - spin_end,
+                    "host_us": 1e3 * res["host"][n], "dispatch_us": 1e3 * res["dispatch"][n],
+                    "spin_us": 1e3 * res["spin_ms"][n]})
+    return out
 
 
 def _corr(xs: list[float], ys: list[float]) -> float:
@@ -76,13 +113,14 @@ def main() -> None:
     ap.add_argument("out", type=Path)
     ap.add_argument("--batches", type=int, default=30, help="batches per worker and condition")
     ap.add_argument("--gap-ms", type=float, default=20.0, help="the longest random gap before a batch")
+    ap.add_argument("--traced", type=int, default=4, help="profiled batches per worker and problem (GPU only)")
     ap.add_argument("--device", default="cuda")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     from addressable.verification.timing import BATCH, backlog_for
 
     ctx = mp.get_context("spawn")
-    rows, rng = [], random.Random(0)
+    rows, trace_rows, rng = [], [], random.Random(0)
     for problem in PROBLEMS:
         pipes, pids = [], []
         for _ in range(2):
@@ -91,7 +129,7 @@ def main() -> None:
             pipes.append(parent)
         pids = [p.recv() for p in pipes]
         for p in pipes:  # warm-up, as verify's: its dispatch times size the backlog
-            p.send((list(range(2 * BATCH)), 0.0))
+            p.send((list(range(2 * BATCH)), 0.0, False))
         warm = [p.recv() for p in pipes]
         base = backlog_for([statistics.median(w["dispatch"][BATCH:]) for w in warm], args.device)
         conditions = [(m, frozen) for m in (1, 3) for frozen in (False, True)]
@@ -105,12 +143,25 @@ def main() -> None:
                     if frozen:
                         os.kill(pids[1 - w], signal.SIGSTOP)
                     try:
-                        pipes[w].send((list(range(seed, seed + BATCH)), m * base))
+                        pipes[w].send((list(range(seed, seed + BATCH)), m * base, False))
                         got[cond][w].append(pipes[w].recv())
                     finally:
                         if frozen:
                             os.kill(pids[1 - w], signal.SIGCONT)
                     seed += BATCH
+        for i in range(args.traced if args.device == "cuda" else 0):
+            for w in (0, 1, 1, 0) if i % 2 else (1, 0, 0, 1):
+                os.kill(pids[1 - w], signal.SIGSTOP)
+                try:
+                    pipes[w].send((list(range(seed, seed + BATCH)), base, True))
+                    calls = traced_calls(pipes[w].recv())
+                finally:
+                    os.kill(pids[1 - w], signal.SIGCONT)
+                seed += BATCH
+                for c in calls:
+                    trace_rows.append({"problem": Path(problem).stem, "worker": w, "batch": i,
+                                       **{k: round(v, 2) if isinstance(v, float) else v for k, v in c.items()}})
+                    print(" ".join(f"{k}={v}" for k, v in trace_rows[-1].items()), flush=True)
         for p in pipes:
             p.send(None)
         for (m, frozen), batches in got.items():
@@ -123,6 +174,11 @@ def main() -> None:
         wr = csv.DictWriter(f, fieldnames=list(rows[0]))
         wr.writeheader()
         wr.writerows(rows)
+    if trace_rows:
+        with open(args.out.with_suffix(".trace.csv"), "w", newline="") as f:
+            wr = csv.DictWriter(f, fieldnames=list(trace_rows[0]))
+            wr.writeheader()
+            wr.writerows(trace_rows)
 
 
 if __name__ == "__main__":

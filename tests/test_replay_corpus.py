@@ -103,11 +103,12 @@ def _ops_in_swap_group(gz: bytes) -> int:
                and any(t == e["tid"] and a <= e["ts"] <= b for t, a, b in groups))
 
 
-def test_part_4_is_a_third_held_out_set_of_new_pairs_over_every_regime() -> None:
+@pytest.mark.parametrize(("part", "split"), [(4, "heldout3"), (5, "heldout4")])
+def test_parts_4_and_5_are_further_held_out_sets_of_new_pairs_over_every_regime(part: int, split: str) -> None:
     rc = _module()
-    old, new = [p for p in rc.PAIRS if p.part < 4], [p for p in rc.PAIRS if p.part == 4]
+    old, new = [p for p in rc.PAIRS if p.part < part], [p for p in rc.PAIRS if p.part == part]
     assert len(new) >= 13 and {p.regime for p in new} == {p.regime for p in old}
-    assert set(rc.split_of(rc.PAIRS)[p.name] for p in new) == {"heldout3"}
+    assert set(rc.split_of(rc.PAIRS)[p.name] for p in new) == {split}
     assert not {p.name for p in new} & {p.name for p in old}
     assert {p.regime for p in new[:8]} == {p.regime for p in old} and sum(p.est_s for p in new) + 30 < 450
 
@@ -120,6 +121,9 @@ def test_part_4_is_a_third_held_out_set_of_new_pairs_over_every_regime() -> None
     # eager LayerNorm: 9 ops, nn.LayerNorm: 1
     ("heldout3", ["vit-b1-d640-layernorm", "gpt-train-b32-s128-dropout-add", "two-stream-n3072-layernorm",
                   "compiled-rmsnorm-llama-b1-s64", "llama-decode-b1-silu-8l"], "vit-b1-d640-layernorm", 2),
+    # eager BatchNorm (running stats): several ops, nn.BatchNorm2d: 1
+    ("heldout4", ["resnet18-infer-b8-bn", "bert-train-b2-s128-gelu", "two-stream-n2560-rmsnorm",
+                  "llama-decode-b1-rmsnorm-6l"], "resnet18-infer-b8-bn", 2),
 ])
 def test_smoke_run_of_the_later_held_out_parts(tmp_path: Path, split: str, pairs: list[str], fewer: str,
                                                factor: int) -> None:
