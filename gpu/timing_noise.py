@@ -2,17 +2,20 @@
 
 Two worker processes time the same model through `Timer.batch` (fresh inputs, flush, backlog, sketch,
 the interval ending on the caller's stream), in alternating batches of `timing.BATCH` calls, as
-`verify`'s two helpers do. The conditions alternate batch by batch, so drift is shared:
+`verify`'s two helpers do, the idle worker frozen (SIGSTOP, as `verify` does). The conditions
+alternate batch by batch, so drift is shared:
+  no gap before a batch, or a random one of up to `--gap-ms` (the GPU idle meanwhile);
   backlog ×1 or ×3 (of what `timing.backlog_for` gives from the warm-up's dispatch times);
-  the idle worker frozen (SIGSTOP, as `verify` does) or not, with a gap of up to `--gap-ms` before each batch.
+  the backlog a one-thread spin (`spin`) or repeated L2 flushes (`flush`, memory traffic on every SM).
 For each problem and condition it prints the pooled median, the IQR over the median (verify's `review`
 line is 1), the A/A ratio of the two workers' medians with verify's interval (the truth is 1), the
-medians of the backlog spin's GPU time and of the host time to the sketch's dispatch (the backlog must
-outlast it), and the correlation over batches of the median call time with the median host time.
+medians of the backlog's GPU time and of the host time to the sketch's dispatch (the backlog must
+outlast it), the share of calls the GPU started before the host had queued their sketch (`late`), the
+median and A/A ratio of the other calls, and the correlation over batches of the median call time with
+the median host time.
 Then, per problem, `--traced` more batches per worker (frozen, backlog x1) run under torch.profiler (CUDA
-activity only), and a second table (OUT.trace.csv) gives each traced call's reported time beside what the
-trace saw after its backlog spin: the GPU's idle gap before the call's first kernel (a wait for the
-launch), that kernel's duration (a slower kernel), and the span to the last kernel before the next flush.
+activity only) for each backlog kind, and OUT.trace.jsonl holds each traced batch's GPU events (name,
+start, duration in us) beside its reported times.
 
     python gpu/timing_noise.py OUT.csv [--batches 30] [--gap-ms 20] [--traced 4]
     python gpu/timing_noise.py OUT.csv --device cpu --batches 3 --gap-ms 1   # a dry run of the script
@@ -42,8 +45,8 @@ PROBLEMS = ["tests/verification/zoo/softmax_long.py", "tests/verification/zoo/em
 
 
 def worker(conn: Any, problem: str, device: str) -> None:
-    """Serve timed batches of `problem`'s model: (seeds, backlog_ms, traced) -> `Timer.batch`'s lists, sketches
-    left out; traced, with the profiled GPU events too (`kernels`: name, start and duration in us)."""
+    """Serve timed batches of `problem`'s model: (seeds, backlog_ms, backlog kind, traced) -> `Timer.batch`'s
+    lists, sketches left out; traced, with the profiled GPU events too (`kernels`: name, start and duration in us)."""
     sys.path.insert(0, str(ROOT))
     from addressable.verification.fresh import FreshInputs
     from addressable.verification.harness import load_module, make_inputs
@@ -55,7 +58,7 @@ def worker(conn: Any, problem: str, device: str) -> None:
     fresh = FreshInputs(make_inputs(mod, 0, "native", device), "redraw")
     conn.send(os.getpid())
     while (msg := conn.recv()) is not None:
-        seeds, backlog_ms, traced = msg
+        seeds, backlog_ms, timer.backlog, traced = msg
         if not traced:
             res = timer.batch(model, fresh.draw, seeds, key=7, backlog_ms=backlog_ms)
             conn.send({k: v for k, v in res.items() if k != "sketches"})
@@ -72,23 +75,17 @@ def worker(conn: Any, problem: str, device: str) -> None:
         conn.send({k: v for k, v in res.items() if k != "sketches"})
 
 
-def traced_calls(res: dict[str, Any]) -> list[dict[str, float]]:
-    """Per call of a traced batch: the reported time beside the trace's idle gap after the backlog spin, the
-    duration of the first kernel after it and the span to the last event before the next call's flush (us)."""
-    ks = res["kernels"]
-    spins = [i for i, k in enumerate(ks) if "spin_kernel" in k[0]]
-    out = []
-    for n, i in enumerate(spins):
-        end = spins[n + 1] - 1 if n + 1 < len(spins) else len(ks)  # the event before the next spin is its flush
-        after = ks[i + 1:end]
-        if not after or n >= len(res["times"]):
-            continue
-        spin_end = ks[i][1] + ks[i][2]
-        out.append({"reported_us": 1e3 * res["times"][n], "gap_us": after[0][1] - spin_end, "first_us": after[0][2],
-                    "first": after[0][0][:60], "span_us": max(k[1] + k[2] for k in after) - spin_end,
-                    "host_us": 1e3 * res["host"][n], "dispatch_us": 1e3 * res["dispatch"][n],
-                    "spin_us": 1e3 * res["spin_ms"][n]})
-    return out
+
+
+
+def frozen_batch(pipe: Any, other: int, msg: tuple) -> dict[str, Any]:
+    """One batch from a worker while the other (pid `other`) is frozen, as `verify` times its two helpers."""
+    os.kill(other, signal.SIGSTOP)
+    try:
+        pipe.send(msg)
+        return pipe.recv()
+    finally:
+        os.kill(other, signal.SIGCONT)
 
 
 def _corr(xs: list[float], ys: list[float]) -> float:
@@ -98,10 +95,18 @@ def _corr(xs: list[float], ys: list[float]) -> float:
 def summary(batches: dict[int, list[dict[str, list[float]]]]) -> dict[str, float]:
     """Pooled figures of both workers' batches (see the module docstring)."""
     net = {w: [t - s for b in bs for t, s in zip(b["times"], b["sketch_ms"], strict=True)] for w, bs in batches.items()}
+    clean = {w: [t - s for b in bs for t, s, late in zip(b["times"], b["sketch_ms"], b["late"], strict=True) if not late]
+             for w, bs in batches.items()}
     qa, qb, both = (statistics.quantiles(x, n=4) for x in (net[0], net[1], net[0] + net[1]))
     per_batch = [b for bs in batches.values() for b in bs]
+    ca, cb = (statistics.median(clean[w]) if clean[w] else float("nan") for w in (0, 1))
     return {"median_us": 1e3 * both[1], "iqr_over_median": (both[2] - both[0]) / both[1],
             "ratio": qa[1] / qb[1], "ratio_lo": qa[0] / qb[2], "ratio_hi": qa[2] / qb[0],
+            "late": statistics.fmean(x for b in per_batch for x in b["late"]),
+            "clean_median_us": 1e3 * statistics.median(clean[0] + clean[1]) if clean[0] + clean[1] else float("nan"),
+            "clean_ratio": ca / cb,
+            "call_us": 1e3 * statistics.median(x for b in per_batch for x in b["call_ms"]),
+            "sketch_us": 1e3 * statistics.median(x for b in per_batch for x in b["sketch_ms"]),
             "spin_ms": statistics.median(s for b in per_batch for s in b["spin_ms"]),
             "dispatch_ms": statistics.median(d for b in per_batch for d in b["dispatch"]),
             "corr_call_host": _corr([statistics.median(b["times"]) for b in per_batch],
@@ -129,43 +134,32 @@ def main() -> None:
             pipes.append(parent)
         pids = [p.recv() for p in pipes]
         for p in pipes:  # warm-up, as verify's: its dispatch times size the backlog
-            p.send((list(range(2 * BATCH)), 0.0, False))
+            p.send((list(range(2 * BATCH)), 0.0, "spin", False))
         warm = [p.recv() for p in pipes]
         base = backlog_for([statistics.median(w["dispatch"][BATCH:]) for w in warm], args.device)
-        conditions = [(m, frozen) for m in (1, 3) for frozen in (False, True)]
-        got: dict[tuple[int, bool], dict[int, list[dict[str, list[float]]]]] = {c: {0: [], 1: []} for c in conditions}
+        conditions = [(m, kind, gap) for m in (1, 3) for kind in ("spin", "flush") for gap in (0.0, args.gap_ms)]
+        got: dict[tuple[int, str, float], dict[int, list[dict[str, list[float]]]]] = {c: {0: [], 1: []}
+                                                                                      for c in conditions}
         seed = 100
         for i in range(args.batches):
             for cond in rng.sample(conditions, len(conditions)):
-                m, frozen = cond
+                m, kind, gap = cond
                 for w in (0, 1, 1, 0) if i % 2 else (1, 0, 0, 1):
-                    time.sleep(rng.uniform(0.0, args.gap_ms) / 1e3)
-                    if frozen:
-                        os.kill(pids[1 - w], signal.SIGSTOP)
-                    try:
-                        pipes[w].send((list(range(seed, seed + BATCH)), m * base, False))
-                        got[cond][w].append(pipes[w].recv())
-                    finally:
-                        if frozen:
-                            os.kill(pids[1 - w], signal.SIGCONT)
+                    time.sleep(rng.uniform(0.0, gap) / 1e3)
+                    got[cond][w].append(frozen_batch(pipes[w], pids[1 - w], (list(range(seed, seed + BATCH)),
+                                                                              m * base, kind, False)))
                     seed += BATCH
         for i in range(args.traced if args.device == "cuda" else 0):
-            for w in (0, 1, 1, 0) if i % 2 else (1, 0, 0, 1):
-                os.kill(pids[1 - w], signal.SIGSTOP)
-                try:
-                    pipes[w].send((list(range(seed, seed + BATCH)), base, True))
-                    calls = traced_calls(pipes[w].recv())
-                finally:
-                    os.kill(pids[1 - w], signal.SIGCONT)
-                seed += BATCH
-                for c in calls:
-                    trace_rows.append({"problem": Path(problem).stem, "worker": w, "batch": i,
-                                       **{k: round(v, 2) if isinstance(v, float) else v for k, v in c.items()}})
-                    print(" ".join(f"{k}={v}" for k, v in trace_rows[-1].items()), flush=True)
+            for kind in ("spin", "flush"):
+                for w in (0, 1):
+                    res = frozen_batch(pipes[w], pids[1 - w], (list(range(seed, seed + BATCH)), base, kind, True))
+                    seed += BATCH
+                    trace_rows.append({"problem": Path(problem).stem, "worker": w, "batch": i, "kind": kind, **res})
         for p in pipes:
             p.send(None)
-        for (m, frozen), batches in got.items():
-            rows.append({"problem": Path(problem).stem, "backlog_x": m, "backlog_ms": round(m * base, 3), "frozen": frozen,
+        for (m, kind, gap), batches in got.items():
+            rows.append({"problem": Path(problem).stem, "backlog_x": m, "backlog_ms": round(m * base, 3), "backlog": kind,
+                         "gap_ms": gap,
                          "calls": sum(len(b["times"]) for bs in batches.values() for b in bs),
                          **{k: round(v, 4) for k, v in summary(batches).items()}})
             print(" ".join(f"{k}={v}" for k, v in rows[-1].items()), flush=True)
@@ -175,10 +169,7 @@ def main() -> None:
         wr.writeheader()
         wr.writerows(rows)
     if trace_rows:
-        with open(args.out.with_suffix(".trace.csv"), "w", newline="") as f:
-            wr = csv.DictWriter(f, fieldnames=list(trace_rows[0]))
-            wr.writeheader()
-            wr.writerows(trace_rows)
+        args.out.with_suffix(".trace.jsonl").write_text("".join(json.dumps(r) + "\n" for r in trace_rows))
 
 
 if __name__ == "__main__":

@@ -89,6 +89,7 @@ class Clocks:
     spin: Any = None  # torch.cuda._sleep: a kernel that spins for a number of GPU clock cycles
     current_stream: Any = None
     set_stream: Any = None
+    query: Any = None  # torch.cuda.Event.query: whether the GPU has passed an event
 
 
 def take_clocks(device: str) -> Clocks:
@@ -100,7 +101,7 @@ def take_clocks(device: str) -> Clocks:
     ev: Any = torch.cuda.Event
     return Clocks(PARENT_CLOCK, torch.no_grad, ev, ev.record, ev.__mro__[1].elapsed_time, ev.synchronize,
                   torch.cuda.synchronize, torch.Tensor.zero_, torch.cuda._sleep, torch.cuda.current_stream,
-                  torch.cuda.set_stream)
+                  torch.cuda.set_stream, ev.query)
 
 
 def spin_rate(clocks: Clocks, cycles: int = 1_000_000, warm_cycles: int = 40_000_000) -> float:
@@ -122,13 +123,27 @@ def spin_rate(clocks: Clocks, cycles: int = 1_000_000, warm_cycles: int = 40_000
 class Timer:
     """Timed calls with the clocks, flush buffer and synchronize overhead of one process."""
 
-    def __init__(self, clocks: Clocks, device: str) -> None:
+    def __init__(self, clocks: Clocks, device: str, backlog: str = "spin") -> None:
         import torch
 
-        self.clocks, self.cuda = clocks, device == "cuda"
+        self.clocks, self.cuda, self.backlog = clocks, device == "cuda", backlog
         self.flush = torch.empty(256 << 20, dtype=torch.uint8, device=device) if self.cuda else None
         self.idle_sync_ms = idle_sync_ms(clocks.device_sync, clocks.perf) if self.cuda else 0.0
         self.cycles_per_ms = spin_rate(clocks) if self.cuda else 0.0
+        self.flush_ms = self._flush_ms() if self.cuda else 0.0
+
+    def _flush_ms(self) -> float:
+        """GPU time of one L2 flush (ms), the fastest of three runs of five."""
+        c, best = self.clocks, math.inf
+        for _ in range(3):
+            e0, e1 = c.event(enable_timing=True), c.event(enable_timing=True)
+            c.record(e0)
+            for _ in range(5):
+                c.zero(self.flush)
+            c.record(e1)
+            c.device_sync()
+            best = min(best, c.elapsed(e0, e1) / 5)
+        return max(best, 1e-3)
 
     def call(self, fn: Callable, inputs: list, key: int, backlog_ms: float = 0.0) -> Timed:
         """One timed call (see the module docstring)."""
@@ -138,14 +153,16 @@ class Timer:
                 t0 = c.perf()
                 out = fn(*inputs)
                 ms = (c.perf() - t0) * 1e3
-                return Timed(ms, ms, [sketch(o, key) for o in as_outputs(out, "candidate")], 0.0, ms, 0.0)
+                return Timed(ms, ms, [sketch(o, key) for o in as_outputs(out, "candidate")], 0.0, ms, 0.0, False, ms)
             stream = c.current_stream()
             c.zero(self.flush)
             spin, a, b, s0, s1 = (c.event(enable_timing=True) for _ in range(5))
-            cycles = int(backlog_ms * self.cycles_per_ms)
+            cycles = int(backlog_ms * self.cycles_per_ms) if self.backlog == "spin" else 0
             c.record(spin)
             if cycles > 0:
                 c.spin(cycles)
+            for _ in range(math.ceil(backlog_ms / self.flush_ms) if self.backlog == "flush" and backlog_ms > 0 else 0):
+                c.zero(self.flush)
             c.record(a)
             t0 = c.perf()
             out = fn(*inputs)
@@ -156,13 +173,14 @@ class Timer:
             c.record(s1)
             dispatch = (c.perf() - t0) * 1e3
             c.record(b)
+            late = bool(c.query(a)) if c.query else False
             c.wait(b)
             left_ms = left_after(c.device_sync, c.perf, self.idle_sync_ms)
             spun = c.elapsed(spin, a)
             if cycles > 0 and spun > 0.02:  # the clock rises under load: the spins keep the fastest rate seen
                 self.cycles_per_ms = max(self.cycles_per_ms, cycles / spun)
             return Timed(max(c.elapsed(a, b) + left_ms, 1e-6), host, [finish_sketch(r) for r in rows],
-                         c.elapsed(s0, s1), dispatch, spun)
+                         c.elapsed(s0, s1), dispatch, spun, late, c.elapsed(a, s0))
 
     def batch(self, fn: Callable, draw: Callable[[int], list], seeds: list[int], key: int,
               repeat: bool = False, backlog_ms: float = 0.0) -> dict[str, Any]:
@@ -177,7 +195,8 @@ class Timer:
             calls.append(self.call(fn, inputs, key, backlog_ms))
         return {"times": [t.ms for t in calls], "host": [t.host_ms for t in calls],
                 "dispatch": [t.dispatch_ms for t in calls], "sketch_ms": [t.sketch_ms for t in calls],
-                "spin_ms": [t.spin_ms for t in calls], "sketches": [t.sketches for t in calls]}
+                "spin_ms": [t.spin_ms for t in calls], "late": [t.late for t in calls],
+                "call_ms": [t.call_ms for t in calls], "sketches": [t.sketches for t in calls]}
 
 
 @dataclass(frozen=True)
@@ -185,7 +204,9 @@ class Timed:
     """One timed call: its time (ms, the sketch included on a GPU), its host time (ms, from the call to its
     return), its outputs' sketches, how long the sketch took on the caller's stream (ms, on a GPU), and the
     host time to the sketch's dispatch (ms): the backlog must outlast it, or the interval holds host time,
-    and how long the backlog spun (GPU ms; its cycles over this are the SM clock before the call)."""
+    how long the backlog spun (GPU ms; its cycles over this are the SM clock before the call), whether the
+    GPU had passed the call's start before the host had queued the sketch (`late`: it may have waited for a
+    launch inside the interval), and the GPU time from the call's start to the sketch's (ms)."""
 
     ms: float
     host_ms: float
@@ -193,6 +214,8 @@ class Timed:
     sketch_ms: float
     dispatch_ms: float
     spin_ms: float
+    late: bool = False
+    call_ms: float = 0.0
 
     @property
     def net_ms(self) -> float:

@@ -303,6 +303,7 @@ def test_each_gpu_call_reports_how_long_its_backlog_spun_and_its_dispatch() -> N
                     noop, spin, noop, noop)
     timer = object.__new__(Timer)
     timer.clocks, timer.cuda, timer.flush, timer.idle_sync_ms, timer.cycles_per_ms = clocks, True, None, 0.0, 1000.0
+    timer.backlog, timer.flush_ms = "spin", 1.0
     res = timer.batch(lambda x: x * 2, lambda s: [torch.ones(4)], [1, 2, 3], key=1, backlog_ms=0.5)
     assert spins == [500, 500, 500]
     assert res["spin_ms"] == pytest.approx([0.5, 0.5, 0.5]) and all(d > 0 for d in res["dispatch"])
