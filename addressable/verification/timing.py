@@ -4,24 +4,22 @@ In the candidate's process (`time_batch`): timed calls run in batches of `BATCH`
 Each call gets fresh inputs (`fresh.FreshInputs`, drawn before the interval starts), then, on a
 GPU, a 256 MB L2 flush, a backlog (a kernel that spins for `backlog_ms`, the same for both models,
 chosen by the parent), a CUDA event, the call, the output's sketch (below) and a second event, both
-on the caller's stream; the time is the GPU time between the two events. Then a device-wide
-synchronize: work left on any stream after the second event is added, as the host time that
-synchronize waited beyond its idle cost (measured once). Ending the interval at an event after the
-synchronize instead charged each call the host's wake-up from it, which varies: on the H200, an A/A
-test of 20-30 us calls (`gpu/timing_noise.py` at 88e59f6) gave IQRs of 20-31% of the median that way (biased
-by up to 17%, and below zero for one problem), 3-16% this way. Work after the second event cannot
-have written what the sketch read. On the CPU, `time.perf_counter` around the call.
+on the caller's stream; the time is the GPU time between the two events. On the CPU, `time.perf_counter`
+around the call. Then a device-wide synchronize drains whatever the call left running on any stream
+before the next call (or the other model) starts; that work cannot have written what the sketch read,
+so it is not in the time: its wait beyond the synchronize's idle cost is reported (`left_ms`), and the
+parent's wall clock holds it. Charging that host-measured wait, as this harness did before, put host
+noise in every call: on the H200 (`gpu/timing_noise.py`) 20-30 us calls whose GPU time between the
+events varied by 1-2% had IQRs of 25-50% of their median with it, and two identical processes timed
+the same softmax 0.85-0.92x apart. Ending the interval at an event after the synchronize was worse (it
+holds the host's wake-up).
 The backlog keeps the GPU busy while the host dispatches the call and its output's sketch, so the
 interval holds GPU work and not launch latency, which varies with whatever the host did before (a
 sketch, a message, the sandbox's audit hook: the Triton examples' speedups moved by up to 2x with it
 on the H200, results/h200/verify_timing/).
-Dispatch that outlasts the backlog still lands in the interval. The host time of each call
-(`perf_counter` from the call to its return, before the synchronize) is reported beside it.
-Each call reports its backlog spin's GPU time (`spin_ms`) and its host time to the sketch's dispatch,
-so a run shows whether the backlog outlasted the dispatch: in one `verify` on the H200 the same softmax
-kernel timed 27 us a call in some batches and 55 us in others, the host time moved with it and the
-sketch's GPU time did not (the extra time is in the call's part: a wait for its launch, or a slower
-kernel), and which is still open.
+Dispatch that outlasts the backlog still lands in the interval: each call reports whether the GPU had
+already reached it when the host had queued its sketch (`late`), its backlog's GPU time (`spin_ms`) and
+its host time to the sketch's dispatch; the parent sizes the backlog from the last (`backlog_for`).
 As the call returns, the output's sketch (`checks.sketch`) is taken: it binds every element of the
 output, so the reference checker can later compare the outputs of calls the candidate cannot
 predict. On a GPU it is queued on the caller's stream at the return, before the synchronize, so
@@ -123,27 +121,13 @@ def spin_rate(clocks: Clocks, cycles: int = 1_000_000, warm_cycles: int = 40_000
 class Timer:
     """Timed calls with the clocks, flush buffer and synchronize overhead of one process."""
 
-    def __init__(self, clocks: Clocks, device: str, backlog: str = "spin") -> None:
+    def __init__(self, clocks: Clocks, device: str) -> None:
         import torch
 
-        self.clocks, self.cuda, self.backlog = clocks, device == "cuda", backlog
+        self.clocks, self.cuda = clocks, device == "cuda"
         self.flush = torch.empty(256 << 20, dtype=torch.uint8, device=device) if self.cuda else None
         self.idle_sync_ms = idle_sync_ms(clocks.device_sync, clocks.perf) if self.cuda else 0.0
         self.cycles_per_ms = spin_rate(clocks) if self.cuda else 0.0
-        self.flush_ms = self._flush_ms() if self.cuda else 0.0
-
-    def _flush_ms(self) -> float:
-        """GPU time of one L2 flush (ms), the fastest of three runs of five."""
-        c, best = self.clocks, math.inf
-        for _ in range(3):
-            e0, e1 = c.event(enable_timing=True), c.event(enable_timing=True)
-            c.record(e0)
-            for _ in range(5):
-                c.zero(self.flush)
-            c.record(e1)
-            c.device_sync()
-            best = min(best, c.elapsed(e0, e1) / 5)
-        return max(best, 1e-3)
 
     def call(self, fn: Callable, inputs: list, key: int, backlog_ms: float = 0.0) -> Timed:
         """One timed call (see the module docstring)."""
@@ -153,16 +137,14 @@ class Timer:
                 t0 = c.perf()
                 out = fn(*inputs)
                 ms = (c.perf() - t0) * 1e3
-                return Timed(ms, ms, [sketch(o, key) for o in as_outputs(out, "candidate")], 0.0, ms, 0.0, False, ms)
+                return Timed(ms, ms, [sketch(o, key) for o in as_outputs(out, "candidate")], 0.0, ms, 0.0, False, ms, 0.0)
             stream = c.current_stream()
             c.zero(self.flush)
             spin, a, b, s0, s1 = (c.event(enable_timing=True) for _ in range(5))
-            cycles = int(backlog_ms * self.cycles_per_ms) if self.backlog == "spin" else 0
+            cycles = int(backlog_ms * self.cycles_per_ms)
             c.record(spin)
             if cycles > 0:
                 c.spin(cycles)
-            for _ in range(math.ceil(backlog_ms / self.flush_ms) if self.backlog == "flush" and backlog_ms > 0 else 0):
-                c.zero(self.flush)
             c.record(a)
             t0 = c.perf()
             out = fn(*inputs)
@@ -179,8 +161,8 @@ class Timer:
             spun = c.elapsed(spin, a)
             if cycles > 0 and spun > 0.02:  # the clock rises under load: the spins keep the fastest rate seen
                 self.cycles_per_ms = max(self.cycles_per_ms, cycles / spun)
-            return Timed(max(c.elapsed(a, b) + left_ms, 1e-6), host, [finish_sketch(r) for r in rows],
-                         c.elapsed(s0, s1), dispatch, spun, late, c.elapsed(a, s0))
+            return Timed(max(c.elapsed(a, b), 1e-6), host, [finish_sketch(r) for r in rows],
+                         c.elapsed(s0, s1), dispatch, spun, late, c.elapsed(a, s0), left_ms)
 
     def batch(self, fn: Callable, draw: Callable[[int], list], seeds: list[int], key: int,
               repeat: bool = False, backlog_ms: float = 0.0) -> dict[str, Any]:
@@ -196,7 +178,8 @@ class Timer:
         return {"times": [t.ms for t in calls], "host": [t.host_ms for t in calls],
                 "dispatch": [t.dispatch_ms for t in calls], "sketch_ms": [t.sketch_ms for t in calls],
                 "spin_ms": [t.spin_ms for t in calls], "late": [t.late for t in calls],
-                "call_ms": [t.call_ms for t in calls], "sketches": [t.sketches for t in calls]}
+                "call_ms": [t.call_ms for t in calls], "left_ms": [t.left_ms for t in calls],
+                "sketches": [t.sketches for t in calls]}
 
 
 @dataclass(frozen=True)
@@ -206,7 +189,9 @@ class Timed:
     host time to the sketch's dispatch (ms): the backlog must outlast it, or the interval holds host time,
     how long the backlog spun (GPU ms; its cycles over this are the SM clock before the call), whether the
     GPU had passed the call's start before the host had queued the sketch (`late`: it may have waited for a
-    launch inside the interval), and the GPU time from the call's start to the sketch's (ms)."""
+    launch inside the interval), the GPU time from the call's start to the sketch's (ms), and how long the
+    device-wide synchronize after the interval waited beyond its idle cost (ms, host time: work left
+    running on some stream, not in the time)."""
 
     ms: float
     host_ms: float
@@ -216,6 +201,7 @@ class Timed:
     spin_ms: float
     late: bool = False
     call_ms: float = 0.0
+    left_ms: float = 0.0
 
     @property
     def net_ms(self) -> float:
@@ -224,12 +210,14 @@ class Timed:
 
 
 def backlog_for(host_ms: list[float], device: str) -> float:
-    """The backlog (ms) both models' timed calls get: twice the slower model's median host time to the
+    """The backlog (ms) both models' timed calls get: six times the slower model's median host time to the
     sketch's dispatch (`Timed.dispatch_ms`), within [0.05, 2] ms (the cap bounds host work a candidate could
-    hide in it); none on the CPU."""
+    hide in it); none on the CPU. On the H200 twice left 0.3-23% of 20-30 us calls `late` (the GPU
+    reached the call before its sketch was queued, and waited for it inside the interval), six times none
+    of them (`gpu/timing_noise.py`)."""
     if device != "cuda":
         return 0.0
-    return min(max(2.0 * max(host_ms, default=0.0), 0.05), 2.0)
+    return min(max(6.0 * max(host_ms, default=0.0), 0.05), 2.0)
 
 
 # ---------------------------------------------------------------- the parent's side: walls against reported times
@@ -248,6 +236,8 @@ class BatchRecord:
     sketch_ms: list[float] | None = None  # reported time of each call's sketch
     spin_ms: list[float] | None = None  # reported GPU time of each call's backlog spin
     dispatch_ms: list[float] | None = None  # reported host time of each call to its sketch's dispatch
+    late: list[bool] | None = None  # reported: the GPU reached the call before the host had queued its sketch
+    left_ms: list[float] | None = None  # reported host wait of the synchronize after each interval, beyond idle
     sketch_cost: float = 0.0  # what the sketch adds to each time, from the checker's batches (`with_sketch_cost`)
 
     @property
