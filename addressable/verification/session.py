@@ -371,13 +371,11 @@ def _summary(batches: list[BatchRecord]) -> dict[str, Any]:
     (r25, rmed, r75), (c25, cmed, c75) = quartiles(ref), quartiles(cand)
     host = {m: [h for b in batches if b.model == m and b.phase == "timed" for h in b.host or []] for m in ("ref", "cand")}
     late = {m: [x for b in batches if b.model == m and b.phase == "timed" for x in b.late or []] for m in ("ref", "cand")}
-    left = [x for b in batches if b.model == "cand" and b.phase == "timed" for x in b.left_ms or []]
     return {"ref_ms": rmed, "candidate_ms": cmed, "ref_ms_iqr": [r25, r75], "candidate_ms_iqr": [c25, c75],
             "ref_host_ms": statistics.median(host["ref"]) if host["ref"] else None,
             "candidate_host_ms": statistics.median(host["cand"]) if host["cand"] else None,
             "ref_late": statistics.fmean(late["ref"]) if late["ref"] else None,
             "candidate_late": statistics.fmean(late["cand"]) if late["cand"] else None,
-            "candidate_left_ms": statistics.median(left) if left else None,
             "speedup": rmed / cmed if cmed > 0 else float("inf"),
             "speedup_lo": r25 / c75 if c75 > 0 else None, "speedup_hi": r75 / c25 if c25 > 0 else None,
             "timing_runs": len(cand)}
