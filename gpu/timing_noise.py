@@ -20,8 +20,10 @@ start, duration in us) beside its reported times.
     python gpu/timing_noise.py OUT.csv [--batches 30] [--gap-ms 20] [--traced 4]
     python gpu/timing_noise.py OUT.csv --device cpu --batches 3 --gap-ms 1   # a dry run of the script
 
-`results/h200/verify_timing/timing_noise.csv` came from this script's first version (88e59f6), which
-compared an interval ending after the device synchronize with one ending on the caller's stream.
+`results/h200/verify_timing/timing_noise4.*` came from this version (e01608a); timing_noise.csv from the
+first (88e59f6: an interval ending after the device synchronize against one ending on the caller's
+stream), timing_noise2 and 3 from cffa663 and c59614a (the synchronize's wait still in the time; 3 also
+compared a backlog of repeated flushes with the spin).
 """
 
 from __future__ import annotations
