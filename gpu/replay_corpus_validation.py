@@ -21,7 +21,8 @@ The model was chosen on the dev half only (most pairs within 5%, then the lowest
 the error models of given and uniform (intervals.fit_error_model: the 80% quantile of |log error| per
 detected regime) are fitted on dev only, and only then are the held-out pairs scored, each held-out set
 apart (heldout: parts 1-2's half, read once before part 3 was written; heldout2: part 3, new pairs,
-read once before part 4 was written; heldout3: part 4): error, and whether the 80% interval (model
+read once before part 4 was written; heldout3: part 4, read once before part 5 was written; heldout4:
+part 5): error, and whether the 80% interval (model
 error, step noise, the spread of the projection over the profiled rounds) holds the measured speedup.
 The measured speedup (--truth): "quartile", the lower quartile of A's unprofiled steps over B's (as
 gpu/replay_validation.py; the committed figures), or "rounds", the median of the interleaved rounds'
@@ -29,7 +30,9 @@ A/B ratios (a paired measure; chosen after held-out 2 showed a pair whose pooled
 held-out 3 is its first clean test).
 
     python gpu/replay_corpus_validation.py CORPUS [--truth quartile|rounds] [--out outputs/replay_corpus/validation.csv]
-        [--error-model FILE]
+        [--error-model FILE] [--fit-on dev,heldout,...]
+Held-out 4 (part 5) is scored with the error model fitted on parts 1-4 (--fit-on dev,heldout,heldout2,heldout3:
+every earlier set had been read), as registered in docs/replay.md before part 5 was captured.
 """
 
 from __future__ import annotations
@@ -68,7 +71,7 @@ from addressable.trace.reader import Trace
 MODELS = ("uniform", "own", "module", "event", "given", "given_uniform", "given_v1")
 PROJECT_MODEL = "given"  # what `project --model replay` runs where a target has both inputs (project_traces)
 FALLBACK_MODEL = "uniform"  # what it runs for a target without them; both error models are written
-HELD = ("heldout", "heldout2", "heldout3")  # the held-out sets: parts 1-2's half, part 3, part 4
+HELD = ("heldout", "heldout2", "heldout3", "heldout4")  # the held-out sets: parts 1-2's half, parts 3, 4 and 5
 Q = rv.STEP_QUANTILE
 
 
@@ -189,11 +192,12 @@ def score(t: pd.DataFrame, m: str, inside: str | None = None) -> str:
             + (f", inside the 80% interval: {int(t[inside].sum())}/{len(t)}" if inside and inside in t else ""))
 
 
-def intervals_of(t: pd.DataFrame, m: str, prefix: str, source: str) -> intervals.ErrorModel:
-    """Model m's error model fitted on the dev rows of t, its 80% intervals on every row (columns
-    PREFIXlo, PREFIXhi, PREFIXinside, PREFIXhalf_width), and the max |error| per regime over the held-out
-    pairs (both held-out sets: reported, never fitted)."""
-    dev, held = t[t["split"] == "dev"], t[t["split"].isin(HELD)]
+def intervals_of(t: pd.DataFrame, m: str, prefix: str, source: str, fit_on: tuple[str, ...] = ("dev",)) -> intervals.ErrorModel:
+    """Model m's error model fitted on the rows of t whose split is in `fit_on` (the development data), its
+    80% intervals on every row (columns PREFIXlo, PREFIXhi, PREFIXinside, PREFIXhalf_width), and the max
+    |error| per regime over every held-out set (reported, for `project`'s warnings; fitted on only where
+    `fit_on` names the set)."""
+    dev, held = t[t["split"].isin(fit_on)], t[t["split"].isin(HELD)]
     model = intervals.fit_error_model({r: list(g[f"{m}_error"]) for r, g in dev.groupby("regime_detected")},
                                       source=source)
     t[f"{prefix}half_width"] = [model.width(r) for r in t["regime_detected"]]
@@ -205,16 +209,18 @@ def intervals_of(t: pd.DataFrame, m: str, prefix: str, source: str) -> intervals
     return model
 
 
-def report(t: pd.DataFrame, truth: str = "quartile") -> None:
+def report(t: pd.DataFrame, truth: str = "quartile", fit_on: tuple[str, ...] = ("dev",)) -> None:
     """Each half's scores: dev (fitted on), held-out 1 (read before part 3 existed), held-out 2 (read before
-    part 4 existed), held-out 3."""
+    part 4 existed), held-out 3 (read before part 5 existed), held-out 4; the sets fitted on say so."""
     for m in MODELS:
         print(f"dev {m}: {score(t[t['split'] == 'dev'], m)}")
     print(f"the dev choice rule (most within 5%, then median) picks {choose(t[t['split'] == 'dev'])}; "
           f"project runs {PROJECT_MODEL} (where a target falls back: {FALLBACK_MODEL})")
-    for split, words in (("dev", "dev"), ("heldout", "HELD-OUT 1 (already seen)"),
-                         ("heldout2", "HELD-OUT 2" if truth == "quartile" else "HELD-OUT 2 (already seen)"),
-                         ("heldout3", "HELD-OUT 3")):
+    names = (("dev", "dev"), ("heldout", "HELD-OUT 1 (already seen)"),
+             ("heldout2", "HELD-OUT 2" if truth == "quartile" else "HELD-OUT 2 (already seen)"),
+             ("heldout3", "HELD-OUT 3"), ("heldout4", "HELD-OUT 4"))
+    for split, words in names:
+        words = words.split(" (")[0].lower() + " (fitted on)" if split in fit_on and split != "dev" else words
         h = t[t["split"] == split]
         if not len(h):
             continue
@@ -230,6 +236,10 @@ def report(t: pd.DataFrame, truth: str = "quartile") -> None:
         if split != "dev":
             for m in (m for m in MODELS if m not in (PROJECT_MODEL, FALLBACK_MODEL)):
                 print(f"  {words} {m} (not run by project): {score(h, m)}")
+    if len(fit_on) > 1:
+        d = t[t["split"].isin(fit_on)]
+        print(f"development data (fitted on: {', '.join(fit_on)}; {PROJECT_MODEL}): {score(d, PROJECT_MODEL, 'inside')}")
+        print(f"  development data {FALLBACK_MODEL}: {score(d, FALLBACK_MODEL, 'uniform_inside')}")
 
 
 def corpus_pairs(root: Path) -> list[tuple[Path, str]]:
@@ -244,11 +254,19 @@ def main(argv: list[str] | None = None) -> int:
                     help="the measured speedup: the lower quartiles' ratio (what the committed figures use) or the "
                          "median of the interleaved rounds' ratios")
     ap.add_argument("--error-model", type=Path, default=None, help="write the fitted error model here")
-    ap.add_argument("--dev-only", action="store_true", help="read the dev half alone (to develop on it)")
+    ap.add_argument("--dev-only", action="store_true", help="read the development data alone (to develop on it)")
+    ap.add_argument("--fit-on", default="dev", help="comma-separated splits the error model is fitted on, the "
+                    "development data (held-out 4 is scored with dev,heldout,heldout2,heldout3)")
     args = ap.parse_args(argv)
     pairs = corpus_pairs(args.corpus)
+    fit_on = tuple(x for x in args.fit_on.split(",") if x)
+    unknown = set(fit_on) - {"dev", *HELD}
+    if unknown or not fit_on:
+        print(f"--fit-on: unknown splits {', '.join(sorted(unknown)) or '(none given)'}; known: dev, {', '.join(HELD)}",
+              file=sys.stderr)
+        return 2
     if args.dev_only:
-        pairs = [(f, n) for f, n in pairs if json.loads((f / f"{n}.json").read_text()).get("split", "dev") == "dev"]
+        pairs = [(f, n) for f, n in pairs if json.loads((f / f"{n}.json").read_text()).get("split", "dev") in fit_on]
     if not pairs:
         print(f"no pairs (NAME.A.json.gz) under {args.corpus}", file=sys.stderr)
         return 2
@@ -266,9 +284,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     t = pd.DataFrame(rows)
     t["model"] = PROJECT_MODEL
-    src = f"{args.out} (dev half, model {{}}, truth {args.truth})"
-    ours = {m: intervals_of(t, m, p, src.format(m)) for m, p in ((PROJECT_MODEL, ""), (FALLBACK_MODEL, "uniform_"))}
-    report(t, args.truth)
+    src = f"{args.out} (fitted on {'+'.join(fit_on)}, model {{}}, truth {args.truth})"
+    ours = {m: intervals_of(t, m, p, src.format(m), fit_on) for m, p in ((PROJECT_MODEL, ""), (FALLBACK_MODEL, "uniform_"))}
+    report(t, args.truth, fit_on)
     print("error model (dev): " + "; ".join(f"{m}: " + ", ".join(f"{r} {e.width(r):.1%}" for r in sorted(e.n_dev))
                                             for m, e in ours.items()))
     write_text(args.out, t.to_csv(index=False, float_format="%.4f"))
