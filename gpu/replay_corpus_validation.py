@@ -61,6 +61,7 @@ from addressable.projection.replay import (
     WhatIf,
     fit_cpu_scale,
     group_cpu,
+    has_backward,
     project_traces,
     regime_of,
     replay,
@@ -150,7 +151,7 @@ def round_models(a: Path, b: Path, meta: dict, step_a: float, costs: tuple[float
     row["given_v1"] = speedup(ga, [dataclasses.replace(c, cpu_calls=None) for c in given], sc)
     ge = deprofiled(ta, ga, *costs)
     row.update(event=speedup(ge, changes, fit_cpu_scale(ge, step_a * 1e3)))
-    row["regime_detected"] = regime_of(ga, step_a * 1e3)
+    row["regime_detected"] = regime_of(ga, step_a * 1e3, has_backward(ta))
     return row
 
 

@@ -190,13 +190,21 @@ def test_corpus_validation_fits_on_dev_and_scores_heldout_apart(tmp_path: Path) 
     a, b = read_error_model(err), read_error_model(err2)
     assert (a.pooled, a.half_width, a.source.split("model ")[1]) == (b.pooled, b.half_width, b.source.split("model ")[1])
     assert a.heldout_max != b.heldout_max
-    assert read_error_model(err, "given").source.endswith("(dev half, model given, truth quartile)")
+    assert read_error_model(err, "given").source.endswith("(fitted on dev, model given, truth quartile)")
     # a second held-out set is scored as its own half, and reaches no fit either
     res3, err3 = _validate(_mini_corpus(tmp_path / "c3", heldout_b_scale=1.2, held="heldout2"), tmp_path / "v3.csv")
     assert res3.returncode == 0, res3.stderr[-2000:]
     assert "HELD-OUT 2 (given, what project runs)" in res3.stdout and "HELD-OUT 1" not in res3.stdout
     c = read_error_model(err3)
     assert (c.pooled, c.half_width) == (a.pooled, a.half_width) and c.heldout_max == b.heldout_max
+
+    # --fit-on names the development data: a held-out set fitted on moves the fit, and says so
+    res4, err4 = _validate(_mini_corpus(tmp_path / "c4", heldout_b_scale=1.2), tmp_path / "v4.csv", "--fit-on", "dev,heldout")
+    assert res4.returncode == 0, res4.stderr[-2000:]
+    d = read_error_model(err4)
+    assert d.pooled != b.pooled and "fitted on dev+heldout" in d.source and "held-out 1 (fitted on)" in res4.stdout
+    res5, _ = _validate(_mini_corpus(tmp_path / "c5"), tmp_path / "v5.csv", "--fit-on", "dev,heldout9")
+    assert res5.returncode == 2 and "unknown splits heldout9" in res5.stderr and not (tmp_path / "v5.csv").exists()
 
 
 def test_the_committed_table_reproduces_from_the_committed_corpus(tmp_path: Path) -> None:

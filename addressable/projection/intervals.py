@@ -23,7 +23,6 @@ from addressable.core.errors import AddressableError
 from addressable.core.files import read_yaml
 
 ERROR_MODEL = Path(__file__).with_name("replay_error.yaml")
-REGIMES = ("multi-stream", "compiled", "cpu-bound", "gpu-bound")  # replay.regime_of
 
 
 @dataclass
@@ -101,7 +100,7 @@ def fit_error_model(errors: dict[str, list[float]], coverage: float = 0.8, min_d
 def error_model_yaml(models: dict[str, ErrorModel]) -> str:
     """The error model of each CPU model as the YAML `read_error_model` reads (written by the validation, committed)."""
     first = next(iter(models.values()))
-    lines = ["# written by gpu/replay_corpus_validation.py from the validation corpus's dev half; do not edit",
+    lines = ["# written by gpu/replay_corpus_validation.py from the validation corpus's development data (each model's source names it); do not edit",
              f"coverage: {first.coverage}", f"warn_above: {first.warn_above}", "models:"]
     for name, m in models.items():
         lines += [f"  {name}:", f"    source: {m.source!r}", f"    pooled_half_width: {m.pooled:.4f}", "    regimes:"]

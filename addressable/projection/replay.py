@@ -883,17 +883,29 @@ def fit_cpu_scale(g: Graph, step_us: float, lo: float = 0.05, hi: float = 4.0, r
 CPU_BOUND_BELOW = 0.8  # GPU busy / step under this: the CPU (dispatch, launches) holds the step
 
 
-def regime_of(g: Graph, step_us: float | None = None) -> str:
-    """A run's regime from its graph: multi-stream (kernels of two streams overlapped or waited on each
-    other), compiled (inductor's triton kernels), else cpu-bound or gpu-bound by GPU busy / step."""
-    if g.typical.get("n_shared_kernels") or g.typical.get("n_cross_stream_waits"):
-        return "multi-stream"
-    if any(str(n).startswith("triton_") for n in np.unique(g.gpu_name.astype(str))):
-        return "compiled"
-    o = original(g)
-    n = max(len(g.steps), 1)
-    step = step_us if step_us and step_us > 0 else o.span / n
-    return "cpu-bound" if o.busy / n / step < CPU_BOUND_BELOW else "gpu-bound"
+def regime_of(g: Graph, step_us: float | None = None, training: bool = False) -> str:
+    """A run's regime from its graph: multi-stream (kernels on two or more streams, whether or not they
+    overlapped in this trace), compiled (inductor's triton kernels), else cpu-bound or gpu-bound by GPU
+    busy / step; " training" appended for a step with a backward pass (`has_backward`), whose backward
+    CPU the profiler-free hooks do not time."""
+    if (g.typical.get("n_shared_kernels") or g.typical.get("n_cross_stream_waits")
+            or len(np.unique(g.gpu_stream[g.gpu_kernel])) > 1):
+        base = "multi-stream"
+    elif any(str(n).startswith("triton_") for n in np.unique(g.gpu_name.astype(str))):
+        base = "compiled"
+    else:
+        o = original(g)
+        n = max(len(g.steps), 1)
+        step = step_us if step_us and step_us > 0 else o.span / n
+        base = "cpu-bound" if o.busy / n / step < CPU_BOUND_BELOW else "gpu-bound"
+    return f"{base} training" if training else base
+
+
+def has_backward(trace: Trace) -> bool:
+    """Whether the trace records autograd's backward (PyTorch's `autograd::engine` ops or `*Backward*` nodes)."""
+    ev = trace.events
+    names = ev.loc[(ev["kind"] == "cpu_op").to_numpy(), "name"].astype(str)
+    return bool(names.str.contains("autograd::engine|Backward", regex=True).any())
 
 
 def original(g: Graph) -> Replay:
@@ -997,7 +1009,7 @@ def project_traces(paths: Sequence[str | Path | Trace], whatifs: Sequence[WhatIf
                                                                       ("k_hi", "typical")))
         top = replay(g, [Change(ceiling(trace, g), np.inf)], scale)
         if rank == 0:
-            regime, n_cpu = regime_of(g, step_us), len(fixed)
+            regime, n_cpu = regime_of(g, step_us, has_backward(trace)), len(fixed)
         rows.append({"rank": rank, "trace": trace.path, "residual": residual(g, unscaled), "cpu_scale": rest,
                      "span": original(g).span, "base": base.span, "point": point.span, "lo": lo.span,
                      "hi": hi.span, "ceiling": top.span, "busy": base.busy, "busy_point": point.busy,

@@ -14,6 +14,7 @@ from addressable.projection.replay import (
     Change,
     calls_in_ranges,
     fit_cpu_scale,
+    has_backward,
     regime_of,
     replay,
     scales,
@@ -79,6 +80,25 @@ def test_regimes(tmp_path: Path) -> None:
     tb.launch(1030, 5, 1040, 5, name="triton_poi_fused_add_0")
     tb.step(2, 1025, 30)
     assert regime_of(graph(tmp_path, tb)) == "compiled"
+
+
+def test_two_streams_that_never_overlapped_are_multi_stream_and_a_backward_pass_is_training(tmp_path: Path) -> None:
+    """A side stream whose kernels happened not to overlap the main stream's in this trace is still a
+    multi-stream run (on the H200 corpus, side-stream pairs detected otherwise were off by up to 14.7%);
+    a step with autograd's backward is a training one (its backward CPU is not timed profiler-free)."""
+    tb = TraceBuilder()
+    tb.launch(10, 5, 20, 50, op="aten::mul")  # stream 7: 20-70
+    tb.launch(100, 5, 110, 50, stream=8, op="aten::mul")  # stream 8: 110-160, after stream 7 is done
+    tb.step(1, 0, 400)
+    g = graph(tmp_path, tb)
+    assert not g.typical.get("n_shared_kernels") and not g.typical.get("n_cross_stream_waits")
+    assert regime_of(g) == "multi-stream"
+    trace = load_trace(tb.write(tmp_path / "t.json"), runtime=True)
+    assert not has_backward(trace)
+    tb.launch(200, 5, 210, 50, op="autograd::engine::evaluate_function: MulBackward0")
+    trace = load_trace(tb.write(tmp_path / "t.json"), runtime=True)
+    assert has_backward(trace) and regime_of(graph(tmp_path, tb), training=True) == "multi-stream training"
+    assert regime_of(launch_bound(tmp_path), training=True) == "cpu-bound training"
 
 
 def test_step_noise_and_widen() -> None:
