@@ -904,7 +904,7 @@ def regime_of(g: Graph, step_us: float | None = None, training: bool = False) ->
 def has_backward(trace: Trace) -> bool:
     """Whether the trace records autograd's backward (PyTorch's `autograd::engine` ops or `*Backward*` nodes)."""
     ev = trace.events
-    names = ev.loc[(ev["kind"] == "cpu_op").to_numpy(), "name"].astype(str)
+    names = pd.Series(ev.loc[(ev["kind"] == "cpu_op").to_numpy(), "name"].unique()).astype(str)
     return bool(names.str.contains("autograd::engine|Backward", regex=True).any())
 
 
