@@ -22,6 +22,7 @@ The split into dev and heldout is fixed before any data exists: results/h200/rep
     python3 gpu/replay_corpus.py "$OUT" --part 3 --budget-s 290     # held-out 2: 16 new pairs (split heldout2)
     python3 gpu/replay_corpus.py "$OUT" --part 4 --budget-s 290     # held-out 3: 16 more (split heldout3)
     python3 gpu/replay_corpus.py "$OUT" --part 5 --budget-s 330     # held-out 4: 18 more (split heldout4)
+    python3 gpu/replay_corpus.py "$OUT" --part 6 --budget-s 330     # held-out 5: 18 more (split heldout5)
     python3 gpu/replay_corpus.py OUT --smoke [--pairs NAME,...]     # tiny sizes on the CPU (the test)
 
 Writes OUT/corpus/part-N/ (NAME.json, NAME.{A,B}[.rR].json.gz, profiler_overhead.json, capture.log),
@@ -997,6 +998,61 @@ PAIRS = [
         "BERT-base shapes cut to 6 layers, training b2 x 128, bf16 autocast, SGD: every intermediate GELU eager "
         "tanh-GELU vs F.gelu(tanh).", b=2, seq=128), 18),
     Pair("two-stream-n2560-rmsnorm", "multi-stream", "side-stream", 5, p_two_stream("rms", 2560), 18),
+    # part 6: held-out 5 (written after held-out 4 was read, committed before capture; parts 1-5 are all
+    # development data for what scores it). Two pairs a regime, a third for training and compiled swaps.
+    Pair("vit-b1-d384-layernorm-8l", "enc-infer-b1", "tiny", 6, p_own_infer(
+        dict(d=384, layers=8, heads=6), dict(norm="eager"), {}, NORMS, 1,
+        "ViT-S-like (8 x d384) inference, batch 1, bf16: every LayerNorm eager (9 ops) vs nn.LayerNorm."), 18),
+    Pair("gpt-b1-s128-d512-attention", "dec-infer-b1", "attention", 6, p_own_infer(
+        dict(d=512, layers=8, heads=8, tokens=128, **DEC), dict(eager_attn=True), {}, Attention, 1,
+        "Decoder of our own (8 x d512), forward batch 1 x 128, bf16: every attention eager vs SDPA."), 18),
+    Pair("gpt2-decode-b1-layernorm-8l", "decode", "tiny", 6, p_hf_swap(
+        "gpt2", 8, lambda c: isinstance(c, nn.LayerNorm), EagerLayerNorm, None, "decode",
+        "GPT-2 (8 layers, transformers) decode loop, batch 1, bf16: 16-token prompt + 8 greedy tokens; every "
+        "LayerNorm eager vs nn.LayerNorm.", act="gelu_new"), 24),
+    Pair("gpt-train-b2-s128-attention", "train-small", "attention", 6, p_own_train(
+        dict(d=512, layers=4, heads=8, tokens=128, **DEC), dict(eager_attn=True), {}, Attention, 2,
+        "Decoder of our own (4 x d512) training, b2 x 128, bf16 autocast, SGD: every attention eager vs SDPA."), 18),
+    Pair("gpt-train-b16-s256-layernorm", "train-large", "tiny", 6, p_own_train(
+        dict(d=512, layers=4, heads=8, tokens=256, **DEC), dict(norm="eager"), {}, NORMS, 16,
+        "Decoder of our own (4 x d512) training, b16 x 256, bf16 autocast, SGD: every LayerNorm eager vs nn.LayerNorm."), 20),
+    Pair("resnet18-train-b16-bn", "cnn", "tiny", 6, p_bn(16, True), 18),
+    Pair("two-stream-n3584-rmsnorm", "multi-stream", "side-stream", 6, p_two_stream("rms", 3584), 18),
+    Pair("compiled-rmsnorm-llama-b1-6l", "compiled", "tiny", 6, p_hf_swap(
+        "llama", 6, named("LlamaRMSNorm"), rms("eager"), rms("compiled"), "infer",
+        "Llama-3.2-1B shapes cut to 6 layers, forward batch 1 x 128, bf16: every RMSNorm eager (fp32 math) vs the same "
+        "function through torch.compile (inductor)."), 30),
+    Pair("bert-b1-s64-layernorm-6l", "enc-infer-b1", "tiny", 6, p_hf_swap(
+        "bert", 6, lambda c: isinstance(c, nn.LayerNorm), EagerLayerNorm, None, "infer",
+        "BERT-base shapes cut to 6 layers (transformers), inference batch 1 x 64: every LayerNorm eager vs "
+        "nn.LayerNorm.", seq=64), 18),
+    Pair("llama-b1-s256-rmsnorm-4l", "dec-infer-b1", "tiny", 6, p_hf_swap(
+        "llama", 4, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "infer",
+        "Llama-3.2-1B shapes cut to 4 layers, forward batch 1 x 256, bf16: every RMSNorm eager (fp32 math) vs "
+        "nn.RMSNorm.", seq=256), 18),
+    Pair("llama-decode-b1-silu-6l", "decode", "tiny", 6, p_hf_swap(
+        "llama", 6, SILUS, lambda _: EagerSiLU(), lambda _: nn.SiLU(), "decode",
+        "Llama-3.2-1B shapes cut to 6 layers, decode loop, batch 1, bf16: every SiLU eager vs nn.SiLU."), 24),
+    Pair("vit-train-b2-d512-gelu", "train-small", "tiny", 6, p_own_train(
+        dict(d=512, layers=6, heads=8), dict(eager_act=True), {}, GELU_MODS, 2,
+        "ViT-like (6 x d512) training, batch 2, bf16 autocast, SGD: every MLP GELU eager tanh-GELU vs F.gelu(tanh)."), 18),
+    Pair("vit-train-b32-d384-layernorm", "train-large", "tiny", 6, p_own_train(
+        dict(d=384, layers=6, heads=6), dict(norm="eager"), {}, NORMS, 32,
+        "ViT-like (6 x d384) training, batch 32, bf16 autocast, SGD: every LayerNorm eager vs nn.LayerNorm."), 20),
+    Pair("resnet18-gn-infer-b2", "cnn", "tiny", 6, p_gn_infer(2), 18),
+    Pair("two-stream-n3072-small-gelu", "multi-stream", "side-stream", 6, p_two_stream("small-gelu", 3072), 18),
+    Pair("compiled-layernorm-vit-b1", "compiled", "tiny", 6, p_own_infer(
+        dict(d=512, layers=8, heads=8), dict(norm="eager"), dict(norm="compiled"), NORMS, 1,
+        "ViT-like (8 x d512) inference, batch 1, bf16: every LayerNorm eager vs the same function through "
+        "torch.compile (inductor)."), 30),
+    Pair("llama-train-b1-s128-rmsnorm", "train-small", "tiny", 6, p_hf_swap(
+        "llama", 2, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "train",
+        "Llama-3.2-1B shapes cut to 2 layers, training b1 x 128, bf16 weights: every RMSNorm eager vs nn.RMSNorm.",
+        b=1, seq=128), 18),
+    Pair("compiled-gelu-gpt-b4-s64", "compiled", "tiny", 6, p_own_infer(
+        dict(d=768, layers=6, heads=12, tokens=64, **DEC), dict(eager_act=True), dict(act="compiled"), GELU_MODS, 4,
+        "Decoder of our own (6 x d768), forward batch 4 x 64, bf16: every MLP GELU eager vs the same function "
+        "through torch.compile (inductor)."), 30),
 ]
 
 
@@ -1004,7 +1060,8 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
     the first of the regime dev in even regimes (sorted by name) and heldout in odd ones (halves balanced);
     every pair of part 3 is heldout2 (a second held-out set, made after the first was read), of part 4
-    heldout3 (a third, made after the second was read) and of part 5 heldout4 (after the third was read)."""
+    heldout3 (a third, made after the second was read), of part 5 heldout4 and of part 6 heldout5 (each made
+    after the set before it was read)."""
     out = {p.name: f"heldout{p.part - 1}" for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):
@@ -1271,7 +1328,7 @@ def main(argv: list[str] | None = None) -> int:
     global SMOKE, DEV
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
-    ap.add_argument("--part", choices=["1", "2", "3", "4", "5", "all"], default="all")
+    ap.add_argument("--part", choices=["1", "2", "3", "4", "5", "6", "all"], default="all")
     ap.add_argument("--pairs", default="", help="comma-separated pair names (default: the part's)")
     ap.add_argument("--budget-s", type=float, default=450.0, help="wall seconds for the whole process")
     ap.add_argument("--pair-s", type=float, default=12.0, help="at most this long timing one pair")

@@ -103,8 +103,8 @@ def _ops_in_swap_group(gz: bytes) -> int:
                and any(t == e["tid"] and a <= e["ts"] <= b for t, a, b in groups))
 
 
-@pytest.mark.parametrize(("part", "split"), [(4, "heldout3"), (5, "heldout4")])
-def test_parts_4_and_5_are_further_held_out_sets_of_new_pairs_over_every_regime(part: int, split: str) -> None:
+@pytest.mark.parametrize(("part", "split"), [(4, "heldout3"), (5, "heldout4"), (6, "heldout5")])
+def test_parts_4_to_6_are_further_held_out_sets_of_new_pairs_over_every_regime(part: int, split: str) -> None:
     rc = _module()
     old, new = [p for p in rc.PAIRS if p.part < part], [p for p in rc.PAIRS if p.part == part]
     assert len(new) >= 13 and {p.regime for p in new} == {p.regime for p in old}
@@ -124,6 +124,9 @@ def test_parts_4_and_5_are_further_held_out_sets_of_new_pairs_over_every_regime(
     # eager BatchNorm (running stats): several ops, nn.BatchNorm2d: 1
     ("heldout4", ["resnet18-infer-b8-bn", "bert-train-b2-s128-gelu", "two-stream-n2560-rmsnorm",
                   "llama-decode-b1-rmsnorm-6l"], "resnet18-infer-b8-bn", 2),
+    # eager LayerNorm: 9 ops, nn.LayerNorm: 1
+    ("heldout5", ["bert-b1-s64-layernorm-6l", "resnet18-train-b16-bn", "llama-train-b1-s128-rmsnorm",
+                  "two-stream-n3072-small-gelu"], "bert-b1-s64-layernorm-6l", 2),
 ])
 def test_smoke_run_of_the_later_held_out_parts(tmp_path: Path, split: str, pairs: list[str], fewer: str,
                                                factor: int) -> None:
