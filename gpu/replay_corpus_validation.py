@@ -16,7 +16,9 @@ the profiler's CPU overhead out are replayed (dispatch rule "typical" for kept l
            cpu_us_after, scored through the same function (replay.project_traces, WhatIf.cpu);
   given_uniform  given without the group's measured scale;
   given_v1 given as first committed, before the change chosen on the dev half (a fused call's runtime
-           calls other than its kept launches, e.g. an eager BatchNorm's cudaMemsetAsync, stayed).
+           calls other than its kept launches, e.g. an eager BatchNorm's cudaMemsetAsync, stayed);
+  given_v2 given as scored on held-outs 2-4, before the change chosen on parts 1-5 (the backward's
+           launches at the rest's fitted scale; now at the forward's measured one).
 The model was chosen on the dev half only (most pairs within 5%, then the lowest median |error|: given);
 the error models of given and uniform (intervals.fit_error_model: the 80% quantile of |log error| per
 detected regime) are fitted on dev only, and only then are the held-out pairs scored, each held-out set
@@ -69,7 +71,7 @@ from addressable.projection.replay import (
 )
 from addressable.trace.reader import Trace
 
-MODELS = ("uniform", "own", "module", "event", "given", "given_uniform", "given_v1")
+MODELS = ("uniform", "own", "module", "event", "given", "given_uniform", "given_v1", "given_v2")
 PROJECT_MODEL = "given"  # what `project --model replay` runs where a target has both inputs (project_traces)
 FALLBACK_MODEL = "uniform"  # what it runs for a target without them; both error models are written
 HELD = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5")  # parts 1-2's half, parts 3, 4, 5 and 6
@@ -108,9 +110,11 @@ def speedup(g: Graph, changes: list[Change], scale: float | np.ndarray) -> float
 def whatifs(changes: list[Change], forward: bool, cpu: Callable[[Trace, Graph], GroupCpu] | None,
             after: float | None) -> list[WhatIf]:
     """The measured what-if as project_traces takes it: one WhatIf per part (forward first, when the group
-    has forward kernels), the forward one with the group's CPU calibration and the replacement's CPU per call."""
+    has forward kernels), the forward one with the group's CPU calibration and the replacement's CPU per call,
+    the backward one's launches at the forward's measured scale."""
     return [WhatIf(lambda t, g, c=c: c.mask, c.k, c.k, c.k, c.kernels_after, lambda t, g, c=c: c.calls,
-                   cpu if forward and i == 0 else None, after if forward and i == 0 else None)
+                   cpu if forward and i == 0 else None, after if forward and i == 0 else None,
+                   cpu if forward and i > 0 else None)
             for i, c in enumerate(changes)]
 
 
@@ -149,6 +153,7 @@ def round_models(a: Path, b: Path, meta: dict, step_a: float, costs: tuple[float
     row["given_uniform"] = speedup(ga, given, s)  # the same without A's profiler-free module time
     # given before the change chosen on dev (a fused call's other runtime calls, e.g. memsets, stayed)
     row["given_v1"] = speedup(ga, [dataclasses.replace(c, cpu_calls=None) for c in given], sc)
+    row["given_v2"] = speedup(ga, given, sc)  # given before the backward took the forward's scale (chosen on parts 1-5)
     ge = deprofiled(ta, ga, *costs)
     row.update(event=speedup(ge, changes, fit_cpu_scale(ge, step_a * 1e3)))
     row["regime_detected"] = regime_of(ga, step_a * 1e3, has_backward(ta))
@@ -213,9 +218,10 @@ def intervals_of(t: pd.DataFrame, m: str, prefix: str, source: str, fit_on: tupl
 def report(t: pd.DataFrame, truth: str = "quartile", fit_on: tuple[str, ...] = ("dev",)) -> None:
     """Each half's scores: dev (fitted on), held-out 1 (read before part 3 existed), held-out 2 (read before
     part 4 existed), held-out 3 (read before part 5 existed), held-out 4; the sets fitted on say so."""
+    dev = t[t["split"].isin(fit_on)]
     for m in MODELS:
-        print(f"dev {m}: {score(t[t['split'] == 'dev'], m)}")
-    print(f"the dev choice rule (most within 5%, then median) picks {choose(t[t['split'] == 'dev'])}; "
+        print(f"development data {m}: {score(dev, m)}")
+    print(f"the choice rule on the development data (most within 5%, then median) picks {choose(dev)}; "
           f"project runs {PROJECT_MODEL} (where a target falls back: {FALLBACK_MODEL})")
     names = (("dev", "dev"), ("heldout", "HELD-OUT 1 (already seen)"),
              ("heldout2", "HELD-OUT 2" if truth == "quartile" else "HELD-OUT 2 (already seen)"),

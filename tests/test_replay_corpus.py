@@ -211,10 +211,11 @@ def test_corpus_validation_fits_on_dev_and_scores_heldout_apart(tmp_path: Path) 
 
 
 def test_the_committed_table_reproduces_from_the_committed_corpus(tmp_path: Path) -> None:
-    """Three pairs of results/h200/replay_corpus (compiled-mlp-b1 and gpt2-b1-s128-gelu from dev, two-stream-gelu
-    held out) give the same projections as the committed validation.csv: a change to the replay shows here."""
+    """Four pairs of results/h200/replay_corpus (compiled-mlp-b1, gpt2-b1-s128-gelu and the training step
+    bert-train-b4-layernorm from dev, two-stream-gelu held out) give the same projections as the committed
+    validation.csv: a change to the replay shows here."""
     import pandas as pd
-    pairs = {"part-1": ["compiled-mlp-b1", "gpt2-b1-s128-gelu"], "part-2": ["two-stream-gelu"]}
+    pairs = {"part-1": ["compiled-mlp-b1", "gpt2-b1-s128-gelu", "bert-train-b4-layernorm"], "part-2": ["two-stream-gelu"]}
     for part, names in pairs.items():
         d = tmp_path / "c" / part
         d.mkdir(parents=True)
@@ -225,7 +226,8 @@ def test_the_committed_table_reproduces_from_the_committed_corpus(tmp_path: Path
     assert res.returncode == 0, res.stderr[-2000:]
     got = pd.read_csv(tmp_path / "v.csv").set_index("pair")
     want = pd.read_csv(ROOT / "results/h200/replay_corpus/validation.csv").set_index("pair").loc[got.index]
-    cols = ["measured", "uniform", "own", "module", "event", "given", "given_uniform", "group_scale", "rest_scale"]
+    cols = ["measured", "uniform", "own", "module", "event", "given", "given_uniform", "given_v2", "group_scale",
+            "rest_scale"]
     assert got[cols].to_numpy() == pytest.approx(want[cols].to_numpy(), rel=2e-3)
     # the compiled swap: A's trace alone (uniform) over-predicts by 46%; given the replacement's CPU, 5%
     assert want.loc["compiled-mlp-b1", "uniform_error"] > 0.4 and abs(want.loc["compiled-mlp-b1", "given_error"]) < 0.06

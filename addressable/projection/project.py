@@ -485,7 +485,7 @@ def _whatifs(run: Run, groups: list[Group], owner: Callable[[Trace, replay_model
 
     Model given (docs/replay.md): a module group's forward calls (one per head module call) keep their
     measured profiler-free CPU scale and each takes the replacement's cpu_us_after; its other kernels
-    (the backward) are a second what-if, as in uniform."""
+    (the backward) are a second what-if whose launches take the forward's measured scale."""
     whatifs, given, fallback = [], [], []
     for i, grp in enumerate(groups):
         after = None if math.isnan(grp.kernels_after) else grp.kernels_after
@@ -497,7 +497,8 @@ def _whatifs(run: Run, groups: list[Group], owner: Callable[[Trace, replay_model
         cal = _calibration(*inputs)
         whatifs += [replay_model.WhatIf(_select(owner, i, cal, True), grp.k, grp.k_lo, grp.k_hi, after,
                                         _calls(cal), cal, grp.cpu_us_after),
-                    replay_model.WhatIf(_select(owner, i, cal, False), grp.k, grp.k_lo, grp.k_hi, after)]
+                    replay_model.WhatIf(_select(owner, i, cal, False), grp.k, grp.k_lo, grp.k_hi, after,
+                                        scale_like=cal)]
         given.append(grp.target.group)
     model = "given" if given and not fallback else "mixed" if given else "uniform"
     wanted = run.module_cpu is not None or any(not math.isnan(g.cpu_us_after) for g in groups)

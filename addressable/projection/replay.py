@@ -943,6 +943,9 @@ class WhatIf:
     # the replacement's measured CPU time per call (Change.cpu_after_us, times GroupCpu.share)
     cpu: Callable[[Trace, Graph], GroupCpu] | None = None
     cpu_after_us: float | None = None
+    # the calls that launch this group's kernels take that group's measured CPU scale (a module's
+    # backward at its forward's: the profiler-free hooks time forwards only)
+    scale_like: Callable[[Trace, Graph], GroupCpu] | None = None
 
 
 @dataclass
@@ -964,6 +967,27 @@ class ReplayProjection:
     ranks: pd.DataFrame  # rank, trace, residual, speedup_wall, speedup_kernel, cross-stream waits, waits
     regime: str = ""  # rank 0's `regime_of` (the validation's error model is per regime)
     cpu_groups: int = 0  # what-ifs whose calls kept their measured profiler-free CPU scale (WhatIf.cpu)
+
+
+def _scaled_like(trace: Trace, g: Graph, whatifs: Sequence[WhatIf], fixed: list[tuple[np.ndarray, float]]
+                 ) -> list[tuple[np.ndarray, float]]:
+    """(calls, scale) for each what-if with `scale_like`: the CPU calls that launch its kernels, less those
+    already fixed, at that group's measured scale."""
+    taken = np.zeros(g.n_cpu, bool)
+    for calls, _ in fixed:
+        taken |= np.asarray(calls, bool)
+    out = []
+    for w in whatifs:
+        if w.scale_like is None:
+            continue
+        mask = np.asarray(w.select(trace, g), bool) & g.gpu_launched
+        calls = np.zeros(g.n_cpu, bool)
+        calls[g.gpu_anchor[mask]] = True
+        calls &= ~taken
+        if calls.any():
+            out.append((calls, w.scale_like(trace, g).scale))
+            taken |= calls
+    return out
 
 
 def load_graph(path: str | Path | Trace) -> tuple[Trace, Graph | None, str]:
@@ -991,6 +1015,7 @@ def project_traces(paths: Sequence[str | Path | Trace], whatifs: Sequence[WhatIf
         unscaled = replay(g)
         cpu = [w.cpu(trace, g) if w.cpu is not None and step_us else None for w in whatifs]
         fixed = [(c.calls, c.scale) for c in cpu if c is not None]
+        fixed += _scaled_like(trace, g, whatifs, fixed) if step_us else []
         rest = fit_cpu_scale(g, step_us, fixed=fixed) if step_us else 1.0
         scale = scales(g, rest, fixed)
         base = unscaled if rest == 1.0 and not fixed else replay(g, cpu_scale=scale)

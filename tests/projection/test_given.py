@@ -102,6 +102,27 @@ def test_project_and_project_traces_agree(tmp_path: Path) -> None:
     assert p.runs.iloc[0]["speedup_wall"] == pytest.approx(res.speedup_wall, rel=1e-9)
 
 
+def test_a_backward_what_if_scaled_like_the_forward_takes_its_measured_scale(tmp_path: Path) -> None:
+    """act's forward (calls 2-5, 400 us profiled, 200 unprofiled: scale 0.5) and, as its backward, the kernels
+    of calls 7-8 (200 us profiled). The unprofiled step is 803 us: with the backward's launches at the
+    forward's 0.5 the rest (calls 0, 1, 6 and 9's gap and call: 300 us at r) is fitted to about 1.48 (the
+    90 us before call 0 at the median of the per-call scales, now 0.5: 45 + 300 r + 200 + 100 + 13 = 803);
+    without `scale_like` they are part of the rest, which stays at 1."""
+    run = run_folder(tmp_path, 803.0, 200.0)
+    trace, _, _ = load_graph(run / "trace.json.gz")
+    ev = trace.events
+    ranges = ev[(ev["name"] == SCOPE).to_numpy()]
+    cal = lambda t, gg: group_cpu(gg, t, ranges, 200.0)  # noqa: E731
+    fwd = WhatIf(lambda t, gg: cal(t, gg).op_call >= 0, 1.0, 1.0, 1.0, cpu=cal)
+    bwd_ops = lambda t, gg: np.isin(np.arange(gg.n_gpu), [7, 8])  # noqa: E731
+    none = lambda t, gg: np.zeros(gg.n_gpu, bool)  # noqa: E731
+    like = project_traces([trace], [fwd, WhatIf(bwd_ops, 1.0, 1.0, 1.0, scale_like=cal)], none, 803.0)
+    rest = project_traces([trace], [fwd, WhatIf(bwd_ops, 1.0, 1.0, 1.0)], none, 803.0)
+    assert not isinstance(like, str) and not isinstance(rest, str)
+    assert (like.cpu_groups, rest.cpu_groups) == (2, 1)
+    assert like.cpu_scale == pytest.approx(445 / 300, rel=1e-2) and rest.cpu_scale == pytest.approx(1.0, rel=2e-3)
+
+
 @pytest.mark.parametrize("module_cpu, target, reason", [
     (None, "module:EagerGELU", "no module_cpu.csv"),
     (200.0, "elementwise", "not a module: target"),
