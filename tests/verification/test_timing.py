@@ -189,6 +189,20 @@ def test_the_sketch_costs_what_the_checker_reported_whatever_the_candidate_says(
     assert checks["clock"]["passed"] is True and figures["overhead_ms_candidate"] == pytest.approx(0.1)
 
 
+def test_the_summary_gives_each_models_share_of_late_timed_calls() -> None:
+    """`late` (the GPU reached the call before its sketch was queued) is summed per model over the timed
+    batches only; batches that report none give None (the CPU, or an older helper)."""
+    from addressable.verification.session import _summary
+
+    def batch(model: str, late: list[bool] | None, phase: str = "timed") -> BatchRecord:
+        return BatchRecord(model, phase, 10.0, [1.0] * 4, late=late)
+
+    s = _summary([batch("ref", [False] * 4), batch("cand", [True, True, False, False]),
+                  batch("cand", [True] * 4, "repeat"), batch("ref", [True] * 4, "baseline")])
+    assert s["ref_late"] == 0.0 and s["candidate_late"] == pytest.approx(0.5)
+    assert _summary([batch("ref", None), batch("cand", None)])["candidate_late"] is None
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
 def test_on_a_gpu_the_sketch_reads_the_output_as_the_callers_stream_has_it_at_return() -> None:
