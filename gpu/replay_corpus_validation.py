@@ -26,6 +26,7 @@ apart (heldout: parts 1-2's half, read once before part 3 was written; heldout2:
 read once before part 4 was written; heldout3: part 4, read once before part 5 was written; heldout4:
 part 5): error, and whether the 80% interval (model
 error, step noise, the spread of the projection over the profiled rounds) holds the measured speedup.
+Each row also has `rest_change`: how much B's step outside the swap group changed, over A's step.
 The measured speedup (--truth): "quartile", the lower quartile of A's unprofiled steps over B's (as
 gpu/replay_validation.py; the committed figures), or "rounds", the median of the interleaved rounds'
 A/B ratios (a paired measure; chosen after held-out 2 showed a pair whose pooled steps are bimodal, so
@@ -160,6 +161,15 @@ def round_models(a: Path, b: Path, meta: dict, step_a: float, costs: tuple[float
     return row
 
 
+def rest_change(meta: dict) -> float:
+    """How much the step outside the swap group changed from A to B, over A's step (lower quartiles of
+    the unprofiled steps and of the group's profiler-free CPU time): `given` takes it as unchanged."""
+    if not meta.get("swap_cpu_ms"):
+        return float("nan")
+    (sa, sb), (ta, tb) = ([float(np.quantile(meta[k][x], Q)) for x in "AB"] for k in ("swap_cpu_ms", "step_ms"))
+    return ((tb - sb) - (ta - sa)) / ta
+
+
 def validate_pair(folder: Path, name: str, costs: tuple[float, float], truth: str = "quartile") -> dict:
     """One pair's row: what each model projects from A, against the measured speedup (`truth`: "quartile",
     the lower quartile of A's pooled unprofiled steps over B's; "rounds", the median of the interleaved
@@ -171,7 +181,7 @@ def validate_pair(folder: Path, name: str, costs: tuple[float, float], truth: st
            "regime_detected": per_round["regime_detected"].iloc[0], "measured_quartile": step_a / step_b,
            "measured_ci95": meta.get("ratio_ci95", np.nan),
            "measured_rounds": float(np.median(meta["ratio_rounds"])) if meta.get("ratio_rounds") else np.nan,
-           "step_ms_a": step_a, "step_ms_b": step_b,
+           "step_ms_a": step_a, "step_ms_b": step_b, "rest_change": rest_change(meta),
            "step_noise": intervals.step_noise(np.asarray(meta["step_ms"]["A"]), Q),
            "rounds": len(per_round)}
     row["measured"] = row[f"measured_{truth}"]
