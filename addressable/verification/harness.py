@@ -8,7 +8,8 @@ Problem files are KernelBench format (see `addressable.verification.invariants` 
 Timing (`time_calls`): CUDA events around each call on the current stream, with a 256 MB L2 flush
 before it; then a device-wide synchronize, whose host wait beyond its idle cost (`idle_sync_ms`,
 measured once) is added, so work the call left on any stream (a private non-blocking stream included)
-counts. (An end event after that synchronize put the host's wake-up from it in every interval: see
+counts: no output sketch bounds the call here, so work left after it may be its own (`timing.Timer`,
+which sketches the output inside the interval, reports that wait instead). (An end event after that synchronize put the host's wake-up from it in every interval: see
 `addressable.verification.timing`.) On the CPU, `time.perf_counter` around each call.
 """
 

@@ -137,7 +137,7 @@ class Timer:
                 t0 = c.perf()
                 out = fn(*inputs)
                 ms = (c.perf() - t0) * 1e3
-                return Timed(ms, ms, [sketch(o, key) for o in as_outputs(out, "candidate")], 0.0, ms, 0.0, False, ms, 0.0)
+                return Timed(ms, ms, [sketch(o, key) for o in as_outputs(out, "candidate")], 0.0, ms, call_ms=ms)
             stream = c.current_stream()
             c.zero(self.flush)
             spin, a, b, s0, s1 = (c.event(enable_timing=True) for _ in range(5))
@@ -155,7 +155,7 @@ class Timer:
             c.record(s1)
             dispatch = (c.perf() - t0) * 1e3
             c.record(b)
-            late = bool(c.query(a)) if c.query else False
+            late = bool(c.query(a))
             c.wait(b)
             left_ms = left_after(c.device_sync, c.perf, self.idle_sync_ms)
             spun = c.elapsed(spin, a)
@@ -198,7 +198,7 @@ class Timed:
     sketches: list
     sketch_ms: float
     dispatch_ms: float
-    spin_ms: float
+    spin_ms: float = 0.0
     late: bool = False
     call_ms: float = 0.0
     left_ms: float = 0.0

@@ -318,7 +318,7 @@ def test_each_gpu_call_reports_how_long_its_backlog_spun_and_its_dispatch() -> N
 
     noop = lambda *a: None  # noqa: E731
     clocks = Clocks(time.perf_counter, contextlib.nullcontext, Event, record, lambda a, b: b.t - a.t, noop, noop,
-                    noop, spin, noop, noop)
+                    noop, spin, noop, noop, lambda e: False)
     timer = object.__new__(Timer)
     timer.clocks, timer.cuda, timer.flush, timer.idle_sync_ms, timer.cycles_per_ms = clocks, True, None, 0.0, 1000.0
     timer.backlog, timer.flush_ms = "spin", 1.0
