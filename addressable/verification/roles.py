@@ -41,7 +41,7 @@ from addressable.verification.checks import (
     sketch_error,
     worse,
 )
-from addressable.verification.fresh import MODES, FreshInputs
+from addressable.verification.fresh import MODES, FreshInputs, problem_draw, problem_draws_unusable
 from addressable.verification.harness import (
     as_outputs,
     call,
@@ -117,9 +117,12 @@ class _Side:
         if spec["calls"] > 0:
             self.timer = Timer(self.clocks, self.device)
 
+    def _problem_draw(self, seed: int) -> list:
+        return problem_draw(self.ref.problem, seed, self.device)
+
     def _draw(self, mode: str, seed: int) -> list:
         if mode not in self.fresh:
-            self.fresh[mode] = FreshInputs(self.native, mode)
+            self.fresh[mode] = FreshInputs(self.native, mode, self._problem_draw)
         return self.fresh[mode].draw(seed)
 
     def _model(self) -> Any:
@@ -172,6 +175,10 @@ class ReferenceSide(_Side):
         """The first fresh-input mode whose draws the reference accepts ("fixed" when none is)."""
         errors: list[str] = []
         for mode in MODES[:-1]:
+            why = problem_draws_unusable(self.native, self._problem_draw, seed) if mode == "problem" else ""
+            if why:
+                errors.append(f"problem inputs unusable ({why})")
+                continue
             try:
                 as_outputs(call(self.ref.model, clone(self._draw(mode, seed)), self.device), "reference")
                 return {"mode": mode, "note": "; ".join(errors)}

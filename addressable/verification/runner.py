@@ -147,7 +147,8 @@ class VerifyResult:
     sandbox: str = ""
     trials: list[dict[str, Any]] = field(default_factory=list)
     precision: dict[str, Any] = field(default_factory=dict)
-    timed_inputs: str = ""
+    timed_inputs: str = ""  # the fresh-input mode of the timed calls (`fresh.MODES`)
+    timed_inputs_note: str = ""  # why the modes before it were not used
     sampled_calls: int = 0
     wall_clock: dict[str, Any] = field(default_factory=dict)
     env: dict[str, Any] = field(default_factory=dict)
@@ -418,6 +419,8 @@ def format_result(r: VerifyResult) -> str:
         lines.append(f"speedup {r.speedup:.2f}x{lo}: reference {r.ref_ms:.4g} ms, candidate "
                      f"{r.candidate_ms:.4g} ms (median of {r.timing_runs}; inputs {r.timed_inputs}, "
                      f"{r.sampled_calls} timed calls checked)")
+        if r.timed_inputs_note:
+            lines.append(f"timed inputs {r.timed_inputs}: {r.timed_inputs_note}")
         if r.ref_host_ms is not None and r.candidate_host_ms is not None and r.device == "cuda":
             lines.append(f"host time a call: reference {r.ref_host_ms:.4g} ms, candidate {r.candidate_host_ms:.4g} ms "
                          f"(dispatch, kept out of the GPU times by a {r.backlog_ms:.3g} ms backlog)")

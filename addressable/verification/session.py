@@ -95,7 +95,7 @@ class Session:
         self.precision: dict[str, Any] = {}
         self.extra: dict[str, Any] = {}
         self.violations: list[str] = []
-        self.stage, self.mode, self.worker_alive = "starting", "redraw", True
+        self.stage, self.mode, self.worker_alive = "starting", "problem", True
         self.backlog = 0.0  # ms of GPU spin before each timed call (`timing.backlog_for`)
         self.k = max(1, min(BATCH, -(-spec["calls"] // 2)))  # at least two batches of each model
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from addressable.verification.fresh import FreshInputs, stats_of
+from addressable.verification.fresh import FreshInputs, problem_draw, problem_draws_unusable, stats_of
+from addressable.verification.harness import make_inputs
 
 
 def _native() -> list:
@@ -71,3 +72,58 @@ def test_fixed_repeats_the_native_draw() -> None:
     assert fresh.draw(1) is native and fresh.draw(2) is native
     with pytest.raises(ValueError, match="unknown"):
         FreshInputs(native, "shuffled")
+
+
+class _Skewed:
+    """A problem whose indices are skewed (most draws hit a few rows) and whose bag count varies with the seed."""
+
+    @staticmethod
+    def get_inputs() -> list:
+        bags = int(torch.randint(3, 9, ()).item())
+        ids = (torch.rand(400) ** 6 * 1000).long()  # heavily skewed toward 0
+        offsets = torch.linspace(0, 400, bags + 1).long()
+        return [ids, offsets, torch.randn(4, 4)]
+
+
+def test_problem_mode_draws_the_problem_itself() -> None:
+    """Each draw is get_inputs() under the seed: the skew, the varying bag count and the dtypes are the problem's."""
+    native = make_inputs(_Skewed, 0, "native", "cpu")
+    fresh = FreshInputs(native, "problem", lambda s: problem_draw(_Skewed, s, "cpu"))
+    for seed in (5, 6, 7):
+        ids, offsets, dense = fresh.draw(seed)
+        want = make_inputs(_Skewed, seed, "native", "cpu")
+        assert all(torch.equal(a, b) for a, b in zip((ids, offsets, dense), want, strict=True))
+        assert float((ids < 10).float().mean()) > 0.4  # redraw's uniform ids would put ~1% there
+    assert {len(fresh.draw(s)[1]) for s in range(20)} != {len(native[1])}  # shapes follow the seed too
+
+
+def test_problem_mode_never_reuses_the_previous_two_buffers() -> None:
+    fresh = FreshInputs(make_inputs(_Skewed, 0, "native", "cpu"), "problem", lambda s: problem_draw(_Skewed, s, "cpu"))
+    seen: list[set[int]] = []
+    for seed in range(8):
+        ptrs = {t.data_ptr() for t in fresh.draw(seed)}
+        assert not any(ptrs & old for old in seen[-2:])
+        seen.append(ptrs)
+    with pytest.raises(ValueError, match="needs the problem's draw"):
+        FreshInputs([torch.ones(2)], "problem")
+
+
+def test_problem_mode_is_refused_for_seed_blind_or_shape_shifting_draws() -> None:
+    class Blind:
+        @staticmethod
+        def get_inputs() -> list:
+            return [torch.arange(10.0)]
+
+    class Shifty:
+        @staticmethod
+        def get_inputs() -> list:
+            return [torch.rand(3), torch.zeros(2, dtype=torch.int64)]
+
+    def unusable(problem: type, native_seed: int = 0) -> str:
+        native = make_inputs(problem, native_seed, "native", "cpu")
+        return problem_draws_unusable(native, lambda s: problem_draw(problem, s, "cpu"), 11)
+
+    assert unusable(_Skewed) == ""
+    assert "same inputs for every seed" in unusable(Blind)
+    native = [torch.rand(3), torch.zeros(2)]  # a float where the draws hold an int64
+    assert "unlike its first draw" in problem_draws_unusable(native, lambda s: problem_draw(Shifty, s, "cpu"), 1)

@@ -207,11 +207,26 @@ def test_timing_speedup_and_review_flag() -> None:
     r = verify(SOFTMAX, ZOO / "honest_torch.py", calls=5, warmup=1, isolate=False,
                thresholds=Thresholds(review_speedup=0.0))
     assert r.verdict == "review" and r.exit_code == 3 and r.timing_runs >= 5
+    assert r.timed_inputs == "problem"  # timed on get_inputs() itself, under fresh seeds
     assert r.speedup == pytest.approx(r.ref_ms / r.candidate_ms)
     assert r.speedup_lo <= r.speedup <= r.speedup_hi
     assert r.review and "check the timing by hand" in r.reason
     row = r.wins_row()  # a review is not verified: project leaves it out unless --include-unverified
     assert row["verified"] is False and row["notes"].startswith("REVIEW") and row["target"] == "softmax_long"
+
+
+def test_a_seed_blind_problem_is_timed_on_redrawn_inputs(tmp_path: Path) -> None:
+    """get_inputs() that ignores the seed cannot give fresh timed inputs: the harness re-draws them and says why."""
+    problem = tmp_path / "blind.py"
+    problem.write_text(
+        "import torch\nfrom torch import nn\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
+        "        return x * 2.0\n\ndef get_inputs():\n    return [torch.linspace(-1, 1, 256)]\n\n"
+        "def get_init_inputs():\n    return []\n")
+    cand = tmp_path / "cand.py"
+    cand.write_text("from torch import nn\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
+                    "        return x + x\n")
+    r = verify(problem, cand, calls=3, warmup=1, isolate=False, thresholds=Thresholds(review_speedup=1e9))
+    assert r.timed_inputs == "redraw" and "same inputs for every seed" in r.timed_inputs_note, r.timed_inputs_note
 
 
 # ---------------------------------------------------------------- isolation: crash, hang, compile error
