@@ -23,6 +23,7 @@ The split into dev and heldout is fixed before any data exists: results/h200/rep
     python3 gpu/replay_corpus.py "$OUT" --part 4 --budget-s 290     # held-out 3: 16 more (split heldout3)
     python3 gpu/replay_corpus.py "$OUT" --part 5 --budget-s 330     # held-out 4: 18 more (split heldout4)
     python3 gpu/replay_corpus.py "$OUT" --part 6 --budget-s 330     # held-out 5: 18 more (split heldout5)
+    python3 gpu/replay_corpus.py "$OUT" --part 7 --budget-s 340     # held-out 6: 18 more (split heldout6)
     python3 gpu/replay_corpus.py OUT --smoke [--pairs NAME,...]     # tiny sizes on the CPU (the test)
 
 Writes OUT/corpus/part-N/ (NAME.json, NAME.{A,B}[.rR].json.gz, profiler_overhead.json, capture.log),
@@ -1053,6 +1054,68 @@ PAIRS = [
         dict(d=768, layers=6, heads=12, tokens=64, **DEC), dict(eager_act=True), dict(act="compiled"), GELU_MODS, 4,
         "Decoder of our own (6 x d768), forward batch 4 x 64, bf16: every MLP GELU eager vs the same function "
         "through torch.compile (inductor)."), 30),
+    # part 7: held-out 6 (written after held-out 5 was read, committed before capture; parts 1-6 are all
+    # development data for what scores it; the model is unchanged since held-out 5, its error model refitted
+    # on parts 1-6). One pair a regime first, then a second each and a third for training and compiled swaps;
+    # more swaps that are not one tiny module (an MLP, a whole block, attention) than in earlier parts.
+    Pair("vit-b1-d640-mlp-8l", "enc-infer-b1", "mlp", 7, p_own_infer(
+        dict(d=640, layers=8, heads=10), dict(eager_act=True), dict(mlp="addmm_gelu"), MLP, 1,
+        "ViT-like (8 x d640) inference, batch 1, bf16: every MLP (Linear, eager tanh-GELU, Linear) vs Linear+GELU as "
+        "one cuBLASLt epilogue (torch._addmm_activation), then Linear."), 18),
+    Pair("gpt-b1-s192-d768-block", "dec-infer-b1", "block", 7, p_own_infer(
+        dict(d=768, layers=6, heads=12, tokens=192, **DEC), dict(norm="eager", eager_act=True, eager_attn=True), {},
+        Block, 1, "Decoder of our own (6 x d768), forward batch 1 x 192, bf16: every whole block swapped: eager "
+        "LayerNorms, eager causal attention, eager GELU vs nn.LayerNorm, SDPA, F.gelu."), 18),
+    Pair("gpt2-decode-b1-gelu-6l", "decode", "tiny", 7, p_hf_swap(
+        "gpt2", 6, GELUS, eager_gelu, fused_gelu, "decode",
+        "GPT-2 (6 layers, transformers) decode loop, batch 1, bf16: 16-token prompt + 8 greedy tokens; every MLP "
+        "GELU eager tanh-GELU vs F.gelu(tanh).", act="gelu_new"), 24),
+    Pair("gpt-train-b4-s128-mlp", "train-small", "mlp", 7, p_own_train(
+        dict(d=512, layers=4, heads=8, tokens=128, **DEC), dict(eager_act=True), {}, MLP, 4,
+        "Decoder of our own (4 x d512) training, b4 x 128, bf16 autocast, SGD: every MLP with eager tanh-GELU vs "
+        "F.gelu (the MLP is the group)."), 18),
+    Pair("vit-train-b48-d512-layernorm", "train-large", "tiny", 7, p_own_train(
+        dict(d=512, layers=6, heads=8), dict(norm="eager"), {}, NORMS, 48,
+        "ViT-like (6 x d512) training, batch 48, bf16 autocast, SGD: every LayerNorm eager vs nn.LayerNorm."), 20),
+    Pair("resnet18-infer-b4-bn", "cnn", "tiny", 7, p_bn(4, False), 18),
+    Pair("two-stream-n2304-gelu", "multi-stream", "side-stream", 7, p_two_stream("gelu", 2304), 18),
+    Pair("compiled-gelu-vit-b2-d512", "compiled", "tiny", 7, p_own_infer(
+        dict(d=512, layers=8, heads=8), dict(eager_act=True), dict(act="compiled"), GELU_MODS, 2,
+        "ViT-like (8 x d512) inference, batch 2, bf16: every MLP GELU eager vs the same function through "
+        "torch.compile (inductor)."), 30),
+    Pair("bert-b1-s96-gelu-8l", "enc-infer-b1", "tiny", 7, p_hf_swap(
+        "bert", 8, GELUS, eager_gelu, fused_gelu, "infer",
+        "BERT-base shapes cut to 8 layers (transformers), inference batch 1 x 96: every intermediate GELU eager "
+        "tanh-GELU vs F.gelu(tanh).", seq=96), 18),
+    Pair("llama-b1-s64-rmsnorm-8l", "dec-infer-b1", "tiny", 7, p_hf_swap(
+        "llama", 8, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "infer",
+        "Llama-3.2-1B shapes cut to 8 layers, forward batch 1 x 64, bf16: every RMSNorm eager (fp32 math) vs "
+        "nn.RMSNorm.", seq=64), 18),
+    Pair("llama-decode-b1-rmsnorm-4l", "decode", "tiny", 7, p_hf_swap(
+        "llama", 4, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "decode",
+        "Llama-3.2-1B shapes cut to 4 layers, decode loop, batch 1, bf16: every RMSNorm eager (fp32 math) vs "
+        "nn.RMSNorm."), 24),
+    Pair("vit-train-b3-d384-attention", "train-small", "attention", 7, p_own_train(
+        dict(d=384, layers=6, heads=6), dict(eager_attn=True), {}, Attention, 3,
+        "ViT-like (6 x d384) training, batch 3, bf16 autocast, SGD: every attention eager vs SDPA."), 18),
+    Pair("gpt-train-b8-s256-d640-gelu", "train-large", "tiny", 7, p_own_train(
+        dict(d=640, layers=4, heads=10, tokens=256, **DEC), dict(eager_act=True), {}, GELU_MODS, 8,
+        "Decoder of our own (4 x d640) training, b8 x 256, bf16 autocast, SGD: every MLP GELU eager tanh-GELU vs "
+        "F.gelu(tanh)."), 20),
+    Pair("resnet18-train-b4-bn", "cnn", "tiny", 7, p_bn(4, True), 18),
+    Pair("two-stream-n2816-layernorm", "multi-stream", "side-stream", 7, p_two_stream("ln", 2816), 18),
+    Pair("compiled-layernorm-gpt-b2-s64", "compiled", "tiny", 7, p_own_infer(
+        dict(d=768, layers=6, heads=12, tokens=64, **DEC), dict(norm="eager"), dict(norm="compiled"), NORMS, 2,
+        "Decoder of our own (6 x d768), forward batch 2 x 64, bf16: every LayerNorm eager vs the same function "
+        "through torch.compile (inductor)."), 30),
+    Pair("llama-train-b2-s64-rmsnorm", "train-small", "tiny", 7, p_hf_swap(
+        "llama", 2, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "train",
+        "Llama-3.2-1B shapes cut to 2 layers, training b2 x 64, bf16 weights: every RMSNorm eager vs nn.RMSNorm.",
+        b=2, seq=64), 18),
+    Pair("compiled-mlp-vit-b2-d384", "compiled", "mlp", 7, p_own_infer(
+        dict(d=384, layers=8, heads=6), dict(eager_act=True), dict(mlp="compiled"), MLP, 2,
+        "ViT-like (8 x d384) inference, batch 2, bf16: every MLP eager vs the same MLP through torch.compile "
+        "(inductor)."), 30),
 ]
 
 
@@ -1060,8 +1123,8 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
     the first of the regime dev in even regimes (sorted by name) and heldout in odd ones (halves balanced);
     every pair of part 3 is heldout2 (a second held-out set, made after the first was read), of part 4
-    heldout3 (a third, made after the second was read), of part 5 heldout4 and of part 6 heldout5 (each made
-    after the set before it was read)."""
+    heldout3 (a third, made after the second was read), of part 5 heldout4, of part 6 heldout5 and of part 7
+    heldout6 (each made after the set before it was read)."""
     out = {p.name: f"heldout{p.part - 1}" for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):
@@ -1328,7 +1391,7 @@ def main(argv: list[str] | None = None) -> int:
     global SMOKE, DEV
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
-    ap.add_argument("--part", choices=["1", "2", "3", "4", "5", "6", "all"], default="all")
+    ap.add_argument("--part", choices=["1", "2", "3", "4", "5", "6", "7", "all"], default="all")
     ap.add_argument("--pairs", default="", help="comma-separated pair names (default: the part's)")
     ap.add_argument("--budget-s", type=float, default=450.0, help="wall seconds for the whole process")
     ap.add_argument("--pair-s", type=float, default=12.0, help="at most this long timing one pair")

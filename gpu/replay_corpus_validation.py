@@ -75,7 +75,7 @@ from addressable.trace.reader import Trace
 MODELS = ("uniform", "own", "module", "event", "given", "given_uniform", "given_v1", "given_v2")
 PROJECT_MODEL = "given"  # what `project --model replay` runs where a target has both inputs (project_traces)
 FALLBACK_MODEL = "uniform"  # what it runs for a target without them; both error models are written
-HELD = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5")  # parts 1-2's half, parts 3, 4, 5 and 6
+HELD = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6")  # parts 1-2's half, parts 3-7
 Q = rv.STEP_QUANTILE
 
 
@@ -235,7 +235,8 @@ def report(t: pd.DataFrame, truth: str = "quartile", fit_on: tuple[str, ...] = (
           f"project runs {PROJECT_MODEL} (where a target falls back: {FALLBACK_MODEL})")
     names = (("dev", "dev"), ("heldout", "HELD-OUT 1 (already seen)"),
              ("heldout2", "HELD-OUT 2" if truth == "quartile" else "HELD-OUT 2 (already seen)"),
-             ("heldout3", "HELD-OUT 3"), ("heldout4", "HELD-OUT 4"), ("heldout5", "HELD-OUT 5"))
+             ("heldout3", "HELD-OUT 3"), ("heldout4", "HELD-OUT 4"), ("heldout5", "HELD-OUT 5"),
+             ("heldout6", "HELD-OUT 6"))
     for split, words in names:
         words = words.split(" (")[0].lower() + " (fitted on)" if split in fit_on and split != "dev" else words
         h = t[t["split"] == split]
