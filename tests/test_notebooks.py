@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-nbformat = pytest.importorskip("nbformat")  # a test dependency; absent on the GPU image, where this file skips
-NotebookClient = pytest.importorskip("nbclient").NotebookClient
+# test dependencies, installed by the README's command; the GPU image lacks them, and there this file skips
+nbformat = pytest.importorskip("nbformat", reason="nbformat not installed")
+NotebookClient = pytest.importorskip("nbclient", reason="nbclient not installed").NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))

@@ -27,7 +27,8 @@ def _skip_calls() -> list[tuple[str, int, str]]:
                 continue
             name = node.func.attr
             if name == "importorskip":
-                found.append((path.name, node.lineno, "package " + ast.unparse(node.args[0])))
+                reason = [ast.unparse(k.value) for k in node.keywords if k.arg == "reason"]
+                found.append((path.name, node.lineno, " ".join(["package " + ast.unparse(node.args[0]), *reason])))
             elif name in ("skip", "skipif"):
                 reason = [k.value for k in node.keywords if k.arg == "reason"] + node.args[-1:]
                 found.append((path.name, node.lineno, " ".join(ast.unparse(r) for r in reason)))

@@ -111,7 +111,7 @@ def test_real_traces_load(h200_traces, name: str, n_gpu: int) -> None:
 def gzip_codec(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Un-gzip with zlib-ng (where installed) and with the standard zlib, its fallback."""
     # zlib-ng: a dependency, optional at run time only (absent on the GPU image: that case skips)
-    codec = pytest.importorskip("zlib_ng").zlib_ng if request.param == "zlib-ng" else zlib
+    codec = pytest.importorskip("zlib_ng", reason="zlib-ng not installed").zlib_ng if request.param == "zlib-ng" else zlib
     monkeypatch.setattr(trace_module, "gzip_codec", codec)
     return request.param
 

@@ -32,8 +32,9 @@ class ModelNew(nn.Module):
         pieces = [t.contiguous() for t in (dense, *pooled)]
         b, d = dense.shape
         out = torch.empty(b, len(pieces) * d, device=dense.device, dtype=dense.dtype)
-        # pinned and non-blocking: a pageable copy would make the host wait for all queued GPU work
-        addresses = torch.tensor([t.data_ptr() for t in pieces], dtype=torch.int64).pin_memory()
+        addresses = torch.tensor([t.data_ptr() for t in pieces], dtype=torch.int64)
+        if dense.is_cuda:  # pinned and non-blocking: a pageable copy makes the host wait for all queued GPU work
+            addresses = addresses.pin_memory()
         addresses = addresses.to(dense.device, non_blocking=True)
         block_d = triton.next_power_of_2(d)
         block_b = max(1, 4096 // block_d)
