@@ -51,6 +51,7 @@ def _failed(r: VerifyResult) -> set[str]:
     (RELU, "cheat_precomputed", SMALL_RELU, {"timed_outputs"}, "sampled timed call"),
     (RELU, "cheat_signal_timer", SMALL_RELU, {"tampered"}, "signal handler SIGALRM"),
     (RELU, "cheat_patches_builtins", SMALL_RELU, {"tampered"}, "builtins.max"),
+    (RELU, "cheat_patches_get_inputs", SMALL_RELU, {"timed_outputs"}, "sampled timed call"),
 ])
 def test_each_cheat_fails_for_its_reason(problem: Path, candidate: str, overrides: dict, failed: set[str],
                                          reason: str) -> None:
