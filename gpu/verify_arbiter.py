@@ -37,7 +37,6 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "gpu"))
 
 BACKLOG_MS = 2.0
-GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
 
 
 def _spin_cycles(ms: float) -> int:
@@ -53,26 +52,25 @@ def _spin_cycles(ms: float) -> int:
     return int(10_000_000 * ms / start.elapsed_time(end))
 
 
-def per_call(trace: dict[str, Any]) -> dict[str, dict[str, float]]:
-    """Range name -> busy and span (us) of the GPU activities launched inside it."""
-    events = trace["traceEvents"]
-    ranges = sorted((e["ts"], e["ts"] + e["dur"], e["name"]) for e in events
-                    if e.get("cat") == "user_annotation" and "#" in e.get("name", ""))
-    launches = {e["args"]["correlation"]: e["ts"] for e in events
-                if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})}
-    out: dict[str, list[tuple[float, float]]] = {name: [] for _, _, name in ranges}
-    for e in events:
-        if e.get("cat") not in GPU_CATS:
-            continue
-        ts = launches.get(e.get("args", {}).get("correlation"))
-        if ts is None:
-            continue
-        for lo, hi, name in ranges:
-            if lo <= ts <= hi:
-                out[name].append((e["ts"], e["ts"] + e["dur"]))
-                break
-    return {name: {"busy": sum(b - a for a, b in iv), "span": max(b for _, b in iv) - min(a for a, _ in iv),
-                   "activities": len(iv)} for name, iv in out.items() if iv}
+def per_call(path: Path) -> dict[str, dict[str, float]]:
+    """Range name -> busy and span (us) and count of the GPU activities launched inside it, from a trace
+    the project's reader loads (`addressable.trace.reader.load_trace`)."""
+    import numpy as np
+
+    from addressable.trace.reader import load_trace
+
+    ev = load_trace(path, runtime=True).events
+    ranges = ev[(ev["kind"] == "cpu_annotation") & ev["name"].str.contains("#", regex=False)].sort_values("ts")
+    launch = ev.loc[ev["kind"] == "runtime"].dropna(subset=["correlation"]).set_index("correlation")["ts"]
+    gpu = ev.loc[ev["kind"] == "gpu"].dropna(subset=["correlation"])
+    launched = gpu["correlation"].map(launch).to_numpy(dtype=float)
+    starts, ends = ranges["ts"].to_numpy(float), (ranges["ts"] + ranges["dur"]).to_numpy(float)
+    i = np.searchsorted(starts, launched, side="right") - 1
+    inside = (i >= 0) & (launched <= ends[np.clip(i, 0, None)])
+    gpu = gpu[inside].assign(call=ranges["name"].to_numpy()[i[inside]], end=lambda d: d["ts"] + d["dur"])
+    by = gpu.groupby("call")
+    out = {"busy": by["dur"].sum(), "span": by["end"].max() - by["ts"].min(), "activities": by.size()}
+    return {name: {k: float(v[name]) for k, v in out.items()} for name in by.groups}
 
 
 def measure(problem: Path, candidate: Path, calls: int, cycles: int) -> dict[str, Any]:
@@ -104,7 +102,7 @@ def measure(problem: Path, candidate: Path, calls: int, cycles: int) -> dict[str
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "trace.json"
         prof.export_chrome_trace(str(path))
-        calls_ = per_call(json.loads(path.read_text()))
+        calls_ = per_call(path)
     row: dict[str, Any] = {}
     for who in ("ref", "cand"):
         mine = [v for k, v in calls_.items() if k.startswith(who + "#")]
