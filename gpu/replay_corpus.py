@@ -24,6 +24,7 @@ The split into dev and heldout is fixed before any data exists: results/h200/rep
     python3 gpu/replay_corpus.py "$OUT" --part 5 --budget-s 330     # held-out 4: 18 more (split heldout4)
     python3 gpu/replay_corpus.py "$OUT" --part 6 --budget-s 330     # held-out 5: 18 more (split heldout5)
     python3 gpu/replay_corpus.py "$OUT" --part 7 --budget-s 340     # held-out 6: 18 more (split heldout6)
+    python3 gpu/replay_corpus.py "$OUT" --part 8 --budget-s 380     # held-out 7: 18 more (split heldout7)
     python3 gpu/replay_corpus.py OUT --smoke [--pairs NAME,...]     # tiny sizes on the CPU (the test)
 
 Writes OUT/corpus/part-N/ (NAME.json, NAME.{A,B}[.rR].json.gz, profiler_overhead.json, capture.log),
@@ -787,6 +788,16 @@ def p_gn_infer(b: int):
     return build
 
 
+def p_gn_train(b: int):
+    def build():
+        x, y = image(b), torch.randint(0, 1000, (b,), device=DEV)
+        a, bb = swapped(resnet18_gn, lambda c: isinstance(c, nn.GroupNorm), EagerGroupNorm, None,
+                        lambda m, t: train_step(m, x, y))
+        return a, bb, (f"ResNet-18 with GroupNorm(32) for every BatchNorm, training batch {b}, bf16 autocast, SGD: "
+                       "every GroupNorm eager vs nn.GroupNorm.")
+    return build
+
+
 def p_adamw(model: str, b: int):
     """AdamW foreach=False (a loop of per-parameter ops) vs foreach=True: the optimizer step is the group."""
     def build():
@@ -1116,6 +1127,62 @@ PAIRS = [
         dict(d=384, layers=8, heads=6), dict(eager_act=True), dict(mlp="compiled"), MLP, 2,
         "ViT-like (8 x d384) inference, batch 2, bf16: every MLP eager vs the same MLP through torch.compile "
         "(inductor)."), 30),
+    # part 8: held-out 7 (written after held-out 6 was read and the backward's two CPU hypotheses were chosen
+    # on parts 1-7, committed before capture). One pair a regime first, then a second each, and two more
+    # training pairs whose swapped module has a large backward (BatchNorm: the class held-out 6 missed on).
+    Pair("vit-b1-d512-block-6l", "enc-infer-b1", "block", 8, p_own_infer(
+        dict(d=512, layers=6, heads=8), dict(norm="eager", eager_act=True, eager_attn=True), {}, Block, 1,
+        "ViT-like (6 x d512) inference, batch 1, bf16: every whole block swapped: eager LayerNorms, eager "
+        "attention, eager GELU vs nn.LayerNorm, SDPA, F.gelu."), 18),
+    Pair("llama-b1-s96-rmsnorm-6l", "dec-infer-b1", "tiny", 8, p_hf_swap(
+        "llama", 6, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "infer",
+        "Llama-3.2-1B shapes cut to 6 layers, forward batch 1 x 96, bf16: every RMSNorm eager (fp32 math) vs "
+        "nn.RMSNorm.", seq=96), 18),
+    Pair("gpt2-decode-b1-layernorm-4l", "decode", "tiny", 8, p_hf_swap(
+        "gpt2", 4, lambda c: isinstance(c, nn.LayerNorm), EagerLayerNorm, None, "decode",
+        "GPT-2 (4 layers, transformers) decode loop, batch 1, bf16: 16-token prompt + 8 greedy tokens; every "
+        "LayerNorm eager vs nn.LayerNorm.", act="gelu_new"), 24),
+    Pair("gpt-train-b2-s192-layernorm", "train-small", "tiny", 8, p_own_train(
+        dict(d=512, layers=4, heads=8, tokens=192, **DEC), dict(norm="eager"), {}, NORMS, 2,
+        "Decoder of our own (4 x d512) training, b2 x 192, bf16 autocast, SGD: every LayerNorm eager vs nn.LayerNorm."), 18),
+    Pair("vit-train-b24-d512-gelu", "train-large", "tiny", 8, p_own_train(
+        dict(d=512, layers=6, heads=8), dict(eager_act=True), {}, GELU_MODS, 24,
+        "ViT-like (6 x d512) training, batch 24, bf16 autocast, SGD: every MLP GELU eager tanh-GELU vs F.gelu(tanh)."), 20),
+    Pair("resnet18-train-b8-bn", "cnn", "tiny", 8, p_bn(8, True), 18),
+    Pair("two-stream-n2560-gelu", "multi-stream", "side-stream", 8, p_two_stream("gelu", 2560), 18),
+    Pair("compiled-gelu-gpt-b1-s128", "compiled", "tiny", 8, p_own_infer(
+        dict(d=512, layers=6, heads=8, tokens=128, **DEC), dict(eager_act=True), dict(act="compiled"), GELU_MODS, 1,
+        "Decoder of our own (6 x d512), forward batch 1 x 128, bf16: every MLP GELU eager vs the same function "
+        "through torch.compile (inductor)."), 30),
+    Pair("bert-b1-s128-layernorm-4l", "enc-infer-b1", "tiny", 8, p_hf_swap(
+        "bert", 4, lambda c: isinstance(c, nn.LayerNorm), EagerLayerNorm, None, "infer",
+        "BERT-base shapes cut to 4 layers (transformers), inference batch 1 x 128: every LayerNorm eager vs "
+        "nn.LayerNorm.", seq=128), 18),
+    Pair("gpt-b1-s96-d640-attention", "dec-infer-b1", "attention", 8, p_own_infer(
+        dict(d=640, layers=6, heads=10, tokens=96, **DEC), dict(eager_attn=True), {}, Attention, 1,
+        "Decoder of our own (6 x d640), forward batch 1 x 96, bf16: every attention eager vs SDPA."), 18),
+    Pair("llama-decode-b1-silu-4l", "decode", "tiny", 8, p_hf_swap(
+        "llama", 4, SILUS, lambda _: EagerSiLU(), lambda _: nn.SiLU(), "decode",
+        "Llama-3.2-1B shapes cut to 4 layers, decode loop, batch 1, bf16: every SiLU eager vs nn.SiLU."), 24),
+    Pair("bert-train-b4-s96-gelu", "train-small", "tiny", 8, p_hf_swap(
+        "bert", 4, GELUS, eager_gelu, fused_gelu, "train",
+        "BERT-base shapes cut to 4 layers, training b4 x 96, bf16 autocast, SGD: every intermediate GELU eager "
+        "tanh-GELU vs F.gelu(tanh).", b=4, seq=96), 18),
+    Pair("gpt-train-b8-s256-block", "train-large", "block", 8, p_own_train(
+        dict(d=512, layers=4, heads=8, tokens=256, **DEC), dict(norm="eager", eager_act=True, eager_attn=True), {},
+        Block, 8, "Decoder of our own (4 x d512) training, b8 x 256, bf16 autocast, SGD: every whole block swapped: "
+        "eager LayerNorms, eager causal attention, eager GELU vs nn.LayerNorm, SDPA, F.gelu."), 20),
+    Pair("resnet18-gn-train-b4", "cnn", "tiny", 8, p_gn_train(4), 18),
+    Pair("two-stream-n3328-layernorm", "multi-stream", "side-stream", 8, p_two_stream("ln", 3328), 18),
+    Pair("compiled-rmsnorm-llama-b2-4l", "compiled", "tiny", 8, p_hf_swap(
+        "llama", 4, named("LlamaRMSNorm"), rms("eager"), rms("compiled"), "infer",
+        "Llama-3.2-1B shapes cut to 4 layers, forward batch 2 x 64, bf16: every RMSNorm eager (fp32 math) vs the same "
+        "function through torch.compile (inductor).", b=2, seq=64), 30),
+    Pair("resnet18-train-b2-bn", "cnn", "tiny", 8, p_bn(2, True), 18),
+    Pair("llama-train-b4-s64-rmsnorm", "train-small", "tiny", 8, p_hf_swap(
+        "llama", 2, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "train",
+        "Llama-3.2-1B shapes cut to 2 layers, training b4 x 64, bf16 weights: every RMSNorm eager vs nn.RMSNorm.",
+        b=4, seq=64), 18),
 ]
 
 
@@ -1123,8 +1190,8 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
     the first of the regime dev in even regimes (sorted by name) and heldout in odd ones (halves balanced);
     every pair of part 3 is heldout2 (a second held-out set, made after the first was read), of part 4
-    heldout3 (a third, made after the second was read), of part 5 heldout4, of part 6 heldout5 and of part 7
-    heldout6 (each made after the set before it was read)."""
+    heldout3 (a third, made after the second was read), of part 5 heldout4, of part 6 heldout5, of part 7
+    heldout6 and of part 8 heldout7 (each made after the set before it was read)."""
     out = {p.name: f"heldout{p.part - 1}" for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):
@@ -1391,7 +1458,7 @@ def main(argv: list[str] | None = None) -> int:
     global SMOKE, DEV
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
-    ap.add_argument("--part", choices=["1", "2", "3", "4", "5", "6", "7", "all"], default="all")
+    ap.add_argument("--part", choices=["1", "2", "3", "4", "5", "6", "7", "8", "all"], default="all")
     ap.add_argument("--pairs", default="", help="comma-separated pair names (default: the part's)")
     ap.add_argument("--budget-s", type=float, default=450.0, help="wall seconds for the whole process")
     ap.add_argument("--pair-s", type=float, default=12.0, help="at most this long timing one pair")

@@ -103,8 +103,9 @@ def _ops_in_swap_group(gz: bytes) -> int:
                and any(t == e["tid"] and a <= e["ts"] <= b for t, a, b in groups))
 
 
-@pytest.mark.parametrize(("part", "split"), [(4, "heldout3"), (5, "heldout4"), (6, "heldout5"), (7, "heldout6")])
-def test_parts_4_to_7_are_further_held_out_sets_of_new_pairs_over_every_regime(part: int, split: str) -> None:
+@pytest.mark.parametrize(("part", "split"), [(4, "heldout3"), (5, "heldout4"), (6, "heldout5"), (7, "heldout6"),
+                                           (8, "heldout7")])
+def test_parts_4_to_8_are_further_held_out_sets_of_new_pairs_over_every_regime(part: int, split: str) -> None:
     rc = _module()
     old, new = [p for p in rc.PAIRS if p.part < part], [p for p in rc.PAIRS if p.part == part]
     assert len(new) >= 13 and {p.regime for p in new} == {p.regime for p in old}
@@ -130,6 +131,9 @@ def test_parts_4_to_7_are_further_held_out_sets_of_new_pairs_over_every_regime(p
     # a whole eager block (LayerNorms, attention, GELU) against nn.LayerNorm, SDPA, F.gelu
     ("heldout6", ["gpt-b1-s192-d768-block", "gpt-train-b4-s128-mlp", "vit-b1-d640-mlp-8l",
                   "two-stream-n2816-layernorm"], "gpt-b1-s192-d768-block", 2),
+    # eager GroupNorm (several ops) against nn.GroupNorm, in training; a whole eager block in training
+    ("heldout7", ["resnet18-gn-train-b4", "gpt-train-b8-s256-block", "vit-b1-d512-block-6l",
+                  "two-stream-n3328-layernorm"], "vit-b1-d512-block-6l", 2),
 ])
 def test_smoke_run_of_the_later_held_out_parts(tmp_path: Path, split: str, pairs: list[str], fewer: str,
                                                factor: int) -> None:

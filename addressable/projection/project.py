@@ -411,6 +411,9 @@ def _replay_run(run: Run, groups: list[Group], model: str) -> dict[str, Any]:
     out.update({"model": "replay", "replay_residual": res.residual, "replay_steps": res.n_steps,
                 "cpu_scale": res.cpu_scale,
                 "profiled_step_ms": res.profiled_step_ms,
+                # a module's backward, unmeasured: its launches at the forward's scale, and fitted with the rest
+                "replay_speedup_wall_backward_like": res.speedup_wall_hypotheses[0],
+                "replay_speedup_wall_backward_rest": res.speedup_wall_hypotheses[1],
                 "replay_ranks": res.ranks.to_dict(orient="records") if len(res.ranks) > 1 else []})
     for b, v in (("wall", res.speedup_wall), ("kernel", res.speedup_kernel)):
         out[f"replay_speedup_{b}"] = v

@@ -43,6 +43,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -967,6 +968,9 @@ class ReplayProjection:
     ranks: pd.DataFrame  # rank, trace, residual, speedup_wall, speedup_kernel, cross-stream waits, waits
     regime: str = ""  # rank 0's `regime_of` (the validation's error model is per regime)
     cpu_groups: int = 0  # what-ifs whose calls kept their measured profiler-free CPU scale (WhatIf.cpu)
+    # the point under each backward hypothesis: scale_like calls at their group's scale, fitted with the rest
+    # (equal where no what-if has scale_like)
+    speedup_wall_hypotheses: tuple[float, float] = (float("nan"), float("nan"))
 
 
 def _scaled_like(trace: Trace, g: Graph, whatifs: Sequence[WhatIf], fixed: list[tuple[np.ndarray, float]]
@@ -997,6 +1001,49 @@ def load_graph(path: str | Path | Trace) -> tuple[Trace, Graph | None, str]:
     return trace, (None if why else build_graph(trace)), why
 
 
+def _rank_projection(trace: Trace, g: Graph, whatifs: Sequence[WhatIf], ceiling: Select, step_us: float | None,
+                     like: bool) -> tuple[dict[str, Any], list[np.ndarray], int]:
+    """One rank's replayed spans (unchanged, point, lo, hi, ceiling), its per-step speedups at k's ends and
+    how many call groups kept a measured CPU scale; `like`: the `scale_like` calls take their group's scale
+    (else they are fitted with the rest)."""
+    unscaled = replay(g)
+    cpu = [w.cpu(trace, g) if w.cpu is not None and step_us else None for w in whatifs]
+    fixed = [(c.calls, c.scale) for c in cpu if c is not None]
+    fixed += _scaled_like(trace, g, whatifs, fixed) if step_us and like else []
+    rest = fit_cpu_scale(g, step_us, fixed=fixed) if step_us else 1.0
+    scale = scales(g, rest, fixed)
+    base = unscaled if rest == 1.0 and not fixed else replay(g, cpu_scale=scale)
+
+    def changes(which: str, dispatch: str = "typical") -> list[Change]:
+        given = [c is not None and w.cpu_after_us is not None for w, c in zip(whatifs, cpu, strict=True)]
+        return [Change(w.select(trace, g), getattr(w, which), w.kernels_after,
+                       w.calls(trace, g) if w.calls else None, dispatch,
+                       w.cpu_after_us * c.share if ok and c and w.cpu_after_us is not None else None,
+                       c.calls if ok and c else None)
+                for w, c, ok in zip(whatifs, cpu, given, strict=True)]
+
+    # the low end: k at its low end, and each kept launch keeping its own CPU time (Change.dispatch)
+    point, lo, hi = (replay(g, changes(w, d), scale) for w, d in (("k", "typical"), ("k_lo", "own"),
+                                                                  ("k_hi", "typical")))
+    top = replay(g, [Change(ceiling(trace, g), np.inf)], scale)
+    row = {"trace": trace.path, "residual": residual(g, unscaled), "cpu_scale": rest,
+           "span": original(g).span, "base": base.span, "point": point.span, "lo": lo.span,
+           "hi": hi.span, "ceiling": top.span, "busy": base.busy, "busy_point": point.busy,
+           "busy_lo": lo.busy, "busy_hi": hi.busy, "busy_ceiling": top.busy,
+           "n_steps": len(g.steps), "cross_stream_waits": g.typical["n_cross_stream_waits"],
+           "waiting_calls": g.typical["n_waiting_calls"]}
+    per_step = [base.steps["span"].to_numpy() / r.steps["span"].to_numpy() for r in (lo, hi)]
+    return row, per_step, len(fixed)
+
+
+def _speedups(t: pd.DataFrame) -> tuple[dict[str, float], dict[str, float]]:
+    """Wall speedups (the slowest rank's span decides) and kernel-time speedups of point, lo, hi, ceiling."""
+    worst = t["base"].max()  # ranks wait for each other: the slowest one's span is the step
+    wall = {w: worst / t[w].max() for w in ("point", "lo", "hi", "ceiling")}
+    kern = {w: _ratio(t["busy"].sum(), t[f"busy_{w}"].sum()) for w in ("point", "lo", "hi", "ceiling")}
+    return wall, kern
+
+
 def project_traces(paths: Sequence[str | Path | Trace], whatifs: Sequence[WhatIf], ceiling: Select,
                    step_us: float | None = None) -> ReplayProjection | str:
     """Replay every rank's trace unchanged and with the wins (point, every k at lo, every k at hi,
@@ -1006,56 +1053,46 @@ def project_traces(paths: Sequence[str | Path | Trace], whatifs: Sequence[WhatIf
     replayed step takes that long (`fit_cpu_scale`): the profiler's own CPU overhead is taken out. The
     calls of a what-if with `cpu` keep their own measured scale (GroupCpu.scale) and the rest are fitted;
     its `cpu_after_us` then replaces the CPU time of each of its calls (model `given`, docs/replay.md).
+
+    A what-if with `scale_like` (a module's backward, whose CPU no profiler-free clock timed) is replayed
+    under both hypotheses: its launches at the forward's measured scale, and fitted with the rest. The
+    point is their geometric mean and the interval spans both (`speedup_wall_hypotheses`).
     """
-    rows, per_step, regime, n_cpu = [], [], "", 0
+    likes = (True, False) if step_us and any(w.scale_like is not None for w in whatifs) else (False,)
+    rows: dict[bool, list[dict[str, Any]]] = {like: [] for like in likes}
+    per_step: list[np.ndarray] = []
+    regime, n_cpu = "", 0
     for rank, path in enumerate(paths):
         trace, g, why = load_graph(path)
         if g is None:
             return why if len(paths) == 1 else f"{Path(trace.path).name}: {why}"
-        unscaled = replay(g)
-        cpu = [w.cpu(trace, g) if w.cpu is not None and step_us else None for w in whatifs]
-        fixed = [(c.calls, c.scale) for c in cpu if c is not None]
-        fixed += _scaled_like(trace, g, whatifs, fixed) if step_us else []
-        rest = fit_cpu_scale(g, step_us, fixed=fixed) if step_us else 1.0
-        scale = scales(g, rest, fixed)
-        base = unscaled if rest == 1.0 and not fixed else replay(g, cpu_scale=scale)
-
-        def changes(which: str, dispatch: str = "typical", g: Graph = g, trace: Trace = trace,
-                    cpu: list[GroupCpu | None] = cpu) -> list[Change]:
-            given = [c is not None and w.cpu_after_us is not None for w, c in zip(whatifs, cpu, strict=True)]
-            return [Change(w.select(trace, g), getattr(w, which), w.kernels_after,
-                           w.calls(trace, g) if w.calls else None, dispatch,
-                           w.cpu_after_us * c.share if ok and c and w.cpu_after_us is not None else None,
-                           c.calls if ok and c else None)
-                    for w, c, ok in zip(whatifs, cpu, given, strict=True)]
-
-        # the low end: k at its low end, and each kept launch keeping its own CPU time (Change.dispatch)
-        point, lo, hi = (replay(g, changes(w, d), scale) for w, d in (("k", "typical"), ("k_lo", "own"),
-                                                                      ("k_hi", "typical")))
-        top = replay(g, [Change(ceiling(trace, g), np.inf)], scale)
-        if rank == 0:
-            regime, n_cpu = regime_of(g, step_us, has_backward(trace)), len(fixed)
-        rows.append({"rank": rank, "trace": trace.path, "residual": residual(g, unscaled), "cpu_scale": rest,
-                     "span": original(g).span, "base": base.span, "point": point.span, "lo": lo.span,
-                     "hi": hi.span, "ceiling": top.span, "busy": base.busy, "busy_point": point.busy,
-                     "busy_lo": lo.busy, "busy_hi": hi.busy, "busy_ceiling": top.busy,
-                     "n_steps": len(g.steps), "cross_stream_waits": g.typical["n_cross_stream_waits"],
-                     "waiting_calls": g.typical["n_waiting_calls"]})
-        per_step += [base.steps["span"].to_numpy() / r.steps["span"].to_numpy() for r in (lo, hi)]
-    t = pd.DataFrame(rows)
-    t["speedup_wall"] = t["base"] / t["point"]
-    t["speedup_kernel"] = t["busy"] / t["busy_point"]
-    worst = t["base"].max()  # ranks wait for each other: the slowest one's span is the step
-    wall = {w: worst / t[w].max() for w in ("point", "lo", "hi", "ceiling")}
-    kern = {w: _ratio(t["busy"].sum(), t[f"busy_{w}"].sum()) for w in ("point", "lo", "hi", "ceiling")}
+        for like in likes:
+            row, steps_r, fixed = _rank_projection(trace, g, whatifs, ceiling, step_us, like)
+            rows[like].append({"rank": rank, **row})
+            per_step += steps_r
+            if rank == 0 and like == likes[0]:
+                regime, n_cpu = regime_of(g, step_us, has_backward(trace)), fixed
+    tables = {like: pd.DataFrame(r) for like, r in rows.items()}
+    got = {like: _speedups(t) for like, t in tables.items()}
+    walls, kerns = [w for w, _ in got.values()], [k for _, k in got.values()]
+    hyp = tuple(w["point"] for w in walls)
+    wall = {"point": float(np.exp(np.mean(np.log(hyp)))), "lo": min(w["lo"] for w in walls),
+            "hi": max(w["hi"] for w in walls), "ceiling": max(w["ceiling"] for w in walls)}
+    kern = {"point": float(np.exp(np.mean(np.log([k["point"] for k in kerns])))),
+            "lo": min(k["lo"] for k in kerns), "hi": max(k["hi"] for k in kerns),
+            "ceiling": max(k["ceiling"] for k in kerns)}
+    t = tables[likes[0]]
+    for col, num, den in (("speedup_wall", "base", "point"), ("speedup_kernel", "busy", "busy_point")):
+        t[col] = np.exp(np.mean([np.log(x[num] / x[den]) for x in tables.values()], axis=0))
     steps = np.concatenate(per_step)
     steps = steps[np.isfinite(steps)]
-    lo_w = min(wall["lo"], wall["point"], *(steps.min(initial=np.inf),))
-    hi_w = max(wall["hi"], wall["point"], *(steps.max(initial=-np.inf),))
+    lo_w = min(wall["lo"], *hyp, *(steps.min(initial=np.inf),))
+    hi_w = max(wall["hi"], *hyp, *(steps.max(initial=-np.inf),))
     n_steps = int(t["n_steps"].max())
     return ReplayProjection(wall["point"], lo_w, hi_w, kern["point"], min(kern["lo"], kern["point"]),
                             max(kern["hi"], kern["point"]), wall["ceiling"], kern["ceiling"],
                             float(t["residual"].iloc[int(t["residual"].abs().argmax())]), float(t["cpu_scale"].iloc[0]),
                             n_steps, float(t["span"].max()) / max(n_steps, 1) / 1e3,
                             t.drop(columns=["base", "point", "lo", "hi", "ceiling", "busy_point", "busy_lo",
-                                            "busy_hi", "busy_ceiling"]), regime, n_cpu)
+                                            "busy_hi", "busy_ceiling"]), regime, n_cpu,
+                            (hyp[0], hyp[-1]))
