@@ -25,6 +25,7 @@ The split into dev and heldout is fixed before any data exists: results/h200/rep
     python3 gpu/replay_corpus.py "$OUT" --part 6 --budget-s 330     # held-out 5: 18 more (split heldout5)
     python3 gpu/replay_corpus.py "$OUT" --part 7 --budget-s 340     # held-out 6: 18 more (split heldout6)
     python3 gpu/replay_corpus.py "$OUT" --part 8 --budget-s 380     # held-out 7: 18 more (split heldout7)
+    python3 gpu/replay_corpus.py "$OUT" --part 9 --budget-s 380     # held-out 8: 18 more (split heldout8)
     python3 gpu/replay_corpus.py OUT --smoke [--pairs NAME,...]     # tiny sizes on the CPU (the test)
 
 Writes OUT/corpus/part-N/ (NAME.json, NAME.{A,B}[.rR].json.gz, profiler_overhead.json, capture.log),
@@ -1183,6 +1184,62 @@ PAIRS = [
         "llama", 2, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "train",
         "Llama-3.2-1B shapes cut to 2 layers, training b4 x 64, bf16 weights: every RMSNorm eager vs nn.RMSNorm.",
         b=4, seq=64), 18),
+    # part 9: held-out 8 (written after held-out 7 was read and the " large backward" regime was chosen on
+    # parts 1-8, committed before capture). One pair a regime first, then a second each, and more training
+    # pairs whose swapped modules' backward holds a large share of the CPU (blocks, BatchNorm, GroupNorm).
+    Pair("vit-b1-d384-mlp-6l", "enc-infer-b1", "mlp", 9, p_own_infer(
+        dict(d=384, layers=6, heads=6), dict(eager_act=True), dict(mlp="addmm_gelu"), MLP, 1,
+        "ViT-like (6 x d384) inference, batch 1, bf16: every MLP (Linear, eager tanh-GELU, Linear) vs Linear+GELU as "
+        "one cuBLASLt epilogue (torch._addmm_activation), then Linear."), 18),
+    Pair("gpt-b1-s128-d640-block", "dec-infer-b1", "block", 9, p_own_infer(
+        dict(d=640, layers=6, heads=10, tokens=128, **DEC), dict(norm="eager", eager_act=True, eager_attn=True), {},
+        Block, 1, "Decoder of our own (6 x d640), forward batch 1 x 128, bf16: every whole block swapped: eager "
+        "LayerNorms, eager causal attention, eager GELU vs nn.LayerNorm, SDPA, F.gelu."), 18),
+    Pair("gpt2-decode-b1-gelu-4l", "decode", "tiny", 9, p_hf_swap(
+        "gpt2", 4, GELUS, eager_gelu, fused_gelu, "decode",
+        "GPT-2 (4 layers, transformers) decode loop, batch 1, bf16: 16-token prompt + 8 greedy tokens; every MLP "
+        "GELU eager tanh-GELU vs F.gelu(tanh).", act="gelu_new"), 24),
+    Pair("gpt-train-b2-s128-block", "train-small", "block", 9, p_own_train(
+        dict(d=512, layers=4, heads=8, tokens=128, **DEC), dict(norm="eager", eager_act=True, eager_attn=True), {},
+        Block, 2, "Decoder of our own (4 x d512) training, b2 x 128, bf16 autocast, SGD: every whole block swapped: "
+        "eager LayerNorms, eager causal attention, eager GELU vs nn.LayerNorm, SDPA, F.gelu."), 18),
+    Pair("vit-train-b16-d512-block", "train-large", "block", 9, p_own_train(
+        dict(d=512, layers=6, heads=8), dict(norm="eager", eager_act=True, eager_attn=True), {}, Block, 16,
+        "ViT-like (6 x d512) training, batch 16, bf16 autocast, SGD: every whole block swapped: eager LayerNorms, "
+        "eager attention, eager GELU vs nn.LayerNorm, SDPA, F.gelu."), 20),
+    Pair("resnet18-train-b12-bn", "cnn", "tiny", 9, p_bn(12, True), 18),
+    Pair("two-stream-n2304-rmsnorm", "multi-stream", "side-stream", 9, p_two_stream("rms", 2304), 18),
+    Pair("compiled-layernorm-vit-b2-d384", "compiled", "tiny", 9, p_own_infer(
+        dict(d=384, layers=8, heads=6), dict(norm="eager"), dict(norm="compiled"), NORMS, 2,
+        "ViT-like (8 x d384) inference, batch 2, bf16: every LayerNorm eager vs the same function through "
+        "torch.compile (inductor)."), 30),
+    Pair("bert-b1-s80-gelu-6l", "enc-infer-b1", "tiny", 9, p_hf_swap(
+        "bert", 6, GELUS, eager_gelu, fused_gelu, "infer",
+        "BERT-base shapes cut to 6 layers (transformers), inference batch 1 x 80: every intermediate GELU eager "
+        "tanh-GELU vs F.gelu(tanh).", seq=80), 18),
+    Pair("llama-b1-s160-rmsnorm-4l", "dec-infer-b1", "tiny", 9, p_hf_swap(
+        "llama", 4, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "infer",
+        "Llama-3.2-1B shapes cut to 4 layers, forward batch 1 x 160, bf16: every RMSNorm eager (fp32 math) vs "
+        "nn.RMSNorm.", seq=160), 18),
+    Pair("llama-decode-b1-rmsnorm-8l", "decode", "tiny", 9, p_hf_swap(
+        "llama", 8, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "decode",
+        "Llama-3.2-1B shapes cut to 8 layers, decode loop, batch 1, bf16: every RMSNorm eager (fp32 math) vs "
+        "nn.RMSNorm."), 24),
+    Pair("vit-train-b4-d384-mlp", "train-small", "mlp", 9, p_own_train(
+        dict(d=384, layers=6, heads=6), dict(eager_act=True), {}, MLP, 4,
+        "ViT-like (6 x d384) training, batch 4, bf16 autocast, SGD: every MLP with eager tanh-GELU vs F.gelu (the "
+        "MLP is the group)."), 18),
+    Pair("gpt-train-b16-s128-attention", "train-large", "attention", 9, p_own_train(
+        dict(d=512, layers=4, heads=8, tokens=128, **DEC), dict(eager_attn=True), {}, Attention, 16,
+        "Decoder of our own (4 x d512) training, b16 x 128, bf16 autocast, SGD: every attention eager vs SDPA."), 20),
+    Pair("resnet18-gn-train-b8", "cnn", "tiny", 9, p_gn_train(8), 18),
+    Pair("two-stream-n3840-gelu", "multi-stream", "side-stream", 9, p_two_stream("gelu", 3840), 18),
+    Pair("compiled-gelu-vit-b1-d640", "compiled", "tiny", 9, p_own_infer(
+        dict(d=640, layers=6, heads=10), dict(eager_act=True), dict(act="compiled"), GELU_MODS, 1,
+        "ViT-like (6 x d640) inference, batch 1, bf16: every MLP GELU eager vs the same function through "
+        "torch.compile (inductor)."), 30),
+    Pair("resnet18-train-b1-bn", "cnn", "tiny", 9, p_bn(1, True), 18),
+    Pair("resnet18-gn-train-b2", "cnn", "tiny", 9, p_gn_train(2), 18),
 ]
 
 
@@ -1191,7 +1248,7 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     the first of the regime dev in even regimes (sorted by name) and heldout in odd ones (halves balanced);
     every pair of part 3 is heldout2 (a second held-out set, made after the first was read), of part 4
     heldout3 (a third, made after the second was read), of part 5 heldout4, of part 6 heldout5, of part 7
-    heldout6 and of part 8 heldout7 (each made after the set before it was read)."""
+    heldout6, of part 8 heldout7 and of part 9 heldout8 (each made after the set before it was read)."""
     out = {p.name: f"heldout{p.part - 1}" for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):
@@ -1458,7 +1515,7 @@ def main(argv: list[str] | None = None) -> int:
     global SMOKE, DEV
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
-    ap.add_argument("--part", choices=["1", "2", "3", "4", "5", "6", "7", "8", "all"], default="all")
+    ap.add_argument("--part", choices=["1", "2", "3", "4", "5", "6", "7", "8", "9", "all"], default="all")
     ap.add_argument("--pairs", default="", help="comma-separated pair names (default: the part's)")
     ap.add_argument("--budget-s", type=float, default=450.0, help="wall seconds for the whole process")
     ap.add_argument("--pair-s", type=float, default=12.0, help="at most this long timing one pair")

@@ -22,6 +22,9 @@ the profiler's CPU overhead out are replayed (dispatch rule "typical" for kept l
   given_v3 given as scored on held-outs 5-6 (the backward's launches at the forward's measured scale).
            given now replays both backward hypotheses: the point is their geometric mean, and its interval
            spans both (chosen on parts 1-7, after held-out 6's resnet18-train-b4-bn read +45% under v3).
+           Its error model's regimes are project's (`regime_given`): a training run whose swapped modules'
+           backward launches hold at least replay.LARGE_BACKWARD_SHARE of the profiled CPU is
+           "... large backward" (chosen on parts 1-8, after held-out 7).
 The model was chosen on the dev half only (most pairs within 5%, then the lowest median |error|: given);
 the error models of given and uniform (intervals.fit_error_model: the 80% quantile of |log error| per
 detected regime) are fitted on dev only, and only then are the held-out pairs scored, each held-out set
@@ -78,7 +81,7 @@ from addressable.trace.reader import Trace
 MODELS = ("uniform", "own", "module", "event", "given", "given_uniform", "given_v1", "given_v2", "given_v3")
 PROJECT_MODEL = "given"  # what `project --model replay` runs where a target has both inputs (project_traces)
 FALLBACK_MODEL = "uniform"  # what it runs for a target without them; both error models are written
-HELD = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7")  # parts 1-2's half, parts 3-8
+HELD = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8")  # parts 1-2's half, parts 3-9
 Q = rv.STEP_QUANTILE
 
 
@@ -155,6 +158,7 @@ def round_models(a: Path, b: Path, meta: dict, step_a: float, costs: tuple[float
     row["given"] = res.speedup_wall  # the geometric mean of the two backward hypotheses (chosen on parts 1-7)
     row["given_v3"] = res.speedup_wall_hypotheses[0]  # the backward at the forward's scale (scored on held-outs 5-6)
     row["given_lo"], row["given_hi"] = min(res.speedup_wall_hypotheses), max(res.speedup_wall_hypotheses)
+    row["regime_given"], row["backward_cpu_share"] = res.regime, res.backward_cpu_share  # given's error model's regime
     given = [dataclasses.replace(c, cpu_after_us=after * gc.share, cpu_calls=gc.calls) if i == 0 and forward and swap
              else c for i, c in enumerate(changes)]
     row["given_uniform"] = speedup(ga, given, s)  # the same without A's profiler-free module time
@@ -184,14 +188,15 @@ def validate_pair(folder: Path, name: str, costs: tuple[float, float], truth: st
     step_a, step_b = (float(np.quantile(meta["step_ms"][x], Q)) for x in "AB")
     per_round = pd.DataFrame([round_models(a, b, meta, step_a, costs) for a, b in rv.rounds_of(folder, name)])
     row = {"pair": name, "regime": meta["regime"], "swap": meta.get("swap", ""), "split": meta.get("split", "dev"),
-           "regime_detected": per_round["regime_detected"].iloc[0], "measured_quartile": step_a / step_b,
+           "regime_detected": per_round["regime_detected"].iloc[0],
+           "regime_given": per_round["regime_given"].iloc[0], "measured_quartile": step_a / step_b,
            "measured_ci95": meta.get("ratio_ci95", np.nan),
            "measured_rounds": float(np.median(meta["ratio_rounds"])) if meta.get("ratio_rounds") else np.nan,
            "step_ms_a": step_a, "step_ms_b": step_b, "rest_change": rest_change(meta),
            "step_noise": intervals.step_noise(np.asarray(meta["step_ms"]["A"]), Q),
            "rounds": len(per_round)}
     row["measured"] = row[f"measured_{truth}"]
-    for col in (*MODELS, "cpu_scale", "group_scale", "rest_scale", "group_share", "k_forward", "k_backward",
+    for col in (*MODELS, "cpu_scale", "group_scale", "rest_scale", "group_share", "backward_cpu_share", "k_forward", "k_backward",
                 "kernels_forward_a", "kernels_after_forward"):
         if col in per_round:
             row[col] = float(per_round[col].median())
@@ -217,20 +222,21 @@ def score(t: pd.DataFrame, m: str, inside: str | None = None) -> str:
             + (f", inside the 80% interval: {int(t[inside].sum())}/{len(t)}" if inside and inside in t else ""))
 
 
-def intervals_of(t: pd.DataFrame, m: str, prefix: str, source: str, fit_on: tuple[str, ...] = ("dev",)) -> intervals.ErrorModel:
+def intervals_of(t: pd.DataFrame, m: str, prefix: str, source: str, fit_on: tuple[str, ...] = ("dev",),
+                 regime: str = "regime_detected") -> intervals.ErrorModel:
     """Model m's error model fitted on the rows of t whose split is in `fit_on` (the development data), its
     80% intervals on every row (columns PREFIXlo, PREFIXhi, PREFIXinside, PREFIXhalf_width), and the max
     |error| per regime over every held-out set (reported, for `project`'s warnings; fitted on only where
     `fit_on` names the set)."""
     dev, held = t[t["split"].isin(fit_on)], t[t["split"].isin(HELD)]
-    model = intervals.fit_error_model({r: list(g[f"{m}_error"]) for r, g in dev.groupby("regime_detected")},
+    model = intervals.fit_error_model({r: list(g[f"{m}_error"]) for r, g in dev.groupby(regime)},
                                       source=source)
-    t[f"{prefix}half_width"] = [model.width(r) for r in t["regime_detected"]]
+    t[f"{prefix}half_width"] = [model.width(r) for r in t[regime]]
     bounds = [intervals.widen(r[m], r[f"{m}_min"], r[f"{m}_max"], r[f"{prefix}half_width"], r["step_noise"])
               for _, r in t.iterrows()]
     t[f"{prefix}lo"], t[f"{prefix}hi"] = [b[0] for b in bounds], [b[1] for b in bounds]
     t[f"{prefix}inside"] = (t[f"{prefix}lo"] <= t["measured"]) & (t["measured"] <= t[f"{prefix}hi"])
-    model.heldout_max = {r: float(g[f"{m}_error"].abs().max()) for r, g in held.groupby("regime_detected")}
+    model.heldout_max = {r: float(g[f"{m}_error"].abs().max()) for r, g in held.groupby(regime)}
     return model
 
 
@@ -245,7 +251,7 @@ def report(t: pd.DataFrame, truth: str = "quartile", fit_on: tuple[str, ...] = (
     names = (("dev", "dev"), ("heldout", "HELD-OUT 1 (already seen)"),
              ("heldout2", "HELD-OUT 2" if truth == "quartile" else "HELD-OUT 2 (already seen)"),
              ("heldout3", "HELD-OUT 3"), ("heldout4", "HELD-OUT 4"), ("heldout5", "HELD-OUT 5"),
-             ("heldout6", "HELD-OUT 6"), ("heldout7", "HELD-OUT 7"))
+             ("heldout6", "HELD-OUT 6"), ("heldout7", "HELD-OUT 7"), ("heldout8", "HELD-OUT 8"))
     for split, words in names:
         words = words.split(" (")[0].lower() + " (fitted on)" if split in fit_on and split != "dev" else words
         h = t[t["split"] == split]
@@ -312,7 +318,9 @@ def main(argv: list[str] | None = None) -> int:
     t = pd.DataFrame(rows)
     t["model"] = PROJECT_MODEL
     src = f"{args.out} (fitted on {'+'.join(fit_on)}, model {{}}, truth {args.truth})"
-    ours = {m: intervals_of(t, m, p, src.format(m), fit_on) for m, p in ((PROJECT_MODEL, ""), (FALLBACK_MODEL, "uniform_"))}
+    # given's regimes are project's for it (" large backward": replay.LARGE_BACKWARD_SHARE); uniform's the trace's
+    ours = {m: intervals_of(t, m, p, src.format(m), fit_on, col)
+            for m, p, col in ((PROJECT_MODEL, "", "regime_given"), (FALLBACK_MODEL, "uniform_", "regime_detected"))}
     report(t, args.truth, fit_on)
     print("error model (dev): " + "; ".join(f"{m}: " + ", ".join(f"{r} {e.width(r):.1%}" for r in sorted(e.n_dev))
                                             for m, e in ours.items()))

@@ -104,8 +104,8 @@ def _ops_in_swap_group(gz: bytes) -> int:
 
 
 @pytest.mark.parametrize(("part", "split"), [(4, "heldout3"), (5, "heldout4"), (6, "heldout5"), (7, "heldout6"),
-                                           (8, "heldout7")])
-def test_parts_4_to_8_are_further_held_out_sets_of_new_pairs_over_every_regime(part: int, split: str) -> None:
+                                           (8, "heldout7"), (9, "heldout8")])
+def test_parts_4_to_9_are_further_held_out_sets_of_new_pairs_over_every_regime(part: int, split: str) -> None:
     rc = _module()
     old, new = [p for p in rc.PAIRS if p.part < part], [p for p in rc.PAIRS if p.part == part]
     assert len(new) >= 13 and {p.regime for p in new} == {p.regime for p in old}
@@ -134,6 +134,9 @@ def test_parts_4_to_8_are_further_held_out_sets_of_new_pairs_over_every_regime(p
     # eager GroupNorm (several ops) against nn.GroupNorm, in training; a whole eager block in training
     ("heldout7", ["resnet18-gn-train-b4", "gpt-train-b8-s256-block", "vit-b1-d512-block-6l",
                   "two-stream-n3328-layernorm"], "vit-b1-d512-block-6l", 2),
+    # a whole eager block in training; eager GroupNorm in training at batch 2
+    ("heldout8", ["gpt-train-b2-s128-block", "resnet18-gn-train-b2", "gpt-b1-s128-d640-block",
+                  "two-stream-n2304-rmsnorm"], "gpt-b1-s128-d640-block", 2),
 ])
 def test_smoke_run_of_the_later_held_out_parts(tmp_path: Path, split: str, pairs: list[str], fewer: str,
                                                factor: int) -> None:

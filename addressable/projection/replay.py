@@ -882,6 +882,10 @@ def fit_cpu_scale(g: Graph, step_us: float, lo: float = 0.05, hi: float = 4.0, r
 
 
 CPU_BOUND_BELOW = 0.8  # GPU busy / step under this: the CPU (dispatch, launches) holds the step
+# a run whose swapped modules' backward launches (no profiler-free clock times them) hold at least this
+# share of the step's profiled CPU is its own regime for `given`'s error model (chosen on parts 1-8 of the
+# validation corpus, after held-out 7: docs/replay.md)
+LARGE_BACKWARD_SHARE = 0.3
 
 
 def regime_of(g: Graph, step_us: float | None = None, training: bool = False) -> str:
@@ -971,6 +975,8 @@ class ReplayProjection:
     # the point under each backward hypothesis: scale_like calls at their group's scale, fitted with the rest
     # (equal where no what-if has scale_like)
     speedup_wall_hypotheses: tuple[float, float] = (float("nan"), float("nan"))
+    # rank 0's profiled CPU share in those backward launches (regime " large backward" from LARGE_BACKWARD_SHARE)
+    backward_cpu_share: float = 0.0
 
 
 def _scaled_like(trace: Trace, g: Graph, whatifs: Sequence[WhatIf], fixed: list[tuple[np.ndarray, float]]
@@ -1033,7 +1039,18 @@ def _rank_projection(trace: Trace, g: Graph, whatifs: Sequence[WhatIf], ceiling:
            "n_steps": len(g.steps), "cross_stream_waits": g.typical["n_cross_stream_waits"],
            "waiting_calls": g.typical["n_waiting_calls"]}
     per_step = [base.steps["span"].to_numpy() / r.steps["span"].to_numpy() for r in (lo, hi)]
+    like_calls = np.zeros(g.n_cpu, bool)
+    for calls, _ in _scaled_like(trace, g, whatifs, [(c.calls, c.scale) for c in cpu if c is not None]):
+        like_calls |= calls
+    row["backward_cpu_share"] = _cpu_share(g, like_calls)
     return row, per_step, len(fixed)
+
+
+def _cpu_share(g: Graph, calls: np.ndarray) -> float:
+    """The share of the graph's profiled CPU time (calls and the gaps before them) in `calls`."""
+    cpu = g.cpu_dur + g.cpu_gap
+    total = float(cpu.sum())
+    return float(cpu[calls].sum()) / total if total > 0 else 0.0
 
 
 def _speedups(t: pd.DataFrame) -> tuple[dict[str, float], dict[str, float]]:
@@ -1061,7 +1078,7 @@ def project_traces(paths: Sequence[str | Path | Trace], whatifs: Sequence[WhatIf
     likes = (True, False) if step_us and any(w.scale_like is not None for w in whatifs) else (False,)
     rows: dict[bool, list[dict[str, Any]]] = {like: [] for like in likes}
     per_step: list[np.ndarray] = []
-    regime, n_cpu = "", 0
+    regime, n_cpu, share = "", 0, 0.0
     for rank, path in enumerate(paths):
         trace, g, why = load_graph(path)
         if g is None:
@@ -1072,6 +1089,9 @@ def project_traces(paths: Sequence[str | Path | Trace], whatifs: Sequence[WhatIf
             per_step += steps_r
             if rank == 0 and like == likes[0]:
                 regime, n_cpu = regime_of(g, step_us, has_backward(trace)), fixed
+                share = row["backward_cpu_share"]
+                if share >= LARGE_BACKWARD_SHARE:
+                    regime += " large backward"
     tables = {like: pd.DataFrame(r) for like, r in rows.items()}
     got = {like: _speedups(t) for like, t in tables.items()}
     walls, kerns = [w for w, _ in got.values()], [k for _, k in got.values()]
@@ -1095,4 +1115,4 @@ def project_traces(paths: Sequence[str | Path | Trace], whatifs: Sequence[WhatIf
                             n_steps, float(t["span"].max()) / max(n_steps, 1) / 1e3,
                             t.drop(columns=["base", "point", "lo", "hi", "ceiling", "busy_point", "busy_lo",
                                             "busy_hi", "busy_ceiling"]), regime, n_cpu,
-                            (hyp[0], hyp[-1]))
+                            (hyp[0], hyp[-1]), share)

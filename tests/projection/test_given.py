@@ -182,3 +182,22 @@ def test_an_unmeasured_backward_is_replayed_under_both_hypotheses(tmp_path: Path
     assert both.speedup_wall_lo <= like_h and both.speedup_wall_hi >= rest_h
     # without a scale_like what-if there is one hypothesis, and it is the point
     assert rest.speedup_wall_hypotheses == (rest.speedup_wall, rest.speedup_wall)
+
+
+@pytest.mark.parametrize(("backward", "share"), [([7, 8], 200 / 910), ([6, 7, 8, 9], 400 / 910)])
+def test_a_large_unmeasured_backward_is_its_own_regime(tmp_path: Path, backward: list[int], share: float) -> None:
+    """The graph's profiled CPU is 910 us (ten 10 us calls, the gaps before calls 1-9): the backward's
+    launches, each with its 90 us gap, hold 200 or 400 of it; from LARGE_BACKWARD_SHARE (30%) the run's
+    regime says " large backward", whose validated error is its own (docs/replay.md)."""
+    from addressable.projection.replay import LARGE_BACKWARD_SHARE
+    run = run_folder(tmp_path, 803.0, 200.0)
+    trace, _, _ = load_graph(run / "trace.json.gz")
+    ev = trace.events
+    ranges = ev[(ev["name"] == SCOPE).to_numpy()]
+    cal = lambda t, gg: group_cpu(gg, t, ranges, 200.0)  # noqa: E731
+    fwd = WhatIf(lambda t, gg: cal(t, gg).op_call >= 0, 1.0, 1.0, 1.0, cpu=cal)
+    bwd = WhatIf(lambda t, gg: np.isin(np.arange(gg.n_gpu), backward), 1.0, 1.0, 1.0, 1.0, scale_like=cal)
+    res = project_traces([trace], [fwd, bwd], lambda t, gg: np.zeros(gg.n_gpu, bool), 803.0)
+    assert not isinstance(res, str)
+    assert res.backward_cpu_share == pytest.approx(share, rel=1e-6)
+    assert res.regime.endswith(" large backward") == (share >= LARGE_BACKWARD_SHARE)
