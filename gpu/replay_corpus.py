@@ -1238,7 +1238,7 @@ PAIRS = [
         dict(d=640, layers=6, heads=10), dict(eager_act=True), dict(act="compiled"), GELU_MODS, 1,
         "ViT-like (6 x d640) inference, batch 1, bf16: every MLP GELU eager vs the same function through "
         "torch.compile (inductor)."), 30),
-    Pair("resnet18-train-b1-bn", "cnn", "tiny", 9, p_bn(1, True), 18),
+    Pair("resnet18-train-b6-bn", "cnn", "tiny", 9, p_bn(6, True), 18),
     Pair("resnet18-gn-train-b2", "cnn", "tiny", 9, p_gn_train(2), 18),
 ]
 
