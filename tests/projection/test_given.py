@@ -102,18 +102,24 @@ def test_project_and_project_traces_agree(tmp_path: Path) -> None:
     assert p.runs.iloc[0]["speedup_wall"] == pytest.approx(res.speedup_wall, rel=1e-9)
 
 
+def forward_whatif(tmp_path: Path) -> tuple:
+    """scoped_trace's run (803 us unprofiled step, act 200 us profiler-free), its trace, act's calibration and
+    act's forward what-if at its measured scale."""
+    run = run_folder(tmp_path, 803.0, 200.0)
+    trace, _, _ = load_graph(run / "trace.json.gz")
+    ev = trace.events
+    ranges = ev[(ev["name"] == SCOPE).to_numpy()]
+    cal = lambda t, gg: group_cpu(gg, t, ranges, 200.0)  # noqa: E731
+    return trace, cal, WhatIf(lambda t, gg: cal(t, gg).op_call >= 0, 1.0, 1.0, 1.0, cpu=cal)
+
+
 def test_a_backward_what_if_scaled_like_the_forward_takes_its_measured_scale(tmp_path: Path) -> None:
     """act's forward (calls 2-5, 400 us profiled, 200 unprofiled: scale 0.5) and, as its backward, the kernels
     of calls 7-8 (200 us profiled). The unprofiled step is 803 us: with the backward's launches at the
     forward's 0.5 the rest (calls 0, 1, 6 and 9's gap and call: 300 us at r) is fitted to about 1.48 (the
     90 us before call 0 at the median of the per-call scales, now 0.5: 45 + 300 r + 200 + 100 + 13 = 803);
     without `scale_like` they are part of the rest, which stays at 1."""
-    run = run_folder(tmp_path, 803.0, 200.0)
-    trace, _, _ = load_graph(run / "trace.json.gz")
-    ev = trace.events
-    ranges = ev[(ev["name"] == SCOPE).to_numpy()]
-    cal = lambda t, gg: group_cpu(gg, t, ranges, 200.0)  # noqa: E731
-    fwd = WhatIf(lambda t, gg: cal(t, gg).op_call >= 0, 1.0, 1.0, 1.0, cpu=cal)
+    trace, cal, fwd = forward_whatif(tmp_path)
     bwd_ops = lambda t, gg: np.isin(np.arange(gg.n_gpu), [7, 8])  # noqa: E731
     none = lambda t, gg: np.zeros(gg.n_gpu, bool)  # noqa: E731
     like = project_traces([trace], [fwd, WhatIf(bwd_ops, 1.0, 1.0, 1.0, scale_like=cal)], none, 803.0)
@@ -164,12 +170,7 @@ def test_an_unmeasured_backward_is_replayed_under_both_hypotheses(tmp_path: Path
     forward's measured scale (0.5) that saves 50 us of the 803 us step, fitted with the rest (scale 1) 100 us.
     No clock timed the backward, so the point is the geometric mean of 803/753 and 803/703 and the interval
     holds both (held-out 6's resnet18-train-b4-bn: +45% with the forward's scale alone, docs/replay.md)."""
-    run = run_folder(tmp_path, 803.0, 200.0)
-    trace, _, _ = load_graph(run / "trace.json.gz")
-    ev = trace.events
-    ranges = ev[(ev["name"] == SCOPE).to_numpy()]
-    cal = lambda t, gg: group_cpu(gg, t, ranges, 200.0)  # noqa: E731
-    fwd = WhatIf(lambda t, gg: cal(t, gg).op_call >= 0, 1.0, 1.0, 1.0, cpu=cal)
+    trace, cal, fwd = forward_whatif(tmp_path)
     bwd_ops = lambda t, gg: np.isin(np.arange(gg.n_gpu), [7, 8])  # noqa: E731
     none = lambda t, gg: np.zeros(gg.n_gpu, bool)  # noqa: E731
     both = project_traces([trace], [fwd, WhatIf(bwd_ops, 1.0, 1.0, 1.0, 1.0, scale_like=cal)], none, 803.0)
@@ -190,12 +191,7 @@ def test_a_large_unmeasured_backward_is_its_own_regime(tmp_path: Path, backward:
     launches, each with its 90 us gap, hold 200 or 400 of it; from LARGE_BACKWARD_SHARE (30%) the run's
     regime says " large backward", whose validated error is its own (docs/replay.md)."""
     from addressable.projection.replay import LARGE_BACKWARD_SHARE
-    run = run_folder(tmp_path, 803.0, 200.0)
-    trace, _, _ = load_graph(run / "trace.json.gz")
-    ev = trace.events
-    ranges = ev[(ev["name"] == SCOPE).to_numpy()]
-    cal = lambda t, gg: group_cpu(gg, t, ranges, 200.0)  # noqa: E731
-    fwd = WhatIf(lambda t, gg: cal(t, gg).op_call >= 0, 1.0, 1.0, 1.0, cpu=cal)
+    trace, cal, fwd = forward_whatif(tmp_path)
     bwd = WhatIf(lambda t, gg: np.isin(np.arange(gg.n_gpu), backward), 1.0, 1.0, 1.0, 1.0, scale_like=cal)
     res = project_traces([trace], [fwd, bwd], lambda t, gg: np.zeros(gg.n_gpu, bool), 803.0)
     assert not isinstance(res, str)
