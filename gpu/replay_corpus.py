@@ -26,6 +26,8 @@ The split into dev and heldout is fixed before any data exists: results/h200/rep
     python3 gpu/replay_corpus.py "$OUT" --part 7 --budget-s 340     # held-out 6: 18 more (split heldout6)
     python3 gpu/replay_corpus.py "$OUT" --part 8 --budget-s 380     # held-out 7: 18 more (split heldout7)
     python3 gpu/replay_corpus.py "$OUT" --part 9 --budget-s 380     # held-out 8: 18 more (split heldout8)
+    python3 gpu/replay_corpus.py "$OUT" --part 10 --budget-s 380    # dev2: 18 training pairs again, backward CPU timed
+    python3 gpu/replay_corpus.py "$OUT" --part 11 --budget-s 380    # held-out 9: 18 new training pairs
     python3 gpu/replay_corpus.py OUT --smoke [--pairs NAME,...]     # tiny sizes on the CPU (the test)
 
 Writes OUT/corpus/part-N/ (NAME.json, NAME.{A,B}[.rR].json.gz, profiler_overhead.json, capture.log),
@@ -55,7 +57,7 @@ import sys  # noqa: E402
 import tarfile  # noqa: E402
 import traceback  # noqa: E402
 from collections.abc import Callable  # noqa: E402
-from dataclasses import dataclass, field  # noqa: E402
+from dataclasses import dataclass, field, replace  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import torch  # noqa: E402
@@ -1240,7 +1242,71 @@ PAIRS = [
         "torch.compile (inductor)."), 30),
     Pair("resnet18-train-b6-bn", "cnn", "tiny", 9, p_bn(6, True), 18),
     Pair("resnet18-gn-train-b2", "cnn", "tiny", 9, p_gn_train(2), 18),
+    # part 11: held-out 9, training only (the backward's profiler-free CPU is what it tests), registered with part 10
+    # and before either was captured; one pair per swap kind first, so a budget cut leaves every kind
+    Pair("resnet18-train-b3-bn", "cnn", "tiny", 11, p_bn(3, True), 18),
+    Pair("gpt-train-b4-s128-block", "train-small", "block", 11, p_own_train(
+        dict(d=512, layers=4, heads=8, tokens=128, **DEC), dict(norm="eager", eager_act=True, eager_attn=True), {},
+        Block, 4, "Decoder of our own (4 x d512) training, b4 x 128, bf16 autocast, SGD: every whole block swapped: "
+        "eager LayerNorms, eager causal attention, eager GELU vs nn.LayerNorm, SDPA, F.gelu."), 18),
+    Pair("vit-train-b6-d512-attention", "train-small", "attention", 11, p_own_train(
+        dict(d=512, layers=6, heads=8), dict(eager_attn=True), {}, Attention, 6,
+        "ViT-like (6 x d512) training, batch 6, bf16 autocast, SGD: every attention eager vs SDPA."), 18),
+    Pair("gpt-train-b8-s128-mlp", "train-large", "mlp", 11, p_own_train(
+        dict(d=512, layers=4, heads=8, tokens=128, **DEC), dict(eager_act=True), {}, MLP, 8,
+        "Decoder of our own (4 x d512) training, b8 x 128, bf16 autocast, SGD: every MLP with eager tanh-GELU vs "
+        "F.gelu (the MLP is the group)."), 18),
+    Pair("vit-train-b8-d384-layernorm", "train-small", "tiny", 11, p_own_train(
+        dict(d=384, layers=6, heads=6), dict(norm="eager"), {}, NORMS, 8,
+        "ViT-like (6 x d384) training, batch 8, bf16 autocast, SGD: every LayerNorm eager vs nn.LayerNorm."), 18),
+    Pair("resnet18-gn-train-b3", "cnn", "tiny", 11, p_gn_train(3), 18),
+    Pair("gpt-train-b4-s192-gelu", "train-small", "tiny", 11, p_own_train(
+        dict(d=512, layers=4, heads=8, tokens=192, **DEC), dict(eager_act=True), {}, GELU_MODS, 4,
+        "Decoder of our own (4 x d512) training, b4 x 192, bf16 autocast, SGD: every MLP GELU eager tanh-GELU vs "
+        "F.gelu(tanh)."), 18),
+    Pair("llama-train-b2-s96-rmsnorm", "train-small", "tiny", 11, p_hf_swap(
+        "llama", 2, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "train",
+        "Llama-3.2-1B shapes cut to 2 layers, training b2 x 96, bf16 weights: every RMSNorm eager vs nn.RMSNorm.",
+        b=2, seq=96), 18),
+    Pair("resnet18-train-b10-bn", "cnn", "tiny", 11, p_bn(10, True), 18),
+    Pair("vit-train-b8-d384-block", "train-large", "block", 11, p_own_train(
+        dict(d=384, layers=6, heads=6), dict(norm="eager", eager_act=True, eager_attn=True), {}, Block, 8,
+        "ViT-like (6 x d384) training, batch 8, bf16 autocast, SGD: every whole block swapped: eager LayerNorms, "
+        "eager attention, eager GELU vs nn.LayerNorm, SDPA, F.gelu."), 18),
+    Pair("gpt-train-b4-s192-attention", "train-small", "attention", 11, p_own_train(
+        dict(d=512, layers=4, heads=8, tokens=192, **DEC), dict(eager_attn=True), {}, Attention, 4,
+        "Decoder of our own (4 x d512) training, b4 x 192, bf16 autocast, SGD: every attention eager vs SDPA."), 18),
+    Pair("vit-train-b12-d512-mlp", "train-large", "mlp", 11, p_own_train(
+        dict(d=512, layers=6, heads=8), dict(eager_act=True), {}, MLP, 12,
+        "ViT-like (6 x d512) training, batch 12, bf16 autocast, SGD: every MLP with eager tanh-GELU vs F.gelu (the "
+        "MLP is the group)."), 20),
+    Pair("gpt-train-b4-s256-layernorm", "train-small", "tiny", 11, p_own_train(
+        dict(d=512, layers=4, heads=8, tokens=256, **DEC), dict(norm="eager"), {}, NORMS, 4,
+        "Decoder of our own (4 x d512) training, b4 x 256, bf16 autocast, SGD: every LayerNorm eager vs nn.LayerNorm."), 18),
+    Pair("resnet18-gn-train-b6", "cnn", "tiny", 11, p_gn_train(6), 18),
+    Pair("vit-train-b8-d384-gelu", "train-small", "tiny", 11, p_own_train(
+        dict(d=384, layers=6, heads=6), dict(eager_act=True), {}, GELU_MODS, 8,
+        "ViT-like (6 x d384) training, batch 8, bf16 autocast, SGD: every MLP GELU eager tanh-GELU vs F.gelu(tanh)."), 18),
+    Pair("bert-train-b2-s96-gelu", "train-small", "tiny", 11, p_hf_swap(
+        "bert", 4, GELUS, eager_gelu, fused_gelu, "train",
+        "BERT-base shapes cut to 4 layers, training b2 x 96, bf16 autocast, SGD: every intermediate GELU eager "
+        "tanh-GELU vs F.gelu(tanh).", b=2, seq=96), 18),
+    Pair("resnet18-train-b24-bn", "cnn", "tiny", 11, p_bn(24, True), 18),
+    Pair("gpt-train-b2-s256-block", "train-small", "block", 11, p_own_train(
+        dict(d=512, layers=4, heads=8, tokens=256, **DEC), dict(norm="eager", eager_act=True, eager_attn=True), {},
+        Block, 2, "Decoder of our own (4 x d512) training, b2 x 256, bf16 autocast, SGD: every whole block swapped: "
+        "eager LayerNorms, eager causal attention, eager GELU vs nn.LayerNorm, SDPA, F.gelu."), 18),
 ]
+
+# part 10: development data for the backward's profiler-free CPU (module_cpu's backward pass, new in part 10): the
+# training pairs of parts 1-9 whose error the backward's CPU share tracked (all read before), captured again
+RECAPTURED = ("resnet18-train-b8-bn", "resnet18-train-b2-bn", "resnet18-train-b4-bn", "resnet18-gn-train-b4",
+              "gpt-train-b8-s256-block", "vit-train-b3-d384-attention", "gpt-train-b16-s256-layernorm",
+              "vit-train-b2-layernorm", "gpt-train-b4-s128-mlp", "vit-train-b4-d512-gelu", "gpt-train-b2-s256-gelu",
+              "bert-train-b4-layernorm", "gpt-train-b8-s512-layernorm", "llama-train-b2-s64-rmsnorm",
+              "gpt-train-b2-s128-block", "resnet18-train-b6-bn", "resnet18-gn-train-b2", "resnet18-train-b16-bn")
+PAIRS += [replace(p, name=f"{p.name}-r10", part=10, est_s=min(p.est_s, 18.0))
+          for p in PAIRS if p.name in RECAPTURED]
 
 
 def split_of(pairs: list[Pair]) -> dict[str, str]:
@@ -1248,8 +1314,9 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     the first of the regime dev in even regimes (sorted by name) and heldout in odd ones (halves balanced);
     every pair of part 3 is heldout2 (a second held-out set, made after the first was read), of part 4
     heldout3 (a third, made after the second was read), of part 5 heldout4, of part 6 heldout5, of part 7
-    heldout6, of part 8 heldout7 and of part 9 heldout8 (each made after the set before it was read)."""
-    out = {p.name: f"heldout{p.part - 1}" for p in pairs if p.part >= 3}
+    heldout6, of part 8 heldout7 and of part 9 heldout8 (each made after the set before it was read); part 10
+    (training pairs of parts 1-9 captured again with the backward's CPU) is dev2, and part 11 heldout9."""
+    out = {p.name: "dev2" if p.part == 10 else f"heldout{p.part - 1 - (p.part > 10)}" for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):
         names = sorted((p.name for p in pairs if p.regime == regime), key=lambda n: hashlib.sha256(n.encode()).hexdigest())
@@ -1325,13 +1392,25 @@ def profile_steps(step: Callable[[], object], path: Path, active: int = PROFILED
 def module_cpu(v: Variant, steps: int) -> dict:
     """Profiler-free: each module class's inclusive CPU time per step (addressable.capture.scopes.module_cpu:
     global forward hooks, perf_counter; what `addressable profile` writes to module_cpu.csv)."""
-    with scopes.module_cpu(v.models[0] if v.models else None) as rec:
+    model = v.models[0] if v.models else None
+    with scopes.module_cpu(model) as rec:
         ts = [timed(v) for _ in range(steps)]
     t = rec.table(steps).groupby("class")[["calls_per_step", "cpu_us_per_step"]].sum()
+    try:
+        with scopes.module_backward_cpu(model) as bwd:  # apart: its hooks cost forward CPU
+            for _ in range(steps):
+                timed(v)
+        tb = bwd.table(steps).groupby("class")[["backward_calls_per_step", "backward_cpu_us_per_step"]].sum()
+        backward = {str(k): {"calls_per_step": float(r.backward_calls_per_step),
+                             "cpu_us_per_step": float(r.backward_cpu_us_per_step)} for k, r in tb.iterrows()}
+    except (AttributeError, RuntimeError) as e:  # a torch without autograd's sequence counter: the forward's still count
+        log(f"backward pass: {type(e).__name__}: {str(e)[:200]}")
+        backward = {}
     return {"steps": steps, "step_ms": [x[0] for x in ts], "cpu_ms": [x[1] for x in ts],
             "swap_cpu_ms": [x[2] for x in ts],
             "modules": {str(k): {"calls_per_step": float(r.calls_per_step), "cpu_us_per_step": float(r.cpu_us_per_step)}
-                        for k, r in t.iterrows()}}
+                        for k, r in t.iterrows()},
+            "backward_modules": backward}
 
 
 def trace_name(name: str, key: str, r: int) -> str:
@@ -1377,7 +1456,8 @@ def capture_pair(p: Pair, d: Path, split: str, seconds: float) -> dict:
             "timing": "perf_counter around one step, synchronised before and after (step_ms) and at the step's "
             "return (cpu_ms); A and B interleaved step by step, the order alternating, in rounds (round)",
             "profiling": "profile_rounds alternating windows A, B, A, B, each one warm-up step then profiled_steps "
-            "recorded steps; module_cpu: a profiler-free pass with global forward hooks (inclusive CPU time)"}
+            "recorded steps; module_cpu: a profiler-free pass with global forward hooks (inclusive CPU time), then "
+            "(part 10 on) one as long timing each module's backward nodes (backward_modules)"}
     for k in ("step_ms", "cpu_ms", "swap_cpu_ms"):  # 0.1 us is below the timer's noise; keeps the file small
         meta[k] = {v: [round(t, 4) for t in ts] for v, ts in meta[k].items()}
     (d / f"{p.name}.json").write_text(json.dumps(meta, indent=1))
@@ -1515,7 +1595,7 @@ def main(argv: list[str] | None = None) -> int:
     global SMOKE, DEV
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
-    ap.add_argument("--part", choices=["1", "2", "3", "4", "5", "6", "7", "8", "9", "all"], default="all")
+    ap.add_argument("--part", choices=[*map(str, range(1, 12)), "all"], default="all")
     ap.add_argument("--pairs", default="", help="comma-separated pair names (default: the part's)")
     ap.add_argument("--budget-s", type=float, default=450.0, help="wall seconds for the whole process")
     ap.add_argument("--pair-s", type=float, default=12.0, help="at most this long timing one pair")

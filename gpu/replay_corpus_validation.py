@@ -59,6 +59,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import replay_validation as rv
 
+from addressable.classify.modules import backward_nodes
 from addressable.core.atomic import write_text
 from addressable.core.errors import AddressableError
 from addressable.projection import intervals
@@ -78,10 +79,11 @@ from addressable.projection.replay import (
 )
 from addressable.trace.reader import Trace
 
-MODELS = ("uniform", "own", "module", "event", "given", "given_uniform", "given_v1", "given_v2", "given_v3")
+MODELS = ("uniform", "own", "module", "event", "given", "given_uniform", "given_v1", "given_v2", "given_v3", "given_bwd")
 PROJECT_MODEL = "given"  # what `project --model replay` runs where a target has both inputs (project_traces)
 FALLBACK_MODEL = "uniform"  # what it runs for a target without them; both error models are written
-HELD = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8")  # parts 1-2's half, parts 3-9
+HELD = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8",
+        "heldout9")  # parts 1-2's half, parts 3-9, part 11
 Q = rv.STEP_QUANTILE
 
 
@@ -165,10 +167,34 @@ def round_models(a: Path, b: Path, meta: dict, step_a: float, costs: tuple[float
     # given before the change chosen on dev (a fused call's other runtime calls, e.g. memsets, stayed)
     row["given_v1"] = speedup(ga, [dataclasses.replace(c, cpu_calls=None) for c in given], sc)
     row["given_v2"] = speedup(ga, given, sc)  # given before the backward took the forward's scale (chosen on parts 1-5)
+    # given_bwd: the backward's nodes at their own profiler-free scale (part 10 on: module_cpu's backward pass) and
+    # each backward call keeping B's measured backward CPU per call; the two hypotheses where it was not timed
+    bwd = backward_inputs(meta)
+    row["given_bwd"], row["regime_given_bwd"] = res.speedup_wall, res.regime
+    row["backward_scale"] = np.nan
+    if bwd is not None and swap and len(changes) > 1:
+        ranges = swap_ranges(ta).sort_values("ts").reset_index(drop=True)
+
+        def bcal(t: Trace, g: Graph) -> GroupCpu:
+            return group_cpu(g, t, backward_nodes(t.events, ranges), bwd[0])
+        wis = whatifs(changes, forward, cal, after)
+        wis[-1] = dataclasses.replace(wis[-1], cpu=bcal, cpu_after_us=bwd[1], scale_like=None, backward=True)
+        rb = projected(ta, wis, step_a * 1e3)
+        row["given_bwd"], row["regime_given_bwd"] = rb.speedup_wall, rb.regime
+        row["backward_scale"] = bcal(ta, ga).scale
     ge = deprofiled(ta, ga, *costs)
     row.update(event=speedup(ge, changes, fit_cpu_scale(ge, step_a * 1e3)))
     row["regime_detected"] = regime_of(ga, step_a * 1e3, has_backward(ta))
     return row
+
+
+def backward_inputs(meta: dict) -> tuple[float, float] | None:
+    """(A's swap-group backward CPU per step, B's per call), µs, profiler-free (module_cpu's backward pass:
+    the Marked wrapper's nodes); None for a capture without it (parts 1-9)."""
+    a, b = (meta["module_cpu"][k].get("backward_modules", {}).get("Marked") for k in "AB")
+    if not a or not b or not b["calls_per_step"]:
+        return None
+    return a["cpu_us_per_step"], b["cpu_us_per_step"] / b["calls_per_step"]
 
 
 def rest_change(meta: dict) -> float:
@@ -189,14 +215,15 @@ def validate_pair(folder: Path, name: str, costs: tuple[float, float], truth: st
     per_round = pd.DataFrame([round_models(a, b, meta, step_a, costs) for a, b in rv.rounds_of(folder, name)])
     row = {"pair": name, "regime": meta["regime"], "swap": meta.get("swap", ""), "split": meta.get("split", "dev"),
            "regime_detected": per_round["regime_detected"].iloc[0],
-           "regime_given": per_round["regime_given"].iloc[0], "measured_quartile": step_a / step_b,
+           "regime_given": per_round["regime_given"].iloc[0],
+           "regime_given_bwd": per_round["regime_given_bwd"].iloc[0], "measured_quartile": step_a / step_b,
            "measured_ci95": meta.get("ratio_ci95", np.nan),
            "measured_rounds": float(np.median(meta["ratio_rounds"])) if meta.get("ratio_rounds") else np.nan,
            "step_ms_a": step_a, "step_ms_b": step_b, "rest_change": rest_change(meta),
            "step_noise": intervals.step_noise(np.asarray(meta["step_ms"]["A"]), Q),
            "rounds": len(per_round)}
     row["measured"] = row[f"measured_{truth}"]
-    for col in (*MODELS, "cpu_scale", "group_scale", "rest_scale", "group_share", "backward_cpu_share", "k_forward", "k_backward",
+    for col in (*MODELS, "cpu_scale", "group_scale", "rest_scale", "group_share", "backward_cpu_share", "backward_scale", "k_forward", "k_backward",
                 "kernels_forward_a", "kernels_after_forward"):
         if col in per_round:
             row[col] = float(per_round[col].median())
@@ -251,7 +278,8 @@ def report(t: pd.DataFrame, truth: str = "quartile", fit_on: tuple[str, ...] = (
     names = (("dev", "dev"), ("heldout", "HELD-OUT 1 (already seen)"),
              ("heldout2", "HELD-OUT 2" if truth == "quartile" else "HELD-OUT 2 (already seen)"),
              ("heldout3", "HELD-OUT 3"), ("heldout4", "HELD-OUT 4"), ("heldout5", "HELD-OUT 5"),
-             ("heldout6", "HELD-OUT 6"), ("heldout7", "HELD-OUT 7"), ("heldout8", "HELD-OUT 8"))
+             ("heldout6", "HELD-OUT 6"), ("heldout7", "HELD-OUT 7"), ("heldout8", "HELD-OUT 8"),
+             ("dev2", "dev2 (parts 1-9's training pairs again, the backward timed)"), ("heldout9", "HELD-OUT 9"))
     for split, words in names:
         words = words.split(" (")[0].lower() + " (fitted on)" if split in fit_on and split != "dev" else words
         h = t[t["split"] == split]
@@ -293,9 +321,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     pairs = corpus_pairs(args.corpus)
     fit_on = tuple(x for x in args.fit_on.split(",") if x)
-    unknown = set(fit_on) - {"dev", *HELD}
+    unknown = set(fit_on) - {"dev", "dev2", *HELD}
     if unknown or not fit_on:
-        print(f"--fit-on: unknown splits {', '.join(sorted(unknown)) or '(none given)'}; known: dev, {', '.join(HELD)}",
+        print(f"--fit-on: unknown splits {', '.join(sorted(unknown)) or '(none given)'}; known: dev, dev2, {', '.join(HELD)}",
               file=sys.stderr)
         return 2
     if args.dev_only:

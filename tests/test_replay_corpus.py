@@ -114,6 +114,22 @@ def test_parts_4_to_9_are_further_held_out_sets_of_new_pairs_over_every_regime(p
     assert {p.regime for p in new[:8]} == {p.regime for p in old} and sum(p.est_s for p in new) + 30 < 450
 
 
+def test_part_10_captures_earlier_training_pairs_again_and_part_11_is_a_new_training_held_out_set() -> None:
+    rc = _module()
+    split = rc.split_of(rc.PAIRS)
+    earlier = {p.name: p for p in rc.PAIRS if p.part < 10}
+    again = [p for p in rc.PAIRS if p.part == 10]
+    assert len(again) >= 16 and {split[p.name] for p in again} == {"dev2"}
+    for p in again:  # the same pair (builder, regime) under a new name
+        first = earlier[p.name.removesuffix("-r10")]
+        assert (p.build, p.regime, p.swap) == (first.build, first.regime, first.swap) and first.part < 10
+    new = [p for p in rc.PAIRS if p.part == 11]
+    assert len(new) >= 16 and {split[p.name] for p in new} == {"heldout9"}
+    assert not {p.name for p in new} & set(earlier)
+    assert all(p.regime.startswith("train") or p.regime == "cnn" for p in new)
+    assert {p.swap for p in new[:5]} == {p.swap for p in new} and sum(p.est_s for p in new) + 30 < 450
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("split", "pairs", "fewer", "factor"), [
     # the cached rotary table launches fewer ops than recomputing it
@@ -137,6 +153,9 @@ def test_parts_4_to_9_are_further_held_out_sets_of_new_pairs_over_every_regime(p
     # a whole eager block in training; eager GroupNorm in training at batch 2
     ("heldout8", ["gpt-train-b2-s128-block", "resnet18-gn-train-b2", "gpt-b1-s128-d640-block",
                   "two-stream-n2304-rmsnorm"], "gpt-b1-s128-d640-block", 2),
+    # training only, the backward timed: a whole eager block, eager BatchNorm, eager attention
+    ("heldout9", ["gpt-train-b4-s128-block", "resnet18-train-b3-bn", "vit-train-b6-d512-attention"],
+     "gpt-train-b4-s128-block", 2),
 ])
 def test_smoke_run_of_the_later_held_out_parts(tmp_path: Path, split: str, pairs: list[str], fewer: str,
                                                factor: int) -> None:
@@ -148,6 +167,10 @@ def test_smoke_run_of_the_later_held_out_parts(tmp_path: Path, split: str, pairs
         assert meta["split"] == split and meta["swap_calls_per_step"]["A"] > 0 < meta["swap_calls_per_step"]["B"]
     ops = {k: _ops_in_swap_group(files[f"part-x/{fewer}.{k}.json.gz"]) for k in "AB"}
     assert ops["B"] > 0 and ops["A"] > factor * ops["B"]
+    if split == "heldout9":  # the swapped modules' backward nodes, timed profiler-free: the eager ones cost more
+        bwd = {k: json.loads(files[f"part-x/{fewer}.json"])["module_cpu"][k]["backward_modules"]["Marked"] for k in "AB"}
+        assert bwd["A"]["calls_per_step"] == bwd["B"]["calls_per_step"] > 0
+        assert bwd["A"]["cpu_us_per_step"] > bwd["B"]["cpu_us_per_step"] > 0
 
 
 @pytest.mark.slow

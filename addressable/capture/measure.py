@@ -29,7 +29,7 @@ import torch
 from addressable.capture import distributed
 from addressable.capture.oom import out_of_memory
 from addressable.capture.quiet import quiet_profiler
-from addressable.capture.scopes import module_cpu, module_io, module_scopes
+from addressable.capture.scopes import module_backward_cpu, module_cpu, module_io, module_scopes
 from addressable.capture.workload import Step, WorkloadConfig, WorkloadSpec
 from addressable.classify.breakdown import (
     BASIS_GPU,
@@ -301,16 +301,20 @@ CPU_STEPS = 3  # steps of the profiler-free module CPU pass (module_cpu.csv)
 
 
 def _module_cpu(step: Step, model: torch.nn.Module, n: int, cuda: bool) -> pd.DataFrame:
-    """Each module's CPU time per step over n steps under scopes.module_cpu (no profiler), each step
-    started on an idle GPU (synchronised), as the corpus's pass (gpu/replay_corpus.py) does."""
-    with module_cpu(model) as rec:
-        for _ in range(n):
+    """Each module's CPU time per step over n steps under scopes.module_cpu (no profiler), then its backward's
+    over n more under scopes.module_backward_cpu (its hooks cost forward CPU, so apart; empty where no backward
+    ran), each step started on an idle GPU (synchronised), as the corpus's pass (gpu/replay_corpus.py) does."""
+    tables = []
+    for recorder in (module_cpu, module_backward_cpu):
+        with recorder(model) as rec:
+            for _ in range(n):
+                if cuda:
+                    torch.cuda.synchronize()
+                step()
             if cuda:
                 torch.cuda.synchronize()
-            step()
-        if cuda:
-            torch.cuda.synchronize()
-    return rec.table(n)
+        tables.append(rec.table(n))
+    return tables[0].merge(tables[1], on=["module", "class"], how="left")
 
 
 COMPILE_NOTE = "no module scopes: a --compile run is not scoped (its fused kernels span modules)"

@@ -7,7 +7,8 @@ exit. `addressable profile` wraps only its profiled steps in it, so timed steps 
 hooks. addressable/classify/modules.py reads the ranges back from the trace.
 
 `module_cpu(model)` times each module's forward CPU dispatch with perf_counter alone, outside the
-profiler (module_cpu.csv: the CPU time a trace shows inflated by the profiler's per-op cost).
+profiler (module_cpu.csv: the CPU time a trace shows inflated by the profiler's per-op cost), and
+`module_backward_cpu(model)` the CPU of the autograd nodes each module's forward created.
 
 `module_io(model)` records, for one step outside the profiled ones, the bytes each module call
 reads and writes at its boundary (docs/roofline.md, "Fusion headroom"): the traffic a single fused
@@ -26,8 +27,9 @@ from typing import Any
 import pandas as pd
 import torch
 from torch.nn.modules import module as nn_module
+from torch.utils import _pytree as pytree
 
-from addressable.runs.folder import MODULE_CPU_COLUMNS
+from addressable.runs.folder import BACKWARD_CPU_COLUMNS, MODULE_CPU_COLUMNS
 
 PREFIX = "nn.Module: "
 IO_COLUMNS = ["module", "class", "calls", "input_bytes", "output_bytes", "param_bytes", "forward_bytes",
@@ -322,6 +324,128 @@ def module_cpu(model: torch.nn.Module | None = None) -> Iterator[ModuleCpu]:
     finally:
         for h in handles:
             h.remove()
+
+
+class ModuleBackwardCpu:
+    """Each module's backward CPU time, profiler-free: the autograd nodes its forward calls created (inner
+    modules' included, AccumulateGrad not), each timed with perf_counter from its pre-hook to its hook,
+    summed over the steps run under `module_backward_cpu`; calls: the forward calls that created nodes.
+
+    A call's nodes are those reachable from its outputs whose sequence numbers were drawn during the call
+    (autograd's thread-local counter, read before and after it), as the trace joins a backward node to
+    the forward op that carries its sequence number."""
+
+    def __init__(self, model: torch.nn.Module | None) -> None:
+        self.names = _Names(model)
+        self.rows: dict[tuple[str, str], list[float]] = {}
+        self.owners: dict[int, list[tuple[str, str]]] = {}  # a hooked node's sequence number: the calls it times for
+
+    def pre(self, module: torch.nn.Module, args: Any) -> None:
+        self.names.stack().append((self.names.name(module), _next_sequence_nr()))
+
+    def post(self, module: torch.nn.Module, args: Any, output: Any) -> None:
+        open_ = self.names.stack()
+        if not open_:
+            return
+        q, first = open_.pop()
+        end = _next_sequence_nr()
+        if end <= first:
+            return
+        key = (q, type(module).__name__)
+        roots = [t.grad_fn for t in pytree.tree_leaves(output)
+                 if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+        nodes = _nodes_between(roots, first, end)
+        for node, seq in nodes:
+            owners = self.owners.get(seq)
+            if owners is None:
+                owners = self.owners[seq] = []
+                self._hook(node, seq, owners)
+            owners.append(key)
+        if nodes:
+            self.rows.setdefault(key, [0, 0.0])[0] += 1
+
+    def _hook(self, node: Any, seq: int, owners: list[tuple[str, str]]) -> None:
+        started = [0.0]
+
+        def before(grad_outputs: Any) -> None:
+            started[0] = time.perf_counter()
+
+        def after(grad_inputs: Any, grad_outputs: Any) -> None:
+            took = time.perf_counter() - started[0]
+            for key in owners:
+                self.rows.setdefault(key, [0, 0.0])[1] += took
+            self.owners.pop(seq, None)
+
+        node.register_prehook(before)
+        node.register_hook(after)
+
+    def table(self, steps: int) -> pd.DataFrame:
+        """module, class, backward_calls_per_step, backward_cpu_us_per_step, per step of `steps`."""
+        n = max(steps, 1)
+        rows = [(q, c, calls / n, seconds / n * 1e6) for (q, c), (calls, seconds) in self.rows.items()]
+        return pd.DataFrame(rows, columns=["module", "class", *BACKWARD_CPU_COLUMNS])
+
+
+def _next_sequence_nr() -> int:
+    """The sequence number autograd gives the next node created on this thread."""
+    return int(torch._C._autograd._get_sequence_nr())
+
+
+def _nodes_between(roots: list[Any], first: int, end: int) -> list[tuple[Any, int]]:
+    """The autograd nodes reachable from `roots` with a sequence number in [first, end): those created since
+    `first` was read (a node's inputs are older than it, so the walk stops at the first older one)."""
+    out, seen, todo = [], set(), list(roots)
+    while todo:
+        node = todo.pop()
+        if node is None:
+            continue
+        seq = int(node._sequence_nr())
+        if not first <= seq < end or seq in seen:
+            continue
+        seen.add(seq)
+        out.append((node, seq))
+        todo += [n for n, _ in node.next_functions]
+    return out
+
+
+@contextmanager
+def module_backward_cpu(model: torch.nn.Module | None = None) -> Iterator[ModuleBackwardCpu]:
+    """Time every nn.Module's backward CPU (the autograd nodes its forward calls create, `ModuleBackwardCpu`)
+    while the block runs; read `.table(steps)` after it. Its hooks cost CPU in the forward too, so run it
+    apart from `module_cpu`, and outside the profiler."""
+    rec = ModuleBackwardCpu(model)
+    handles = [nn_module.register_module_forward_pre_hook(rec.pre),
+               nn_module.register_module_forward_hook(rec.post, always_call=True)]
+    try:
+        yield rec
+    finally:
+        for h in handles:
+            h.remove()
+
+
+def backward_cpu_us(module: torch.nn.Module, *args: Any, calls: int = 50, warmup: int = 5, q: float = 0.25) -> float:
+    """The CPU time the backward of one call of `module` takes (µs, profiler-free): its autograd nodes as
+    `ModuleBackwardCpu` times them, the q-quantile of `calls` calls after `warmup`, each backward run from
+    ones on an idle GPU, as wins.csv's `backward_cpu_us_after` wants it for a replacement module. Floating
+    tensor arguments require grad (copies), as a module inside a network being trained sees them."""
+    args = tuple(a.detach().requires_grad_(True) if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+                 for a in args)
+    cuda = torch.cuda.is_available() and any(t.is_cuda for t in call_tensors(args))
+    times = []
+    for i in range(warmup + calls):
+        with torch.enable_grad(), module_backward_cpu(module) as rec:
+            out = [t for t in pytree.tree_leaves(module(*args))
+                   if isinstance(t, torch.Tensor) and t.requires_grad]
+        if not out:
+            raise ValueError("backward_cpu_us: the module's outputs do not require grad (nothing to run backward on)")
+        if cuda:
+            torch.cuda.synchronize()
+        torch.autograd.backward(out, [torch.ones_like(t) for t in out])
+        if i >= warmup:
+            times.append(rec.rows.get(("", type(module).__name__), [0, 0.0])[1] * 1e6)
+    if cuda:
+        torch.cuda.synchronize()
+    return float(pd.Series(times).quantile(q)) if times else float("nan")
 
 
 def forward_cpu_us(module: torch.nn.Module, *args: Any, calls: int = 50, warmup: int = 5, q: float = 0.25) -> float:

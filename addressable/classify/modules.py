@@ -313,6 +313,31 @@ def _label_ops(ops: pd.DataFrame, r: Ranges, mid: np.ndarray, root: np.ndarray, 
     return (module, mclass), direction  # object arrays of str: astype(str) would copy them at fixed width
 
 
+def backward_nodes(events: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:
+    """The backward of forward `calls` (CPU ranges: ts, dur, pid, tid, one per call): the outermost autograd
+    node ops (a "Sequence number" and a nonzero "Fwd thread id") whose sequence number a forward op inside a
+    call carries (inner ranges' ops included), as ts, dur, pid, tid and `call` (the position in `calls`)."""
+    cols = ["ts", "dur", "pid", "tid", "call"]
+    ops = events[(events["kind"] == "cpu_op").to_numpy()]
+    if calls.empty or "sequence" not in ops or "fwd_thread" not in ops:
+        return pd.DataFrame(columns=cols)
+    seq = ops["sequence"].to_numpy(np.float64)
+    fwd = ops["fwd_thread"].to_numpy(np.float64)
+    r = Ranges.of(ops)
+    mid = (r.start + r.end) / 2
+    forward = np.flatnonzero((seq >= 0) & ~(fwd > 0))
+    call = enclosing(calls, r.key[forward], mid[forward], outermost=True)
+    made = pd.Series(call[call >= 0], index=seq[forward][call >= 0])
+    made = made[~made.index.duplicated(keep="last")]  # the last forward op with the number made the node
+    node = np.flatnonzero((seq >= 0) & (fwd > 0))
+    outer = enclosing(r.take(node), r.key[node], mid[node], outermost=True) == np.arange(len(node))
+    node = node[outer]
+    owner = pd.Series(seq[node]).map(made).to_numpy(np.float64)
+    keep = ~np.isnan(owner)
+    out = ops.iloc[node[keep]][["ts", "dur", "pid", "tid"]].reset_index(drop=True)
+    return out.assign(call=owner[keep].astype(np.int64))
+
+
 def _optimizer_ranges(events: pd.DataFrame, rules: ScopeRules) -> pd.DataFrame:
     """CPU ranges that mark optimizer work (Optimizer.step#…, phase:optimizer), annotations or ops."""
     ranges = events[events["kind"].isin(["cpu_annotation", "cpu_op"])]

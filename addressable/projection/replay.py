@@ -949,8 +949,11 @@ class WhatIf:
     cpu: Callable[[Trace, Graph], GroupCpu] | None = None
     cpu_after_us: float | None = None
     # the calls that launch this group's kernels take that group's measured CPU scale (a module's
-    # backward at its forward's: the profiler-free hooks time forwards only)
+    # backward at its forward's, where no profiler-free pass timed its backward)
     scale_like: Callable[[Trace, Graph], GroupCpu] | None = None
+    # a module's backward with `cpu` (its nodes' profiler-free CPU, module_cpu.csv's backward columns):
+    # its calls' CPU share names the regime (" large measured backward")
+    backward: bool = False
 
 
 @dataclass
@@ -1042,7 +1045,12 @@ def _rank_projection(trace: Trace, g: Graph, whatifs: Sequence[WhatIf], ceiling:
     like_calls = np.zeros(g.n_cpu, bool)
     for calls, _ in _scaled_like(trace, g, whatifs, [(c.calls, c.scale) for c in cpu if c is not None]):
         like_calls |= calls
-    row["backward_cpu_share"] = _cpu_share(g, like_calls)
+    measured = np.zeros(g.n_cpu, bool)
+    for w, c in zip(whatifs, cpu, strict=True):
+        if w.backward and c is not None:
+            measured |= c.calls
+    row["backward_cpu_share"] = _cpu_share(g, like_calls | measured)
+    row["backward_measured"] = bool(measured.any()) and not like_calls.any()
     return row, per_step, len(fixed)
 
 
@@ -1073,7 +1081,8 @@ def project_traces(paths: Sequence[str | Path | Trace], whatifs: Sequence[WhatIf
 
     A what-if with `scale_like` (a module's backward, whose CPU no profiler-free clock timed) is replayed
     under both hypotheses: its launches at the forward's measured scale, and fitted with the rest. The
-    point is their geometric mean and the interval spans both (`speedup_wall_hypotheses`).
+    point is their geometric mean and the interval spans both (`speedup_wall_hypotheses`). A backward
+    what-if with its own `cpu` (`backward`: its nodes timed profiler-free) is replayed as a forward one is.
     """
     likes = (True, False) if step_us and any(w.scale_like is not None for w in whatifs) else (False,)
     rows: dict[bool, list[dict[str, Any]]] = {like: [] for like in likes}
@@ -1091,7 +1100,7 @@ def project_traces(paths: Sequence[str | Path | Trace], whatifs: Sequence[WhatIf
                 regime, n_cpu = regime_of(g, step_us, has_backward(trace)), fixed
                 share = row["backward_cpu_share"]
                 if share >= LARGE_BACKWARD_SHARE:
-                    regime += " large backward"
+                    regime += " large measured backward" if row["backward_measured"] else " large backward"
     tables = {like: pd.DataFrame(r) for like, r in rows.items()}
     got = {like: _speedups(t) for like, t in tables.items()}
     walls, kerns = [w for w, _ in got.values()], [k for _, k in got.values()]
@@ -1114,5 +1123,5 @@ def project_traces(paths: Sequence[str | Path | Trace], whatifs: Sequence[WhatIf
                             float(t["residual"].iloc[int(t["residual"].abs().argmax())]), float(t["cpu_scale"].iloc[0]),
                             n_steps, float(t["span"].max()) / max(n_steps, 1) / 1e3,
                             t.drop(columns=["base", "point", "lo", "hi", "ceiling", "busy_point", "busy_lo",
-                                            "busy_hi", "busy_ceiling"]), regime, n_cpu,
+                                            "busy_hi", "busy_ceiling", "backward_measured"]), regime, n_cpu,
                             (hyp[0], hyp[-1]), share)

@@ -68,16 +68,20 @@ def write_run(folder: str | Path, b: Breakdown, keys: dict[str, Any], steps: pd.
     if module_io is not None:
         write_module_io(folder / MODULE_IO_FILE, module_io)
     if module_cpu is not None:
-        write_text(folder / MODULE_CPU_FILE, module_cpu[list(MODULE_CPU_COLUMNS)].to_csv(index=False))
+        cols = [*MODULE_CPU_COLUMNS, *(c for c in BACKWARD_CPU_COLUMNS if c in module_cpu.columns)]
+        write_text(folder / MODULE_CPU_FILE, module_cpu[cols].to_csv(index=False))
     return folder
 
 
 MODULE_CPU_FILE = "module_cpu.csv"  # each module's CPU time per step, profiler-free (capture.scopes.module_cpu)
 MODULE_CPU_COLUMNS = ("module", "class", "calls_per_step", "cpu_us_per_step")
+# the backward's (capture.scopes.module_backward_cpu): optional, empty for a module no backward ran through
+BACKWARD_CPU_COLUMNS = ("backward_calls_per_step", "backward_cpu_us_per_step")
 
 
 def read_module_cpu(folder: str | Path) -> pd.DataFrame | None:
-    """A run folder's module_cpu.csv (module, class, calls_per_step, cpu_us_per_step); None when it has none."""
+    """A run folder's module_cpu.csv (module, class, calls_per_step, cpu_us_per_step, and the backward's
+    BACKWARD_CPU_COLUMNS: NaN where no backward was timed); None when it has none."""
     path = Path(folder) / MODULE_CPU_FILE
     if not path.is_file():
         return None
@@ -85,13 +89,16 @@ def read_module_cpu(folder: str | Path) -> pd.DataFrame | None:
     missing = [c for c in MODULE_CPU_COLUMNS if c not in table.columns]
     if missing:
         raise AddressableError(f"{path}: missing column(s) {', '.join(missing)} (needs {', '.join(MODULE_CPU_COLUMNS)})")
-    for c in ("calls_per_step", "cpu_us_per_step"):
-        v = pd.to_numeric(table[c], errors="coerce")
-        if v.isna().any() or (v < 0).any():
-            raise AddressableError(f"{path}: {c} on row {int((v.isna() | (v < 0)).to_numpy().argmax()) + 1} "
-                                   "is not a number >= 0")
+    for c in ("calls_per_step", "cpu_us_per_step", *BACKWARD_CPU_COLUMNS):
+        if c not in table.columns:  # a file written before the backward was timed
+            table[c] = np.nan
+            continue
+        v = pd.to_numeric(table[c].replace("", np.nan), errors="coerce")
+        bad = (table[c].astype(str) != "") & v.isna() | (v < 0) if c in BACKWARD_CPU_COLUMNS else v.isna() | (v < 0)
+        if bad.any():
+            raise AddressableError(f"{path}: {c} on row {int(bad.to_numpy().argmax()) + 1} is not a number >= 0")
         table[c] = v
-    return table[list(MODULE_CPU_COLUMNS)]
+    return table[[*MODULE_CPU_COLUMNS, *BACKWARD_CPU_COLUMNS]]
 
 
 MODULE_IO_FILE = "module_io.json"
