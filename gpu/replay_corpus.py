@@ -1396,13 +1396,17 @@ def module_cpu(v: Variant, steps: int) -> dict:
     with scopes.module_cpu(model) as rec:
         ts = [timed(v) for _ in range(steps)]
     t = rec.table(steps).groupby("class")[["calls_per_step", "cpu_us_per_step"]].sum()
-    try:
-        with scopes.module_backward_cpu(model) as bwd:  # apart: its hooks cost forward CPU
-            for _ in range(steps):
+    try:  # apart (its hooks cost forward CPU), one recorder a step: a quantile over steps, as for swap_cpu_ms
+        per_step = []
+        for _ in range(2 * steps):
+            with scopes.module_backward_cpu(model) as bwd:
                 timed(v)
-        tb = bwd.table(steps).groupby("class")[["backward_calls_per_step", "backward_cpu_us_per_step"]].sum()
-        backward = {str(k): {"calls_per_step": float(r.backward_calls_per_step),
-                             "cpu_us_per_step": float(r.backward_cpu_us_per_step)} for k, r in tb.iterrows()}
+            per_step.append(bwd.table(1).groupby("class")[["backward_calls_per_step", "backward_cpu_us_per_step"]].sum())
+        classes = sorted(set().union(*(set(t.index) for t in per_step)))
+        backward = {str(k): {"calls_per_step": float(statistics.fmean(
+                                 t.loc[k, "backward_calls_per_step"] if k in t.index else 0.0 for t in per_step)),
+                             "cpu_us_steps": [round(float(t.loc[k, "backward_cpu_us_per_step"]) if k in t.index else 0.0, 1)
+                                              for t in per_step]} for k in classes}
     except (AttributeError, RuntimeError) as e:  # a torch without autograd's sequence counter: the forward's still count
         log(f"backward pass: {type(e).__name__}: {str(e)[:200]}")
         backward = {}
@@ -1457,7 +1461,8 @@ def capture_pair(p: Pair, d: Path, split: str, seconds: float) -> dict:
             "return (cpu_ms); A and B interleaved step by step, the order alternating, in rounds (round)",
             "profiling": "profile_rounds alternating windows A, B, A, B, each one warm-up step then profiled_steps "
             "recorded steps; module_cpu: a profiler-free pass with global forward hooks (inclusive CPU time), then "
-            "(part 10 on) one as long timing each module's backward nodes (backward_modules)"}
+            "(part 10 on) twice as many steps timing each module's backward (backward_modules: per call, the span of "
+            "its autograd nodes, scopes.module_backward_cpu; cpu_us_steps: each step's)"}
     for k in ("step_ms", "cpu_ms", "swap_cpu_ms"):  # 0.1 us is below the timer's noise; keeps the file small
         meta[k] = {v: [round(t, 4) for t in ts] for v, ts in meta[k].items()}
     (d / f"{p.name}.json").write_text(json.dumps(meta, indent=1))

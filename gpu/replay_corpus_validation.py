@@ -59,7 +59,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import replay_validation as rv
 
-from addressable.classify.modules import backward_nodes
+from addressable.classify.modules import backward_nodes, backward_spans
 from addressable.core.atomic import write_text
 from addressable.core.errors import AddressableError
 from addressable.projection import intervals
@@ -176,7 +176,8 @@ def round_models(a: Path, b: Path, meta: dict, step_a: float, costs: tuple[float
         ranges = swap_ranges(ta).sort_values("ts").reset_index(drop=True)
 
         def bcal(t: Trace, g: Graph) -> GroupCpu:
-            return group_cpu(g, t, backward_nodes(t.events, ranges), bwd[0])
+            nodes = backward_nodes(t.events, ranges)
+            return group_cpu(g, t, nodes, bwd[0], backward_spans(nodes))
         wis = whatifs(changes, forward, cal, after)
         wis[-1] = dataclasses.replace(wis[-1], cpu=bcal, cpu_after_us=bwd[1], scale_like=None, backward=True)
         rb = projected(ta, wis, step_a * 1e3)
@@ -189,12 +190,14 @@ def round_models(a: Path, b: Path, meta: dict, step_a: float, costs: tuple[float
 
 
 def backward_inputs(meta: dict) -> tuple[float, float] | None:
-    """(A's swap-group backward CPU per step, B's per call), µs, profiler-free (module_cpu's backward pass:
-    the Marked wrapper's nodes); None for a capture without it (parts 1-9)."""
+    """(A's swap-group backward CPU per step, B's per call), µs, profiler-free (module_cpu's backward pass: the
+    span of the Marked wrapper's nodes, the Q-quantile of its steps); None for a capture without it (parts 1-9,
+    and part 10 as first captured, which timed each node and kept no steps)."""
     a, b = (meta["module_cpu"][k].get("backward_modules", {}).get("Marked") for k in "AB")
-    if not a or not b or not b["calls_per_step"]:
+    if not a or not b or not b["calls_per_step"] or "cpu_us_steps" not in a:
         return None
-    return a["cpu_us_per_step"], b["cpu_us_per_step"] / b["calls_per_step"]
+    qa, qb = (float(np.quantile(x["cpu_us_steps"], Q)) for x in (a, b))
+    return qa, qb / b["calls_per_step"]
 
 
 def rest_change(meta: dict) -> float:

@@ -327,18 +327,18 @@ def module_cpu(model: torch.nn.Module | None = None) -> Iterator[ModuleCpu]:
 
 
 class ModuleBackwardCpu:
-    """Each module's backward CPU time, profiler-free: the autograd nodes its forward calls created (inner
-    modules' included, AccumulateGrad not), each timed with perf_counter from its pre-hook to its hook,
-    summed over the steps run under `module_backward_cpu`; calls: the forward calls that created nodes.
+    """Each module's backward CPU time, profiler-free: per forward call, the span from the first of its autograd
+    nodes starting (those its forward created, inner modules' included, AccumulateGrad not) to the last ending,
+    by perf_counter in node hooks on the call's first and last nodes only; summed over the steps run under
+    `module_backward_cpu`, with the calls whose span completed.
 
     A call's nodes are those reachable from its outputs whose sequence numbers were drawn during the call
     (autograd's thread-local counter, read before and after it), as the trace joins a backward node to
-    the forward op that carries its sequence number."""
+    the forward op that carries its sequence number (classify.modules.backward_spans)."""
 
     def __init__(self, model: torch.nn.Module | None) -> None:
         self.names = _Names(model)
         self.rows: dict[tuple[str, str], list[float]] = {}
-        self.owners: dict[int, list[tuple[str, str]]] = {}  # a hooked node's sequence number: the calls it times for
 
     def pre(self, module: torch.nn.Module, args: Any) -> None:
         self.names.stack().append((self.names.name(module), _next_sequence_nr()))
@@ -351,33 +351,36 @@ class ModuleBackwardCpu:
         end = _next_sequence_nr()
         if end <= first:
             return
-        key = (q, type(module).__name__)
-        roots = [t.grad_fn for t in pytree.tree_leaves(output)
-                 if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+        roots = [t.grad_fn for t in pytree.tree_leaves(output) if isinstance(t, torch.Tensor) and t.grad_fn is not None]
         nodes = _nodes_between(roots, first, end)
-        for node, seq in nodes:
-            owners = self.owners.get(seq)
-            if owners is None:
-                owners = self.owners[seq] = []
-                self._hook(node, seq, owners)
-            owners.append(key)
         if nodes:
-            self.rows.setdefault(key, [0, 0.0])[0] += 1
+            self._hook((q, type(module).__name__), nodes, first, end)
 
-    def _hook(self, node: Any, seq: int, owners: list[tuple[str, str]]) -> None:
-        started = [0.0]
+    def _hook(self, key: tuple[str, str], nodes: list[tuple[Any, int]], first: int, end: int) -> None:
+        """Pre-hooks on the call's nodes that take its outputs' gradients, hooks on those with no node of
+        the call after them (the last to run is one of them): the span ends when all of those have run."""
+        inner = [[m for m, _ in n.next_functions if m is not None and first <= int(m._sequence_nr()) < end]
+                 for n, _ in nodes]
+        fed = {int(m._sequence_nr()) for ms in inner for m in ms}
+        starts = [n for n, seq in nodes if seq not in fed]
+        ends = [n for (n, _), ms in zip(nodes, inner, strict=True) if not ms]
+        span = [float("inf"), float("-inf"), len(ends)]
 
-        def before(grad_outputs: Any) -> None:
-            started[0] = time.perf_counter()
+        def started(grad_outputs: Any) -> None:
+            span[0] = min(span[0], time.perf_counter())
 
-        def after(grad_inputs: Any, grad_outputs: Any) -> None:
-            took = time.perf_counter() - started[0]
-            for key in owners:
-                self.rows.setdefault(key, [0, 0.0])[1] += took
-            self.owners.pop(seq, None)
+        def ended(grad_inputs: Any, grad_outputs: Any) -> None:
+            span[1] = time.perf_counter()
+            span[2] -= 1
+            if span[2] == 0:
+                row = self.rows.setdefault(key, [0, 0.0])
+                row[0] += 1
+                row[1] += span[1] - span[0]
 
-        node.register_prehook(before)
-        node.register_hook(after)
+        for n in starts:
+            n.register_prehook(started)
+        for n in ends:
+            n.register_hook(ended)
 
     def table(self, steps: int) -> pd.DataFrame:
         """module, class, backward_calls_per_step, backward_cpu_us_per_step, per step of `steps`."""

@@ -338,6 +338,16 @@ def backward_nodes(events: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:
     return out.assign(call=owner[keep].astype(np.int64))
 
 
+def backward_spans(nodes: pd.DataFrame) -> pd.DataFrame:
+    """Per forward call, the span of its backward nodes (`backward_nodes`): from the first one's start to the
+    last one's end on their thread (ts, dur, pid, tid, call), what capture.scopes.ModuleBackwardCpu times."""
+    if nodes.empty:
+        return pd.DataFrame(columns=["ts", "dur", "pid", "tid", "call"])
+    end = nodes["ts"] + nodes["dur"]
+    g = nodes.assign(end=end).groupby(["call", "pid", "tid"], as_index=False).agg(ts=("ts", "min"), end=("end", "max"))
+    return g.assign(dur=g["end"] - g["ts"])[["ts", "dur", "pid", "tid", "call"]]
+
+
 def _optimizer_ranges(events: pd.DataFrame, rules: ScopeRules) -> pd.DataFrame:
     """CPU ranges that mark optimizer work (Optimizer.step#…, phase:optimizer), annotations or ops."""
     ranges = events[events["kind"].isin(["cpu_annotation", "cpu_op"])]

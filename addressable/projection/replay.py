@@ -826,15 +826,18 @@ class GroupCpu:
     op_call: np.ndarray  # per GPU op: the range whose call launched it (-1: none), numbering the group's calls
 
 
-def group_cpu(g: Graph, trace: Trace, ranges: pd.DataFrame, unprofiled_us_per_step: float) -> GroupCpu:
+def group_cpu(g: Graph, trace: Trace, ranges: pd.DataFrame, unprofiled_us_per_step: float,
+              timed: pd.DataFrame | None = None) -> GroupCpu:
     """A group's CPU calibration: `ranges` are its forward calls in the trace (ts, dur, tid: a record_function
     range or a module scope per call), `unprofiled_us_per_step` their CPU time per step measured without the
-    profiler (perf_counter around them, or module_cpu.csv)."""
+    profiler (perf_counter around them, or module_cpu.csv). `timed`: the ranges that measurement timed, where
+    they are not `ranges` (a backward's spans, classify.modules.backward_spans, over its nodes)."""
     t0 = _clock(g, trace)
     lo, hi = g.steps["start"].min(), g.steps["end"].max()
-    ts = ranges["ts"].to_numpy(float) - t0
+    timed = ranges if timed is None else timed
+    ts = timed["ts"].to_numpy(float) - t0
     n = max(len(g.steps), 1)
-    prof = float(ranges["dur"].to_numpy(float)[(ts >= lo) & (ts <= hi)].sum()) / n
+    prof = float(timed["dur"].to_numpy(float)[(ts >= lo) & (ts <= hi)].sum()) / n
     tid = trace.events["tid"].to_numpy(dtype=np.int64, na_value=-1)[g.cpu_row]
     call = range_of(g.cpu_ts + t0, tid, ranges.reset_index(drop=True))
     mask = call >= 0
