@@ -193,7 +193,8 @@ def backward_inputs(meta: dict) -> tuple[float, float] | None:
     """(A's swap-group backward CPU per step, B's per call), µs, profiler-free (module_cpu's backward pass: the
     span of the Marked wrapper's nodes, the Q-quantile of its steps); None for a capture without it (parts 1-9,
     and part 10 as first captured, which timed each node and kept no steps)."""
-    a, b = (meta["module_cpu"][k].get("backward_modules", {}).get("Marked") for k in "AB")
+    passes = meta.get("module_cpu", {})  # older captures (the committed pairs of tests/data) ran no pass
+    a, b = (passes.get(k, {}).get("backward_modules", {}).get("Marked") for k in "AB")
     if not a or not b or not b["calls_per_step"] or "cpu_us_steps" not in a:
         return None
     qa, qb = (float(np.quantile(x["cpu_us_steps"], Q)) for x in (a, b))

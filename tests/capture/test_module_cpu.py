@@ -12,7 +12,7 @@ import torch
 
 from addressable.capture.measure import measurement
 from addressable.capture.profile import profile_workload, resolve_config
-from addressable.capture.scopes import forward_cpu_us, module_cpu
+from addressable.capture.scopes import backward_cpu_us, forward_cpu_us, module_backward_cpu, module_cpu
 from addressable.core.errors import AddressableError
 from addressable.runs.folder import MODULE_CPU_FILE, load_run, read_module_cpu
 
@@ -29,6 +29,24 @@ class Sleep(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         time.sleep(self.seconds)
         return x
+
+
+class _SleepInBackward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: object, x: torch.Tensor) -> torch.Tensor:
+        return x * 1
+
+    @staticmethod
+    def backward(ctx: object, grad: torch.Tensor) -> torch.Tensor:
+        time.sleep(SLEEP_S)
+        return grad
+
+
+class SleepBack(torch.nn.Module):
+    """A module whose backward takes a known CPU time (one node sleeps), its forward hardly any."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return _SleepInBackward.apply(x) * 2
 
 
 def test_module_cpu_times_each_module_inclusively_by_qualified_name() -> None:
@@ -49,6 +67,32 @@ def test_module_cpu_times_each_module_inclusively_by_qualified_name() -> None:
         pass
     net(x)
     assert rec.table(3).equals(rec.table(3)) and not rec2.rows
+
+
+def test_module_backward_cpu_times_the_nodes_each_call_created() -> None:
+    net = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Sequential(SleepBack(), torch.nn.ReLU()))
+    x = torch.randn(2, 8)
+    with module_backward_cpu(net) as rec:
+        for _ in range(3):
+            net(x).sum().backward()
+        with torch.no_grad():  # no nodes, no backward: not counted
+            net(x)
+    t = rec.table(3).set_index("module")
+    assert list(t.columns) == ["class", "backward_calls_per_step", "backward_cpu_us_per_step"]
+    assert set(t.index) == {"", "0", "1", "1.0", "1.1"} and (t["backward_calls_per_step"] == 1.0).all()
+    sleep_us = SLEEP_S * 1e6
+    assert sleep_us <= t.loc["1.0", "backward_cpu_us_per_step"] < sleep_us + 3000  # the sleeping node and its mul
+    assert t.loc["0", "backward_cpu_us_per_step"] < sleep_us and t.loc["1.1", "backward_cpu_us_per_step"] < sleep_us
+    # a call's span holds its inner modules' nodes: the outer ones include the sleep, the Linear's does not
+    assert t.loc["1", "backward_cpu_us_per_step"] >= t.loc["1.0", "backward_cpu_us_per_step"]
+    assert t.loc["", "backward_cpu_us_per_step"] >= t.loc["1", "backward_cpu_us_per_step"]
+
+
+def test_backward_cpu_us_times_one_call_of_a_replacement() -> None:
+    us = backward_cpu_us(SleepBack(), torch.zeros(3), calls=5, warmup=1)
+    assert SLEEP_S * 1e6 <= us < SLEEP_S * 1e6 + 3000
+    with pytest.raises(ValueError, match="do not require grad"):
+        backward_cpu_us(torch.nn.Identity(), torch.zeros(3, dtype=torch.long), calls=1, warmup=0)
 
 
 def test_forward_cpu_us_is_a_call_dispatch_time() -> None:
@@ -73,14 +117,17 @@ def build(cfg):
     x = torch.randn(cfg.batch, 16)
 
     def step():
+        if cfg.mode == "train":
+            model(x).sum().backward()
+            return
         with torch.no_grad():
             model(x)
     step.model = model
     return step
 
 
-WORKLOADS = [WorkloadSpec("sleepy", "test", "a sleeping module", build, modes=("infer",), default_mode="infer", default_batch=2,
-                          default_dtype="fp32", dtypes=("fp32",))]
+WORKLOADS = [WorkloadSpec("sleepy", "test", "a sleeping module", build, modes=("infer", "train"), default_mode="infer",
+                          default_batch=2, default_dtype="fp32", dtypes=("fp32",))]
 '''
 
 
@@ -101,7 +148,9 @@ def test_profile_writes_module_cpu_csv_after_the_profiled_steps(tmp_path: Path) 
     res = profile_workload(cfg, measurement("cpu", warmup=1, steps=2, profile_steps=1, repeats=1), tmp_path / "out",
                            adapters=(str(path),), module_cpu=True)
     t = read_module_cpu(res.path)
-    assert t is not None and list(t.columns) == ["module", "class", "calls_per_step", "cpu_us_per_step"]
+    assert t is not None and list(t.columns) == ["module", "class", "calls_per_step", "cpu_us_per_step",
+                                                 "backward_calls_per_step", "backward_cpu_us_per_step"]
+    assert t["backward_cpu_us_per_step"].isna().all()  # an inference step runs no backward
     row = t.set_index("module").loc["1"]
     assert row["class"] == "Sleep" and row["calls_per_step"] == 1.0
     assert 4000 <= row["cpu_us_per_step"] < 7000
@@ -111,7 +160,24 @@ def test_profile_writes_module_cpu_csv_after_the_profiled_steps(tmp_path: Path) 
     assert {"0", "2"} <= scoped <= set(t["module"])
 
 
+def test_a_training_run_gets_the_backward_columns(tmp_path: Path) -> None:
+    path = tmp_path / "sleepy.py"
+    path.write_text(textwrap.dedent(ADAPTER))
+    cfg = resolve_config("sleepy", mode="train", device="cpu", adapters=(str(path),))
+    res = profile_workload(cfg, measurement("cpu", warmup=1, steps=2, profile_steps=1, repeats=1), tmp_path / "out",
+                           adapters=(str(path),), module_cpu=True)
+    t = read_module_cpu(res.path)
+    assert t is not None
+    t = t.set_index("module")
+    # the Linear and the ReLU made autograd nodes, the sleeping module (it returns its input) none
+    assert (t.loc[["0", "2"], "backward_calls_per_step"] == 1.0).all()
+    assert (t.loc[["0", "2"], "backward_cpu_us_per_step"] > 0).all()
+    assert pd.isna(t.loc["1", "backward_cpu_us_per_step"]) and t.loc["1", "cpu_us_per_step"] >= SLEEP_S * 1e6
+
+
 @pytest.mark.parametrize("text, message", [("module,class,calls_per_step\nx,X,1\n", "missing column"),
+                                           ("module,class,calls_per_step,cpu_us_per_step,backward_calls_per_step,"
+                                            "backward_cpu_us_per_step\nx,X,1,2,1,-3\n", "backward_cpu_us_per_step on row 1"),
                                            ("module,class,calls_per_step,cpu_us_per_step\nx,X,1,abc\n", "row 1")])
 def test_a_bad_module_cpu_csv_is_one_line(tmp_path: Path, text: str, message: str) -> None:
     (tmp_path / MODULE_CPU_FILE).write_text(text)
