@@ -45,7 +45,7 @@ from addressable.classify.timeline import TimelineResult
 from addressable.core.errors import AddressableError
 from addressable.core.progress import Progress, duration
 from addressable.core.schema import KEY, VERSIONS
-from addressable.runs.folder import TRACE_FILE
+from addressable.runs.folder import BACKWARD_CPU_COLUMNS, TRACE_FILE
 from addressable.trace.reader import load_trace
 
 
@@ -291,30 +291,40 @@ def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Pa
     meter.close()
     cpu = None
     if record_cpu and not cfg.compile and isinstance(model, torch.nn.Module):
-        progress(f"{label}: {CPU_STEPS} steps without the profiler, timing each module's CPU dispatch (module_cpu.csv)")
+        progress(f"{label}: {CPU_STEPS} steps without the profiler, timing each module's CPU dispatch, and "
+                 f"{BACKWARD_CPU_STEPS} its backward's where it has one (module_cpu.csv)")
         cpu = _module_cpu(plain, model, CPU_STEPS, cuda)
     steps = pd.DataFrame(rows, columns=["repeat", "step", "time_ms", "profiled"])
     return Measured(cfg, repeats, medians, steps, trace, m, io, cpu)
 
 
 CPU_STEPS = 3  # steps of the profiler-free module CPU pass (module_cpu.csv)
+# steps of its backward pass, each timed apart: a module's backward is the least of them (a slow mode of the host
+# can hold most steps of a short pass; the statistic and count the validation corpus chose, docs/replay.md)
+BACKWARD_CPU_STEPS = 10
 
 
 def _module_cpu(step: Step, model: torch.nn.Module, n: int, cuda: bool) -> pd.DataFrame:
     """Each module's CPU time per step over n steps under scopes.module_cpu (no profiler), then its backward's
-    over n more under scopes.module_backward_cpu (its hooks cost forward CPU, so apart; empty where no backward
-    ran), each step started on an idle GPU (synchronised), as the corpus's pass (gpu/replay_corpus.py) does."""
-    tables = []
-    for recorder in (module_cpu, module_backward_cpu):
+    under scopes.module_backward_cpu (its hooks cost forward CPU, so apart), the least over BACKWARD_CPU_STEPS
+    steps (empty where no backward ran); each step started on an idle GPU (synchronised), as the corpus's pass
+    (gpu/replay_corpus.py) does."""
+    def timed(recorder: Callable[[torch.nn.Module], Any], steps: int) -> Any:
         with recorder(model) as rec:
-            for _ in range(n):
+            for _ in range(steps):
                 if cuda:
                     torch.cuda.synchronize()
                 step()
             if cuda:
                 torch.cuda.synchronize()
-        tables.append(rec.table(n))
-    return tables[0].merge(tables[1], on=["module", "class"], how="left")
+        return rec
+
+    forward = timed(module_cpu, n).table(n)
+    backward = [timed(module_backward_cpu, 1).table(1) for _ in range(BACKWARD_CPU_STEPS)]
+    if not any(len(t) for t in backward):
+        return forward.assign(**{c: np.nan for c in BACKWARD_CPU_COLUMNS})
+    least = pd.concat(backward).groupby(["module", "class"], as_index=False, sort=False).min()
+    return forward.merge(least, on=["module", "class"], how="left")
 
 
 COMPILE_NOTE = "no module scopes: a --compile run is not scoped (its fused kernels span modules)"

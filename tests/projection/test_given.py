@@ -197,3 +197,35 @@ def test_a_large_unmeasured_backward_is_its_own_regime(tmp_path: Path, backward:
     assert not isinstance(res, str)
     assert res.backward_cpu_share == pytest.approx(share, rel=1e-6)
     assert res.regime.endswith(" large backward") == (share >= LARGE_BACKWARD_SHARE)
+
+
+def test_a_measured_backward_is_replayed_like_a_forward_and_the_rest_spills(tmp_path: Path, monkeypatch) -> None:
+    """The backward's calls 7-8 (200 us profiled: 90 us gap and 10 us call each) timed profiler-free at 100 us
+    (scale 0.5), fused into one launch whose measured backward CPU is 40 us: 60 us of the step's CPU goes. The
+    forward keeps act's 0.5, so the rest (calls 0, 1, 6 and 9: 310 us profiled) is fitted to r = 458/310 (the
+    90 us before call 0 at the median per-call scale, 0.5: 45 + 310 r + 200 + 100 = 803), and the step
+    becomes 743 us. The rest then spills SPILLOVER x 60 us (6 us at 0.1): 737 us."""
+    from addressable.projection import replay
+    trace, cal, fwd = forward_whatif(tmp_path)
+    ev = trace.events
+    g = replay.build_graph(trace)
+    t0 = float(ev["ts"].iloc[g.cpu_row[0]]) - float(g.cpu_ts[0])  # the graph's clock starts at call 0
+    ranges = pd.DataFrame({"ts": [t0 + 605.0], "dur": [200.0], "tid": [ev.loc[ev["kind"] == "runtime", "tid"].iloc[0]]})
+    bcal = lambda t, gg: group_cpu(gg, t, ranges, 100.0)  # noqa: E731
+    calls = lambda t, gg: bcal(t, gg).op_call  # noqa: E731
+    bwd_ops = lambda t, gg: np.isin(np.arange(gg.n_gpu), [7, 8])  # noqa: E731
+    none = lambda t, gg: np.zeros(gg.n_gpu, bool)  # noqa: E731
+    measured = WhatIf(bwd_ops, 1.0, 1.0, 1.0, 1.0, calls, bcal, 40.0, backward=True)
+    monkeypatch.setattr(replay, "SPILLOVER", 0.1)
+    res = project_traces([trace], [fwd, measured], none, 803.0)
+    assert not isinstance(res, str)
+    assert res.cpu_scale == pytest.approx(458 / 310, rel=2e-3) and res.regime.endswith(" measured backward")
+    assert res.speedup_wall == pytest.approx(803 / 737, rel=1e-3)
+    assert res.speedup_wall_hypotheses == (res.speedup_wall, res.speedup_wall)  # measured: one hypothesis
+    monkeypatch.setattr(replay, "SPILLOVER", 0.0)
+    res = project_traces([trace], [fwd, measured], none, 803.0)
+    assert not isinstance(res, str) and res.speedup_wall == pytest.approx(803 / 743, rel=1e-3)
+    # without the replacement's backward CPU nothing is measured after the swap: no spill, no regime
+    monkeypatch.setattr(replay, "SPILLOVER", 0.1)
+    res = project_traces([trace], [fwd, WhatIf(bwd_ops, 1.0, 1.0, 1.0, 1.0, calls, bcal, backward=True)], none, 803.0)
+    assert not isinstance(res, str) and not res.regime.endswith(" measured backward")
