@@ -206,7 +206,7 @@ def test_a_measured_backward_is_replayed_like_a_forward_and_the_rest_spills(tmp_
     90 us before call 0 at the median per-call scale, 0.5: 45 + 310 r + 200 + 100 = 803), and the step
     becomes 743 us. The rest then spills SPILLOVER x 60 us (6 us at 0.1): 737 us."""
     from addressable.projection import replay
-    trace, cal, fwd = forward_whatif(tmp_path)
+    trace, _, fwd = forward_whatif(tmp_path)
     ev = trace.events
     g = replay.build_graph(trace)
     t0 = float(ev["ts"].iloc[g.cpu_row[0]]) - float(g.cpu_ts[0])  # the graph's clock starts at call 0
