@@ -1307,6 +1307,16 @@ RECAPTURED = ("resnet18-train-b8-bn", "resnet18-train-b2-bn", "resnet18-train-b4
               "gpt-train-b2-s128-block", "resnet18-train-b6-bn", "resnet18-gn-train-b2", "resnet18-train-b16-bn")
 PAIRS += [replace(p, name=f"{p.name}-r10", part=10, est_s=min(p.est_s, 18.0))
           for p in PAIRS if p.name in RECAPTURED]
+# part 12: development data for timing the backward interleaved (`backward_pass`, new in part 12, beside the
+# pass of parts 10-11): held-out 9's pairs (read before), its five misses first
+RECAPTURED_12 = ("resnet18-train-b24-bn", "gpt-train-b4-s128-block", "gpt-train-b2-s256-block", "resnet18-train-b3-bn",
+                 "resnet18-gn-train-b3", "vit-train-b8-d384-block", "gpt-train-b4-s256-layernorm",
+                 "resnet18-train-b10-bn", "vit-train-b6-d512-attention", "gpt-train-b8-s128-mlp",
+                 "vit-train-b8-d384-layernorm", "resnet18-gn-train-b6", "gpt-train-b4-s192-gelu",
+                 "llama-train-b2-s96-rmsnorm", "gpt-train-b4-s192-attention", "vit-train-b12-d512-mlp",
+                 "vit-train-b8-d384-gelu", "bert-train-b2-s96-gelu")
+_BY_NAME = {p.name: p for p in PAIRS}
+PAIRS += [replace(_BY_NAME[n], name=f"{n}-r12", part=12, est_s=min(_BY_NAME[n].est_s, 18.0)) for n in RECAPTURED_12]
 
 
 def split_of(pairs: list[Pair]) -> dict[str, str]:
@@ -1315,8 +1325,10 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     every pair of part 3 is heldout2 (a second held-out set, made after the first was read), of part 4
     heldout3 (a third, made after the second was read), of part 5 heldout4, of part 6 heldout5, of part 7
     heldout6, of part 8 heldout7 and of part 9 heldout8 (each made after the set before it was read); part 10
-    (training pairs of parts 1-9 captured again with the backward's CPU) is dev2, and part 11 heldout9."""
-    out = {p.name: "dev2" if p.part == 10 else f"heldout{p.part - 1 - (p.part > 10)}" for p in pairs if p.part >= 3}
+    (training pairs of parts 1-9 captured again with the backward's CPU) is dev2, part 11 heldout9, and part 12
+    (held-out 9's pairs again, the backward also timed interleaved) dev3."""
+    named = {10: "dev2", 12: "dev3"}
+    out = {p.name: named.get(p.part, f"heldout{p.part - 1 - (p.part > 10)}") for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):
         names = sorted((p.name for p in pairs if p.regime == regime), key=lambda n: hashlib.sha256(n.encode()).hexdigest())
@@ -1417,6 +1429,29 @@ def module_cpu(v: Variant, steps: int) -> dict:
             "backward_modules": backward}
 
 
+def backward_pass(a: Variant, b: Variant, steps: int) -> dict:
+    """Profiler-free and interleaved (A, B, then B, A, ...) as the timed steps are: each step's backward CPU of the
+    marked modules (the span of each call's autograd nodes, scopes.module_backward_cpu hooking the marked modules
+    alone) and the step's time, so that a slow mode of the host holds A and B alike (part 12 on)."""
+    marked = {k: [m for model in v.models for m in model.modules() if isinstance(m, Marked)]
+              for k, v in (("A", a), ("B", b))}
+    out: dict = {k: {"cpu_us_steps": [], "calls_steps": [], "step_ms": []} for k in "AB"}
+    if not marked["A"] or not marked["B"]:
+        return {}
+    for i in range(steps):
+        for key, v in (("A", a), ("B", b)) if i % 2 == 0 else (("B", b), ("A", a)):
+            with scopes.module_backward_cpu(v.models[0], only=marked[key]) as rec:
+                step_ms = timed(v)[0]
+            t = rec.table(1)
+            out[key]["cpu_us_steps"].append(round(float(t["backward_cpu_us_per_step"].sum()), 1))
+            out[key]["calls_steps"].append(float(t["backward_calls_per_step"].sum()))
+            out[key]["step_ms"].append(round(step_ms, 4))
+    return out
+
+
+BACKWARD_PASS_STEPS = 30  # interleaved steps of each variant in `backward_pass`
+
+
 def trace_name(name: str, key: str, r: int) -> str:
     return f"{name}.{key}.json.gz" if r == 0 else f"{name}.{key}.r{r}.json.gz"
 
@@ -1446,12 +1481,13 @@ def capture_pair(p: Pair, d: Path, split: str, seconds: float) -> dict:
             profile_steps(v.step, d / trace_name(p.name, key, r))
     measure(a, b, 0.25 * seconds, rec, min_rounds=2)  # after profiling: drift shows as a change
     hooks = {key: module_cpu(v, 5 if not SMOKE else 2) for key, v in (("A", a), ("B", b))}
+    backward = backward_pass(a, b, BACKWARD_PASS_STEPS if not SMOKE else 2) if p.part >= 12 else {}
     ratios, ci = ratio_ci(rec["step_ms"], rec["round"])
     med = {k: statistics.median(v) for k, v in rec["step_ms"].items()}
     meta = {"pair": p.name, "regime": p.regime, "swap": p.swap, "split": split, "part": p.part, "description": desc,
             **rec, "steps_before_profiling": n_before, "step_ms_median": med,
             "step_ms_p25": {k: statistics.quantiles(v, n=4, method="inclusive")[0] for k, v in rec["step_ms"].items()},
-            "ratio_rounds": ratios, "ratio_ci95": ci, "module_cpu": hooks,
+            "ratio_rounds": ratios, "ratio_ci95": ci, "module_cpu": hooks, "backward_pass": backward,
             "swap_calls_per_step": calls,
             "device": torch.cuda.get_device_name() if DEV == "cuda" else "cpu", "torch": torch.__version__,
             "profiled_steps": PROFILED_STEPS, "profile_rounds": PROFILE_ROUNDS,
@@ -1462,7 +1498,8 @@ def capture_pair(p: Pair, d: Path, split: str, seconds: float) -> dict:
             "profiling": "profile_rounds alternating windows A, B, A, B, each one warm-up step then profiled_steps "
             "recorded steps; module_cpu: a profiler-free pass with global forward hooks (inclusive CPU time), then "
             "(part 10 on) twice as many steps timing each module's backward (backward_modules: per call, the span of "
-            "its autograd nodes, scopes.module_backward_cpu; cpu_us_steps: each step's)"}
+            "its autograd nodes, scopes.module_backward_cpu; cpu_us_steps: each step's); backward_pass (part 12 on): the marked "
+            "modules' backward span per step, hooks on them alone, A and B interleaved step by step as the timed steps are"}
     for k in ("step_ms", "cpu_ms", "swap_cpu_ms"):  # 0.1 us is below the timer's noise; keeps the file small
         meta[k] = {v: [round(t, 4) for t in ts] for v, ts in meta[k].items()}
     (d / f"{p.name}.json").write_text(json.dumps(meta, indent=1))
@@ -1600,7 +1637,7 @@ def main(argv: list[str] | None = None) -> int:
     global SMOKE, DEV
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
-    ap.add_argument("--part", choices=[*map(str, range(1, 12)), "all"], default="all")
+    ap.add_argument("--part", choices=[*map(str, range(1, 13)), "all"], default="all")
     ap.add_argument("--pairs", default="", help="comma-separated pair names (default: the part's)")
     ap.add_argument("--budget-s", type=float, default=450.0, help="wall seconds for the whole process")
     ap.add_argument("--pair-s", type=float, default=12.0, help="at most this long timing one pair")

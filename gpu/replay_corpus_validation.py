@@ -286,7 +286,8 @@ def report(t: pd.DataFrame, truth: str = "quartile", fit_on: tuple[str, ...] = (
              ("heldout2", "HELD-OUT 2" if truth == "quartile" else "HELD-OUT 2 (already seen)"),
              ("heldout3", "HELD-OUT 3"), ("heldout4", "HELD-OUT 4"), ("heldout5", "HELD-OUT 5"),
              ("heldout6", "HELD-OUT 6"), ("heldout7", "HELD-OUT 7"), ("heldout8", "HELD-OUT 8"),
-             ("dev2", "dev2 (parts 1-9's training pairs again, the backward timed)"), ("heldout9", "HELD-OUT 9"))
+             ("dev2", "dev2 (parts 1-9's training pairs again, the backward timed)"), ("heldout9", "HELD-OUT 9"),
+             ("dev3", "dev3 (held-out 9's pairs again, the backward also timed interleaved)"))
     for split, words in names:
         words = words.split(" (")[0].lower() + " (fitted on)" if split in fit_on and split != "dev" else words
         h = t[t["split"] == split]
@@ -328,9 +329,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     pairs = corpus_pairs(args.corpus)
     fit_on = tuple(x for x in args.fit_on.split(",") if x)
-    unknown = set(fit_on) - {"dev", "dev2", *HELD}
+    unknown = set(fit_on) - {"dev", "dev2", "dev3", *HELD}
     if unknown or not fit_on:
-        print(f"--fit-on: unknown splits {', '.join(sorted(unknown)) or '(none given)'}; known: dev, dev2, {', '.join(HELD)}",
+        print(f"--fit-on: unknown splits {', '.join(sorted(unknown)) or '(none given)'}; known: dev, dev2, dev3, "
+              f"{', '.join(HELD)}",
               file=sys.stderr)
         return 2
     if args.dev_only:

@@ -130,6 +130,28 @@ def test_part_10_captures_earlier_training_pairs_again_and_part_11_is_a_new_trai
     assert {p.swap for p in new[:5]} == {p.swap for p in new} and sum(p.est_s for p in new) + 30 < 450
 
 
+def test_part_12_captures_held_out_9_again_with_the_interleaved_backward_pass() -> None:
+    rc = _module()
+    split = rc.split_of(rc.PAIRS)
+    held = {p.name: p for p in rc.PAIRS if p.part == 11}
+    again = [p for p in rc.PAIRS if p.part == 12]
+    assert {p.name.removesuffix("-r12") for p in again} == set(held) and {split[p.name] for p in again} == {"dev3"}
+    for p in again:  # the same pair under a new name
+        first = held[p.name.removesuffix("-r12")]
+        assert (p.build, p.regime, p.swap) == (first.build, first.regime, first.swap)
+
+
+@pytest.mark.slow
+def test_the_interleaved_backward_pass_times_both_variants_step_by_step(tmp_path: Path) -> None:
+    res, files = _run(tmp_path, "--pairs", "gpt-train-b4-s192-gelu-r12")
+    assert res.returncode == 0, res.stderr[-2000:]
+    bwd = json.loads(files["part-x/gpt-train-b4-s192-gelu-r12.json"])["backward_pass"]
+    for k in "AB":
+        assert len(bwd[k]["cpu_us_steps"]) == len(bwd[k]["step_ms"]) == 2 and min(bwd[k]["calls_steps"]) > 0
+    assert bwd["A"]["calls_steps"] == bwd["B"]["calls_steps"]
+    assert min(bwd["A"]["cpu_us_steps"]) > max(bwd["B"]["cpu_us_steps"]) > 0  # the eager GELU's backward costs more
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("split", "pairs", "fewer", "factor"), [
     # the cached rotary table launches fewer ops than recomputing it

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -412,13 +412,19 @@ def _nodes_between(roots: list[Any], first: int, end: int) -> list[tuple[Any, in
 
 
 @contextmanager
-def module_backward_cpu(model: torch.nn.Module | None = None) -> Iterator[ModuleBackwardCpu]:
+def module_backward_cpu(model: torch.nn.Module | None = None,
+                        only: Iterable[torch.nn.Module] | None = None) -> Iterator[ModuleBackwardCpu]:
     """Time every nn.Module's backward CPU (the autograd nodes its forward calls create, `ModuleBackwardCpu`)
-    while the block runs; read `.table(steps)` after it. Its hooks cost CPU in the forward too, so run it
-    apart from `module_cpu`, and outside the profiler."""
+    while the block runs, or with `only` those modules' alone (the others' hooks cost nothing then); read
+    `.table(steps)` after it. Its hooks cost CPU in the forward too, so run it apart from `module_cpu`, and
+    outside the profiler."""
     rec = ModuleBackwardCpu(model)
-    handles = [nn_module.register_module_forward_pre_hook(rec.pre),
-               nn_module.register_module_forward_hook(rec.post, always_call=True)]
+    if only is None:
+        handles = [nn_module.register_module_forward_pre_hook(rec.pre),
+                   nn_module.register_module_forward_hook(rec.post, always_call=True)]
+    else:
+        handles = [h for m in only for h in (m.register_forward_pre_hook(rec.pre),
+                                              m.register_forward_hook(rec.post, always_call=True))]
     try:
         yield rec
     finally:

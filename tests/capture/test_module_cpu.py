@@ -88,6 +88,17 @@ def test_module_backward_cpu_times_the_nodes_each_call_created() -> None:
     assert t.loc["", "backward_cpu_us_per_step"] >= t.loc["1", "backward_cpu_us_per_step"]
 
 
+def test_module_backward_cpu_can_hook_only_some_modules() -> None:
+    inner = SleepBack()
+    net = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Sequential(inner, torch.nn.ReLU()))
+    with module_backward_cpu(net, only=[inner]) as rec:
+        net(torch.randn(2, 8)).sum().backward()
+    t = rec.table(1)
+    assert list(t["module"]) == ["1.0"] and SLEEP_S * 1e6 <= t["backward_cpu_us_per_step"].iloc[0] < SLEEP_S * 1e6 + 3000
+    net(torch.randn(2, 8)).sum().backward()  # the hooks are gone after the block
+    assert rec.table(1).equals(t)
+
+
 def test_backward_cpu_us_times_one_call_of_a_replacement() -> None:
     us = backward_cpu_us(SleepBack(), torch.zeros(3), calls=5, warmup=1)
     assert SLEEP_S * 1e6 <= us < SLEEP_S * 1e6 + 3000
