@@ -52,7 +52,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +60,14 @@ import numpy as np
 import pandas as pd
 
 from addressable.classify.breakdown import wall_total
-from addressable.classify.modules import MODULE_PREFIX, NO_SCOPES_HINT, attribute, scope_ranges
+from addressable.classify.modules import (
+    MODULE_PREFIX,
+    NO_SCOPES_HINT,
+    attribute,
+    backward_nodes,
+    backward_spans,
+    scope_ranges,
+)
 from addressable.classify.taxonomy import UNCLASSIFIED, default_taxonomy
 from addressable.core.amdahl import amdahl
 from addressable.core.errors import AddressableError
@@ -107,6 +114,7 @@ class Group:
     k_hi: float
     kernels_after: float = math.nan  # kernels per call after the replacement (NaN: unchanged)
     cpu_us_after: float = math.nan  # the replacement's CPU time per forward call, profiler-free (NaN: not given)
+    backward_cpu_us_after: float = math.nan  # its backward's CPU time per call, profiler-free (NaN: not given)
 
 
 @dataclass
@@ -263,21 +271,22 @@ def _combine(table: pd.DataFrame, targets: list[Target | None], combine: str) ->
     for idx in by_key.values():
         rows = table.iloc[idx]
         after = rows["kernels_after"] if "kernels_after" in rows else pd.Series(math.nan, index=rows.index)
-        cpu = rows["cpu_us_after"] if "cpu_us_after" in rows else pd.Series(math.nan, index=rows.index)
+        cpu, bwd = (rows[c] if c in rows else pd.Series(math.nan, index=rows.index)
+                    for c in ("cpu_us_after", "backward_cpu_us_after"))
         if combine == "best":
             i = int(np.argmax(rows["speedup"].to_numpy()))
             best = rows.iloc[i]
             k, lo, hi, names = best["speedup"], best["speedup_lo"], best["speedup_hi"], [best["target"]]
-            n_after, cpu_after = after.iloc[i], cpu.iloc[i]
+            n_after, cpu_after, bwd_after = after.iloc[i], cpu.iloc[i], bwd.iloc[i]
         else:
             k, lo, hi = (float(statistics.median(rows[c])) for c in ("speedup", "speedup_lo", "speedup_hi"))
             names = list(dict.fromkeys(rows["target"]))
             n_after = float(round(after.median())) if after.notna().any() else math.nan
-            cpu_after = float(cpu.median()) if cpu.notna().any() else math.nan
+            cpu_after, bwd_after = (float(x.median()) if x.notna().any() else math.nan for x in (cpu, bwd))
         target = targets[idx[0]]
         assert target is not None  # by_key holds used targets only
         groups.append(Group(target, rows["row"].tolist(), names, float(k), float(lo), float(hi),
-                            float(n_after), float(cpu_after)))
+                            float(n_after), float(cpu_after), float(bwd_after)))
     return groups
 
 
@@ -432,9 +441,10 @@ GIVEN_WORDS = "given (the module's measured CPU, the replacement's cpu_us_after)
 UNIFORM_WORDS = "uniform (one fitted cpu_scale, kept launches at the trace's typical dispatch)"
 
 
-def _given_inputs(run: Run, grp: Group) -> tuple[set[str], float] | str:
-    """A module group's head modules and their profiler-free CPU time per step (module_cpu.csv), or why
-    the replay's CPU model `given` does not apply to the group (it then runs `uniform`)."""
+def _given_inputs(run: Run, grp: Group) -> tuple[set[str], float, float] | str:
+    """A module group's head modules, their profiler-free CPU time per step and their backward's (module_cpu.csv;
+    NaN where the pass timed no backward for one of them), or why the replay's CPU model `given` does not apply
+    to the group (it then runs `uniform`)."""
     module = grp.target.module
     if module is None:
         return "not a module: target"
@@ -449,17 +459,29 @@ def _given_inputs(run: Run, grp: Group) -> tuple[set[str], float] | str:
     missing = sorted(heads - set(cpu["module"]))
     if not heads or missing:
         return f"module_cpu.csv has no row for {missing[0] if missing else module.pattern}"
-    return heads, float(cpu.loc[cpu["module"].isin(heads), "cpu_us_per_step"].sum())
+    rows = cpu[cpu["module"].isin(heads)]
+    backward = rows["backward_cpu_us_per_step"]
+    return (heads, float(rows["cpu_us_per_step"].sum()),
+            float(backward.sum()) if backward.notna().all() else math.nan)
 
 
-def _calibration(heads: set[str], unprofiled_us: float) -> Calibration:
-    """The group's forward calls (the head modules' scopes) against their profiler-free CPU time, per graph."""
+def _calibration(heads: set[str], unprofiled_us: float, backward: bool = False) -> Calibration:
+    """The group's forward calls (the head modules' scopes) against their profiler-free CPU time, per graph; with
+    `backward`, the backward of those calls (each call's autograd nodes in the trace, their spans timed: what
+    capture.scopes.module_backward_cpu times) against the backward's."""
     cache: dict[int, replay_model.GroupCpu] = {}
 
     def cal(trace: Trace, g: replay_model.Graph) -> replay_model.GroupCpu:
         if id(g) not in cache:
             sc = scope_ranges(trace.events)
-            cache[id(g)] = replay_model.group_cpu(g, trace, sc[sc["module"].isin(heads)], unprofiled_us)
+            calls = sc[sc["module"].isin(heads)]
+            if backward:  # each op numbered by the forward call whose backward launched it
+                nodes = backward_nodes(trace.events, calls.sort_values("ts").reset_index(drop=True))
+                gc = replay_model.group_cpu(g, trace, nodes, unprofiled_us, backward_spans(nodes))
+                call = nodes["call"].to_numpy(np.int64)
+                cache[id(g)] = replace(gc, op_call=np.where(gc.op_call >= 0, call[np.maximum(gc.op_call, 0)], -1))
+            else:
+                cache[id(g)] = replay_model.group_cpu(g, trace, calls, unprofiled_us)
         return cache[id(g)]
     return cal
 
@@ -488,7 +510,9 @@ def _whatifs(run: Run, groups: list[Group], owner: Callable[[Trace, replay_model
 
     Model given (docs/replay.md): a module group's forward calls (one per head module call) keep their
     measured profiler-free CPU scale and each takes the replacement's cpu_us_after; its other kernels
-    (the backward) are a second what-if whose launches take the forward's measured scale."""
+    (the backward) are a second what-if: measured like the forward where module_cpu.csv timed the heads'
+    backward and the win gives backward_cpu_us_after (the rest of the CPU then spills, replay.SPILLOVER),
+    else replayed under two hypotheses (its launches at the forward's measured scale, and the rest's)."""
     whatifs, given, fallback = [], [], []
     for i, grp in enumerate(groups):
         after = None if math.isnan(grp.kernels_after) else grp.kernels_after
@@ -497,11 +521,17 @@ def _whatifs(run: Run, groups: list[Group], owner: Callable[[Trace, replay_model
             whatifs.append(replay_model.WhatIf(_select(owner, i), grp.k, grp.k_lo, grp.k_hi, after))
             fallback.append(f"{grp.target.group} ({inputs})")
             continue
-        cal = _calibration(*inputs)
-        whatifs += [replay_model.WhatIf(_select(owner, i, cal, True), grp.k, grp.k_lo, grp.k_hi, after,
-                                        _calls(cal), cal, grp.cpu_us_after),
-                    replay_model.WhatIf(_select(owner, i, cal, False), grp.k, grp.k_lo, grp.k_hi, after,
-                                        scale_like=cal)]
+        heads, forward_us, backward_us = inputs
+        cal = _calibration(heads, forward_us)
+        whatifs.append(replay_model.WhatIf(_select(owner, i, cal, True), grp.k, grp.k_lo, grp.k_hi, after,
+                                           _calls(cal), cal, grp.cpu_us_after))
+        if math.isnan(backward_us) or math.isnan(grp.backward_cpu_us_after):
+            whatifs.append(replay_model.WhatIf(_select(owner, i, cal, False), grp.k, grp.k_lo, grp.k_hi, after,
+                                               scale_like=cal))
+        else:
+            bcal = _calibration(heads, backward_us, backward=True)
+            whatifs.append(replay_model.WhatIf(_select(owner, i, cal, False), grp.k, grp.k_lo, grp.k_hi, after,
+                                               _calls(bcal), bcal, grp.backward_cpu_us_after, backward=True))
         given.append(grp.target.group)
     model = "given" if given and not fallback else "mixed" if given else "uniform"
     wanted = run.module_cpu is not None or any(not math.isnan(g.cpu_us_after) for g in groups)

@@ -11,6 +11,9 @@ Targets in wins.csv, resolved in this order:
                    Optional column `cpu_us_after`: the replacement's CPU time per forward call in µs,
                    measured without the profiler (capture.scopes.forward_cpu_us); with the run's
                    module_cpu.csv, the replay runs model `given` for the target (docs/replay.md).
+                   Optional column `backward_cpu_us_after`: the replacement's backward CPU time per call in
+                   µs, profiler-free (capture.scopes.backward_cpu_us); with module_cpu.csv's backward
+                   columns, `given` replays the module's backward as measured, not under two hypotheses.
   `re:REGEX`       kernels of the run whose kernels.csv name matches REGEX (re.search, case-sensitive;
                    write (?i) for case-insensitive).
   a category       a taxonomy category (case-insensitive), e.g. `softmax`.
@@ -50,7 +53,8 @@ KERNELBENCH_MAP = Path(__file__).with_name("kernelbench_map.yaml")
 KERNELBENCH_LEVEL2 = Path(__file__).with_name("kernelbench_level2.yaml")
 REGEX_PREFIX = "re:"
 REQUIRED_COLUMNS = ("target", "speedup")
-OPTIONAL_COLUMNS = ("verified", "source", "notes", "speedup_lo", "speedup_hi", "kernels_after", "cpu_us_after")
+OPTIONAL_COLUMNS = ("verified", "source", "notes", "speedup_lo", "speedup_hi", "kernels_after", "cpu_us_after",
+                    "backward_cpu_us_after")
 _TRUE = {"true", "t", "yes", "y", "1"}
 _FALSE = {"false", "f", "no", "n", "0"}
 
@@ -133,7 +137,7 @@ def parse_wins(raw: pd.DataFrame, source: str = "wins") -> pd.DataFrame:
     """Validate a raw wins table; the whole file is rejected on the first bad row.
 
     Returns row (1-based data row), target, speedup, speedup_lo, speedup_hi, kernels_after, cpu_us_after,
-    verified, source, notes.
+    backward_cpu_us_after, verified, source, notes.
     A `row` column in `raw` (e.g. a table this function returned) is ignored and renumbered.
     """
     if raw.empty and not len(raw.columns):
@@ -161,6 +165,8 @@ def parse_wins(raw: pd.DataFrame, source: str = "wins") -> pd.DataFrame:
         rows.append({"row": i, "target": target, "speedup": k, "speedup_lo": lo, "speedup_hi": hi,
                      "kernels_after": _kernels_after(r.get("kernels_after"), where),
                      "cpu_us_after": _cpu_us_after(r.get("cpu_us_after"), where),
+                     "backward_cpu_us_after": _cpu_us_after(r.get("backward_cpu_us_after"), where,
+                                                            "backward_cpu_us_after"),
                      "verified": _verified(r.get("verified"), where),
                      "source": "" if _empty(r.get("source")) else str(r["source"]).strip(),
                      "notes": "" if _empty(r.get("notes")) else str(r["notes"]).strip()})
@@ -205,16 +211,16 @@ def _kernels_after(v: Any, where: str) -> float:
     return n
 
 
-def _cpu_us_after(v: Any, where: str) -> float:
+def _cpu_us_after(v: Any, where: str, column: str = "cpu_us_after") -> float:
     """A replacement's CPU time per call in µs (NaN: not measured)."""
     if _empty(v):
         return math.nan
     try:
         us = float(v)
     except (TypeError, ValueError):
-        raise AddressableError(f"{where}: cpu_us_after '{v}' is not a number") from None
+        raise AddressableError(f"{where}: {column} '{v}' is not a number") from None
     if not (math.isfinite(us) and us >= 0):
-        raise AddressableError(f"{where}: cpu_us_after must be a number of µs >= 0, got '{v}'")
+        raise AddressableError(f"{where}: {column} must be a number of µs >= 0, got '{v}'")
     return us
 
 

@@ -229,3 +229,71 @@ def test_a_measured_backward_is_replayed_like_a_forward_and_the_rest_spills(tmp_
     monkeypatch.setattr(replay, "SPILLOVER", 0.1)
     res = project_traces([trace], [fwd, WhatIf(bwd_ops, 1.0, 1.0, 1.0, 1.0, calls, bcal, backward=True)], none, 803.0)
     assert not isinstance(res, str) and not res.regime.endswith(" measured backward")
+
+
+def training_run(tmp_path: Path, backward_us: float | None) -> Path:
+    """A training step of 12 launches (100 us of CPU each: 90 us gap, 10 us call; a 5 us kernel 8 us after each):
+    the forward on the main thread (calls 2-3 inside act's scope, 200 us), then the backward on the autograd
+    thread, last forward op first, so that backward calls 2-3 (at 890 and 990) are the nodes of act's ops
+    (their sequence numbers). The unprofiled step is 1000 us of the profiled 1200; module_cpu.csv gives act 100
+    us forward and, unless `backward_us` is None, that much backward."""
+    tb = TraceBuilder()
+    for i in range(6):
+        tb.launch(100 * i + 90, 10, 100 * i + 98, 5, op="aten::mul" if 2 <= i <= 3 else "aten::add")
+        tb.events[-2]["args"].update({"Sequence number": 10 + i, "Fwd thread id": 0})
+    for j in range(6):
+        tb.launch(690 + 100 * j, 10, 698 + 100 * j, 5, tid=2, op="MulBackward0" if 2 <= j <= 3 else "AddBackward0")
+        tb.events[-2]["args"].update({"Sequence number": 15 - j, "Fwd thread id": 1})
+    tb.scope(SCOPE, 200, 200)
+    tb.step(1, 0, 1200)
+    folder = tmp_path / "run"
+    folder.mkdir()
+    raw = tb.write(tmp_path / "t.json")
+    (folder / "trace.json.gz").write_bytes(gzip.compress(raw.read_bytes()))
+    b = breakdown_of_trace(load_trace(raw))
+    b.n_steps = 1
+    write_breakdown(b, folder, extra={"step_time_ms": 1.0, "n_steps": 1, "workload": "toy"})
+    pd.DataFrame({"repeat": 0, "step": [0, 1, 2], "time_ms": [1.0] * 3, "profiled": False}).to_csv(
+        folder / "steps.csv", index=False)
+    cpu = pd.DataFrame({"module": ["act", ""], "class": ["EagerGELU", "Net"], "calls_per_step": [1.0, 1.0],
+                        "cpu_us_per_step": [100.0, 900.0]})
+    if backward_us is not None:
+        cpu = cpu.assign(backward_calls_per_step=[1.0, 1.0], backward_cpu_us_per_step=[backward_us, 500.0])
+    cpu.to_csv(folder / MODULE_CPU_FILE, index=False)
+    return folder
+
+
+@pytest.mark.parametrize(("after", "span"), [
+    # forward 200 -> 40 us (scale 0.5, one launch kept); backward 100 -> 20 x 200/112 us (the nodes' 112 us span
+    # timed 56: scale 0.5; the two launches' gaps and calls, 200 us, are 200/112 of it); the rest, 710 us at the
+    # fitted scale and the 90 us before the first call at the median one (both ~1), then spills 0.1 of the removal
+    (20.0, 1000 - (60 + 100 - 20 * 200 / 112) * (1 + 0.1 * 800 / 710)),
+    # a replacement whose backward costs more than the eager one's: the backward slows, the forward still gains
+    (60.0, 1000 - (60 + 100 - 60 * 200 / 112) * (1 + 0.1 * 800 / 710)),
+])
+def test_project_replays_a_measured_backward(tmp_path: Path, after: float, span: float) -> None:
+    run = training_run(tmp_path, 56.0)
+    w = f"target,speedup,kernels_after,cpu_us_after,backward_cpu_us_after\nmodule:EagerGELU,1,1,40,{after}\n"
+    r = project([run], wins(tmp_path, w)).runs.iloc[0]
+    assert r["replay_cpu_model"] == "given" and r["replay_regime"] == "cpu-bound training measured backward"
+    assert r["speedup_wall"] == pytest.approx(1000 / span, rel=2e-3)
+    assert r["replay_speedup_wall_backward_like"] == r["replay_speedup_wall_backward_rest"] == r["speedup_wall"]
+
+
+@pytest.mark.parametrize(("backward_us", "column"), [(None, ",20"), (56.0, ",")])
+def test_a_backward_without_both_measurements_keeps_the_two_hypotheses(tmp_path: Path, backward_us: float | None,
+                                                                       column: str) -> None:
+    """No backward columns in module_cpu.csv, or no backward_cpu_us_after in the win: the two hypotheses."""
+    run = training_run(tmp_path, backward_us)
+    w = f"target,speedup,kernels_after,cpu_us_after,backward_cpu_us_after\nmodule:EagerGELU,1,1,40{column}\n"
+    r = project([run], wins(tmp_path, w)).runs.iloc[0]
+    assert r["replay_cpu_model"] == "given" and r["replay_regime"] == "cpu-bound training"
+    assert r["replay_speedup_wall_backward_like"] < r["replay_speedup_wall_backward_rest"]
+
+
+def test_a_bad_backward_cpu_us_after_is_one_line(tmp_path: Path) -> None:
+    from addressable.core.errors import AddressableError
+    run = training_run(tmp_path, 56.0)
+    w = "target,speedup,kernels_after,cpu_us_after,backward_cpu_us_after\nmodule:EagerGELU,1,1,40,-3\n"
+    with pytest.raises(AddressableError, match="row 1: backward_cpu_us_after must be a number of µs >= 0"):
+        project([run], wins(tmp_path, w))
