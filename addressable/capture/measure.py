@@ -320,7 +320,10 @@ def _module_cpu(step: Step, model: torch.nn.Module, n: int, cuda: bool) -> pd.Da
         return rec
 
     forward = timed(module_cpu, n).table(n)
-    backward = [timed(module_backward_cpu, 1).table(1) for _ in range(BACKWARD_CPU_STEPS)]
+    try:
+        backward = [timed(module_backward_cpu, 1).table(1) for _ in range(BACKWARD_CPU_STEPS)]
+    except (AttributeError, RuntimeError):  # a torch without autograd's sequence counter: the forward's still count
+        backward = []
     if not any(len(t) for t in backward):
         return forward.assign(**{c: np.nan for c in BACKWARD_CPU_COLUMNS})
     least = pd.concat(backward).groupby(["module", "class"], as_index=False, sort=False).min()

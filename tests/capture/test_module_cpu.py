@@ -201,6 +201,22 @@ def test_a_training_run_gets_the_backward_columns(tmp_path: Path) -> None:
     assert t.loc["", "backward_cpu_us_per_step"] >= t.loc["1", "backward_cpu_us_per_step"]
 
 
+def test_a_torch_without_the_sequence_counter_still_gets_the_forward(tmp_path: Path, monkeypatch) -> None:
+    from addressable.capture import scopes
+
+    def missing() -> int:
+        raise AttributeError("module 'torch._C._autograd' has no attribute '_get_sequence_nr'")
+    monkeypatch.setattr(scopes, "_next_sequence_nr", missing)
+    path = tmp_path / "sleepy.py"
+    path.write_text(textwrap.dedent(ADAPTER))
+    cfg = resolve_config("sleepy", mode="train", device="cpu", adapters=(str(path),))
+    res = profile_workload(cfg, measurement("cpu", warmup=1, steps=1, profile_steps=1, repeats=1), tmp_path / "out",
+                           adapters=(str(path),), module_cpu=True)
+    t = read_module_cpu(res.path)
+    assert t is not None and t["backward_cpu_us_per_step"].isna().all()
+    assert t.set_index("module").loc["1", "cpu_us_per_step"] >= SLEEP_S * 1e6
+
+
 @pytest.mark.parametrize("text, message", [("module,class,calls_per_step\nx,X,1\n", "missing column"),
                                            ("module,class,calls_per_step,cpu_us_per_step,backward_calls_per_step,"
                                             "backward_cpu_us_per_step\nx,X,1,2,1,-3\n", "backward_cpu_us_per_step on row 1"),
