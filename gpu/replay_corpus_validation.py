@@ -25,6 +25,11 @@ the profiler's CPU overhead out are replayed (dispatch rule "typical" for kept l
            Its error model's regimes are project's (`regime_given`): a training run whose swapped modules'
            backward launches hold at least replay.LARGE_BACKWARD_SHARE of the profiled CPU is
            "... large backward" (chosen on parts 1-8, after held-out 7).
+  given_v4 that model (the two hypotheses everywhere), as scored on held-outs 6-8. given now, where the capture
+           timed the backward (part 10 on), replays it as measured (the least of the pass's steps) and the rest
+           spills replay.SPILLOVER (chosen on part 10, dev2; held-out 9 scored it): regime "... measured backward".
+  given_norm given, but the backward read from the interleaved pass (part 12 on), each step over the host's
+           speed beside it (`interleaved_backward`); development data only (dev3), not what project runs.
 The model was chosen on the dev half only (most pairs within 5%, then the lowest median |error|: given);
 the error models of given and uniform (intervals.fit_error_model: the 80% quantile of |log error| per
 detected regime) are fitted on dev only, and only then are the held-out pairs scored, each held-out set
@@ -79,7 +84,8 @@ from addressable.projection.replay import (
 )
 from addressable.trace.reader import Trace
 
-MODELS = ("uniform", "own", "module", "event", "given", "given_uniform", "given_v1", "given_v2", "given_v3", "given_v4")
+MODELS = ("uniform", "own", "module", "event", "given", "given_uniform", "given_v1", "given_v2", "given_v3", "given_v4",
+          "given_norm")
 PROJECT_MODEL = "given"  # what `project --model replay` runs where a target has both inputs (project_traces)
 FALLBACK_MODEL = "uniform"  # what it runs for a target without them; both error models are written
 HELD = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8",
@@ -172,21 +178,29 @@ def round_models(a: Path, b: Path, meta: dict, step_a: float, costs: tuple[float
     # given (what project runs): where the capture timed the backward (part 10 on: module_cpu's backward pass), the
     # backward's nodes at their own profiler-free scale, each backward call keeping B's measured backward CPU per
     # call, and the rest spilling (replay.SPILLOVER); elsewhere the two hypotheses (given_v4)
-    bwd = backward_inputs(meta)
     row["given"], row["regime_given"], row["backward_cpu_share"] = res.speedup_wall, res.regime, res.backward_cpu_share
     row["backward_scale"] = np.nan
-    if bwd is not None and swap and len(changes) > 1:
-        ranges = swap_ranges(ta).sort_values("ts").reset_index(drop=True)
+    ranges = swap_ranges(ta).sort_values("ts").reset_index(drop=True)
 
+    def measured(bwd: tuple[float, float]) -> tuple[ReplayProjection, float]:
+        """given with the backward measured: (A's backward per step, B's per call)."""
         def bcal(t: Trace, g: Graph) -> GroupCpu:
             nodes = backward_nodes(t.events, ranges)
             return group_cpu(g, t, nodes, bwd[0], backward_spans(nodes))
         wis = whatifs(changes, forward, cal, after)
         wis[-1] = dataclasses.replace(wis[-1], cpu=bcal, cpu_after_us=bwd[1], scale_like=None, backward=True)
-        rb = projected(ta, wis, step_a * 1e3)
+        return projected(ta, wis, step_a * 1e3), bcal(ta, ga).scale
+
+    backward = bool(swap) and len(changes) > 1
+    bwd = backward_inputs(meta)
+    if bwd is not None and backward:
+        rb, row["backward_scale"] = measured(bwd)
         row["given"], row["regime_given"], row["backward_cpu_share"] = rb.speedup_wall, rb.regime, rb.backward_cpu_share
         row["given_lo"] = row["given_hi"] = rb.speedup_wall  # one hypothesis: the backward was measured
-        row["backward_scale"] = bcal(ta, ga).scale
+    row["given_norm"] = row["given"]  # given, with the interleaved pass where captured (development only, dev3)
+    norm = interleaved_backward(meta, step_a)
+    if norm is not None and backward:
+        row["given_norm"] = measured(norm)[0].speedup_wall
     ge = deprofiled(ta, ga, *costs)
     row.update(event=speedup(ge, changes, fit_cpu_scale(ge, step_a * 1e3)))
     row["regime_detected"] = regime_of(ga, step_a * 1e3, has_backward(ta))
@@ -203,6 +217,20 @@ def backward_inputs(meta: dict) -> tuple[float, float] | None:
         return None
     qa, qb = (float(np.quantile(x["cpu_us_steps"], BACKWARD_Q)) for x in (a, b))
     return qa, qb / b["calls_per_step"]
+
+
+def interleaved_backward(meta: dict, step_a: float) -> tuple[float, float] | None:
+    """(A's swap-group backward CPU per step, B's per call), µs, from the interleaved backward pass (part 12 on):
+    each step's reading over the host's speed in that A/B pair of steps (A's step there over its timed steps'
+    lower quartile, `step_a` ms), the median over the pairs; None for a capture without the pass. B is read
+    against A's step beside it, not its own: B's unprofiled step is what the projection is scored on."""
+    bp = meta.get("backward_pass") or {}
+    a, b = bp.get("A"), bp.get("B")
+    if not a or not b or not a["cpu_us_steps"] or not b["calls_steps"][0]:
+        return None
+    mode = np.asarray(a["step_ms"], float) / step_a
+    per = [float(np.median(np.asarray(x["cpu_us_steps"], float) / mode)) for x in (a, b)]
+    return per[0], per[1] / float(np.median(b["calls_steps"]))
 
 
 def rest_change(meta: dict) -> float:

@@ -12,6 +12,7 @@ import tarfile
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -294,3 +295,34 @@ def test_the_committed_table_reproduces_from_the_committed_corpus(tmp_path: Path
     assert rounds["measured"].to_numpy() == pytest.approx(want["measured_rounds"].to_numpy(), rel=1e-3)
     assert rounds["given_error"].to_numpy() == pytest.approx((rounds["given"] / rounds["measured"] - 1).to_numpy(), abs=1e-3)
     assert "truth rounds" in err.read_text() and "--truth rounds, added" not in res.stdout
+
+
+def test_repeatability_compares_two_captures_of_the_same_pairs(tmp_path: Path) -> None:
+    """The same pair in two parts (the second under NAME-r2, B's unprofiled steps 10% longer): the truth moves
+    by log 1.1, every projection (made from A alone) by nothing; no shared pair is one line and exit 2."""
+    import pandas as pd
+    src = ROOT / "tests/data/pairs"
+    for part, suffix, scale in (("part-1", "", 1.0), ("part-2", "-r2", 1.1)):
+        d = tmp_path / "c" / part
+        d.mkdir(parents=True)
+        for f in src.glob("two-stream-gelu.*.json.gz"):
+            (d / f.name.replace("two-stream-gelu", f"two-stream-gelu{suffix}")).write_bytes(f.read_bytes())
+        meta = json.loads((src / "two-stream-gelu.json").read_text())
+        meta["step_ms"]["B"] = [t * scale for t in meta["step_ms"]["B"]]
+        (d / f"two-stream-gelu{suffix}.json").write_text(json.dumps(meta))
+    script = ROOT / "gpu/replay_repeatability.py"
+    env = {**__import__("os").environ, "PYTHONPATH": str(ROOT)}
+    out = tmp_path / "repeat.csv"
+    res = subprocess.run([sys.executable, str(script), str(tmp_path / "c"), "--parts", "1,2", "--truth", "quartile",
+                          "--out", str(out)], capture_output=True, text=True, cwd=ROOT, timeout=600, env=env)
+    assert res.returncode == 0, res.stderr[-2000:]
+    t = pd.read_csv(out)
+    assert list(t["pair"]) == ["two-stream-gelu"] and t["measured"].iloc[0] == pytest.approx(np.log(1.1), abs=1e-3)
+    assert t.drop(columns=["pair", "measured"]).abs().max().max() == pytest.approx(0.0, abs=1e-9)
+    (tmp_path / "c" / "part-2" / "two-stream-gelu-r2.A.json.gz").rename(tmp_path / "c" / "part-2" / "other.A.json.gz")
+    (tmp_path / "c" / "part-2" / "two-stream-gelu-r2.json").rename(tmp_path / "c" / "part-2" / "other.json")
+    (tmp_path / "c" / "part-2" / "two-stream-gelu-r2.B.json.gz").rename(tmp_path / "c" / "part-2" / "other.B.json.gz")
+    res = subprocess.run([sys.executable, str(script), str(tmp_path / "c"), "--parts", "1,2", "--truth", "quartile",
+                          "--out", str(tmp_path / "r2.csv")], capture_output=True, text=True, cwd=ROOT, timeout=600,
+                         env=env)
+    assert res.returncode == 2 and "share no pair" in res.stderr and not (tmp_path / "r2.csv").exists()
