@@ -157,42 +157,38 @@ WORKLOADS = [WorkloadSpec("sleepy", "test", "a sleeping module", build, modes=("
 '''
 
 
-def test_by_default_only_a_gpu_run_gets_the_module_pass(tmp_path: Path) -> None:
-    """On the CPU the replay has no GPU timeline to use it for: the pass (3 more steps) is not run."""
+def sleepy_run(tmp_path: Path, mode: str = "infer", steps: int = 2, **kw: bool) -> Path:
+    """The run folder of ADAPTER's workload profiled on the CPU (`kw`: profile_workload's, e.g. module_cpu)."""
     path = tmp_path / "sleepy.py"
     path.write_text(textwrap.dedent(ADAPTER))
-    cfg = resolve_config("sleepy", device="cpu", adapters=(str(path),))
-    res = profile_workload(cfg, measurement("cpu", warmup=1, steps=1, profile_steps=1, repeats=1), tmp_path / "out",
-                           adapters=(str(path),))
-    assert read_module_cpu(res.path) is None and not (res.path / MODULE_CPU_FILE).exists()
+    cfg = resolve_config("sleepy", mode=mode, device="cpu", adapters=(str(path),))
+    return profile_workload(cfg, measurement("cpu", warmup=1, steps=steps, profile_steps=1, repeats=1),
+                            tmp_path / "out", adapters=(str(path),), **kw).path
+
+
+def test_by_default_only_a_gpu_run_gets_the_module_pass(tmp_path: Path) -> None:
+    """On the CPU the replay has no GPU timeline to use it for: the pass (3 more steps) is not run."""
+    run = sleepy_run(tmp_path, steps=1)
+    assert read_module_cpu(run) is None and not (run / MODULE_CPU_FILE).exists()
 
 
 def test_profile_writes_module_cpu_csv_after_the_profiled_steps(tmp_path: Path) -> None:
-    path = tmp_path / "sleepy.py"
-    path.write_text(textwrap.dedent(ADAPTER))
-    cfg = resolve_config("sleepy", device="cpu", adapters=(str(path),))
-    res = profile_workload(cfg, measurement("cpu", warmup=1, steps=2, profile_steps=1, repeats=1), tmp_path / "out",
-                           adapters=(str(path),), module_cpu=True)
-    t = read_module_cpu(res.path)
+    run = sleepy_run(tmp_path, module_cpu=True)
+    t = read_module_cpu(run)
     assert t is not None and list(t.columns) == ["module", "class", "calls_per_step", "cpu_us_per_step",
                                                  "backward_calls_per_step", "backward_cpu_us_per_step"]
     assert t["backward_cpu_us_per_step"].isna().all()  # an inference step runs no backward
     row = t.set_index("module").loc["1"]
     assert row["class"] == "Sleep" and row["calls_per_step"] == 1.0
     assert 4000 <= row["cpu_us_per_step"] < 7000
-    assert load_run(res.path).module_cpu is not None
+    assert load_run(run).module_cpu is not None
     # the same module names as the trace's module scopes, so the replay can join them
-    scoped = set(pd.read_csv(res.path / "modules.csv", keep_default_na=False, dtype={"module": str})["module"])
+    scoped = set(pd.read_csv(run / "modules.csv", keep_default_na=False, dtype={"module": str})["module"])
     assert {"0", "2"} <= scoped <= set(t["module"])
 
 
 def test_a_training_run_gets_the_backward_columns(tmp_path: Path) -> None:
-    path = tmp_path / "sleepy.py"
-    path.write_text(textwrap.dedent(ADAPTER))
-    cfg = resolve_config("sleepy", mode="train", device="cpu", adapters=(str(path),))
-    res = profile_workload(cfg, measurement("cpu", warmup=1, steps=2, profile_steps=1, repeats=1), tmp_path / "out",
-                           adapters=(str(path),), module_cpu=True)
-    t = read_module_cpu(res.path)
+    t = read_module_cpu(sleepy_run(tmp_path, "train", module_cpu=True))
     assert t is not None
     t = t.set_index("module")
     assert (t["backward_calls_per_step"] == 1.0).all() and (t["backward_cpu_us_per_step"] > 0).all()
@@ -207,12 +203,7 @@ def test_a_torch_without_the_sequence_counter_still_gets_the_forward(tmp_path: P
     def missing() -> int:
         raise AttributeError("module 'torch._C._autograd' has no attribute '_get_sequence_nr'")
     monkeypatch.setattr(scopes, "_next_sequence_nr", missing)
-    path = tmp_path / "sleepy.py"
-    path.write_text(textwrap.dedent(ADAPTER))
-    cfg = resolve_config("sleepy", mode="train", device="cpu", adapters=(str(path),))
-    res = profile_workload(cfg, measurement("cpu", warmup=1, steps=1, profile_steps=1, repeats=1), tmp_path / "out",
-                           adapters=(str(path),), module_cpu=True)
-    t = read_module_cpu(res.path)
+    t = read_module_cpu(sleepy_run(tmp_path, "train", steps=1, module_cpu=True))
     assert t is not None and t["backward_cpu_us_per_step"].isna().all()
     assert t.set_index("module").loc["1", "cpu_us_per_step"] >= SLEEP_S * 1e6
 
