@@ -157,13 +157,13 @@ WORKLOADS = [WorkloadSpec("sleepy", "test", "a sleeping module", build, modes=("
 '''
 
 
-def sleepy_run(tmp_path: Path, mode: str = "infer", steps: int = 2, **kw: bool) -> Path:
-    """The run folder of ADAPTER's workload profiled on the CPU (`kw`: profile_workload's, e.g. module_cpu)."""
+def sleepy_run(tmp_path: Path, mode: str = "infer", steps: int = 2, module_cpu: bool | None = None) -> Path:
+    """The run folder of ADAPTER's workload profiled on the CPU (module_cpu: profile_workload's; None, its default)."""
     path = tmp_path / "sleepy.py"
     path.write_text(textwrap.dedent(ADAPTER))
     cfg = resolve_config("sleepy", mode=mode, device="cpu", adapters=(str(path),))
     return profile_workload(cfg, measurement("cpu", warmup=1, steps=steps, profile_steps=1, repeats=1),
-                            tmp_path / "out", adapters=(str(path),), **kw).path
+                            tmp_path / "out", adapters=(str(path),), module_cpu=module_cpu).path
 
 
 def test_by_default_only_a_gpu_run_gets_the_module_pass(tmp_path: Path) -> None:
