@@ -64,7 +64,6 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import replay_validation as rv
 
-from addressable.classify.modules import backward_nodes, backward_spans
 from addressable.core.atomic import write_text
 from addressable.core.errors import AddressableError
 from addressable.projection import intervals
@@ -74,6 +73,7 @@ from addressable.projection.replay import (
     GroupCpu,
     ReplayProjection,
     WhatIf,
+    backward_group_cpu,
     fit_cpu_scale,
     group_cpu,
     has_backward,
@@ -180,13 +180,10 @@ def round_models(a: Path, b: Path, meta: dict, step_a: float, costs: tuple[float
     # call, and the rest spilling (replay.SPILLOVER); elsewhere the two hypotheses (given_v4)
     row["given"], row["regime_given"], row["backward_cpu_share"] = res.speedup_wall, res.regime, res.backward_cpu_share
     row["backward_scale"] = np.nan
-    ranges = swap_ranges(ta).sort_values("ts").reset_index(drop=True)
-
     def measured(bwd: tuple[float, float]) -> tuple[ReplayProjection, float]:
         """given with the backward measured: (A's backward per step, B's per call)."""
         def bcal(t: Trace, g: Graph) -> GroupCpu:
-            nodes = backward_nodes(t.events, ranges)
-            return group_cpu(g, t, nodes, bwd[0], backward_spans(nodes))
+            return backward_group_cpu(g, t, swap_ranges(t), bwd[0])
         wis = whatifs(changes, forward, cal, after)
         wis[-1] = dataclasses.replace(wis[-1], cpu=bcal, cpu_after_us=bwd[1], scale_like=None, backward=True)
         return projected(ta, wis, step_a * 1e3), bcal(ta, ga).scale

@@ -52,7 +52,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -60,14 +60,7 @@ import numpy as np
 import pandas as pd
 
 from addressable.classify.breakdown import wall_total
-from addressable.classify.modules import (
-    MODULE_PREFIX,
-    NO_SCOPES_HINT,
-    attribute,
-    backward_nodes,
-    backward_spans,
-    scope_ranges,
-)
+from addressable.classify.modules import MODULE_PREFIX, NO_SCOPES_HINT, attribute, scope_ranges
 from addressable.classify.taxonomy import UNCLASSIFIED, default_taxonomy
 from addressable.core.amdahl import amdahl
 from addressable.core.errors import AddressableError
@@ -467,21 +460,15 @@ def _given_inputs(run: Run, grp: Group) -> tuple[set[str], float, float] | str:
 
 def _calibration(heads: set[str], unprofiled_us: float, backward: bool = False) -> Calibration:
     """The group's forward calls (the head modules' scopes) against their profiler-free CPU time, per graph; with
-    `backward`, the backward of those calls (each call's autograd nodes in the trace, their spans timed: what
-    capture.scopes.module_backward_cpu times) against the backward's."""
+    `backward`, the backward of those calls against the backward's (replay.backward_group_cpu)."""
     cache: dict[int, replay_model.GroupCpu] = {}
 
     def cal(trace: Trace, g: replay_model.Graph) -> replay_model.GroupCpu:
         if id(g) not in cache:
             sc = scope_ranges(trace.events)
             calls = sc[sc["module"].isin(heads)]
-            if backward:  # each op numbered by the forward call whose backward launched it
-                nodes = backward_nodes(trace.events, calls.sort_values("ts").reset_index(drop=True))
-                gc = replay_model.group_cpu(g, trace, nodes, unprofiled_us, backward_spans(nodes))
-                call = nodes["call"].to_numpy(np.int64)
-                cache[id(g)] = replace(gc, op_call=np.where(gc.op_call >= 0, call[np.maximum(gc.op_call, 0)], -1))
-            else:
-                cache[id(g)] = replay_model.group_cpu(g, trace, calls, unprofiled_us)
+            cache[id(g)] = (replay_model.backward_group_cpu(g, trace, calls, unprofiled_us) if backward
+                            else replay_model.group_cpu(g, trace, calls, unprofiled_us))
         return cache[id(g)]
     return cal
 

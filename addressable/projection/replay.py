@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from addressable.classify.modules import backward_nodes, backward_spans
 from addressable.classify.taxonomy import load_taxonomy
 from addressable.trace.reader import Trace, load_trace, trace_format
 
@@ -847,6 +848,17 @@ def group_cpu(g: Graph, trace: Trace, ranges: pd.DataFrame, unprofiled_us_per_st
                     op_call)
 
 
+def backward_group_cpu(g: Graph, trace: Trace, calls: pd.DataFrame, unprofiled_us_per_step: float) -> GroupCpu:
+    """The backward of forward `calls` (ts, dur, pid, tid: one range per call) against its profiler-free CPU time
+    per step: each call's autograd nodes in the trace (classify.modules.backward_nodes), timed over their spans as
+    capture.scopes.module_backward_cpu times them; each GPU op numbered by the forward call whose backward
+    launched it."""
+    nodes = backward_nodes(trace.events, calls.sort_values("ts").reset_index(drop=True))
+    gc = group_cpu(g, trace, nodes, unprofiled_us_per_step, backward_spans(nodes))
+    call = nodes["call"].to_numpy(np.int64)
+    return GroupCpu(gc.calls, gc.scale, gc.share, np.where(gc.op_call >= 0, call[np.maximum(gc.op_call, 0)], -1))
+
+
 def calls_in_ranges(g: Graph, trace: Trace, name: str) -> np.ndarray:
     """Mask over CPU calls: the call starts inside a CPU range named `name` (record_function) on its thread."""
     ev = trace.events
@@ -1068,11 +1080,13 @@ def _rank_projection(trace: Trace, g: Graph, whatifs: Sequence[WhatIf], ceiling:
         if w.backward and c is not None and w.cpu_after_us is not None:
             measured |= c.calls
 
+    before = cpu_work(g, (), scale) if measured.any() else 0.0
+
     def replayed(which: str, dispatch: str) -> Replay:
         ch = changes(which, dispatch)
         if not measured.any():
             return replay(g, ch, scale)
-        removed = cpu_work(g, (), scale) - cpu_work(g, ch, scale)
+        removed = before - cpu_work(g, ch, scale)
         return replay(g, ch, spilled_scale(g, rest, fixed, removed, SPILLOVER))
 
     # the low end: k at its low end, and each kept launch keeping its own CPU time (Change.dispatch)
