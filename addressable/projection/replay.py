@@ -592,10 +592,7 @@ def replay(g: Graph, changes: Sequence[Change] = (), cpu_scale: Scale = 1.0) -> 
     their solo duration plus their share of the overlap the replay gives them: with changes, the
     replay is repeated until those durations settle (a fixed point; the unmodified graph is one).
     """
-    s = _State(g.cpu_gap * cpu_scale, g.cpu_dur * cpu_scale, g.cpu_base * cpu_scale, g.gpu_dur.copy(),
-               g.gpu_lat.copy(), g.gpu_gap.copy())
-    for c in changes:
-        _apply(g, s, c, cpu_scale)
+    s = _changed(g, changes, cpu_scale)
     r = _run(g, s, cpu_scale)
     if not changes or not g.typical.get("n_shared_kernels"):
         return r
@@ -611,6 +608,15 @@ def replay(g: Graph, changes: Sequence[Change] = (), cpu_scale: Scale = 1.0) -> 
         s.gpu_dur = dur
         r = _run(g, s, cpu_scale)
     return r
+
+
+def _changed(g: Graph, changes: Sequence[Change], cpu_scale: Scale) -> _State:
+    """The graph's durations, gaps and latencies at `cpu_scale`, with `changes` applied in order."""
+    s = _State(g.cpu_gap * cpu_scale, g.cpu_dur * cpu_scale, g.cpu_base * cpu_scale, g.gpu_dur.copy(),
+               g.gpu_lat.copy(), g.gpu_gap.copy())
+    for c in changes:
+        _apply(g, s, c, cpu_scale)
+    return s
 
 
 def _apply(g: Graph, s: _State, c: Change, cpu_scale: Scale = 1.0) -> None:
@@ -1034,10 +1040,7 @@ def load_graph(path: str | Path | Trace) -> tuple[Trace, Graph | None, str]:
 def cpu_work(g: Graph, changes: Sequence[Change] = (), cpu_scale: Scale = 1.0) -> float:
     """The CPU time (gaps and call durations, at `cpu_scale`) the graph holds after `changes`, µs: what a
     what-if removes is this without changes less this with them."""
-    s = _State(g.cpu_gap * cpu_scale, g.cpu_dur * cpu_scale, g.cpu_base * cpu_scale, g.gpu_dur.copy(),
-               g.gpu_lat.copy(), g.gpu_gap.copy())
-    for c in changes:
-        _apply(g, s, c, cpu_scale)
+    s = _changed(g, changes, cpu_scale)
     return float((s.cpu_gap + s.cpu_dur).sum())
 
 
