@@ -28,6 +28,9 @@ The split into dev and heldout is fixed before any data exists: results/h200/rep
     python3 gpu/replay_corpus.py "$OUT" --part 9 --budget-s 380     # held-out 8: 18 more (split heldout8)
     python3 gpu/replay_corpus.py "$OUT" --part 10 --budget-s 380    # dev2: 18 training pairs again, backward CPU timed
     python3 gpu/replay_corpus.py "$OUT" --part 11 --budget-s 380    # held-out 9: 18 new training pairs
+    python3 gpu/replay_corpus.py "$OUT" --part 12 --budget-s 380    # dev3: held-out 9's pairs, backward interleaved
+    python3 gpu/replay_corpus.py "$OUT" --part 13 --budget-s 380    # dev4: the same pairs a third time
+    python3 gpu/replay_corpus.py "$OUT" --part 14 --budget-s 380    # held-out 10: 18 new training pairs
     python3 gpu/replay_corpus.py OUT --smoke [--pairs NAME,...]     # tiny sizes on the CPU (the test)
 
 Writes OUT/corpus/part-N/ (NAME.json, NAME.{A,B}[.rR].json.gz, profiler_overhead.json, capture.log),
@@ -1317,6 +1320,64 @@ RECAPTURED_12 = ("resnet18-train-b24-bn", "gpt-train-b4-s128-block", "gpt-train-
                  "vit-train-b8-d384-gelu", "bert-train-b2-s96-gelu")
 _BY_NAME = {p.name: p for p in PAIRS}
 PAIRS += [replace(_BY_NAME[n], name=f"{n}-r12", part=12, est_s=min(_BY_NAME[n].est_s, 18.0)) for n in RECAPTURED_12]
+# part 13: development data, the same pairs a third time (dev4), so that a model reading the interleaved pass can be
+# judged on how far its projection moves between two captures (parts 12 and 13) before it is chosen
+PAIRS += [replace(_BY_NAME[n], name=f"{n}-r13", part=13, est_s=min(_BY_NAME[n].est_s, 18.0)) for n in RECAPTURED_12]
+# part 14: held-out 10, 18 new training pairs (new batches, shapes and depths; every swap kind), registered in
+# split.csv before parts 13 and 14 were captured; scored once, with the model chosen on parts 1-13
+PAIRS += [
+    Pair("resnet18-train-b5-bn", "cnn", "tiny", 14, p_bn(5, True), 18),
+    Pair("gpt-train-b3-s192-block", "train-small", "block", 14, p_own_train(
+        dict(d=512, layers=4, heads=8, tokens=192, **DEC), dict(norm="eager", eager_act=True, eager_attn=True), {},
+        Block, 3, "Decoder of our own (4 x d512) training, b3 x 192, bf16 autocast, SGD: every whole block swapped: "
+        "eager LayerNorms, eager causal attention, eager GELU vs nn.LayerNorm, SDPA, F.gelu."), 18),
+    Pair("vit-train-b4-d640-attention", "train-small", "attention", 14, p_own_train(
+        dict(d=640, layers=4, heads=10), dict(eager_attn=True), {}, Attention, 4,
+        "ViT-like (4 x d640) training, batch 4, bf16 autocast, SGD: every attention eager vs SDPA."), 18),
+    Pair("gpt-train-b6-s160-mlp", "train-large", "mlp", 14, p_own_train(
+        dict(d=512, layers=4, heads=8, tokens=160, **DEC), dict(eager_act=True), {}, MLP, 6,
+        "Decoder of our own (4 x d512) training, b6 x 160, bf16 autocast, SGD: every MLP with eager tanh-GELU vs "
+        "F.gelu (the MLP is the group)."), 18),
+    Pair("vit-train-b6-d512-layernorm", "train-small", "tiny", 14, p_own_train(
+        dict(d=512, layers=6, heads=8), dict(norm="eager"), {}, NORMS, 6,
+        "ViT-like (6 x d512) training, batch 6, bf16 autocast, SGD: every LayerNorm eager vs nn.LayerNorm."), 18),
+    Pair("resnet18-gn-train-b5", "cnn", "tiny", 14, p_gn_train(5), 18),
+    Pair("gpt-train-b2-s384-gelu", "train-small", "tiny", 14, p_own_train(
+        dict(d=512, layers=4, heads=8, tokens=384, **DEC), dict(eager_act=True), {}, GELU_MODS, 2,
+        "Decoder of our own (4 x d512) training, b2 x 384, bf16 autocast, SGD: every MLP GELU eager tanh-GELU vs "
+        "F.gelu(tanh)."), 18),
+    Pair("llama-train-b1-s160-rmsnorm", "train-small", "tiny", 14, p_hf_swap(
+        "llama", 3, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "train",
+        "Llama-3.2-1B shapes cut to 3 layers, training b1 x 160, bf16 weights: every RMSNorm eager vs nn.RMSNorm.",
+        b=1, seq=160), 18),
+    Pair("resnet18-train-b20-bn", "cnn", "tiny", 14, p_bn(20, True), 18),
+    Pair("vit-train-b10-d384-block", "train-large", "block", 14, p_own_train(
+        dict(d=384, layers=6, heads=6), dict(norm="eager", eager_act=True, eager_attn=True), {}, Block, 10,
+        "ViT-like (6 x d384) training, batch 10, bf16 autocast, SGD: every whole block swapped: eager LayerNorms, "
+        "eager attention, eager GELU vs nn.LayerNorm, SDPA, F.gelu."), 18),
+    Pair("gpt-train-b6-s128-attention", "train-small", "attention", 14, p_own_train(
+        dict(d=512, layers=4, heads=8, tokens=128, **DEC), dict(eager_attn=True), {}, Attention, 6,
+        "Decoder of our own (4 x d512) training, b6 x 128, bf16 autocast, SGD: every attention eager vs SDPA."), 18),
+    Pair("vit-train-b16-d384-mlp", "train-large", "mlp", 14, p_own_train(
+        dict(d=384, layers=6, heads=6), dict(eager_act=True), {}, MLP, 16,
+        "ViT-like (6 x d384) training, batch 16, bf16 autocast, SGD: every MLP with eager tanh-GELU vs F.gelu (the "
+        "MLP is the group)."), 20),
+    Pair("gpt-train-b6-s128-layernorm", "train-small", "tiny", 14, p_own_train(
+        dict(d=512, layers=4, heads=8, tokens=128, **DEC), dict(norm="eager"), {}, NORMS, 6,
+        "Decoder of our own (4 x d512) training, b6 x 128, bf16 autocast, SGD: every LayerNorm eager vs nn.LayerNorm."), 18),
+    Pair("resnet18-gn-train-b10", "cnn", "tiny", 14, p_gn_train(10), 18),
+    Pair("vit-train-b12-d384-gelu", "train-small", "tiny", 14, p_own_train(
+        dict(d=384, layers=6, heads=6), dict(eager_act=True), {}, GELU_MODS, 12,
+        "ViT-like (6 x d384) training, batch 12, bf16 autocast, SGD: every MLP GELU eager tanh-GELU vs F.gelu(tanh)."), 18),
+    Pair("bert-train-b3-s128-gelu", "train-small", "tiny", 14, p_hf_swap(
+        "bert", 4, GELUS, eager_gelu, fused_gelu, "train",
+        "BERT-base shapes cut to 4 layers, training b3 x 128, bf16 autocast, SGD: every intermediate GELU eager "
+        "tanh-GELU vs F.gelu(tanh).", b=3, seq=128), 18),
+    Pair("resnet18-train-b7-bn", "cnn", "tiny", 14, p_bn(7, True), 18),
+    Pair("vit-train-b16-d384-layernorm", "train-large", "tiny", 14, p_own_train(
+        dict(d=384, layers=6, heads=6), dict(norm="eager"), {}, NORMS, 16,
+        "ViT-like (6 x d384) training, batch 16, bf16 autocast, SGD: every LayerNorm eager vs nn.LayerNorm."), 18),
+]
 
 
 def split_of(pairs: list[Pair]) -> dict[str, str]:
@@ -1325,10 +1386,11 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     every pair of part 3 is heldout2 (a second held-out set, made after the first was read), of part 4
     heldout3 (a third, made after the second was read), of part 5 heldout4, of part 6 heldout5, of part 7
     heldout6, of part 8 heldout7 and of part 9 heldout8 (each made after the set before it was read); part 10
-    (training pairs of parts 1-9 captured again with the backward's CPU) is dev2, part 11 heldout9, and part 12
-    (held-out 9's pairs again, the backward also timed interleaved) dev3."""
-    named = {10: "dev2", 12: "dev3"}
-    out = {p.name: named.get(p.part, f"heldout{p.part - 1 - (p.part > 10)}") for p in pairs if p.part >= 3}
+    (training pairs of parts 1-9 captured again with the backward's CPU) is dev2, part 11 heldout9, part 12
+    (held-out 9's pairs again, the backward also timed interleaved) dev3, part 13 (the same a third time) dev4, and
+    part 14 (new training pairs) heldout10."""
+    named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10"}
+    out = {p.name: named.get(p.part, f"heldout{p.part - 1}") for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):
         names = sorted((p.name for p in pairs if p.regime == regime), key=lambda n: hashlib.sha256(n.encode()).hexdigest())
@@ -1435,17 +1497,19 @@ def backward_pass(a: Variant, b: Variant, steps: int) -> dict:
     alone) and the step's time, so that a slow mode of the host holds A and B alike (part 12 on)."""
     marked = {k: [m for model in v.models for m in model.modules() if isinstance(m, Marked)]
               for k, v in (("A", a), ("B", b))}
-    out: dict = {k: {"cpu_us_steps": [], "calls_steps": [], "step_ms": []} for k in "AB"}
+    out: dict = {k: {"cpu_us_steps": [], "calls_steps": [], "step_ms": [], "cpu_ms": [], "swap_cpu_ms": []} for k in "AB"}
     if not marked["A"] or not marked["B"]:
         return {}
     for i in range(steps):
         for key, v in (("A", a), ("B", b)) if i % 2 == 0 else (("B", b), ("A", a)):
             with scopes.module_backward_cpu(v.models[0], only=marked[key]) as rec:
-                step_ms = timed(v)[0]
+                step_ms, cpu_ms, swap_ms = timed(v)
             t = rec.table(1)
             out[key]["cpu_us_steps"].append(round(float(t["backward_cpu_us_per_step"].sum()), 1))
             out[key]["calls_steps"].append(float(t["backward_calls_per_step"].sum()))
             out[key]["step_ms"].append(round(step_ms, 4))
+            out[key]["cpu_ms"].append(round(cpu_ms, 4))  # part 13 on: the step's CPU, and the marked forwards' (their
+            out[key]["swap_cpu_ms"].append(round(swap_ms, 4))  # perf_counter timer, inside the hooks), in that step
     return out
 
 
@@ -1637,7 +1701,7 @@ def main(argv: list[str] | None = None) -> int:
     global SMOKE, DEV
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
-    ap.add_argument("--part", choices=[*map(str, range(1, 13)), "all"], default="all")
+    ap.add_argument("--part", choices=[*map(str, range(1, 15)), "all"], default="all")
     ap.add_argument("--pairs", default="", help="comma-separated pair names (default: the part's)")
     ap.add_argument("--budget-s", type=float, default=450.0, help="wall seconds for the whole process")
     ap.add_argument("--pair-s", type=float, default=12.0, help="at most this long timing one pair")

@@ -89,7 +89,8 @@ MODELS = ("uniform", "own", "module", "event", "given", "given_uniform", "given_
 PROJECT_MODEL = "given"  # what `project --model replay` runs where a target has both inputs (project_traces)
 FALLBACK_MODEL = "uniform"  # what it runs for a target without them; both error models are written
 HELD = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8",
-        "heldout9")  # parts 1-2's half, parts 3-9, part 11
+        "heldout9", "heldout10")  # parts 1-2's half, parts 3-9, part 11, part 14
+DEV = ("dev", "dev2", "dev3", "dev4")  # parts 1-2's half, part 10, part 12, part 13
 Q = rv.STEP_QUANTILE
 # the statistic of the backward pass's steps (min: its steps run apart from the interleaved timing, and a slow mode
 # of the host can hold most of them; chosen on part 10, dev2, with replay.SPILLOVER)
@@ -312,7 +313,8 @@ def report(t: pd.DataFrame, truth: str = "quartile", fit_on: tuple[str, ...] = (
              ("heldout3", "HELD-OUT 3"), ("heldout4", "HELD-OUT 4"), ("heldout5", "HELD-OUT 5"),
              ("heldout6", "HELD-OUT 6"), ("heldout7", "HELD-OUT 7"), ("heldout8", "HELD-OUT 8"),
              ("dev2", "dev2 (parts 1-9's training pairs again, the backward timed)"), ("heldout9", "HELD-OUT 9"),
-             ("dev3", "dev3 (held-out 9's pairs again, the backward also timed interleaved)"))
+             ("dev3", "dev3 (held-out 9's pairs again, the backward also timed interleaved)"),
+             ("dev4", "dev4 (held-out 9's pairs a third time)"), ("heldout10", "HELD-OUT 10"))
     for split, words in names:
         words = words.split(" (")[0].lower() + " (fitted on)" if split in fit_on and split != "dev" else words
         h = t[t["split"] == split]
@@ -354,10 +356,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     pairs = corpus_pairs(args.corpus)
     fit_on = tuple(x for x in args.fit_on.split(",") if x)
-    unknown = set(fit_on) - {"dev", "dev2", "dev3", *HELD}
+    unknown = set(fit_on) - {*DEV, *HELD}
     if unknown or not fit_on:
-        print(f"--fit-on: unknown splits {', '.join(sorted(unknown)) or '(none given)'}; known: dev, dev2, dev3, "
-              f"{', '.join(HELD)}",
+        print(f"--fit-on: unknown splits {', '.join(sorted(unknown)) or '(none given)'}; known: {', '.join((*DEV, *HELD))}",
               file=sys.stderr)
         return 2
     if args.dev_only:

@@ -142,13 +142,34 @@ def test_part_12_captures_held_out_9_again_with_the_interleaved_backward_pass() 
         assert (p.build, p.regime, p.swap) == (first.build, first.regime, first.swap)
 
 
+def test_part_13_repeats_part_12_and_part_14_is_a_new_held_out_set_of_training_pairs() -> None:
+    rc = _module()
+    split = rc.split_of(rc.PAIRS)
+    by_name = {p.name: p for p in rc.PAIRS}
+    third = [p for p in rc.PAIRS if p.part == 13]
+    assert {p.name.removesuffix("-r13") + "-r12" for p in third} == {p.name for p in rc.PAIRS if p.part == 12}
+    assert {split[p.name] for p in third} == {"dev4"}
+    for p in third:
+        first = by_name[p.name.removesuffix("-r13")]
+        assert (p.build, p.regime, p.swap) == (first.build, first.regime, first.swap)
+    new = [p for p in rc.PAIRS if p.part == 14]
+    earlier = {p.name for p in rc.PAIRS if p.part < 14}
+    assert len(new) == 18 and {split[p.name] for p in new} == {"heldout10"} and not {p.name for p in new} & earlier
+    assert all(p.regime.startswith("train") or p.regime == "cnn" for p in new)
+    assert {p.swap for p in new} == {"tiny", "block", "attention", "mlp"} and sum(p.est_s for p in new) + 30 < 380
+
+
 @pytest.mark.slow
 def test_the_interleaved_backward_pass_times_both_variants_step_by_step(tmp_path: Path) -> None:
     res, files = _run(tmp_path, "--pairs", "gpt-train-b4-s192-gelu-r12")
     assert res.returncode == 0, res.stderr[-2000:]
     bwd = json.loads(files["part-x/gpt-train-b4-s192-gelu-r12.json"])["backward_pass"]
     for k in "AB":
-        assert len(bwd[k]["cpu_us_steps"]) == len(bwd[k]["step_ms"]) == 2 and min(bwd[k]["calls_steps"]) > 0
+        assert len(bwd[k]["cpu_us_steps"]) == len(bwd[k]["step_ms"]) == len(bwd[k]["swap_cpu_ms"]) == 2
+        assert min(bwd[k]["calls_steps"]) > 0
+        # the marked forwards' CPU in the same steps: inside the step's CPU, which is inside the step
+        assert all(0 < f < c <= s for f, c, s in zip(bwd[k]["swap_cpu_ms"], bwd[k]["cpu_ms"], bwd[k]["step_ms"],
+                                                      strict=True))
     assert bwd["A"]["calls_steps"] == bwd["B"]["calls_steps"]
     assert min(bwd["A"]["cpu_us_steps"]) > max(bwd["B"]["cpu_us_steps"]) > 0  # the eager GELU's backward costs more
 
