@@ -25,11 +25,12 @@ the profiler's CPU overhead out are replayed (dispatch rule "typical" for kept l
            Its error model's regimes are project's (`regime_given`): a training run whose swapped modules'
            backward launches hold at least replay.LARGE_BACKWARD_SHARE of the profiled CPU is
            "... large backward" (chosen on parts 1-8, after held-out 7).
-  given_v4 that model (the two hypotheses everywhere), as scored on held-outs 6-8. given now, where the capture
-           timed the backward (part 10 on), replays it as measured (the least of the pass's steps) and the rest
-           spills replay.SPILLOVER (chosen on part 10, dev2; held-out 9 scored it): regime "... measured backward".
-  given_norm given, but the backward read from the interleaved pass (part 12 on), each step over the host's
-           speed beside it (`interleaved_backward`); development data only (dev3), not what project runs.
+  given_v4 that model (the two hypotheses everywhere), as scored on held-outs 6-8.
+  given_v5 where the capture timed the backward (part 10 on), the backward replayed as measured (the least of the
+           module_cpu pass's steps) and the rest spilling replay.SPILLOVER (chosen on part 10, dev2): regime
+           "... measured backward", as scored on held-out 9. given now reads the backward from the interleaved pass
+           where there is one (part 12 on: `interleaved_backward`, each step over the host's speed beside it; chosen
+           on parts 10-13, held-out 10 scores it), else as given_v5.
 The model was chosen on the dev half only (most pairs within 5%, then the lowest median |error|: given);
 the error models of given and uniform (intervals.fit_error_model: the 80% quantile of |log error| per
 detected regime) are fitted on dev only, and only then are the held-out pairs scored, each held-out set
@@ -85,7 +86,7 @@ from addressable.projection.replay import (
 from addressable.trace.reader import Trace
 
 MODELS = ("uniform", "own", "module", "event", "given", "given_uniform", "given_v1", "given_v2", "given_v3", "given_v4",
-          "given_norm")
+          "given_v5")
 PROJECT_MODEL = "given"  # what `project --model replay` runs where a target has both inputs (project_traces)
 FALLBACK_MODEL = "uniform"  # what it runs for a target without them; both error models are written
 HELD = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8",
@@ -190,15 +191,18 @@ def round_models(a: Path, b: Path, meta: dict, step_a: float, costs: tuple[float
         return projected(ta, wis, step_a * 1e3), bcal(ta, ga).scale
 
     backward = bool(swap) and len(changes) > 1
-    bwd = backward_inputs(meta)
-    if bwd is not None and backward:
-        rb, row["backward_scale"] = measured(bwd)
-        row["given"], row["regime_given"], row["backward_cpu_share"] = rb.speedup_wall, rb.regime, rb.backward_cpu_share
-        row["given_lo"] = row["given_hi"] = rb.speedup_wall  # one hypothesis: the backward was measured
-    row["given_norm"] = row["given"]  # given, with the interleaved pass where captured (development only, dev3)
-    norm = interleaved_backward(meta, step_a)
-    if norm is not None and backward:
-        row["given_norm"] = measured(norm)[0].speedup_wall
+    # given where the backward was timed: from the interleaved pass (part 12 on), each step read at the host's speed
+    # beside it (chosen on parts 10-13, dev2-dev4); else the least of module_cpu's backward pass (given_v5, as
+    # scored on held-out 9)
+    for col, bwd in (("given_v5", backward_inputs(meta)), ("given", interleaved_backward(meta, step_a)
+                                                          or backward_inputs(meta))):
+        row[col] = row["given"]
+        if bwd is not None and backward:
+            rb, row["backward_scale"] = measured(bwd)
+            row[col] = rb.speedup_wall
+            if col == "given":
+                row["regime_given"], row["backward_cpu_share"] = rb.regime, rb.backward_cpu_share
+                row["given_lo"] = row["given_hi"] = rb.speedup_wall  # one hypothesis: the backward was measured
     ge = deprofiled(ta, ga, *costs)
     row.update(event=speedup(ge, changes, fit_cpu_scale(ge, step_a * 1e3)))
     row["regime_detected"] = regime_of(ga, step_a * 1e3, has_backward(ta))

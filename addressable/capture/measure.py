@@ -293,21 +293,31 @@ def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Pa
     if record_cpu and not cfg.compile and isinstance(model, torch.nn.Module):
         progress(f"{label}: {CPU_STEPS} steps without the profiler, timing each module's CPU dispatch, and "
                  f"{BACKWARD_CPU_STEPS} its backward's where it has one (module_cpu.csv)")
-        cpu = _module_cpu(plain, model, CPU_STEPS, cuda)
+        cpu = _module_cpu(plain, model, CPU_STEPS, cuda, float(np.median(medians)))
     steps = pd.DataFrame(rows, columns=["repeat", "step", "time_ms", "profiled"])
     return Measured(cfg, repeats, medians, steps, trace, m, io, cpu)
 
 
 CPU_STEPS = 3  # steps of the profiler-free module CPU pass (module_cpu.csv)
-# steps of its backward pass, each timed apart: a module's backward is the least of them (a slow mode of the host
-# can hold most steps of a short pass; the statistic and count the validation corpus chose, docs/replay.md)
+# steps of its backward pass, each timed apart and each beside a plain step that says how fast the host was then
+# (the host's speed moves by up to 2x from step to step; the validation corpus chose this reading, docs/replay.md)
 BACKWARD_CPU_STEPS = 10
 
 
-def _module_cpu(step: Step, model: torch.nn.Module, n: int, cuda: bool) -> pd.DataFrame:
+def host_normalized(tables: list[pd.DataFrame], speed: list[float]) -> pd.DataFrame:
+    """The backward pass's per-step tables (module, class, backward_calls_per_step, backward_cpu_us_per_step)
+    as one: each step's CPU time over the host's speed in that step (a plain step beside it over the run's
+    step time: 1.3 means the host ran 1.3x slower then), the median over the steps a module ran in."""
+    steps = [t.assign(backward_cpu_us_per_step=t["backward_cpu_us_per_step"] / s)
+             for t, s in zip(tables, speed, strict=True)]
+    return pd.concat(steps).groupby(["module", "class"], as_index=False, sort=False).median()
+
+
+def _module_cpu(step: Step, model: torch.nn.Module, n: int, cuda: bool, step_ms: float) -> pd.DataFrame:
     """Each module's CPU time per step over n steps under scopes.module_cpu (no profiler), then its backward's
-    under scopes.module_backward_cpu (its hooks cost forward CPU, so apart), the least over BACKWARD_CPU_STEPS
-    steps (empty where no backward ran); each step started on an idle GPU (synchronised), as the corpus's pass
+    under scopes.module_backward_cpu (its hooks cost forward CPU, so apart), BACKWARD_CPU_STEPS steps each
+    followed by a plain one, read at the run's speed (`host_normalized`, `step_ms` the run's step time; empty
+    where no backward ran); each step started on an idle GPU (synchronised), as the corpus's pass
     (gpu/replay_corpus.py) does."""
     def timed(recorder: Callable[[torch.nn.Module], Any], steps: int) -> Any:
         with recorder(model) as rec:
@@ -320,14 +330,16 @@ def _module_cpu(step: Step, model: torch.nn.Module, n: int, cuda: bool) -> pd.Da
         return rec
 
     forward = timed(module_cpu, n).table(n)
+    backward, speed = [], []
     try:
-        backward = [timed(module_backward_cpu, 1).table(1) for _ in range(BACKWARD_CPU_STEPS)]
+        for _ in range(BACKWARD_CPU_STEPS):
+            backward.append(timed(module_backward_cpu, 1).table(1))
+            speed.append(_timed_steps(step, 1, cuda, None)[0] / step_ms if step_ms > 0 else 1.0)
     except (AttributeError, RuntimeError):  # a torch without autograd's sequence counter: the forward's still count
         backward = []
     if not any(len(t) for t in backward):
         return forward.assign(**{c: np.nan for c in BACKWARD_CPU_COLUMNS})
-    least = pd.concat(backward).groupby(["module", "class"], as_index=False, sort=False).min()
-    return forward.merge(least, on=["module", "class"], how="left")
+    return forward.merge(host_normalized(backward, speed), on=["module", "class"], how="left")
 
 
 COMPILE_NOTE = "no module scopes: a --compile run is not scoped (its fused kernels span modules)"

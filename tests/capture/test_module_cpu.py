@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import torch
 
-from addressable.capture.measure import measurement
+from addressable.capture.measure import host_normalized, measurement
 from addressable.capture.profile import profile_workload, resolve_config
 from addressable.capture.scopes import backward_cpu_us, forward_cpu_us, module_backward_cpu, module_cpu
 from addressable.core.errors import AddressableError
@@ -117,25 +117,22 @@ import torch
 from addressable.capture.workload import WorkloadSpec
 
 
-class AlternatingBackward(torch.autograd.Function):
-    """A backward that sleeps 12 ms, then 3 ms, then 12 ms, ...: a slow mode and a fast one."""
-    calls = 0
-
+class SleepyBackward(torch.autograd.Function):
+    """A backward that sleeps 6 ms."""
     @staticmethod
     def forward(ctx, x):
         return x * 1
 
     @staticmethod
     def backward(ctx, grad):
-        AlternatingBackward.calls += 1
-        time.sleep(0.012 if AlternatingBackward.calls % 2 else 0.003)
+        time.sleep(0.006)
         return grad
 
 
 class Sleep(torch.nn.Module):
     def forward(self, x):
         time.sleep(0.004)
-        return AlternatingBackward.apply(x) if torch.is_grad_enabled() else x
+        return SleepyBackward.apply(x) if torch.is_grad_enabled() else x
 
 
 def build(cfg):
@@ -192,9 +189,23 @@ def test_a_training_run_gets_the_backward_columns(tmp_path: Path) -> None:
     assert t is not None
     t = t.set_index("module")
     assert (t["backward_calls_per_step"] == 1.0).all() and (t["backward_cpu_us_per_step"] > 0).all()
-    # the sleeping module's backward sleeps 12 and 3 ms in turn: the pass keeps the least of its steps
-    assert 3000 <= t.loc["1", "backward_cpu_us_per_step"] < 6000 and t.loc["1", "cpu_us_per_step"] >= SLEEP_S * 1e6
+    # the sleeping module's backward sleeps 6 ms, read at the run's speed (the plain steps beside it take about
+    # the run's step time on an idle host, more on a loaded one, which the reading is divided by)
+    assert 3000 <= t.loc["1", "backward_cpu_us_per_step"] < 9000 and t.loc["1", "cpu_us_per_step"] >= SLEEP_S * 1e6
     assert t.loc["", "backward_cpu_us_per_step"] >= t.loc["1", "backward_cpu_us_per_step"]
+
+
+def test_the_backward_pass_is_read_at_the_runs_speed() -> None:
+    """A step the host ran 2x slow reads 2x long: over its speed it counts as the others do; the median."""
+    def step(us: float, calls: float = 1.0) -> pd.DataFrame:
+        return pd.DataFrame({"module": ["a"], "class": ["A"], "backward_calls_per_step": [calls],
+                             "backward_cpu_us_per_step": [us]})
+    t = host_normalized([step(1200.0), step(600.0), step(640.0), step(900.0)], [2.0, 1.0, 0.8, 1.0])
+    assert list(t.columns) == ["module", "class", "backward_calls_per_step", "backward_cpu_us_per_step"]
+    assert t["backward_cpu_us_per_step"].tolist() == [700.0]  # the median of 600, 600, 800, 900
+    # a module that ran in some steps only is read over those
+    t = host_normalized([step(1200.0), step(300.0).assign(module="b")], [2.0, 0.5])
+    assert dict(zip(t["module"], t["backward_cpu_us_per_step"], strict=True)) == {"a": 600.0, "b": 600.0}
 
 
 def test_a_torch_without_the_sequence_counter_still_gets_the_forward(tmp_path: Path, monkeypatch) -> None:
