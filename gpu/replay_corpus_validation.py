@@ -68,6 +68,7 @@ import replay_validation as rv
 from addressable.core.atomic import write_text
 from addressable.core.errors import AddressableError
 from addressable.projection import intervals
+from addressable.projection import replay as replay_module
 from addressable.projection.replay import (
     Change,
     Graph,
@@ -357,7 +358,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dev-only", action="store_true", help="read the development data alone (to develop on it)")
     ap.add_argument("--fit-on", default="dev", help="comma-separated splits the error model is fitted on, the "
                     "development data (held-out 4 is scored with dev,heldout,heldout2,heldout3)")
+    ap.add_argument("--spillover", type=float, default=None,
+                    help="replay.SPILLOVER for this run (to scan it on the development data; default: the shipped one)")
     args = ap.parse_args(argv)
+    if args.spillover is not None:
+        replay_module.SPILLOVER = args.spillover
     pairs = corpus_pairs(args.corpus)
     fit_on = tuple(x for x in args.fit_on.split(",") if x)
     unknown = set(fit_on) - {*DEV, *HELD}

@@ -284,8 +284,8 @@ def test_corpus_validation_fits_on_dev_and_scores_heldout_apart(tmp_path: Path) 
     assert res4.returncode == 0, res4.stderr[-2000:]
     d = read_error_model(err4)
     assert d.pooled != b.pooled and "fitted on dev+heldout" in d.source and "held-out 1 (fitted on)" in res4.stdout
-    res5, _ = _validate(_mini_corpus(tmp_path / "c5"), tmp_path / "v5.csv", "--fit-on", "dev,heldout10")
-    assert res5.returncode == 2 and "unknown splits heldout10" in res5.stderr and not (tmp_path / "v5.csv").exists()
+    res5, _ = _validate(_mini_corpus(tmp_path / "c5"), tmp_path / "v5.csv", "--fit-on", "dev,heldout11")
+    assert res5.returncode == 2 and "unknown splits heldout11" in res5.stderr and not (tmp_path / "v5.csv").exists()
 
 
 def test_the_committed_table_reproduces_from_the_committed_corpus(tmp_path: Path) -> None:
