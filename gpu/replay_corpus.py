@@ -31,6 +31,7 @@ The split into dev and heldout is fixed before any data exists: results/h200/rep
     python3 gpu/replay_corpus.py "$OUT" --part 12 --budget-s 380    # dev3: held-out 9's pairs, backward interleaved
     python3 gpu/replay_corpus.py "$OUT" --part 13 --budget-s 380    # dev4: the same pairs a third time
     python3 gpu/replay_corpus.py "$OUT" --part 14 --budget-s 380    # held-out 10: 18 new training pairs
+    python3 gpu/replay_corpus.py "$OUT" --part 15 --budget-s 380    # held-out 11: 18 more
     python3 gpu/replay_corpus.py OUT --smoke [--pairs NAME,...]     # tiny sizes on the CPU (the test)
 
 Writes OUT/corpus/part-N/ (NAME.json, NAME.{A,B}[.rR].json.gz, profiler_overhead.json, capture.log),
@@ -1378,6 +1379,63 @@ PAIRS += [
         dict(d=384, layers=6, heads=6), dict(norm="eager"), {}, NORMS, 16,
         "ViT-like (6 x d384) training, batch 16, bf16 autocast, SGD: every LayerNorm eager vs nn.LayerNorm."), 18),
 ]
+# part 15: held-out 11, 18 more new training pairs, registered after held-out 10 was read and before capture; the
+# model as committed then (given with the interleaved backward pass) scores it unchanged; one pair per swap kind first
+PAIRS += [
+    Pair("resnet18-train-b9-bn", "cnn", "tiny", 15, p_bn(9, True), 18),
+    Pair("gpt-train-b5-s160-block", "train-small", "block", 15, p_own_train(
+        dict(d=512, layers=4, heads=8, tokens=160, **DEC), dict(norm="eager", eager_act=True, eager_attn=True), {},
+        Block, 5, "Decoder of our own (4 x d512) training, b5 x 160, bf16 autocast, SGD: every whole block swapped: "
+        "eager LayerNorms, eager causal attention, eager GELU vs nn.LayerNorm, SDPA, F.gelu."), 18),
+    Pair("vit-train-b5-d512-attention", "train-small", "attention", 15, p_own_train(
+        dict(d=512, layers=6, heads=8), dict(eager_attn=True), {}, Attention, 5,
+        "ViT-like (6 x d512) training, batch 5, bf16 autocast, SGD: every attention eager vs SDPA."), 18),
+    Pair("gpt-train-b4-s224-mlp", "train-small", "mlp", 15, p_own_train(
+        dict(d=512, layers=4, heads=8, tokens=224, **DEC), dict(eager_act=True), {}, MLP, 4,
+        "Decoder of our own (4 x d512) training, b4 x 224, bf16 autocast, SGD: every MLP with eager tanh-GELU vs "
+        "F.gelu (the MLP is the group)."), 18),
+    Pair("vit-train-b10-d512-layernorm", "train-small", "tiny", 15, p_own_train(
+        dict(d=512, layers=6, heads=8), dict(norm="eager"), {}, NORMS, 10,
+        "ViT-like (6 x d512) training, batch 10, bf16 autocast, SGD: every LayerNorm eager vs nn.LayerNorm."), 18),
+    Pair("resnet18-gn-train-b7", "cnn", "tiny", 15, p_gn_train(7), 18),
+    Pair("gpt-train-b3-s320-gelu", "train-small", "tiny", 15, p_own_train(
+        dict(d=512, layers=4, heads=8, tokens=320, **DEC), dict(eager_act=True), {}, GELU_MODS, 3,
+        "Decoder of our own (4 x d512) training, b3 x 320, bf16 autocast, SGD: every MLP GELU eager tanh-GELU vs "
+        "F.gelu(tanh)."), 18),
+    Pair("llama-train-b2-s128-rmsnorm", "train-small", "tiny", 15, p_hf_swap(
+        "llama", 2, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "train",
+        "Llama-3.2-1B shapes cut to 2 layers, training b2 x 128, bf16 weights: every RMSNorm eager vs nn.RMSNorm.",
+        b=2, seq=128), 18),
+    Pair("resnet18-train-b14-bn", "cnn", "tiny", 15, p_bn(14, True), 18),
+    Pair("vit-train-b12-d384-block", "train-large", "block", 15, p_own_train(
+        dict(d=384, layers=6, heads=6), dict(norm="eager", eager_act=True, eager_attn=True), {}, Block, 12,
+        "ViT-like (6 x d384) training, batch 12, bf16 autocast, SGD: every whole block swapped: eager LayerNorms, "
+        "eager attention, eager GELU vs nn.LayerNorm, SDPA, F.gelu."), 18),
+    Pair("gpt-train-b3-s256-attention", "train-small", "attention", 15, p_own_train(
+        dict(d=512, layers=4, heads=8, tokens=256, **DEC), dict(eager_attn=True), {}, Attention, 3,
+        "Decoder of our own (4 x d512) training, b3 x 256, bf16 autocast, SGD: every attention eager vs SDPA."), 18),
+    Pair("vit-train-b20-d384-mlp", "train-large", "mlp", 15, p_own_train(
+        dict(d=384, layers=6, heads=6), dict(eager_act=True), {}, MLP, 20,
+        "ViT-like (6 x d384) training, batch 20, bf16 autocast, SGD: every MLP with eager tanh-GELU vs F.gelu (the "
+        "MLP is the group)."), 20),
+    Pair("gpt-train-b5-s128-layernorm", "train-small", "tiny", 15, p_own_train(
+        dict(d=512, layers=4, heads=8, tokens=128, **DEC), dict(norm="eager"), {}, NORMS, 5,
+        "Decoder of our own (4 x d512) training, b5 x 128, bf16 autocast, SGD: every LayerNorm eager vs nn.LayerNorm."), 18),
+    Pair("resnet18-gn-train-b12", "cnn", "tiny", 15, p_gn_train(12), 18),
+    Pair("vit-train-b6-d640-gelu", "train-small", "tiny", 15, p_own_train(
+        dict(d=640, layers=4, heads=10), dict(eager_act=True), {}, GELU_MODS, 6,
+        "ViT-like (4 x d640) training, batch 6, bf16 autocast, SGD: every MLP GELU eager tanh-GELU vs F.gelu(tanh)."), 18),
+    Pair("bert-train-b4-s64-gelu", "train-small", "tiny", 15, p_hf_swap(
+        "bert", 4, GELUS, eager_gelu, fused_gelu, "train",
+        "BERT-base shapes cut to 4 layers, training b4 x 64, bf16 autocast, SGD: every intermediate GELU eager "
+        "tanh-GELU vs F.gelu(tanh).", b=4, seq=64), 18),
+    Pair("vit-train-b24-d384-layernorm", "train-large", "tiny", 15, p_own_train(
+        dict(d=384, layers=6, heads=6), dict(norm="eager"), {}, NORMS, 24,
+        "ViT-like (6 x d384) training, batch 24, bf16 autocast, SGD: every LayerNorm eager vs nn.LayerNorm."), 18),
+    Pair("gpt-train-b2-s512-layernorm", "train-small", "tiny", 15, p_own_train(
+        dict(d=512, layers=4, heads=8, tokens=512, **DEC), dict(norm="eager"), {}, NORMS, 2,
+        "Decoder of our own (4 x d512) training, b2 x 512, bf16 autocast, SGD: every LayerNorm eager vs nn.LayerNorm."), 18),
+]
 
 
 def split_of(pairs: list[Pair]) -> dict[str, str]:
@@ -1388,8 +1446,8 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     heldout6, of part 8 heldout7 and of part 9 heldout8 (each made after the set before it was read); part 10
     (training pairs of parts 1-9 captured again with the backward's CPU) is dev2, part 11 heldout9, part 12
     (held-out 9's pairs again, the backward also timed interleaved) dev3, part 13 (the same a third time) dev4, and
-    part 14 (new training pairs) heldout10."""
-    named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10"}
+    part 14 (new training pairs) heldout10, part 15 (more new training pairs) heldout11."""
+    named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11"}
     out = {p.name: named.get(p.part, f"heldout{p.part - 1}") for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):
@@ -1701,7 +1759,7 @@ def main(argv: list[str] | None = None) -> int:
     global SMOKE, DEV
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
-    ap.add_argument("--part", choices=[*map(str, range(1, 15)), "all"], default="all")
+    ap.add_argument("--part", choices=[*map(str, range(1, 16)), "all"], default="all")
     ap.add_argument("--pairs", default="", help="comma-separated pair names (default: the part's)")
     ap.add_argument("--budget-s", type=float, default=450.0, help="wall seconds for the whole process")
     ap.add_argument("--pair-s", type=float, default=12.0, help="at most this long timing one pair")

@@ -142,7 +142,7 @@ def test_part_12_captures_held_out_9_again_with_the_interleaved_backward_pass() 
         assert (p.build, p.regime, p.swap) == (first.build, first.regime, first.swap)
 
 
-def test_part_13_repeats_part_12_and_part_14_is_a_new_held_out_set_of_training_pairs() -> None:
+def test_part_13_repeats_part_12_and_parts_14_15_are_new_held_out_sets_of_training_pairs() -> None:
     rc = _module()
     split = rc.split_of(rc.PAIRS)
     by_name = {p.name: p for p in rc.PAIRS}
@@ -157,6 +157,10 @@ def test_part_13_repeats_part_12_and_part_14_is_a_new_held_out_set_of_training_p
     assert len(new) == 18 and {split[p.name] for p in new} == {"heldout10"} and not {p.name for p in new} & earlier
     assert all(p.regime.startswith("train") or p.regime == "cnn" for p in new)
     assert {p.swap for p in new} == {"tiny", "block", "attention", "mlp"} and sum(p.est_s for p in new) + 30 < 380
+    later = [p for p in rc.PAIRS if p.part == 15]  # held-out 11: more new training pairs, every swap kind first
+    assert len(later) == 18 and {split[p.name] for p in later} == {"heldout11"}
+    assert not {p.name for p in later} & (earlier | {p.name for p in new})
+    assert {p.swap for p in later[:4]} == {p.swap for p in later} and sum(p.est_s for p in later) + 30 < 380
 
 
 @pytest.mark.slow
@@ -284,8 +288,8 @@ def test_corpus_validation_fits_on_dev_and_scores_heldout_apart(tmp_path: Path) 
     assert res4.returncode == 0, res4.stderr[-2000:]
     d = read_error_model(err4)
     assert d.pooled != b.pooled and "fitted on dev+heldout" in d.source and "held-out 1 (fitted on)" in res4.stdout
-    res5, _ = _validate(_mini_corpus(tmp_path / "c5"), tmp_path / "v5.csv", "--fit-on", "dev,heldout11")
-    assert res5.returncode == 2 and "unknown splits heldout11" in res5.stderr and not (tmp_path / "v5.csv").exists()
+    res5, _ = _validate(_mini_corpus(tmp_path / "c5"), tmp_path / "v5.csv", "--fit-on", "dev,heldout12")
+    assert res5.returncode == 2 and "unknown splits heldout12" in res5.stderr and not (tmp_path / "v5.csv").exists()
 
 
 def test_the_committed_table_reproduces_from_the_committed_corpus(tmp_path: Path) -> None:
