@@ -665,8 +665,8 @@ def format_projection(p: Projection, top: int = 5) -> str:
     used = int(p.wins["used"].sum())
     lines = [f"Projected end-to-end speedup: {used} win(s) used, combine={p.combine}. "
              "Intervals: spread over profile repeats and speedup_lo/hi.",
-             "Ceiling: every replaceable kernel infinitely fast; roofline: every replaceable kernel at its roofline "
-             "(n/a: the run has no roofline).", ""]
+             "Ceiling: every replaceable kernel infinitely fast, the CPU unchanged; roofline: every replaceable kernel "
+             "at its roofline (n/a: the run has no roofline).", ""]
     w = max([3, *p.runs["label"].str.len()]) + 2  # labels are unique and never cut
     head = (f"{'run':<{w}}{'basis':<9}{'kernel time':<26}{'wall clock':<26}{'ceiling kernel':<16}{'roofline':<10}"
             f"{'ceiling wall':<14}")
@@ -678,6 +678,11 @@ def format_projection(p: Projection, top: int = 5) -> str:
                      f"{_x(r.ceiling_kernel):<16}{_x(r.ceiling_kernel_roofline):<10}{_x(r.ceiling_wall):<14}")
     if p.runs["basis"].eq("exposed").any():
         lines.append("(basis exposed: shares use exposed, non-overlapped kernel time)")
+    above = p.runs[p.runs["speedup_wall"] > p.runs["ceiling_wall"] * 1.001]["label"]
+    if len(above):
+        lines.append(f"(wall clock above the wall ceiling for {', '.join(above)}: the wins also remove CPU work "
+                     "(kernels_after's launches, cpu_us_after) or speed up library kernels, which the ceiling, "
+                     "replaceable kernels infinitely fast and nothing else changed, keeps)")
     lines += ["", "Models: replay = the trace's timeline replayed with the wins (CPU, launches, streams); its"
               " speedup is the ratio of replayed step spans (CPU time scaled to match the unprofiled step where it"
               " was measured), applied to the unprofiled step time.",

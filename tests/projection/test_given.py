@@ -280,6 +280,22 @@ def test_project_replays_a_measured_backward(tmp_path: Path, after: float, span:
     assert r["replay_speedup_wall_backward_like"] == r["replay_speedup_wall_backward_rest"] == r["speedup_wall"]
 
 
+def test_a_win_that_removes_cpu_work_can_pass_the_kernel_ceiling_and_says_why(tmp_path: Path) -> None:
+    """The wall ceiling makes the replaceable kernels free and keeps the CPU; a fused module also drops launches and
+    dispatch, so on a CPU-bound step its projection lies above the ceiling, and the table says why."""
+    from addressable.projection.project import format_projection
+
+    run = training_run(tmp_path, 56.0)
+    p = project([run], wins(tmp_path, "target,speedup,kernels_after,cpu_us_after,backward_cpu_us_after\n"
+                                      "module:EagerGELU,1,1,40,20\n"))
+    r = p.runs.iloc[0]
+    assert r["ceiling_wall"] < 1.01 < r["speedup_wall"]
+    assert f"(wall clock above the wall ceiling for {r['label']}: the wins also remove CPU work" in format_projection(p)
+    plain = project([run], wins(tmp_path, "target,speedup\nmodule:EagerGELU,2\n"))  # kernels alone: never above
+    assert plain.runs.iloc[0]["speedup_wall"] <= plain.runs.iloc[0]["ceiling_wall"]
+    assert "above the wall ceiling" not in format_projection(plain)
+
+
 @pytest.mark.parametrize(("backward_us", "column"), [(None, ",20"), (56.0, ",")])
 def test_a_backward_without_both_measurements_keeps_the_two_hypotheses(tmp_path: Path, backward_us: float | None,
                                                                        column: str) -> None:
