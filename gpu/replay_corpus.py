@@ -842,6 +842,29 @@ def p_bn(b: int, train: bool):
 GELU_MODS, ROPE = (EagerGELU, FusedGELU, CompiledGELU), named("LlamaRotaryEmbedding")
 NORMS = (EagerLayerNorm, nn.LayerNorm)  # CompiledLayerNorm is an EagerLayerNorm
 DEC = dict(vit=False)
+# own_train's swap kinds: what A runs eager, the marked modules, the swap size, and how the description ends
+OWN_TRAIN_KINDS = {
+    "block": (dict(norm="eager", eager_act=True, eager_attn=True), Block, "block",
+              "every whole block swapped: eager LayerNorms, eager {causal}attention, eager GELU vs nn.LayerNorm, SDPA, "
+              "F.gelu."),
+    "attention": (dict(eager_attn=True), Attention, "attention", "every attention eager vs SDPA."),
+    "mlp": (dict(eager_act=True), MLP, "mlp", "every MLP with eager tanh-GELU vs F.gelu (the MLP is the group)."),
+    "layernorm": (dict(norm="eager"), NORMS, "tiny", "every LayerNorm eager vs nn.LayerNorm."),
+    "gelu": (dict(eager_act=True), GELU_MODS, "tiny", "every MLP GELU eager tanh-GELU vs F.gelu(tanh)."),
+}
+
+
+def own_train(name: str, regime: str, part: int, kind: str, b: int, d: int, layers: int, heads: int,
+              tokens: int | None = None, est_s: float = 18) -> Pair:
+    """A training pair of our own ViT-like model (tokens None) or decoder (b x tokens), every `kind` swapped."""
+    a_kw, match, swap, what = OWN_TRAIN_KINDS[kind]
+    if tokens is None:
+        kw, head = dict(d=d, layers=layers, heads=heads), f"ViT-like ({layers} x d{d}) training, batch {b}"
+    else:
+        kw = dict(d=d, layers=layers, heads=heads, tokens=tokens, **DEC)
+        head = f"Decoder of our own ({layers} x d{d}) training, b{b} x {tokens}"
+    return Pair(name, regime, swap, part, p_own_train(kw, dict(a_kw), {}, match, b,
+                f"{head}, bf16 autocast, SGD: " + what.format(causal="causal " if tokens else "")), est_s)
 
 
 PAIRS = [
@@ -1249,57 +1272,29 @@ PAIRS = [
     # part 11: held-out 9, training only (the backward's profiler-free CPU is what it tests), registered with part 10
     # and before either was captured; one pair per swap kind first, so a budget cut leaves every kind
     Pair("resnet18-train-b3-bn", "cnn", "tiny", 11, p_bn(3, True), 18),
-    Pair("gpt-train-b4-s128-block", "train-small", "block", 11, p_own_train(
-        dict(d=512, layers=4, heads=8, tokens=128, **DEC), dict(norm="eager", eager_act=True, eager_attn=True), {},
-        Block, 4, "Decoder of our own (4 x d512) training, b4 x 128, bf16 autocast, SGD: every whole block swapped: "
-        "eager LayerNorms, eager causal attention, eager GELU vs nn.LayerNorm, SDPA, F.gelu."), 18),
-    Pair("vit-train-b6-d512-attention", "train-small", "attention", 11, p_own_train(
-        dict(d=512, layers=6, heads=8), dict(eager_attn=True), {}, Attention, 6,
-        "ViT-like (6 x d512) training, batch 6, bf16 autocast, SGD: every attention eager vs SDPA."), 18),
-    Pair("gpt-train-b8-s128-mlp", "train-large", "mlp", 11, p_own_train(
-        dict(d=512, layers=4, heads=8, tokens=128, **DEC), dict(eager_act=True), {}, MLP, 8,
-        "Decoder of our own (4 x d512) training, b8 x 128, bf16 autocast, SGD: every MLP with eager tanh-GELU vs "
-        "F.gelu (the MLP is the group)."), 18),
-    Pair("vit-train-b8-d384-layernorm", "train-small", "tiny", 11, p_own_train(
-        dict(d=384, layers=6, heads=6), dict(norm="eager"), {}, NORMS, 8,
-        "ViT-like (6 x d384) training, batch 8, bf16 autocast, SGD: every LayerNorm eager vs nn.LayerNorm."), 18),
+    own_train("gpt-train-b4-s128-block", "train-small", 11, "block", 4, 512, 4, 8, tokens=128),
+    own_train("vit-train-b6-d512-attention", "train-small", 11, "attention", 6, 512, 6, 8),
+    own_train("gpt-train-b8-s128-mlp", "train-large", 11, "mlp", 8, 512, 4, 8, tokens=128),
+    own_train("vit-train-b8-d384-layernorm", "train-small", 11, "layernorm", 8, 384, 6, 6),
     Pair("resnet18-gn-train-b3", "cnn", "tiny", 11, p_gn_train(3), 18),
-    Pair("gpt-train-b4-s192-gelu", "train-small", "tiny", 11, p_own_train(
-        dict(d=512, layers=4, heads=8, tokens=192, **DEC), dict(eager_act=True), {}, GELU_MODS, 4,
-        "Decoder of our own (4 x d512) training, b4 x 192, bf16 autocast, SGD: every MLP GELU eager tanh-GELU vs "
-        "F.gelu(tanh)."), 18),
+    own_train("gpt-train-b4-s192-gelu", "train-small", 11, "gelu", 4, 512, 4, 8, tokens=192),
     Pair("llama-train-b2-s96-rmsnorm", "train-small", "tiny", 11, p_hf_swap(
         "llama", 2, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "train",
         "Llama-3.2-1B shapes cut to 2 layers, training b2 x 96, bf16 weights: every RMSNorm eager vs nn.RMSNorm.",
         b=2, seq=96), 18),
     Pair("resnet18-train-b10-bn", "cnn", "tiny", 11, p_bn(10, True), 18),
-    Pair("vit-train-b8-d384-block", "train-large", "block", 11, p_own_train(
-        dict(d=384, layers=6, heads=6), dict(norm="eager", eager_act=True, eager_attn=True), {}, Block, 8,
-        "ViT-like (6 x d384) training, batch 8, bf16 autocast, SGD: every whole block swapped: eager LayerNorms, "
-        "eager attention, eager GELU vs nn.LayerNorm, SDPA, F.gelu."), 18),
-    Pair("gpt-train-b4-s192-attention", "train-small", "attention", 11, p_own_train(
-        dict(d=512, layers=4, heads=8, tokens=192, **DEC), dict(eager_attn=True), {}, Attention, 4,
-        "Decoder of our own (4 x d512) training, b4 x 192, bf16 autocast, SGD: every attention eager vs SDPA."), 18),
-    Pair("vit-train-b12-d512-mlp", "train-large", "mlp", 11, p_own_train(
-        dict(d=512, layers=6, heads=8), dict(eager_act=True), {}, MLP, 12,
-        "ViT-like (6 x d512) training, batch 12, bf16 autocast, SGD: every MLP with eager tanh-GELU vs F.gelu (the "
-        "MLP is the group)."), 20),
-    Pair("gpt-train-b4-s256-layernorm", "train-small", "tiny", 11, p_own_train(
-        dict(d=512, layers=4, heads=8, tokens=256, **DEC), dict(norm="eager"), {}, NORMS, 4,
-        "Decoder of our own (4 x d512) training, b4 x 256, bf16 autocast, SGD: every LayerNorm eager vs nn.LayerNorm."), 18),
+    own_train("vit-train-b8-d384-block", "train-large", 11, "block", 8, 384, 6, 6),
+    own_train("gpt-train-b4-s192-attention", "train-small", 11, "attention", 4, 512, 4, 8, tokens=192),
+    own_train("vit-train-b12-d512-mlp", "train-large", 11, "mlp", 12, 512, 6, 8, est_s=20),
+    own_train("gpt-train-b4-s256-layernorm", "train-small", 11, "layernorm", 4, 512, 4, 8, tokens=256),
     Pair("resnet18-gn-train-b6", "cnn", "tiny", 11, p_gn_train(6), 18),
-    Pair("vit-train-b8-d384-gelu", "train-small", "tiny", 11, p_own_train(
-        dict(d=384, layers=6, heads=6), dict(eager_act=True), {}, GELU_MODS, 8,
-        "ViT-like (6 x d384) training, batch 8, bf16 autocast, SGD: every MLP GELU eager tanh-GELU vs F.gelu(tanh)."), 18),
+    own_train("vit-train-b8-d384-gelu", "train-small", 11, "gelu", 8, 384, 6, 6),
     Pair("bert-train-b2-s96-gelu", "train-small", "tiny", 11, p_hf_swap(
         "bert", 4, GELUS, eager_gelu, fused_gelu, "train",
         "BERT-base shapes cut to 4 layers, training b2 x 96, bf16 autocast, SGD: every intermediate GELU eager "
         "tanh-GELU vs F.gelu(tanh).", b=2, seq=96), 18),
     Pair("resnet18-train-b24-bn", "cnn", "tiny", 11, p_bn(24, True), 18),
-    Pair("gpt-train-b2-s256-block", "train-small", "block", 11, p_own_train(
-        dict(d=512, layers=4, heads=8, tokens=256, **DEC), dict(norm="eager", eager_act=True, eager_attn=True), {},
-        Block, 2, "Decoder of our own (4 x d512) training, b2 x 256, bf16 autocast, SGD: every whole block swapped: "
-        "eager LayerNorms, eager causal attention, eager GELU vs nn.LayerNorm, SDPA, F.gelu."), 18),
+    own_train("gpt-train-b2-s256-block", "train-small", 11, "block", 2, 512, 4, 8, tokens=256),
 ]
 
 # part 10: development data for the backward's profiler-free CPU (module_cpu's backward pass, new in part 10): the
@@ -1328,113 +1323,57 @@ PAIRS += [replace(_BY_NAME[n], name=f"{n}-r13", part=13, est_s=min(_BY_NAME[n].e
 # split.csv before parts 13 and 14 were captured; scored once, with the model chosen on parts 1-13
 PAIRS += [
     Pair("resnet18-train-b5-bn", "cnn", "tiny", 14, p_bn(5, True), 18),
-    Pair("gpt-train-b3-s192-block", "train-small", "block", 14, p_own_train(
-        dict(d=512, layers=4, heads=8, tokens=192, **DEC), dict(norm="eager", eager_act=True, eager_attn=True), {},
-        Block, 3, "Decoder of our own (4 x d512) training, b3 x 192, bf16 autocast, SGD: every whole block swapped: "
-        "eager LayerNorms, eager causal attention, eager GELU vs nn.LayerNorm, SDPA, F.gelu."), 18),
-    Pair("vit-train-b4-d640-attention", "train-small", "attention", 14, p_own_train(
-        dict(d=640, layers=4, heads=10), dict(eager_attn=True), {}, Attention, 4,
-        "ViT-like (4 x d640) training, batch 4, bf16 autocast, SGD: every attention eager vs SDPA."), 18),
-    Pair("gpt-train-b6-s160-mlp", "train-large", "mlp", 14, p_own_train(
-        dict(d=512, layers=4, heads=8, tokens=160, **DEC), dict(eager_act=True), {}, MLP, 6,
-        "Decoder of our own (4 x d512) training, b6 x 160, bf16 autocast, SGD: every MLP with eager tanh-GELU vs "
-        "F.gelu (the MLP is the group)."), 18),
-    Pair("vit-train-b6-d512-layernorm", "train-small", "tiny", 14, p_own_train(
-        dict(d=512, layers=6, heads=8), dict(norm="eager"), {}, NORMS, 6,
-        "ViT-like (6 x d512) training, batch 6, bf16 autocast, SGD: every LayerNorm eager vs nn.LayerNorm."), 18),
+    own_train("gpt-train-b3-s192-block", "train-small", 14, "block", 3, 512, 4, 8, tokens=192),
+    own_train("vit-train-b4-d640-attention", "train-small", 14, "attention", 4, 640, 4, 10),
+    own_train("gpt-train-b6-s160-mlp", "train-large", 14, "mlp", 6, 512, 4, 8, tokens=160),
+    own_train("vit-train-b6-d512-layernorm", "train-small", 14, "layernorm", 6, 512, 6, 8),
     Pair("resnet18-gn-train-b5", "cnn", "tiny", 14, p_gn_train(5), 18),
-    Pair("gpt-train-b2-s384-gelu", "train-small", "tiny", 14, p_own_train(
-        dict(d=512, layers=4, heads=8, tokens=384, **DEC), dict(eager_act=True), {}, GELU_MODS, 2,
-        "Decoder of our own (4 x d512) training, b2 x 384, bf16 autocast, SGD: every MLP GELU eager tanh-GELU vs "
-        "F.gelu(tanh)."), 18),
+    own_train("gpt-train-b2-s384-gelu", "train-small", 14, "gelu", 2, 512, 4, 8, tokens=384),
     Pair("llama-train-b1-s160-rmsnorm", "train-small", "tiny", 14, p_hf_swap(
         "llama", 3, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "train",
         "Llama-3.2-1B shapes cut to 3 layers, training b1 x 160, bf16 weights: every RMSNorm eager vs nn.RMSNorm.",
         b=1, seq=160), 18),
     Pair("resnet18-train-b20-bn", "cnn", "tiny", 14, p_bn(20, True), 18),
-    Pair("vit-train-b10-d384-block", "train-large", "block", 14, p_own_train(
-        dict(d=384, layers=6, heads=6), dict(norm="eager", eager_act=True, eager_attn=True), {}, Block, 10,
-        "ViT-like (6 x d384) training, batch 10, bf16 autocast, SGD: every whole block swapped: eager LayerNorms, "
-        "eager attention, eager GELU vs nn.LayerNorm, SDPA, F.gelu."), 18),
-    Pair("gpt-train-b6-s128-attention", "train-small", "attention", 14, p_own_train(
-        dict(d=512, layers=4, heads=8, tokens=128, **DEC), dict(eager_attn=True), {}, Attention, 6,
-        "Decoder of our own (4 x d512) training, b6 x 128, bf16 autocast, SGD: every attention eager vs SDPA."), 18),
-    Pair("vit-train-b16-d384-mlp", "train-large", "mlp", 14, p_own_train(
-        dict(d=384, layers=6, heads=6), dict(eager_act=True), {}, MLP, 16,
-        "ViT-like (6 x d384) training, batch 16, bf16 autocast, SGD: every MLP with eager tanh-GELU vs F.gelu (the "
-        "MLP is the group)."), 20),
-    Pair("gpt-train-b6-s128-layernorm", "train-small", "tiny", 14, p_own_train(
-        dict(d=512, layers=4, heads=8, tokens=128, **DEC), dict(norm="eager"), {}, NORMS, 6,
-        "Decoder of our own (4 x d512) training, b6 x 128, bf16 autocast, SGD: every LayerNorm eager vs nn.LayerNorm."), 18),
+    own_train("vit-train-b10-d384-block", "train-large", 14, "block", 10, 384, 6, 6),
+    own_train("gpt-train-b6-s128-attention", "train-small", 14, "attention", 6, 512, 4, 8, tokens=128),
+    own_train("vit-train-b16-d384-mlp", "train-large", 14, "mlp", 16, 384, 6, 6, est_s=20),
+    own_train("gpt-train-b6-s128-layernorm", "train-small", 14, "layernorm", 6, 512, 4, 8, tokens=128),
     Pair("resnet18-gn-train-b10", "cnn", "tiny", 14, p_gn_train(10), 18),
-    Pair("vit-train-b12-d384-gelu", "train-small", "tiny", 14, p_own_train(
-        dict(d=384, layers=6, heads=6), dict(eager_act=True), {}, GELU_MODS, 12,
-        "ViT-like (6 x d384) training, batch 12, bf16 autocast, SGD: every MLP GELU eager tanh-GELU vs F.gelu(tanh)."), 18),
+    own_train("vit-train-b12-d384-gelu", "train-small", 14, "gelu", 12, 384, 6, 6),
     Pair("bert-train-b3-s128-gelu", "train-small", "tiny", 14, p_hf_swap(
         "bert", 4, GELUS, eager_gelu, fused_gelu, "train",
         "BERT-base shapes cut to 4 layers, training b3 x 128, bf16 autocast, SGD: every intermediate GELU eager "
         "tanh-GELU vs F.gelu(tanh).", b=3, seq=128), 18),
     Pair("resnet18-train-b7-bn", "cnn", "tiny", 14, p_bn(7, True), 18),
-    Pair("vit-train-b16-d384-layernorm", "train-large", "tiny", 14, p_own_train(
-        dict(d=384, layers=6, heads=6), dict(norm="eager"), {}, NORMS, 16,
-        "ViT-like (6 x d384) training, batch 16, bf16 autocast, SGD: every LayerNorm eager vs nn.LayerNorm."), 18),
+    own_train("vit-train-b16-d384-layernorm", "train-large", 14, "layernorm", 16, 384, 6, 6),
 ]
 # part 15: held-out 11, 18 more new training pairs, registered after held-out 10 was read and before capture; the
 # model as committed then (given with the interleaved backward pass) scores it unchanged; one pair per swap kind first
 PAIRS += [
     Pair("resnet18-train-b9-bn", "cnn", "tiny", 15, p_bn(9, True), 18),
-    Pair("gpt-train-b5-s160-block", "train-small", "block", 15, p_own_train(
-        dict(d=512, layers=4, heads=8, tokens=160, **DEC), dict(norm="eager", eager_act=True, eager_attn=True), {},
-        Block, 5, "Decoder of our own (4 x d512) training, b5 x 160, bf16 autocast, SGD: every whole block swapped: "
-        "eager LayerNorms, eager causal attention, eager GELU vs nn.LayerNorm, SDPA, F.gelu."), 18),
-    Pair("vit-train-b5-d512-attention", "train-small", "attention", 15, p_own_train(
-        dict(d=512, layers=6, heads=8), dict(eager_attn=True), {}, Attention, 5,
-        "ViT-like (6 x d512) training, batch 5, bf16 autocast, SGD: every attention eager vs SDPA."), 18),
-    Pair("gpt-train-b4-s224-mlp", "train-small", "mlp", 15, p_own_train(
-        dict(d=512, layers=4, heads=8, tokens=224, **DEC), dict(eager_act=True), {}, MLP, 4,
-        "Decoder of our own (4 x d512) training, b4 x 224, bf16 autocast, SGD: every MLP with eager tanh-GELU vs "
-        "F.gelu (the MLP is the group)."), 18),
-    Pair("vit-train-b10-d512-layernorm", "train-small", "tiny", 15, p_own_train(
-        dict(d=512, layers=6, heads=8), dict(norm="eager"), {}, NORMS, 10,
-        "ViT-like (6 x d512) training, batch 10, bf16 autocast, SGD: every LayerNorm eager vs nn.LayerNorm."), 18),
+    own_train("gpt-train-b5-s160-block", "train-small", 15, "block", 5, 512, 4, 8, tokens=160),
+    own_train("vit-train-b5-d512-attention", "train-small", 15, "attention", 5, 512, 6, 8),
+    own_train("gpt-train-b4-s224-mlp", "train-small", 15, "mlp", 4, 512, 4, 8, tokens=224),
+    own_train("vit-train-b10-d512-layernorm", "train-small", 15, "layernorm", 10, 512, 6, 8),
     Pair("resnet18-gn-train-b7", "cnn", "tiny", 15, p_gn_train(7), 18),
-    Pair("gpt-train-b3-s320-gelu", "train-small", "tiny", 15, p_own_train(
-        dict(d=512, layers=4, heads=8, tokens=320, **DEC), dict(eager_act=True), {}, GELU_MODS, 3,
-        "Decoder of our own (4 x d512) training, b3 x 320, bf16 autocast, SGD: every MLP GELU eager tanh-GELU vs "
-        "F.gelu(tanh)."), 18),
+    own_train("gpt-train-b3-s320-gelu", "train-small", 15, "gelu", 3, 512, 4, 8, tokens=320),
     Pair("llama-train-b2-s128-rmsnorm", "train-small", "tiny", 15, p_hf_swap(
         "llama", 2, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "train",
         "Llama-3.2-1B shapes cut to 2 layers, training b2 x 128, bf16 weights: every RMSNorm eager vs nn.RMSNorm.",
         b=2, seq=128), 18),
     Pair("resnet18-train-b14-bn", "cnn", "tiny", 15, p_bn(14, True), 18),
-    Pair("vit-train-b12-d384-block", "train-large", "block", 15, p_own_train(
-        dict(d=384, layers=6, heads=6), dict(norm="eager", eager_act=True, eager_attn=True), {}, Block, 12,
-        "ViT-like (6 x d384) training, batch 12, bf16 autocast, SGD: every whole block swapped: eager LayerNorms, "
-        "eager attention, eager GELU vs nn.LayerNorm, SDPA, F.gelu."), 18),
-    Pair("gpt-train-b3-s256-attention", "train-small", "attention", 15, p_own_train(
-        dict(d=512, layers=4, heads=8, tokens=256, **DEC), dict(eager_attn=True), {}, Attention, 3,
-        "Decoder of our own (4 x d512) training, b3 x 256, bf16 autocast, SGD: every attention eager vs SDPA."), 18),
-    Pair("vit-train-b20-d384-mlp", "train-large", "mlp", 15, p_own_train(
-        dict(d=384, layers=6, heads=6), dict(eager_act=True), {}, MLP, 20,
-        "ViT-like (6 x d384) training, batch 20, bf16 autocast, SGD: every MLP with eager tanh-GELU vs F.gelu (the "
-        "MLP is the group)."), 20),
-    Pair("gpt-train-b5-s128-layernorm", "train-small", "tiny", 15, p_own_train(
-        dict(d=512, layers=4, heads=8, tokens=128, **DEC), dict(norm="eager"), {}, NORMS, 5,
-        "Decoder of our own (4 x d512) training, b5 x 128, bf16 autocast, SGD: every LayerNorm eager vs nn.LayerNorm."), 18),
+    own_train("vit-train-b12-d384-block", "train-large", 15, "block", 12, 384, 6, 6),
+    own_train("gpt-train-b3-s256-attention", "train-small", 15, "attention", 3, 512, 4, 8, tokens=256),
+    own_train("vit-train-b20-d384-mlp", "train-large", 15, "mlp", 20, 384, 6, 6, est_s=20),
+    own_train("gpt-train-b5-s128-layernorm", "train-small", 15, "layernorm", 5, 512, 4, 8, tokens=128),
     Pair("resnet18-gn-train-b12", "cnn", "tiny", 15, p_gn_train(12), 18),
-    Pair("vit-train-b6-d640-gelu", "train-small", "tiny", 15, p_own_train(
-        dict(d=640, layers=4, heads=10), dict(eager_act=True), {}, GELU_MODS, 6,
-        "ViT-like (4 x d640) training, batch 6, bf16 autocast, SGD: every MLP GELU eager tanh-GELU vs F.gelu(tanh)."), 18),
+    own_train("vit-train-b6-d640-gelu", "train-small", 15, "gelu", 6, 640, 4, 10),
     Pair("bert-train-b4-s64-gelu", "train-small", "tiny", 15, p_hf_swap(
         "bert", 4, GELUS, eager_gelu, fused_gelu, "train",
         "BERT-base shapes cut to 4 layers, training b4 x 64, bf16 autocast, SGD: every intermediate GELU eager "
         "tanh-GELU vs F.gelu(tanh).", b=4, seq=64), 18),
-    Pair("vit-train-b24-d384-layernorm", "train-large", "tiny", 15, p_own_train(
-        dict(d=384, layers=6, heads=6), dict(norm="eager"), {}, NORMS, 24,
-        "ViT-like (6 x d384) training, batch 24, bf16 autocast, SGD: every LayerNorm eager vs nn.LayerNorm."), 18),
-    Pair("gpt-train-b2-s512-layernorm", "train-small", "tiny", 15, p_own_train(
-        dict(d=512, layers=4, heads=8, tokens=512, **DEC), dict(norm="eager"), {}, NORMS, 2,
-        "Decoder of our own (4 x d512) training, b2 x 512, bf16 autocast, SGD: every LayerNorm eager vs nn.LayerNorm."), 18),
+    own_train("vit-train-b24-d384-layernorm", "train-large", 15, "layernorm", 24, 384, 6, 6),
+    own_train("gpt-train-b2-s512-layernorm", "train-small", 15, "layernorm", 2, 512, 4, 8, tokens=512),
 ]
 
 
