@@ -32,6 +32,7 @@ The split into dev and heldout is fixed before any data exists: results/h200/rep
     python3 gpu/replay_corpus.py "$OUT" --part 13 --budget-s 380    # dev4: the same pairs a third time
     python3 gpu/replay_corpus.py "$OUT" --part 14 --budget-s 380    # held-out 10: 18 new training pairs
     python3 gpu/replay_corpus.py "$OUT" --part 15 --budget-s 380    # held-out 11: 18 more
+    python3 gpu/replay_corpus.py "$OUT" --part 16 --budget-s 330    # held-out 12: 17 more
     python3 gpu/replay_corpus.py OUT --smoke [--pairs NAME,...]     # tiny sizes on the CPU (the test)
 
 Writes OUT/corpus/part-N/ (NAME.json, NAME.{A,B}[.rR].json.gz, profiler_overhead.json, capture.log),
@@ -1375,6 +1376,33 @@ PAIRS += [
     own_train("vit-train-b24-d384-layernorm", "train-large", 15, "layernorm", 24, 384, 6, 6),
     own_train("gpt-train-b2-s512-layernorm", "train-small", 15, "layernorm", 2, 512, 4, 8, tokens=512),
 ]
+# part 16: held-out 12, 17 more new training pairs, registered after held-out 11 was read and before capture; the
+# model unchanged since part 15 was registered; one pair per swap kind first
+PAIRS += [
+    Pair("resnet18-train-b11-bn", "cnn", "tiny", 16, p_bn(11, True), 18),
+    own_train("gpt-train-b4-s160-block", "train-small", 16, "block", 4, 512, 4, 8, tokens=160),
+    own_train("vit-train-b7-d512-attention", "train-small", 16, "attention", 7, 512, 6, 8),
+    own_train("gpt-train-b5-s192-mlp", "train-small", 16, "mlp", 5, 512, 4, 8, tokens=192),
+    own_train("vit-train-b8-d512-layernorm", "train-small", 16, "layernorm", 8, 512, 6, 8),
+    Pair("resnet18-gn-train-b9", "cnn", "tiny", 16, p_gn_train(9), 18),
+    own_train("gpt-train-b4-s288-gelu", "train-small", 16, "gelu", 4, 512, 4, 8, tokens=288),
+    Pair("llama-train-b1-s192-rmsnorm", "train-small", "tiny", 16, p_hf_swap(
+        "llama", 2, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "train",
+        "Llama-3.2-1B shapes cut to 2 layers, training b1 x 192, bf16 weights: every RMSNorm eager vs nn.RMSNorm.",
+        b=1, seq=192), 18),
+    Pair("resnet18-train-b18-bn", "cnn", "tiny", 16, p_bn(18, True), 18),
+    own_train("vit-train-b14-d384-block", "train-large", 16, "block", 14, 384, 6, 6),
+    own_train("gpt-train-b5-s192-attention", "train-small", 16, "attention", 5, 512, 4, 8, tokens=192),
+    own_train("vit-train-b24-d384-mlp", "train-large", 16, "mlp", 24, 384, 6, 6, est_s=20),
+    own_train("gpt-train-b7-s128-layernorm", "train-small", 16, "layernorm", 7, 512, 4, 8, tokens=128),
+    Pair("resnet18-gn-train-b14", "cnn", "tiny", 16, p_gn_train(14), 18),
+    own_train("vit-train-b9-d512-gelu", "train-small", 16, "gelu", 9, 512, 6, 8),
+    Pair("bert-train-b5-s96-gelu", "train-small", "tiny", 16, p_hf_swap(
+        "bert", 4, GELUS, eager_gelu, fused_gelu, "train",
+        "BERT-base shapes cut to 4 layers, training b5 x 96, bf16 autocast, SGD: every intermediate GELU eager "
+        "tanh-GELU vs F.gelu(tanh).", b=5, seq=96), 18),
+    own_train("vit-train-b20-d384-layernorm", "train-large", 16, "layernorm", 20, 384, 6, 6),
+]
 
 
 def split_of(pairs: list[Pair]) -> dict[str, str]:
@@ -1385,8 +1413,8 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     heldout6, of part 8 heldout7 and of part 9 heldout8 (each made after the set before it was read); part 10
     (training pairs of parts 1-9 captured again with the backward's CPU) is dev2, part 11 heldout9, part 12
     (held-out 9's pairs again, the backward also timed interleaved) dev3, part 13 (the same a third time) dev4, and
-    part 14 (new training pairs) heldout10, part 15 (more new training pairs) heldout11."""
-    named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11"}
+    part 14 (new training pairs) heldout10, parts 15 and 16 (more new training pairs) heldout11 and heldout12."""
+    named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11", 16: "heldout12"}
     out = {p.name: named.get(p.part, f"heldout{p.part - 1}") for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):
@@ -1698,7 +1726,7 @@ def main(argv: list[str] | None = None) -> int:
     global SMOKE, DEV
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
-    ap.add_argument("--part", choices=[*map(str, range(1, 16)), "all"], default="all")
+    ap.add_argument("--part", choices=[*map(str, range(1, 17)), "all"], default="all")
     ap.add_argument("--pairs", default="", help="comma-separated pair names (default: the part's)")
     ap.add_argument("--budget-s", type=float, default=450.0, help="wall seconds for the whole process")
     ap.add_argument("--pair-s", type=float, default=12.0, help="at most this long timing one pair")

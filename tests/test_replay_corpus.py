@@ -161,6 +161,10 @@ def test_part_13_repeats_part_12_and_parts_14_15_are_new_held_out_sets_of_traini
     assert len(later) == 18 and {split[p.name] for p in later} == {"heldout11"}
     assert not {p.name for p in later} & (earlier | {p.name for p in new})
     assert {p.swap for p in later[:4]} == {p.swap for p in later} and sum(p.est_s for p in later) + 30 < 380
+    last = [p for p in rc.PAIRS if p.part == 16]  # held-out 12: 17 more, every swap kind first
+    assert len(last) == 17 and {split[p.name] for p in last} == {"heldout12"}
+    assert not {p.name for p in last} & {p.name for p in rc.PAIRS if p.part < 16}
+    assert {p.swap for p in last[:4]} == {p.swap for p in last} and sum(p.est_s for p in last) + 30 < 330
 
 
 @pytest.mark.slow
@@ -288,8 +292,8 @@ def test_corpus_validation_fits_on_dev_and_scores_heldout_apart(tmp_path: Path) 
     assert res4.returncode == 0, res4.stderr[-2000:]
     d = read_error_model(err4)
     assert d.pooled != b.pooled and "fitted on dev+heldout" in d.source and "held-out 1 (fitted on)" in res4.stdout
-    res5, _ = _validate(_mini_corpus(tmp_path / "c5"), tmp_path / "v5.csv", "--fit-on", "dev,heldout12")
-    assert res5.returncode == 2 and "unknown splits heldout12" in res5.stderr and not (tmp_path / "v5.csv").exists()
+    res5, _ = _validate(_mini_corpus(tmp_path / "c5"), tmp_path / "v5.csv", "--fit-on", "dev,heldout13")
+    assert res5.returncode == 2 and "unknown splits heldout13" in res5.stderr and not (tmp_path / "v5.csv").exists()
 
 
 def test_the_committed_table_reproduces_from_the_committed_corpus(tmp_path: Path) -> None:
