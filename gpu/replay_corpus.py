@@ -32,7 +32,7 @@ The split into dev and heldout is fixed before any data exists: results/h200/rep
     python3 gpu/replay_corpus.py "$OUT" --part 13 --budget-s 380    # dev4: the same pairs a third time
     python3 gpu/replay_corpus.py "$OUT" --part 14 --budget-s 380    # held-out 10: 18 new training pairs
     python3 gpu/replay_corpus.py "$OUT" --part 15 --budget-s 380    # held-out 11: 18 more
-    python3 gpu/replay_corpus.py "$OUT" --part 16 --budget-s 330    # held-out 12: 17 more
+    python3 gpu/replay_corpus.py "$OUT" --part 16 --budget-s 340    # held-out 12: 17 more
     python3 gpu/replay_corpus.py OUT --smoke [--pairs NAME,...]     # tiny sizes on the CPU (the test)
 
 Writes OUT/corpus/part-N/ (NAME.json, NAME.{A,B}[.rR].json.gz, profiler_overhead.json, capture.log),
