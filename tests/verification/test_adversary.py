@@ -23,7 +23,9 @@ FORGED = {"N": 1536}  # a lie of 75% of a call: as long as the harness's own per
 
 
 # Caught by timing statistics alone: on a shared 2-core CPU they are caught 5-6 times in 6
-# (results/cpu/verify_detection.csv), so the test allows a second run; on a GPU each is run once.
+# (results/cpu/verify_detection.csv), so the test allows two more runs (one was not enough: a full suite on 4 Dec 2026
+# missed cheat_intermittent_forgery twice in a row); a harness that stopped catching them misses all three. On a
+# GPU each is run once.
 BY_TIMING = {"cheat_repeat_input", "cheat_forged_report", "cheat_intermittent_forgery"}
 
 
@@ -56,7 +58,9 @@ def _failed(r: VerifyResult) -> set[str]:
 def test_each_cheat_fails_for_its_reason(problem: Path, candidate: str, overrides: dict, failed: set[str],
                                          reason: str) -> None:
     r = _verify(problem, candidate, overrides)
-    if candidate in BY_TIMING and r.verdict != "fail":
+    for _ in range(2 if candidate in BY_TIMING else 0):  # a miss of a statistical check: run it again, twice at most
+        if r.verdict == "fail":
+            break
         r = _verify(problem, candidate, overrides)
     assert r.verdict == "fail" and r.exit_code == 1 and r.speedup is None, r.reason
     assert failed <= _failed(r) and reason in r.reason, r.reason
