@@ -195,15 +195,17 @@ def round_models(a: Path, b: Path, meta: dict, step_a: float, costs: tuple[float
     # given where the backward was timed: from the interleaved pass (part 12 on), each step read at the host's speed
     # beside it (chosen on parts 10-13, dev2-dev4); else the least of module_cpu's backward pass (given_v5, as
     # scored on held-out 9)
-    for col, bwd in (("given_v5", backward_inputs(meta)), ("given", interleaved_backward(meta, step_a)
-                                                          or backward_inputs(meta))):
-        row[col] = row["given"]
-        if bwd is not None and backward:
-            rb, row["backward_scale"] = measured(bwd)
-            row[col] = rb.speedup_wall
-            if col == "given":
-                row["regime_given"], row["backward_cpu_share"] = rb.regime, rb.backward_cpu_share
-                row["given_lo"] = row["given_hi"] = rb.speedup_wall  # one hypothesis: the backward was measured
+    row["given_v5"] = row["given"]  # the two hypotheses, where nothing timed the backward
+    least = backward_inputs(meta) if backward else None
+    interleaved = interleaved_backward(meta, step_a) if backward else None
+    if least is not None:
+        rb, row["backward_scale"] = measured(least)
+        row["given_v5"] = rb.speedup_wall
+    if interleaved is not None:
+        rb, row["backward_scale"] = measured(interleaved)
+    if least is not None or interleaved is not None:
+        row["given"], row["regime_given"], row["backward_cpu_share"] = rb.speedup_wall, rb.regime, rb.backward_cpu_share
+        row["given_lo"] = row["given_hi"] = rb.speedup_wall  # one hypothesis: the backward was measured
     ge = deprofiled(ta, ga, *costs)
     row.update(event=speedup(ge, changes, fit_cpu_scale(ge, step_a * 1e3)))
     row["regime_detected"] = regime_of(ga, step_a * 1e3, has_backward(ta))

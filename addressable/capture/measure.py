@@ -319,7 +319,7 @@ def _module_cpu(step: Step, model: torch.nn.Module, n: int, cuda: bool, step_ms:
     followed by a plain one, read at the run's speed (`host_normalized`, `step_ms` the run's step time; empty
     where no backward ran); each step started on an idle GPU (synchronised), as the corpus's pass
     (gpu/replay_corpus.py) does."""
-    def timed(recorder: Callable[[torch.nn.Module], Any], steps: int) -> Any:
+    def recorded(recorder: Callable[[torch.nn.Module], Any], steps: int) -> Any:
         with recorder(model) as rec:
             for _ in range(steps):
                 if cuda:
@@ -329,11 +329,11 @@ def _module_cpu(step: Step, model: torch.nn.Module, n: int, cuda: bool, step_ms:
                 torch.cuda.synchronize()
         return rec
 
-    forward = timed(module_cpu, n).table(n)
+    forward = recorded(module_cpu, n).table(n)
     backward, speed = [], []
     try:
         for _ in range(BACKWARD_CPU_STEPS):
-            backward.append(timed(module_backward_cpu, 1).table(1))
+            backward.append(recorded(module_backward_cpu, 1).table(1))
             speed.append(_timed_steps(step, 1, cuda, None)[0] / step_ms if step_ms > 0 else 1.0)
     except (AttributeError, RuntimeError):  # a torch without autograd's sequence counter: the forward's still count
         backward = []
