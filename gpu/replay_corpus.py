@@ -33,6 +33,7 @@ The split into dev and heldout is fixed before any data exists: results/h200/rep
     python3 gpu/replay_corpus.py "$OUT" --part 14 --budget-s 380    # held-out 10: 18 new training pairs
     python3 gpu/replay_corpus.py "$OUT" --part 15 --budget-s 380    # held-out 11: 18 more
     python3 gpu/replay_corpus.py "$OUT" --part 16 --budget-s 340    # held-out 12: 17 more
+    python3 gpu/replay_corpus.py "$OUT" --part 17 --budget-s 350    # held-out 13: 17 new, other CNNs first
     python3 gpu/replay_corpus.py OUT --smoke [--pairs NAME,...]     # tiny sizes on the CPU (the test)
 
 Writes OUT/corpus/part-N/ (NAME.json, NAME.{A,B}[.rR].json.gz, profiler_overhead.json, capture.log),
@@ -657,8 +658,13 @@ def p_vit_train(bsz: int, what: str):
 
 
 def resnet18(train: bool) -> nn.Module:
+    return torchvision_cnn("resnet18", train)
+
+
+def torchvision_cnn(arch: str, train: bool) -> nn.Module:
+    """torchvision's `arch` (random weights), channels_last: fp32 for training, bf16 for inference."""
     import torchvision
-    m = torchvision.models.resnet18().to(DEV).to(memory_format=torch.channels_last)
+    m = getattr(torchvision.models, arch)().to(DEV).to(memory_format=torch.channels_last)
     return m.train() if train else m.to(torch.bfloat16).eval()
 
 
@@ -837,6 +843,16 @@ def p_bn(b: int, train: bool):
             return a, bb, f"ResNet-18 training, batch {b}, bf16 autocast, SGD: every BatchNorm2d eager (batch stats) vs nn.BatchNorm2d."
         a, bb = swapped(lambda: resnet18(False), is_bn, EagerBatchNorm, None, lambda m, t: infer_step(m, x.to(torch.bfloat16)))
         return a, bb, f"ResNet-18 inference, batch {b}, bf16, channels_last: every BatchNorm2d eager (running stats) vs nn.BatchNorm2d."
+    return build
+
+
+def p_bn_net(arch: str, b: int, label: str):
+    """torchvision's `arch` training, every BatchNorm2d eager vs nn.BatchNorm2d (held-out 13: CNNs beyond ResNet-18)."""
+    def build():
+        x, y = image(b).to(memory_format=torch.channels_last), torch.randint(0, 1000, (b,), device=DEV)
+        a, bb = swapped(lambda: torchvision_cnn(arch, True), lambda c: isinstance(c, nn.BatchNorm2d), EagerBatchNorm,
+                        None, lambda m, t: train_step(m, x, y))
+        return a, bb, f"{label} training, batch {b}, bf16 autocast, SGD: every BatchNorm2d eager (batch stats) vs nn.BatchNorm2d."
     return build
 
 
@@ -1404,6 +1420,36 @@ PAIRS += [
     own_train("vit-train-b20-d384-layernorm", "train-large", 16, "layernorm", 20, 384, 6, 6),
 ]
 
+# part 17: held-out 13, 17 new pairs, registered after held-out 12 was read and before capture (docs/replay.md): the
+# point model unchanged since part 15, the intervals now on the removed fraction's scale (intervals.py); CNNs other
+# than ResNet-18 first (the class held-outs 10-12 missed), then every training swap kind in new shapes, and two
+# inference pairs (the uniform model's intervals changed too)
+PAIRS += [
+    Pair("resnet34-train-b4-bn", "cnn", "tiny", 17, p_bn_net("resnet34", 4, "ResNet-34"), 18),
+    Pair("mobilenetv2-train-b8-bn", "cnn", "tiny", 17, p_bn_net("mobilenet_v2", 8, "MobileNetV2"), 18),
+    Pair("resnet50-train-b4-bn", "cnn", "tiny", 17, p_bn_net("resnet50", 4, "ResNet-50"), 18),
+    own_train("gpt-train-b3-s224-block", "train-small", 17, "block", 3, 512, 4, 8, tokens=224),
+    own_train("vit-train-b8-d384-attention", "train-small", 17, "attention", 8, 384, 6, 6),
+    own_train("gpt-train-b6-s96-mlp", "train-small", 17, "mlp", 6, 512, 4, 8, tokens=96),
+    Pair("resnet18-gn-train-b11", "cnn", "tiny", 17, p_gn_train(11), 18),
+    own_train("vit-train-b12-d512-layernorm", "train-small", 17, "layernorm", 12, 512, 6, 8),
+    own_train("gpt-train-b5-s224-gelu", "train-small", 17, "gelu", 5, 512, 4, 8, tokens=224),
+    Pair("resnet18-train-b13-bn", "cnn", "tiny", 17, p_bn(13, True), 18),
+    Pair("llama-train-b3-s64-rmsnorm", "train-small", "tiny", 17, p_hf_swap(
+        "llama", 2, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "train",
+        "Llama-3.2-1B shapes cut to 2 layers, training b3 x 64, bf16 weights: every RMSNorm eager vs nn.RMSNorm.",
+        b=3, seq=64), 18),
+    own_train("vit-train-b6-d512-block", "train-small", 17, "block", 6, 512, 6, 8),
+    Pair("bert-train-b6-s64-gelu", "train-small", "tiny", 17, p_hf_swap(
+        "bert", 4, GELUS, eager_gelu, fused_gelu, "train",
+        "BERT-base shapes cut to 4 layers, training b6 x 64, bf16 autocast, SGD: every intermediate GELU eager "
+        "tanh-GELU vs F.gelu(tanh).", b=6, seq=64), 18),
+    own_train("gpt-train-b3-s128-layernorm", "train-small", 17, "layernorm", 3, 512, 4, 8, tokens=128),
+    Pair("resnet18-infer-b6-bn", "cnn", "tiny", 17, p_bn(6, False), 16),
+    Pair("resnet18-gn-infer-b3", "cnn", "tiny", 17, p_gn_infer(3), 16),
+    own_train("vit-train-b16-d512-mlp", "train-large", 17, "mlp", 16, 512, 6, 8, est_s=20),
+]
+
 
 def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
@@ -1413,8 +1459,9 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     heldout6, of part 8 heldout7 and of part 9 heldout8 (each made after the set before it was read); part 10
     (training pairs of parts 1-9 captured again with the backward's CPU) is dev2, part 11 heldout9, part 12
     (held-out 9's pairs again, the backward also timed interleaved) dev3, part 13 (the same a third time) dev4, and
-    part 14 (new training pairs) heldout10, parts 15 and 16 (more new training pairs) heldout11 and heldout12."""
-    named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11", 16: "heldout12"}
+    part 14 (new training pairs) heldout10, parts 15 and 16 (more new training pairs) heldout11 and heldout12, and
+    part 17 (new pairs, other CNNs first) heldout13."""
+    named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11", 16: "heldout12", 17: "heldout13"}
     out = {p.name: named.get(p.part, f"heldout{p.part - 1}") for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):
@@ -1726,7 +1773,7 @@ def main(argv: list[str] | None = None) -> int:
     global SMOKE, DEV
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
-    ap.add_argument("--part", choices=[*map(str, range(1, 17)), "all"], default="all")
+    ap.add_argument("--part", choices=[*map(str, range(1, 18)), "all"], default="all")
     ap.add_argument("--pairs", default="", help="comma-separated pair names (default: the part's)")
     ap.add_argument("--budget-s", type=float, default=450.0, help="wall seconds for the whole process")
     ap.add_argument("--pair-s", type=float, default=12.0, help="at most this long timing one pair")

@@ -167,6 +167,16 @@ def test_part_13_repeats_part_12_and_parts_14_15_are_new_held_out_sets_of_traini
     assert {p.swap for p in last[:4]} == {p.swap for p in last} and sum(p.est_s for p in last) + 30 < 380
 
 
+def test_part_17_is_held_out_13_with_other_cnns_first() -> None:
+    rc = _module()
+    split = rc.split_of(rc.PAIRS)
+    new = [p for p in rc.PAIRS if p.part == 17]
+    assert len(new) == 17 and {split[p.name] for p in new} == {"heldout13"}
+    assert not {p.name for p in new} & {p.name for p in rc.PAIRS if p.part < 17}
+    assert [p.name.split("-")[0] for p in new[:3]] == ["resnet34", "mobilenetv2", "resnet50"]
+    assert {p.swap for p in new} == {"tiny", "block", "attention", "mlp"} and sum(p.est_s for p in new) + 30 < 350
+
+
 @pytest.mark.slow
 def test_the_interleaved_backward_pass_times_both_variants_step_by_step(tmp_path: Path) -> None:
     res, files = _run(tmp_path, "--pairs", "gpt-train-b4-s192-gelu-r12")
@@ -292,8 +302,8 @@ def test_corpus_validation_fits_on_dev_and_scores_heldout_apart(tmp_path: Path) 
     assert res4.returncode == 0, res4.stderr[-2000:]
     d = read_error_model(err4)
     assert d.pooled != b.pooled and "fitted on dev+heldout" in d.source and "held-out 1 (fitted on)" in res4.stdout
-    res5, _ = _validate(_mini_corpus(tmp_path / "c5"), tmp_path / "v5.csv", "--fit-on", "dev,heldout13")
-    assert res5.returncode == 2 and "unknown splits heldout13" in res5.stderr and not (tmp_path / "v5.csv").exists()
+    res5, _ = _validate(_mini_corpus(tmp_path / "c5"), tmp_path / "v5.csv", "--fit-on", "dev,heldout14")
+    assert res5.returncode == 2 and "unknown splits heldout14" in res5.stderr and not (tmp_path / "v5.csv").exists()
 
 
 def test_the_committed_table_reproduces_from_the_committed_corpus(tmp_path: Path) -> None:
