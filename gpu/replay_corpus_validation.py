@@ -32,8 +32,8 @@ the profiler's CPU overhead out are replayed (dispatch rule "typical" for kept l
            where there is one (part 12 on: `interleaved_backward`, each step over the host's speed beside it; chosen
            on parts 10-13, held-out 10 scores it), else as given_v5.
 The model was chosen on the dev half only (most pairs within 5%, then the lowest median |error|: given);
-the error models of given and uniform (intervals.fit_error_model: the 80% quantile of |log error| per
-detected regime) are fitted on dev only, and only then are the held-out pairs scored, each held-out set
+the error models of given and uniform (intervals.fit_error_model: the 80% quantile of |removed_error|, the error on
+the step fraction removed, per detected regime; on the speedup's scale before held-out 13) are fitted on dev only, and only then are the held-out pairs scored, each held-out set
 apart (heldout: parts 1-2's half, read once before part 3 was written; heldout2: part 3, new pairs,
 read once before part 4 was written; heldout3: part 4, read once before part 5 was written; heldout4:
 part 5): error, and whether the 80% interval (model
@@ -296,11 +296,11 @@ def intervals_of(t: pd.DataFrame, m: str, prefix: str, source: str, fit_on: tupl
     |error| per regime over every held-out set (reported, for `project`'s warnings; fitted on only where
     `fit_on` names the set)."""
     dev, held = t[t["split"].isin(fit_on)], t[t["split"].isin(HELD)]
-    model = intervals.fit_error_model({r: list(g[f"{m}_error"]) for r, g in dev.groupby(regime)},
-                                      source=source)
+    model = intervals.fit_error_model({r: list(intervals.removed_error(g[m], g["measured"]))
+                                       for r, g in dev.groupby(regime)}, source=source)
     t[f"{prefix}half_width"] = [model.width(r) for r in t[regime]]
-    bounds = [intervals.widen(r[m], r[f"{m}_min"], r[f"{m}_max"], r[f"{prefix}half_width"], r["step_noise"])
-              for _, r in t.iterrows()]
+    bounds = [intervals.widen(r[m], r[f"{m}_min"], r[f"{m}_max"], r[f"{prefix}half_width"], r["step_noise"],
+                              model.floor) for _, r in t.iterrows()]
     t[f"{prefix}lo"], t[f"{prefix}hi"] = [b[0] for b in bounds], [b[1] for b in bounds]
     t[f"{prefix}inside"] = (t[f"{prefix}lo"] <= t["measured"]) & (t["measured"] <= t[f"{prefix}hi"])
     model.heldout_max = {r: float(g[f"{m}_error"].abs().max()) for r, g in held.groupby(regime)}

@@ -1,14 +1,16 @@
 """How sure a replay projection is (docs/replay.md#intervals).
 
-The interval of a projected speedup combines three things:
-- the model's own error: the `coverage` quantile of |log(projected / measured)| over the validation
-  corpus's dev half (gpu/replay_corpus.py, results/h200/replay_corpus/), per regime where the regime
-  has enough dev pairs, else pooled (`replay_error.yaml`, written by gpu/replay_corpus_validation.py),
-  for each CPU model the replay runs (`given`, `uniform`: docs/replay.md);
+The interval of a projected speedup S combines three things:
+- the model's own error, taken on the step fraction the what-ifs remove, f = 1 - 1/S: the `coverage`
+  quantile of |f_measured - f_projected| / max(|f_projected|, floor) over the validation corpus's
+  development data (gpu/replay_corpus.py, results/h200/replay_corpus/), per regime where the regime
+  has enough pairs, else pooled (`replay_error.yaml`, written by gpu/replay_corpus_validation.py), for
+  each CPU model the replay runs (`given`, `uniform`: docs/replay.md). An error in what a swap removes
+  grows with how much it removes, so a swap that halves the step gets a wider interval than a small one;
 - the spread of the unprofiled step times the replay was calibrated to (`step_noise`);
 - the interval of the speedup given (the projection at k_lo and at k_hi).
-The first two add in quadrature on the log scale; the interval is [lo × e^-h, hi × e^h]. Regimes whose
-held-out error stayed above `warn_above` are named, and a projection of a run in one says so.
+The first two add in quadrature on the log scale, each side apart (`widen`). Regimes whose held-out
+error stayed above `warn_above` are named, and a projection of a run in one says so.
 """
 
 from __future__ import annotations
@@ -23,11 +25,18 @@ from addressable.core.errors import AddressableError
 from addressable.core.files import read_yaml
 
 ERROR_MODEL = Path(__file__).with_name("replay_error.yaml")
+SCALE = "removed_fraction"  # what replay_error.yaml's half-widths are relative errors of
+# a projection removing less than this fraction of the step has its error taken relative to this (a
+# swap that removes nothing still has an error; chosen on parts 1-16 of the validation corpus, where
+# 0.02, 0.05 and 0.1 held the same pairs: docs/replay.md#intervals)
+REMOVED_FLOOR = 0.05
+MAX_REMOVED = 0.95  # the interval's top removes at most this fraction of the step (a 20x speedup)
 
 
 @dataclass
 class ErrorModel:
-    """The replay's error per regime (relative half-widths of its `coverage` interval), from dev pairs."""
+    """The replay's error per regime (half-widths of its `coverage` interval, relative errors of the removed
+    fraction), from dev pairs."""
 
     coverage: float
     pooled: float
@@ -36,6 +45,7 @@ class ErrorModel:
     heldout_max: dict[str, float] = field(default_factory=dict)  # max |error| of held-out pairs, per regime
     warn_above: float = 0.05
     source: str = ""
+    floor: float = REMOVED_FLOOR
 
     def width(self, regime: str) -> float:
         return self.half_width.get(regime, self.pooled)
@@ -61,10 +71,23 @@ def step_noise(step_ms: np.ndarray, q: float = 0.25, coverage: float = 0.8, n_bo
     return float((hi - lo) / 2)
 
 
-def widen(point: float, lo: float, hi: float, model: float, noise: float = 0.0) -> tuple[float, float]:
-    """The interval [min(lo, point) e^-h, max(hi, point) e^h] with h = sqrt(model² + noise²)."""
-    h = math.hypot(model, noise)
-    return min(lo, point) * math.exp(-h), max(hi, point) * math.exp(h)
+def removed_error(projected: np.ndarray, measured: np.ndarray, floor: float = REMOVED_FLOOR) -> np.ndarray:
+    """The error of a projected speedup on the step fraction it removes (f = 1 - 1/S): (f_measured -
+    f_projected) / max(|f_projected|, floor)."""
+    f_proj, f_meas = 1 - 1 / np.asarray(projected, float), 1 - 1 / np.asarray(measured, float)
+    return (f_meas - f_proj) / np.maximum(np.abs(f_proj), floor)
+
+
+def widen(point: float, lo: float, hi: float, model: float, noise: float = 0.0,
+          floor: float = REMOVED_FLOOR) -> tuple[float, float]:
+    """The interval [min(lo, point) e^-h_lo, max(hi, point) e^h_hi]: the removed fraction f = 1 - 1/point
+    moved by ± model × max(|f|, floor) (its top at most MAX_REMOVED), each side's log distance from the
+    point added in quadrature with `noise`."""
+    f = 1 - 1 / point
+    a = model * max(abs(f), floor)
+    top = point if f >= MAX_REMOVED else 1 / (1 - min(f + a, MAX_REMOVED))
+    h_lo, h_hi = (math.hypot(x, noise) for x in (math.log(point * (1 - (f - a))), math.log(top / point)))
+    return min(lo, point) * math.exp(-h_lo), max(hi, point) * math.exp(h_hi)
 
 
 def read_error_model(path: Path | None = None, model: str = "uniform") -> ErrorModel:
@@ -72,6 +95,9 @@ def read_error_model(path: Path | None = None, model: str = "uniform") -> ErrorM
     malformed file, or one without that model, is a one-line error)."""
     path = ERROR_MODEL if path is None else path
     data = read_yaml(path, "replay error model")
+    if isinstance(data, dict) and data.get("scale") != SCALE:
+        raise AddressableError(f"replay error model {path}: its half-widths are not on the {SCALE} scale "
+                               "(rewrite it with gpu/replay_corpus_validation.py --error-model)")
     try:
         section = data["models"][model]
         regimes = section.get("regimes") or {}
@@ -80,28 +106,31 @@ def read_error_model(path: Path | None = None, model: str = "uniform") -> ErrorM
                           {r: int(v.get("n_dev", 0)) for r, v in regimes.items()},
                           {r: float(v["heldout_max_abs_error"]) for r, v in regimes.items()
                            if v.get("heldout_max_abs_error") is not None},
-                          float(data.get("warn_above", 0.05)), str(section.get("source", "")))
+                          float(data.get("warn_above", 0.05)), str(section.get("source", "")),
+                          float(data["floor"]))
     except (AttributeError, KeyError, TypeError, ValueError) as e:
         raise AddressableError(f"replay error model {path}: bad or missing field ({e}) for model {model!r}") from None
 
 
 def fit_error_model(errors: dict[str, list[float]], coverage: float = 0.8, min_dev: int = 3,
                     source: str = "") -> ErrorModel:
-    """Half-widths from dev residuals (relative errors, per regime): the `coverage` quantile of
-    |log(1 + error)|, per regime with at least `min_dev` pairs, pooled over all of them otherwise."""
-    logs = {r: np.abs(np.log1p(np.asarray(v, float))) for r, v in errors.items() if len(v)}
-    if not logs:
+    """Half-widths from dev residuals (`removed_error`s, per regime): the `coverage` quantile of their
+    absolute values, per regime with at least `min_dev` pairs, pooled over all of them otherwise."""
+    absolute = {r: np.abs(np.asarray(v, float)) for r, v in errors.items() if len(v)}
+    if not absolute:
         raise AddressableError("no dev residuals to fit the replay error model on")
-    pooled = float(np.quantile(np.concatenate(list(logs.values())), coverage))
-    half = {r: float(np.quantile(v, coverage)) for r, v in logs.items() if len(v) >= min_dev}
-    return ErrorModel(coverage, pooled, half, {r: len(v) for r, v in logs.items()}, source=source)
+    pooled = float(np.quantile(np.concatenate(list(absolute.values())), coverage))
+    half = {r: float(np.quantile(v, coverage)) for r, v in absolute.items() if len(v) >= min_dev}
+    return ErrorModel(coverage, pooled, half, {r: len(v) for r, v in absolute.items()}, source=source)
 
 
 def error_model_yaml(models: dict[str, ErrorModel]) -> str:
     """The error model of each CPU model as the YAML `read_error_model` reads (written by the validation, committed)."""
     first = next(iter(models.values()))
     lines = ["# written by gpu/replay_corpus_validation.py from the validation corpus's development data (each model's source names it); do not edit",
-             f"coverage: {first.coverage}", f"warn_above: {first.warn_above}", "models:"]
+             f"coverage: {first.coverage}", f"warn_above: {first.warn_above}",
+             f"scale: {SCALE}  # half_width: relative error of the step fraction removed (intervals.py)",
+             f"floor: {first.floor}", "models:"]
     for name, m in models.items():
         lines += [f"  {name}:", f"    source: {m.source!r}", f"    pooled_half_width: {m.pooled:.4f}", "    regimes:"]
         for r in sorted(set(m.n_dev) | set(m.heldout_max)):

@@ -539,7 +539,8 @@ def _model_error(run: Run, res: replay_model.ReplayProjection, unprofiled: float
     errors = max((intervals.read_error_model(model=m) for m in names), key=lambda e: e.width(res.regime))
     noise = intervals.step_noise(run.unprofiled_steps_ms()) if unprofiled else 0.0
     width = errors.width(res.regime)
-    lo, hi = intervals.widen(res.speedup_wall, res.speedup_wall_lo, res.speedup_wall_hi, width, noise)
+    lo, hi = intervals.widen(res.speedup_wall, res.speedup_wall_lo, res.speedup_wall_hi, width, noise,
+                             errors.floor)
     return {"replay_regime": res.regime, "replay_model_error": width, "replay_step_noise": noise,
             "replay_coverage": errors.coverage, "replay_speedup_wall_lo": lo, "replay_speedup_wall_hi": hi,
             "replay_warning": errors.warning(res.regime)}

@@ -107,15 +107,27 @@ def test_step_noise_and_widen() -> None:
     rng = np.random.default_rng(1)
     wide, narrow = (intervals.step_noise(10 + s * rng.standard_normal(400)) for s in (2.0, 0.2))
     assert wide > 5 * narrow > 0
-    lo, hi = intervals.widen(1.2, 1.1, 1.3, 0.03, 0.04)  # h = 0.05
-    assert lo == pytest.approx(1.1 * np.exp(-0.05)) and hi == pytest.approx(1.3 * np.exp(0.05))
+    # 2x removes half the step; a 20% error on that is 0.4-0.6 removed: 1/0.6 and 1/0.4, each side's log
+    # distance from 2 then added in quadrature with the step noise
+    lo, hi = intervals.widen(2.0, 1.9, 2.1, 0.2, 0.04)
+    assert lo == pytest.approx(1.9 * np.exp(-np.hypot(np.log(2 * 0.6), 0.04)))
+    assert hi == pytest.approx(2.1 * np.exp(np.hypot(np.log(2.5 / 2), 0.04)))
+    # the same error on a swap that removes a sixth of the step is a narrower interval
+    small = intervals.widen(1.2, 1.2, 1.2, 0.2)
+    assert small == pytest.approx((1 / (1 - 1 / 6 * 0.8), 1 / (1 - 1 / 6 * 1.2)))
+    assert np.log(small[1] / small[0]) < 0.5 * np.log(hi / lo)
+    # a swap that removes nothing: the error is taken relative to the floor (5% of the step)
+    assert intervals.widen(1.0, 1.0, 1.0, 0.2) == pytest.approx((1 / 1.01, 1 / 0.99))
+    assert intervals.widen(1.5, 1.5, 1.5, 10.0)[1] == pytest.approx(20.0)  # the top removes at most 95%
     assert intervals.widen(1.2, 1.25, 1.15, 0.0) == (1.2, 1.2)  # always holds the point
+    assert intervals.removed_error(np.array([2.0, 1.0]), np.array([2.5, 1.01])) == pytest.approx(
+        [(0.6 - 0.5) / 0.5, (1 - 1 / 1.01) / 0.05])
 
 
 def test_error_model_fit_write_read_and_warn(tmp_path: Path) -> None:
     dev = {"cpu-bound": [0.01, -0.02, 0.03, 0.10, -0.01], "gpu-bound": [0.005], "multi-stream": [-0.04, 0.02]}
     m = intervals.fit_error_model(dev, source="test")
-    assert m.width("cpu-bound") == pytest.approx(np.quantile(np.abs(np.log1p(dev["cpu-bound"])), 0.8))
+    assert m.width("cpu-bound") == pytest.approx(np.quantile(np.abs(dev["cpu-bound"]), 0.8))
     assert "gpu-bound" not in m.half_width and m.width("gpu-bound") == m.pooled  # one dev pair: pooled
     assert m.width("unseen") == m.pooled
     m.heldout_max = {"cpu-bound": 0.08, "gpu-bound": 0.01}
@@ -131,7 +143,11 @@ def test_error_model_fit_write_read_and_warn(tmp_path: Path) -> None:
     assert back.pooled == pytest.approx(m.pooled, abs=1e-4) and back.coverage == 0.8
     assert "8.0%" in back.warning("cpu-bound") and back.warning("gpu-bound") is None
     assert back.warning("multi-stream") is None  # no held-out pair in it: nothing known to warn about
+    assert back.floor == intervals.REMOVED_FLOOR
     path.write_text("coverage: 0.8\n")
+    with pytest.raises(AddressableError, match="not on the removed_fraction scale"):
+        intervals.read_error_model(path)  # an error model of the speedup's scale (before held-out 13)
+    path.write_text(f"coverage: 0.8\nscale: {intervals.SCALE}\nfloor: 0.05\n")
     with pytest.raises(AddressableError, match="bad or missing field"):
         intervals.read_error_model(path)
     with pytest.raises(AddressableError, match="no dev residuals"):
@@ -153,8 +169,9 @@ def test_project_widens_the_interval_and_warns_in_a_bad_regime(tmp_path: Path, m
     assert code == 0 and a["replay_regime"] == "cpu-bound" and a["replay_model_error"] == 0.06
     assert a["speedup_wall"] == pytest.approx(b["speedup_wall"])
     lo, hi = a["speedup_wall_interval"]
-    assert lo == pytest.approx(b["speedup_wall_interval"][0] * np.exp(-0.06))
-    assert hi == pytest.approx(b["speedup_wall_interval"][1] * np.exp(0.06))
+    point, (b_lo, b_hi) = a["speedup_wall"], b["speedup_wall_interval"]
+    f = 1 - 1 / point  # the removed fraction, moved by 6% of itself each way
+    assert lo == pytest.approx(b_lo / point / (1 - 0.94 * f)) and hi == pytest.approx(b_hi / point / (1 - 1.06 * f))
     assert [w for w in after["warnings"] if "cpu-bound runs were off by up to 9.0%" in w]
     assert not [w for w in before["warnings"] if "held-out" in w]
 
