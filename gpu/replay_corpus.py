@@ -34,6 +34,7 @@ The split into dev and heldout is fixed before any data exists: results/h200/rep
     python3 gpu/replay_corpus.py "$OUT" --part 15 --budget-s 380    # held-out 11: 18 more
     python3 gpu/replay_corpus.py "$OUT" --part 16 --budget-s 340    # held-out 12: 17 more
     python3 gpu/replay_corpus.py "$OUT" --part 17 --budget-s 350    # held-out 13: 17 new, other CNNs first
+    python3 gpu/replay_corpus.py "$OUT" --part 18 --budget-s 420    # held-out 14: 15 new, seven more CNNs first
     python3 gpu/replay_corpus.py OUT --smoke [--pairs NAME,...]     # tiny sizes on the CPU (the test)
 
 Writes OUT/corpus/part-N/ (NAME.json, NAME.{A,B}[.rR].json.gz, profiler_overhead.json, capture.log),
@@ -1450,6 +1451,27 @@ PAIRS += [
     own_train("vit-train-b16-d512-mlp", "train-large", 17, "mlp", 16, 512, 6, 8, est_s=20),
 ]
 
+# part 18: held-out 14, 15 new pairs, registered after held-out 13 was read and before capture (docs/replay.md): the
+# point model unchanged, CNN training its own regime ("conv training", its intervals and warning fitted on parts
+# 1-17); seven CNN architectures new to the corpus first, then transformer training swaps in new shapes
+PAIRS += [
+    Pair("shufflenetv2-train-b8-bn", "cnn", "tiny", 18, p_bn_net("shufflenet_v2_x1_0", 8, "ShuffleNetV2 1.0x"), 30),
+    Pair("efficientnetb0-train-b4-bn", "cnn", "tiny", 18, p_bn_net("efficientnet_b0", 4, "EfficientNet-B0"), 30),
+    Pair("regnetx400mf-train-b8-bn", "cnn", "tiny", 18, p_bn_net("regnet_x_400mf", 8, "RegNetX-400MF"), 30),
+    Pair("vgg11bn-train-b4-bn", "cnn", "tiny", 18, p_bn_net("vgg11_bn", 4, "VGG-11 with BatchNorm"), 25),
+    Pair("densenet121-train-b2-bn", "cnn", "tiny", 18, p_bn_net("densenet121", 2, "DenseNet-121"), 40),
+    Pair("resnext50-train-b2-bn", "cnn", "tiny", 18, p_bn_net("resnext50_32x4d", 2, "ResNeXt-50 32x4d"), 30),
+    Pair("resnet34-train-b8-bn", "cnn", "tiny", 18, p_bn_net("resnet34", 8, "ResNet-34"), 25),
+    Pair("resnet18-gn-train-b16", "cnn", "tiny", 18, p_gn_train(16), 18),
+    own_train("gpt-train-b2-s320-block", "train-small", 18, "block", 2, 512, 4, 8, tokens=320),
+    own_train("vit-train-b10-d512-attention", "train-small", 18, "attention", 10, 512, 6, 8),
+    own_train("gpt-train-b8-s96-mlp", "train-small", 18, "mlp", 8, 512, 4, 8, tokens=96),
+    own_train("vit-train-b14-d384-layernorm", "train-large", 18, "layernorm", 14, 384, 6, 6),
+    own_train("vit-train-b10-d512-gelu", "train-small", 18, "gelu", 10, 512, 6, 8),
+    own_train("gpt-train-b4-s192-layernorm", "train-small", 18, "layernorm", 4, 512, 4, 8, tokens=192),
+    Pair("resnet18-infer-b12-bn", "cnn", "tiny", 18, p_bn(12, False), 16),
+]
+
 
 def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
@@ -1460,8 +1482,9 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     (training pairs of parts 1-9 captured again with the backward's CPU) is dev2, part 11 heldout9, part 12
     (held-out 9's pairs again, the backward also timed interleaved) dev3, part 13 (the same a third time) dev4, and
     part 14 (new training pairs) heldout10, parts 15 and 16 (more new training pairs) heldout11 and heldout12, and
-    part 17 (new pairs, other CNNs first) heldout13."""
-    named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11", 16: "heldout12", 17: "heldout13"}
+    part 17 (new pairs, other CNNs first) heldout13, part 18 (seven more CNNs first) heldout14."""
+    named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11", 16: "heldout12", 17: "heldout13",
+             18: "heldout14"}
     out = {p.name: named.get(p.part, f"heldout{p.part - 1}") for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):
@@ -1773,7 +1796,7 @@ def main(argv: list[str] | None = None) -> int:
     global SMOKE, DEV
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
-    ap.add_argument("--part", choices=[*map(str, range(1, 18)), "all"], default="all")
+    ap.add_argument("--part", choices=[*map(str, range(1, 19)), "all"], default="all")
     ap.add_argument("--pairs", default="", help="comma-separated pair names (default: the part's)")
     ap.add_argument("--budget-s", type=float, default=450.0, help="wall seconds for the whole process")
     ap.add_argument("--pair-s", type=float, default=12.0, help="at most this long timing one pair")

@@ -79,6 +79,7 @@ from addressable.projection.replay import (
     fit_cpu_scale,
     group_cpu,
     has_backward,
+    is_convnet,
     project_traces,
     regime_of,
     replay,
@@ -91,7 +92,7 @@ MODELS = ("uniform", "own", "module", "event", "given", "given_uniform", "given_
 PROJECT_MODEL = "given"  # what `project --model replay` runs where a target has both inputs (project_traces)
 FALLBACK_MODEL = "uniform"  # what it runs for a target without them; both error models are written
 HELD = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8",
-        "heldout9", "heldout10", "heldout11", "heldout12", "heldout13")  # parts 1-2's half, parts 3-9, 11, 14-17
+        "heldout9", "heldout10", "heldout11", "heldout12", "heldout13", "heldout14")  # parts 1-2's half, 3-9, 11, 14-18
 DEV = ("dev", "dev2", "dev3", "dev4")  # parts 1-2's half, part 10, part 12, part 13
 Q = rv.STEP_QUANTILE
 # the statistic of the backward pass's steps (min: its steps run apart from the interleaved timing, and a slow mode
@@ -208,7 +209,7 @@ def round_models(a: Path, b: Path, meta: dict, step_a: float, costs: tuple[float
         row["given_lo"] = row["given_hi"] = rb.speedup_wall  # one hypothesis: the backward was measured
     ge = deprofiled(ta, ga, *costs)
     row.update(event=speedup(ge, changes, fit_cpu_scale(ge, step_a * 1e3)))
-    row["regime_detected"] = regime_of(ga, step_a * 1e3, has_backward(ta))
+    row["regime_detected"] = regime_of(ga, step_a * 1e3, has_backward(ta), is_convnet(ta))
     return row
 
 
@@ -323,7 +324,7 @@ def report(t: pd.DataFrame, truth: str = "quartile", fit_on: tuple[str, ...] = (
              ("dev3", "dev3 (held-out 9's pairs again, the backward also timed interleaved)"),
              ("dev4", "dev4 (held-out 9's pairs a third time)"), ("heldout10", "HELD-OUT 10"),
              ("heldout11", "HELD-OUT 11"), ("heldout12", "HELD-OUT 12"),
-             ("heldout13", "HELD-OUT 13"))
+             ("heldout13", "HELD-OUT 13"), ("heldout14", "HELD-OUT 14"))
     for split, words in names:
         words = words.split(" (")[0].lower() + " (fitted on)" if split in fit_on and split != "dev" else words
         h = t[t["split"] == split]

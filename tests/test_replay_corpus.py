@@ -167,7 +167,7 @@ def test_part_13_repeats_part_12_and_parts_14_15_are_new_held_out_sets_of_traini
     assert {p.swap for p in last[:4]} == {p.swap for p in last} and sum(p.est_s for p in last) + 30 < 380
 
 
-def test_part_17_is_held_out_13_with_other_cnns_first() -> None:
+def test_parts_17_18_are_held_outs_13_14_with_other_cnns_first() -> None:
     rc = _module()
     split = rc.split_of(rc.PAIRS)
     new = [p for p in rc.PAIRS if p.part == 17]
@@ -175,6 +175,10 @@ def test_part_17_is_held_out_13_with_other_cnns_first() -> None:
     assert not {p.name for p in new} & {p.name for p in rc.PAIRS if p.part < 17}
     assert [p.name.split("-")[0] for p in new[:3]] == ["resnet34", "mobilenetv2", "resnet50"]
     assert {p.swap for p in new} == {"tiny", "block", "attention", "mlp"} and sum(p.est_s for p in new) + 30 < 350
+    later = [p for p in rc.PAIRS if p.part == 18]  # held-out 14: seven more CNN architectures first
+    assert len(later) == 15 and {split[p.name] for p in later} == {"heldout14"}
+    assert not {p.name for p in later} & {p.name for p in rc.PAIRS if p.part < 18}
+    assert all(p.regime == "cnn" for p in later[:7]) and sum(p.est_s for p in later) + 30 < 420
 
 
 @pytest.mark.slow
@@ -302,8 +306,8 @@ def test_corpus_validation_fits_on_dev_and_scores_heldout_apart(tmp_path: Path) 
     assert res4.returncode == 0, res4.stderr[-2000:]
     d = read_error_model(err4)
     assert d.pooled != b.pooled and "fitted on dev+heldout" in d.source and "held-out 1 (fitted on)" in res4.stdout
-    res5, _ = _validate(_mini_corpus(tmp_path / "c5"), tmp_path / "v5.csv", "--fit-on", "dev,heldout14")
-    assert res5.returncode == 2 and "unknown splits heldout14" in res5.stderr and not (tmp_path / "v5.csv").exists()
+    res5, _ = _validate(_mini_corpus(tmp_path / "c5"), tmp_path / "v5.csv", "--fit-on", "dev,heldout15")
+    assert res5.returncode == 2 and "unknown splits heldout15" in res5.stderr and not (tmp_path / "v5.csv").exists()
 
 
 def test_the_committed_table_reproduces_from_the_committed_corpus(tmp_path: Path) -> None:

@@ -914,11 +914,12 @@ LARGE_BACKWARD_SHARE = 0.3
 SPILLOVER = 0.1
 
 
-def regime_of(g: Graph, step_us: float | None = None, training: bool = False) -> str:
+def regime_of(g: Graph, step_us: float | None = None, training: bool = False, conv: bool = False) -> str:
     """A run's regime from its graph: multi-stream (kernels on two or more streams, whether or not they
     overlapped in this trace), compiled (inductor's triton kernels), else cpu-bound or gpu-bound by GPU
     busy / step; " training" appended for a step with a backward pass (`has_backward`), whose backward
-    CPU the profiler-free hooks do not time."""
+    CPU the profiler-free hooks do not time, " conv training" for a CNN's (`is_convnet`), whose swaps the
+    replay under-predicted (docs/replay.md)."""
     if (g.typical.get("n_shared_kernels") or g.typical.get("n_cross_stream_waits")
             or len(np.unique(g.gpu_stream[g.gpu_kernel])) > 1):
         base = "multi-stream"
@@ -929,7 +930,21 @@ def regime_of(g: Graph, step_us: float | None = None, training: bool = False) ->
         n = max(len(g.steps), 1)
         step = step_us if step_us and step_us > 0 else o.span / n
         base = "cpu-bound" if o.busy / n / step < CPU_BOUND_BELOW else "gpu-bound"
-    return f"{base} training" if training else base
+    return f"{base}{' conv' if conv else ''} training" if training else base
+
+
+CONVOLUTION_OP = "aten::convolution"  # every convolution call passes through it (conv2d, cudnn, miopen, mkldnn)
+DENSE_OPS = ("aten::linear", "aten::matmul", "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
+CONVNET_SHARE = 0.5  # a CNN: at least this share of its convolution and dense-layer ops are convolutions
+
+
+def is_convnet(trace: Trace) -> bool:
+    """Whether most of the trace's layers are convolutions: `aten::convolution` calls over those and the
+    dense ones (linear, matmul and their GEMMs; a ViT's patch embedding is one convolution among them)."""
+    ev = trace.events
+    names = ev.loc[(ev["kind"] == "cpu_op").to_numpy(), "name"].astype(str)
+    convs, denses = int((names == CONVOLUTION_OP).sum()), int(names.isin(DENSE_OPS).sum())
+    return convs > 0 and convs >= CONVNET_SHARE * (convs + denses)
 
 
 def has_backward(trace: Trace) -> bool:
@@ -1155,7 +1170,7 @@ def project_traces(paths: Sequence[str | Path | Trace], whatifs: Sequence[WhatIf
             rows[like].append({"rank": rank, **row})
             per_step += steps_r
             if rank == 0 and like == likes[0]:
-                regime, n_cpu = regime_of(g, step_us, has_backward(trace)), fixed
+                regime, n_cpu = regime_of(g, step_us, has_backward(trace), is_convnet(trace)), fixed
                 share = row["backward_cpu_share"]
                 if row["backward_measured"]:
                     regime += " measured backward"
