@@ -31,6 +31,8 @@ the profiler's CPU overhead out are replayed (dispatch rule "typical" for kept l
            "... measured backward", as scored on held-out 9. given now reads the backward from the interleaved pass
            where there is one (part 12 on: `interleaved_backward`, each step over the host's speed beside it; chosen
            on parts 10-13, held-out 10 scores it), else as given_v5.
+           given pools a measured backward's CPU scale toward the uniform fit's for a CNN (replay.BACKWARD_POOL_CONV,
+           chosen on parts 10-17 before held-out 14; --backward-pool and --backward-pool-conv scan it).
 The model was chosen on the dev half only (most pairs within 5%, then the lowest median |error|: given);
 the error models of given and uniform (intervals.fit_error_model: the 80% quantile of |removed_error|, the error on
 the step fraction removed, per detected regime; on the speedup's scale before held-out 13) are fitted on dev only, and only then are the held-out pairs scored, each held-out set
@@ -365,9 +367,18 @@ def main(argv: list[str] | None = None) -> int:
                     "development data (held-out 4 is scored with dev,heldout,heldout2,heldout3)")
     ap.add_argument("--spillover", type=float, default=None,
                     help="replay.SPILLOVER for this run (to scan it on the development data; default: the shipped one)")
+    ap.add_argument("--backward-pool", type=float, default=None,
+                    help="replay.BACKWARD_POOL for this run (a measured backward's weight on the uniform CPU scale, "
+                         "runs other than CNNs; default: the shipped one)")
+    ap.add_argument("--backward-pool-conv", type=float, default=None,
+                    help="replay.BACKWARD_POOL_CONV for this run (the same for a CNN)")
     args = ap.parse_args(argv)
     if args.spillover is not None:
         replay_module.SPILLOVER = args.spillover
+    if args.backward_pool is not None:
+        replay_module.BACKWARD_POOL = args.backward_pool
+    if args.backward_pool_conv is not None:
+        replay_module.BACKWARD_POOL_CONV = args.backward_pool_conv
     pairs = corpus_pairs(args.corpus)
     fit_on = tuple(x for x in args.fit_on.split(",") if x)
     unknown = set(fit_on) - {*DEV, *HELD}

@@ -40,7 +40,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -912,6 +912,12 @@ LARGE_BACKWARD_SHARE = 0.3
 # dispatch speeds up the work around it; chosen on part 10 of the validation corpus (dev2, 18 training pairs)
 # before held-out 9 was captured (docs/replay.md)
 SPILLOVER = 0.1
+# a measured backward's CPU scale is pooled toward the uniform fit's (the whole step's), scale^(1-w) * uniform^w:
+# the profiler-free pass reads an eager CNN norm's backward low and unsteadily. w for a CNN (`is_convnet`), chosen
+# on parts 10-17 of the validation corpus (and checked across their halves) before held-out 14; 0 for the rest,
+# where pooling scored worse (docs/replay.md)
+BACKWARD_POOL_CONV = 0.5
+BACKWARD_POOL = 0.0
 
 
 def regime_of(g: Graph, step_us: float | None = None, training: bool = False, conv: bool = False) -> str:
@@ -1072,13 +1078,29 @@ def spilled_scale(g: Graph, rest: float, fixed: Sequence[tuple[np.ndarray, float
     return scales(g, rest * factor, fixed)
 
 
+def _pooled(trace: Trace, g: Graph, whatifs: Sequence[WhatIf], cpu: list[GroupCpu | None],
+            step_us: float | None) -> list[GroupCpu | None]:
+    """Each measured backward's (`backward` with `cpu` and `cpu_after_us`) CPU scale pooled toward the uniform
+    fit's: scale^(1-w) * uniform^w, w BACKWARD_POOL_CONV for a CNN and BACKWARD_POOL otherwise."""
+    hit = [w.backward and c is not None and w.cpu_after_us is not None for w, c in zip(whatifs, cpu, strict=True)]
+    if not step_us or not any(hit):
+        return cpu
+    weight = BACKWARD_POOL_CONV if is_convnet(trace) else BACKWARD_POOL
+    if not weight:
+        return cpu
+    uniform = fit_cpu_scale(g, step_us)
+    return [replace(c, scale=c.scale ** (1 - weight) * uniform ** weight) if h and c is not None else c
+            for c, h in zip(cpu, hit, strict=True)]
+
+
 def _rank_projection(trace: Trace, g: Graph, whatifs: Sequence[WhatIf], ceiling: Select, step_us: float | None,
                      like: bool) -> tuple[dict[str, Any], list[np.ndarray], int]:
     """One rank's replayed spans (unchanged, point, lo, hi, ceiling), its per-step speedups at k's ends and
     how many call groups kept a measured CPU scale; `like`: the `scale_like` calls take their group's scale
     (else they are fitted with the rest)."""
     unscaled = replay(g)
-    cpu = [w.cpu(trace, g) if w.cpu is not None and step_us else None for w in whatifs]
+    cpu = _pooled(trace, g, whatifs, [w.cpu(trace, g) if w.cpu is not None and step_us else None for w in whatifs],
+                  step_us)
     fixed = [(c.calls, c.scale) for c in cpu if c is not None]
     fixed += _scaled_like(trace, g, whatifs, fixed) if step_us and like else []
     rest = fit_cpu_scale(g, step_us, fixed=fixed) if step_us else 1.0

@@ -231,6 +231,48 @@ def test_a_measured_backward_is_replayed_like_a_forward_and_the_rest_spills(tmp_
     assert not isinstance(res, str) and not res.regime.endswith(" measured backward")
 
 
+def test_a_cnns_measured_backward_is_pooled_toward_the_uniform_scale(tmp_path: Path, monkeypatch) -> None:
+    """The measured backward above (scale 0.5) in a CNN's run: its scale becomes 0.5^(1-w) * u^w, u the scale that
+    fits the whole step alone (BACKWARD_POOL_CONV w); the same projection as a backward measured at that scale.
+    A run that is not a CNN keeps the measured scale (BACKWARD_POOL 0), and so does one without the replacement's
+    backward CPU."""
+    from addressable.projection import replay
+    trace, _, fwd = forward_whatif(tmp_path)
+    ev = trace.events
+    g = replay.build_graph(trace)
+    t0 = float(ev["ts"].iloc[g.cpu_row[0]]) - float(g.cpu_ts[0])
+    ranges = pd.DataFrame({"ts": [t0 + 605.0], "dur": [200.0], "tid": [ev.loc[ev["kind"] == "runtime", "tid"].iloc[0]]})
+    u = replay.fit_cpu_scale(g, 803.0)
+    pooled_us = 200.0 * 0.5 ** 0.5 * u ** 0.5  # the profiled 200 us at the pooled scale
+
+    def measured(per_step_us: float, after: float | None = 40.0) -> WhatIf:
+        bcal = lambda t, gg: group_cpu(gg, t, ranges, per_step_us)  # noqa: E731
+        return WhatIf(lambda t, gg: np.isin(np.arange(gg.n_gpu), [7, 8]), 1.0, 1.0, 1.0, 1.0,
+                      lambda t, gg: bcal(t, gg).op_call, bcal, after, backward=True)
+
+    none = lambda t, gg: np.zeros(gg.n_gpu, bool)  # noqa: E731
+    monkeypatch.setattr(replay, "BACKWARD_POOL_CONV", 0.5)
+    monkeypatch.setattr(replay, "BACKWARD_POOL", 0.0)
+    plain = project_traces([trace], [fwd, measured(100.0)], none, 803.0)
+    monkeypatch.setattr(replay, "is_convnet", lambda t: True)
+    cnn = project_traces([trace], [fwd, measured(100.0)], none, 803.0)
+    monkeypatch.setattr(replay, "BACKWARD_POOL_CONV", 0.0)
+    at_pooled = project_traces([trace], [fwd, measured(pooled_us)], none, 803.0)
+    unpooled = project_traces([trace], [fwd, measured(100.0)], none, 803.0)
+    for r in (plain, cnn, at_pooled, unpooled):
+        assert not isinstance(r, str)
+    assert u != pytest.approx(0.5, rel=0.05)  # pooling moves the scale
+    assert cnn.speedup_wall == pytest.approx(at_pooled.speedup_wall, rel=1e-9)
+    assert cnn.speedup_wall != pytest.approx(plain.speedup_wall, rel=1e-3)
+    assert plain.speedup_wall == pytest.approx(unpooled.speedup_wall, rel=1e-9)
+    # without the replacement's backward CPU nothing is measured: nothing pooled
+    monkeypatch.setattr(replay, "BACKWARD_POOL_CONV", 0.5)
+    a = project_traces([trace], [fwd, measured(100.0, None)], none, 803.0)
+    monkeypatch.setattr(replay, "BACKWARD_POOL_CONV", 0.0)
+    b = project_traces([trace], [fwd, measured(100.0, None)], none, 803.0)
+    assert not isinstance(a, str) and not isinstance(b, str) and a.speedup_wall == b.speedup_wall
+
+
 def training_run(tmp_path: Path, backward_us: float | None) -> Path:
     """A training step of 12 launches (100 us of CPU each: 90 us gap, 10 us call; a 5 us kernel 8 us after each):
     the forward on the main thread (calls 2-3 inside act's scope, 200 us), then the backward on the autograd
