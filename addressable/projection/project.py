@@ -498,8 +498,9 @@ def _whatifs(run: Run, groups: list[Group], owner: Callable[[Trace, replay_model
     Model given (docs/replay.md): a module group's forward calls (one per head module call) keep their
     measured profiler-free CPU scale and each takes the replacement's cpu_us_after; its other kernels
     (the backward) are a second what-if: measured like the forward where module_cpu.csv timed the heads'
-    backward and the win gives backward_cpu_us_after (the rest of the CPU then spills, replay.SPILLOVER),
-    else replayed under two hypotheses (its launches at the forward's measured scale, and the rest's)."""
+    backward and the win gives backward_cpu_us_after (the rest of the CPU then spills, replay.SPILLOVER; a CNN's
+    measured backward scale is pooled toward the step's, replay.BACKWARD_POOL_CONV), else replayed under two
+    hypotheses (its launches at the forward's measured scale, and the rest's)."""
     whatifs, given, fallback = [], [], []
     for i, grp in enumerate(groups):
         after = None if math.isnan(grp.kernels_after) else grp.kernels_after
