@@ -35,6 +35,7 @@ The split into dev and heldout is fixed before any data exists: results/h200/rep
     python3 gpu/replay_corpus.py "$OUT" --part 16 --budget-s 340    # held-out 12: 17 more
     python3 gpu/replay_corpus.py "$OUT" --part 17 --budget-s 350    # held-out 13: 17 new, other CNNs first
     python3 gpu/replay_corpus.py "$OUT" --part 18 --budget-s 420    # held-out 14: 15 new, seven more CNNs first
+    python3 gpu/replay_corpus.py "$OUT" --part 19 --budget-s 400    # held-out 15: 11 new, ConvNeXt and Swin first
     python3 gpu/replay_corpus.py OUT --smoke [--pairs NAME,...]     # tiny sizes on the CPU (the test)
 
 Writes OUT/corpus/part-N/ (NAME.json, NAME.{A,B}[.rR].json.gz, profiler_overhead.json, capture.log),
@@ -857,6 +858,23 @@ def p_bn_net(arch: str, b: int, label: str):
     return build
 
 
+def p_ln_net(arch: str, b: int, label: str, train: bool = True):
+    """torchvision's `arch` (ConvNeXt, Swin: LayerNorm over the last dim of channels-last activations), every
+    nn.LayerNorm eager vs nn.LayerNorm; ConvNeXt's LayerNorm2d (a subclass that permutes) stays (held-out 15)."""
+    def build():
+        x = image(b).to(memory_format=torch.channels_last)
+        is_ln = lambda c: type(c) is nn.LayerNorm  # noqa: E731
+        if train:
+            y = torch.randint(0, 1000, (b,), device=DEV)
+            a, bb = swapped(lambda: torchvision_cnn(arch, True), is_ln, EagerLayerNorm, None,
+                            lambda m, t: train_step(m, x, y))
+            return a, bb, f"{label} training, batch {b}, bf16 autocast, SGD: every nn.LayerNorm eager vs nn.LayerNorm."
+        a, bb = swapped(lambda: torchvision_cnn(arch, False), is_ln, EagerLayerNorm, None,
+                        lambda m, t: infer_step(m, x.to(torch.bfloat16)))
+        return a, bb, f"{label} inference, batch {b}, bf16, channels_last: every nn.LayerNorm eager vs nn.LayerNorm."
+    return build
+
+
 GELU_MODS, ROPE = (EagerGELU, FusedGELU, CompiledGELU), named("LlamaRotaryEmbedding")
 NORMS = (EagerLayerNorm, nn.LayerNorm)  # CompiledLayerNorm is an EagerLayerNorm
 DEC = dict(vit=False)
@@ -1472,6 +1490,25 @@ PAIRS += [
     Pair("resnet18-infer-b12-bn", "cnn", "tiny", 18, p_bn(12, False), 16),
 ]
 
+# part 19: held-out 15, 11 new pairs, registered on 5 Dec 2026 before held-out 14 was captured (docs/replay.md), for
+# `given` with a CNN's measured backward pooled (replay.BACKWARD_POOL_CONV): the class's next members first, ConvNeXt
+# and Swin (convolutions and LayerNorms, on the other side of `is_convnet`'s line) and three more BatchNorm CNNs, then
+# transformer training swaps in new shapes and a ConvNeXt inference swap
+PAIRS += [
+    Pair("convnext-tiny-train-b4-layernorm", "cnn", "tiny", 19, p_ln_net("convnext_tiny", 4, "ConvNeXt-Tiny"), 35),
+    Pair("swint-train-b4-layernorm", "train-small", "tiny", 19, p_ln_net("swin_t", 4, "Swin-T"), 35),
+    Pair("mobilenetv3s-train-b8-bn", "cnn", "tiny", 19, p_bn_net("mobilenet_v3_small", 8, "MobileNetV3-Small"), 30),
+    Pair("mnasnet05-train-b8-bn", "cnn", "tiny", 19, p_bn_net("mnasnet0_5", 8, "MNASNet 0.5"), 30),
+    Pair("wideresnet50-train-b2-bn", "cnn", "tiny", 19, p_bn_net("wide_resnet50_2", 2, "Wide ResNet-50-2"), 35),
+    Pair("resnet18-train-b15-bn", "cnn", "tiny", 19, p_bn(15, True), 18),
+    own_train("gpt-train-b6-s128-gelu", "train-small", 19, "gelu", 6, 512, 4, 8, tokens=128),
+    own_train("vit-train-b4-d512-block", "train-small", 19, "block", 4, 512, 6, 8),
+    own_train("gpt-train-b2-s192-attention", "train-small", 19, "attention", 2, 512, 4, 8, tokens=192),
+    own_train("vit-train-b28-d384-mlp", "train-large", 19, "mlp", 28, 384, 6, 6, est_s=20),
+    Pair("convnext-tiny-infer-b2-layernorm", "cnn", "tiny", 19,
+         p_ln_net("convnext_tiny", 2, "ConvNeXt-Tiny", train=False), 20),
+]
+
 
 def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
@@ -1482,9 +1519,10 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     (training pairs of parts 1-9 captured again with the backward's CPU) is dev2, part 11 heldout9, part 12
     (held-out 9's pairs again, the backward also timed interleaved) dev3, part 13 (the same a third time) dev4, and
     part 14 (new training pairs) heldout10, parts 15 and 16 (more new training pairs) heldout11 and heldout12, and
-    part 17 (new pairs, other CNNs first) heldout13, part 18 (seven more CNNs first) heldout14."""
+    part 17 (new pairs, other CNNs first) heldout13, part 18 (seven more CNNs first) heldout14, part 19 (ConvNeXt,
+    Swin and three more CNNs first) heldout15."""
     named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11", 16: "heldout12", 17: "heldout13",
-             18: "heldout14"}
+             18: "heldout14", 19: "heldout15"}
     out = {p.name: named.get(p.part, f"heldout{p.part - 1}") for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):

@@ -181,6 +181,19 @@ def test_parts_17_18_are_held_outs_13_14_with_other_cnns_first() -> None:
     assert all(p.regime == "cnn" for p in later[:7]) and sum(p.est_s for p in later) + 30 < 420
 
 
+def test_part_19_is_held_out_15_with_the_class_next_members_first() -> None:
+    """ConvNeXt and Swin (convolutions and LayerNorms; `is_convnet` puts them on the other side of its line) and
+    three more BatchNorm CNNs first, then transformer training swaps and a ConvNeXt inference swap: new pairs, all
+    heldout15, fitting one device call's budget."""
+    rc = _module()
+    split = rc.split_of(rc.PAIRS)
+    new = [p for p in rc.PAIRS if p.part == 19]
+    assert len(new) == 11 and {split[p.name] for p in new} == {"heldout15"}
+    assert not {p.name for p in new} & {p.name for p in rc.PAIRS if p.part < 19}
+    assert [p.name.split("-")[0] for p in new[:5]] == ["convnext", "swint", "mobilenetv3s", "mnasnet05", "wideresnet50"]
+    assert sum("train" in p.name for p in new) == 10 and sum(p.est_s for p in new) + 30 < 400
+
+
 @pytest.mark.slow
 def test_the_interleaved_backward_pass_times_both_variants_step_by_step(tmp_path: Path) -> None:
     res, files = _run(tmp_path, "--pairs", "gpt-train-b4-s192-gelu-r12")
@@ -306,8 +319,8 @@ def test_corpus_validation_fits_on_dev_and_scores_heldout_apart(tmp_path: Path) 
     assert res4.returncode == 0, res4.stderr[-2000:]
     d = read_error_model(err4)
     assert d.pooled != b.pooled and "fitted on dev+heldout" in d.source and "held-out 1 (fitted on)" in res4.stdout
-    res5, _ = _validate(_mini_corpus(tmp_path / "c5"), tmp_path / "v5.csv", "--fit-on", "dev,heldout15")
-    assert res5.returncode == 2 and "unknown splits heldout15" in res5.stderr and not (tmp_path / "v5.csv").exists()
+    res5, _ = _validate(_mini_corpus(tmp_path / "c5"), tmp_path / "v5.csv", "--fit-on", "dev,heldout16")
+    assert res5.returncode == 2 and "unknown splits heldout16" in res5.stderr and not (tmp_path / "v5.csv").exists()
 
 
 def test_the_committed_table_reproduces_from_the_committed_corpus(tmp_path: Path) -> None:
