@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -93,3 +96,19 @@ def replay_with_gemm_halved():
 
     return run
 
+
+
+@pytest.fixture(scope="session")
+def gpu_script():
+    """Import a script of gpu/ by name (`gpu_script("span_accounting")`), gpu/ on sys.path for its own imports."""
+    folder = Path(__file__).resolve().parents[1] / "gpu"
+
+    def load(name: str) -> ModuleType:
+        if str(folder) not in sys.path:
+            sys.path.insert(0, str(folder))
+        spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+    return load

@@ -2,22 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pandas as pd
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _module():
-    sys.path.insert(0, str(ROOT / "gpu"))
-    spec = importlib.util.spec_from_file_location("backward_pool_scan", ROOT / "gpu" / "backward_pool_scan.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _runs(scan) -> dict[float, pd.DataFrame]:
@@ -30,8 +16,8 @@ def _runs(scan) -> dict[float, pd.DataFrame]:
     return {0.0: base.assign(given=[1.8, 1.8, 1.8, 1.8, 2.0]), 0.5: base.assign(given=[2.0, 2.0, 2.0, 2.0, 2.2])}
 
 
-def test_summary_counts_within_5_percent_per_weight_and_cnn_apart() -> None:
-    scan = _module()
+def test_summary_counts_within_5_percent_per_weight_and_cnn_apart(gpu_script) -> None:
+    scan = gpu_script("backward_pool_scan")
     runs = _runs(scan)
     moved = {w: pd.Series([0.0, 0.02]) for w in runs}
     t = scan.summary(runs, moved).set_index("w")
@@ -41,8 +27,8 @@ def test_summary_counts_within_5_percent_per_weight_and_cnn_apart() -> None:
     assert t.loc[0.0, "cnn_signed"] == pytest.approx(-0.1) and t.loc[0.5, "moved_max"] == pytest.approx(1.0202, rel=1e-4)
 
 
-def test_held_apart_chooses_on_some_parts_and_scores_the_others() -> None:
-    scan = _module()
+def test_held_apart_chooses_on_some_parts_and_scores_the_others(gpu_script) -> None:
+    scan = gpu_script("backward_pool_scan")
     folds = scan.held_apart(_runs(scan)).set_index("fold")
     assert list(folds.index) == ["parts 10-13 -> 14-17", "parts 14-17 -> 10-13", "all but dev3 -> dev3",
                                  "all but heldout10 -> heldout10"]

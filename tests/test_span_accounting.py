@@ -3,9 +3,7 @@ what is left outside them, on a real (tiny, CPU) eager-BatchNorm swap."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,16 +11,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _module():
-    sys.path.insert(0, str(ROOT / "gpu"))
-    spec = importlib.util.spec_from_file_location("span_accounting", ROOT / "gpu" / "span_accounting.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
-
-def test_accounting_splits_the_saving_by_hand() -> None:
-    sa = _module()
+def test_accounting_splits_the_saving_by_hand(gpu_script) -> None:
+    sa = gpu_script("span_accounting")
     seg = {"step": 0.0, "forward": 0.0, "backward": 0.0, "optimizer": 0.0, "marked_forward": 0.0}
     med = {"A": seg | {"step": 1000, "forward": 400, "backward": 500, "optimizer": 100, "marked_forward": 150},
            "B": seg | {"step": 600, "forward": 300, "backward": 220, "optimizer": 80, "marked_forward": 70},
@@ -34,8 +25,8 @@ def test_accounting_splits_the_saving_by_hand() -> None:
     assert (acc["forward_outside_marked"], acc["backward_outside_spans"], acc["optimizer_saved"]) == (20, 30, 20)
 
 
-def test_a_tiny_cpu_run_finds_the_eager_norms_backward_in_its_spans(tmp_path: Path) -> None:
-    sa = _module()
+def test_a_tiny_cpu_run_finds_the_eager_norms_backward_in_its_spans(tmp_path: Path, gpu_script) -> None:
+    sa = gpu_script("span_accounting")
     out = tmp_path / "acc.json"
     assert sa.main(["--device", "cpu", "--steps", "4", "--out", str(out)]) == 0
     got = json.loads(out.read_text())
