@@ -94,8 +94,8 @@ MODELS = ("uniform", "own", "module", "event", "given", "given_uniform", "given_
 PROJECT_MODEL = "given"  # what `project --model replay` runs where a target has both inputs (project_traces)
 FALLBACK_MODEL = "uniform"  # what it runs for a target without them; both error models are written
 HELD = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8",
-        "heldout9", "heldout10", "heldout11", "heldout12", "heldout13", "heldout14", "heldout15")  # parts 1-2's half, 3-9,
-# 11, 14-19
+        "heldout9", "heldout10", "heldout11", "heldout12", "heldout13", "heldout14",
+        "heldout15")  # parts 1-2's half, 3-9, 11, 14-19
 DEV = ("dev", "dev2", "dev3", "dev4")  # parts 1-2's half, part 10, part 12, part 13
 Q = rv.STEP_QUANTILE
 # the statistic of the backward pass's steps (min: its steps run apart from the interleaved timing, and a slow mode
@@ -355,6 +355,24 @@ def corpus_pairs(root: Path) -> list[tuple[Path, str]]:
     return sorted((p.parent, p.name.removesuffix(".A.json.gz")) for p in root.rglob("*.A.json.gz"))
 
 
+# the replay's constants a run may set, to scan them on the development data (default: the shipped ones)
+MODEL_CONSTANTS = {"spillover": "SPILLOVER", "backward_pool": "BACKWARD_POOL", "backward_pool_conv": "BACKWARD_POOL_CONV"}
+
+
+def add_model_constants(ap: argparse.ArgumentParser) -> None:
+    """--spillover, --backward-pool (a measured backward's weight on the uniform CPU scale, runs other than CNNs)
+    and --backward-pool-conv (the same for a CNN): replay's constants for this run."""
+    for dest, name in MODEL_CONSTANTS.items():
+        ap.add_argument(f"--{dest.replace('_', '-')}", dest=dest, type=float, default=None,
+                        help=f"replay.{name} for this run (default {getattr(replay_module, name)})")
+
+
+def set_model_constants(args: argparse.Namespace) -> None:
+    for dest, name in MODEL_CONSTANTS.items():
+        if getattr(args, dest) is not None:
+            setattr(replay_module, name, getattr(args, dest))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("corpus", type=Path)
@@ -366,20 +384,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dev-only", action="store_true", help="read the development data alone (to develop on it)")
     ap.add_argument("--fit-on", default="dev", help="comma-separated splits the error model is fitted on, the "
                     "development data (held-out 4 is scored with dev,heldout,heldout2,heldout3)")
-    ap.add_argument("--spillover", type=float, default=None,
-                    help="replay.SPILLOVER for this run (to scan it on the development data; default: the shipped one)")
-    ap.add_argument("--backward-pool", type=float, default=None,
-                    help="replay.BACKWARD_POOL for this run (a measured backward's weight on the uniform CPU scale, "
-                         "runs other than CNNs; default: the shipped one)")
-    ap.add_argument("--backward-pool-conv", type=float, default=None,
-                    help="replay.BACKWARD_POOL_CONV for this run (the same for a CNN)")
+    add_model_constants(ap)
     args = ap.parse_args(argv)
-    if args.spillover is not None:
-        replay_module.SPILLOVER = args.spillover
-    if args.backward_pool is not None:
-        replay_module.BACKWARD_POOL = args.backward_pool
-    if args.backward_pool_conv is not None:
-        replay_module.BACKWARD_POOL_CONV = args.backward_pool_conv
+    set_model_constants(args)
     pairs = corpus_pairs(args.corpus)
     fit_on = tuple(x for x in args.fit_on.split(",") if x)
     unknown = set(fit_on) - {*DEV, *HELD}

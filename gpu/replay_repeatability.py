@@ -6,7 +6,7 @@ parts, every model of gpu/replay_corpus_validation.py is projected from each cap
 table gives |log(second / first)| of the measured speedup and of each model's projection. A model can be no more
 accurate than its inputs repeat: check this on development pairs captured twice before fitting anything to them.
 
-    python gpu/replay_repeatability.py CORPUS --parts 11,12 [--truth rounds] [--backward-pool W] [--backward-pool-conv W] [--out outputs/replay_corpus/repeat.csv]
+    python gpu/replay_repeatability.py CORPUS --parts 11,12 [--truth rounds] [--spillover X] [--backward-pool W] [--backward-pool-conv W] [--out outputs/replay_corpus/repeat.csv]
 """
 
 from __future__ import annotations
@@ -63,13 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--parts", required=True, help="two parts, first,second (e.g. 11,12)")
     ap.add_argument("--truth", choices=["quartile", "rounds"], default="rounds")
     ap.add_argument("--out", type=Path, default=Path("outputs/replay_corpus/repeat.csv"))
-    ap.add_argument("--backward-pool", type=float, default=None, help="replay.BACKWARD_POOL for this run")
-    ap.add_argument("--backward-pool-conv", type=float, default=None, help="replay.BACKWARD_POOL_CONV for this run")
+    cv.add_model_constants(ap)
     args = ap.parse_args(argv)
-    if args.backward_pool is not None:
-        cv.replay_module.BACKWARD_POOL = args.backward_pool
-    if args.backward_pool_conv is not None:
-        cv.replay_module.BACKWARD_POOL_CONV = args.backward_pool_conv
+    cv.set_model_constants(args)
     parts = [p for p in args.parts.split(",") if p]
     if len(parts) != 2:
         print(f"--parts: give two parts, first,second (got {args.parts!r})", file=sys.stderr)

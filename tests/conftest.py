@@ -97,7 +97,6 @@ def replay_with_gemm_halved():
     return run
 
 
-
 @pytest.fixture(scope="session")
 def gpu_script():
     """Import a script of gpu/ by name (`gpu_script("span_accounting")`), gpu/ on sys.path for its own imports."""
