@@ -453,7 +453,9 @@ def test_layers_subset_extrapolates_and_validates_against_full_depth(adapter: st
     x = b["extrapolated"]
     assert (x["from_layers"], x["to_layers"], b["layers"]) == ([2, 4], 8, 8)
     assert x["step_time_ms_range"][0] <= b["step_time_ms"] <= x["step_time_ms_range"][1]
-    assert b["step_time_ms"] > max(json.loads((run / "layers4" / "breakdown.json").read_text())["step_time_ms"], 40)
+    # four more layers add about 20 ms of sleep; the line through two noisy depths may bend a little below it
+    step4 = json.loads((run / "layers4" / "breakdown.json").read_text())["step_time_ms"]
+    assert b["step_time_ms"] > step4 + 0.8 * 4 * 5
     assert len(b["repeats"]) == 2 and {"forward", "backward", "optimizer"} <= set(b["phases"])
     assert "Extrapolated linearly from 2 and 4 layers to 8" in r.stdout
     assert "ms (extrapolated from the depths' median unprofiled steps)" in r.stdout
