@@ -1834,7 +1834,7 @@ def main(argv: list[str] | None = None) -> int:
     global SMOKE, DEV
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
-    ap.add_argument("--part", choices=[*map(str, range(1, 19)), "all"], default="all")
+    ap.add_argument("--part", choices=[*map(str, sorted({p.part for p in PAIRS})), "all"], default="all")
     ap.add_argument("--pairs", default="", help="comma-separated pair names (default: the part's)")
     ap.add_argument("--budget-s", type=float, default=450.0, help="wall seconds for the whole process")
     ap.add_argument("--pair-s", type=float, default=12.0, help="at most this long timing one pair")
