@@ -51,8 +51,12 @@ class ErrorModel:
         return self.half_width.get(regime, self.pooled)
 
     def warning(self, regime: str) -> str | None:
-        """A line for runs in a regime whose held-out error stayed above warn_above; None otherwise."""
+        """A line for runs in a regime whose held-out error stayed above warn_above, or that no held-out pair ran
+        in (held-out 14's RegNetX, the first of its regime, was 12.5% off); None otherwise."""
         worst = self.heldout_max.get(regime, math.nan)
+        if math.isnan(worst):
+            return (f"no held-out pair of the validation corpus ran in the {regime} regime: this projection and its "
+                    f"interval (the pooled one) are unchecked there; read it as a rough one (docs/replay.md)")
         if not worst > self.warn_above:
             return None
         return (f"replay projections of {regime} runs were off by up to {worst:.1%} on the validation corpus's "

@@ -941,16 +941,32 @@ def regime_of(g: Graph, step_us: float | None = None, training: bool = False, co
 
 CONVOLUTION_OP = "aten::convolution"  # every convolution call passes through it (conv2d, cudnn, miopen, mkldnn)
 DENSE_OPS = ("aten::linear", "aten::matmul", "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
-CONVNET_SHARE = 0.5  # a CNN: at least this share of its convolution and dense-layer ops are convolutions
+CONVNET_SHARE = 0.5  # a CNN: at least this share of its layer calls are convolutions
+BACKWARD_OP = "autograd::engine|Backward"  # autograd's nodes: the GEMMs and convolutions under them are no layers
+
+
+def _outermost(ops: pd.DataFrame) -> np.ndarray:
+    """Which of a thread-tagged set of CPU ops no other op of the set encloses (same thread, starts no later,
+    ends no earlier; of two identical spans the first listed is the outer)."""
+    order = ops.assign(_end=ops["ts"] + ops["dur"], _neg=-ops["dur"]).sort_values(["tid", "ts", "_neg"], kind="stable")
+    before = order.groupby("tid", sort=False)["_end"].transform(lambda e: e.cummax().shift())
+    enclosed = pd.Series((before >= order["_end"]).to_numpy(), index=order.index)
+    return ~enclosed.reindex(ops.index).to_numpy()
 
 
 def is_convnet(trace: Trace) -> bool:
-    """Whether most of the trace's layers are convolutions: `aten::convolution` calls over those and the
-    dense ones (linear, matmul and their GEMMs; a ViT's patch embedding is one convolution among them)."""
+    """Whether most of the trace's layer calls are convolutions: outermost `aten::convolution` calls against
+    outermost dense ones (linear, matmul and their GEMMs), not counting those a layer call or a backward node
+    encloses: a linear layer is one `aten::linear`, not also its `addmm` and its backward's two `mm`s. A ViT's
+    patch embedding is one convolution among its dense layers."""
     ev = trace.events
-    names = ev.loc[(ev["kind"] == "cpu_op").to_numpy(), "name"].astype(str)
-    convs, denses = int((names == CONVOLUTION_OP).sum()), int(names.isin(DENSE_OPS).sum())
-    return convs > 0 and convs >= CONVNET_SHARE * (convs + denses)
+    ops = ev.loc[(ev["kind"] == "cpu_op").to_numpy(), ["name", "tid", "ts", "dur"]]
+    names = ops["name"].astype(str)
+    layer = (names == CONVOLUTION_OP) | names.isin(DENSE_OPS)
+    scope = ops[(layer | names.str.contains(BACKWARD_OP, regex=True)).to_numpy()]
+    top = scope[_outermost(scope) & layer[scope.index].to_numpy()]
+    convs = int((top["name"].astype(str) == CONVOLUTION_OP).sum())
+    return convs > 0 and convs >= CONVNET_SHARE * len(top)
 
 
 def has_backward(trace: Trace) -> bool:
