@@ -327,8 +327,9 @@ def report(t: pd.DataFrame, truth: str = "quartile", fit_on: tuple[str, ...] = (
              ("dev3", "dev3 (held-out 9's pairs again, the backward also timed interleaved)"),
              ("dev4", "dev4 (held-out 9's pairs a third time)"), ("heldout10", "HELD-OUT 10"),
              ("heldout11", "HELD-OUT 11"), ("heldout12", "HELD-OUT 12"),
-             ("heldout13", "HELD-OUT 13"), ("heldout14", "HELD-OUT 14"))
-    for split, words in names:
+             ("heldout13", "HELD-OUT 13"))
+    named = {split for split, _ in names}
+    for split, words in (*names, *((s, f"HELD-OUT {s.removeprefix('heldout')}") for s in HELD if s not in named)):
         words = words.split(" (")[0].lower() + " (fitted on)" if split in fit_on and split != "dev" else words
         h = t[t["split"] == split]
         if not len(h):

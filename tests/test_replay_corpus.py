@@ -313,6 +313,9 @@ def test_corpus_validation_fits_on_dev_and_scores_heldout_apart(tmp_path: Path) 
     assert "HELD-OUT 2 (given, what project runs)" in res3.stdout and "HELD-OUT 1" not in res3.stdout
     c = read_error_model(err3)
     assert (c.pooled, c.half_width) == (a.pooled, a.half_width) and c.heldout_max == b.heldout_max
+    # every registered held-out set gets its summary line (held-out 15's was missing from the first scoring's log)
+    res6, _ = _validate(_mini_corpus(tmp_path / "c6", held="heldout15"), tmp_path / "v6.csv")
+    assert "HELD-OUT 15 (given, what project runs)" in res6.stdout
 
     # --fit-on names the development data: a held-out set fitted on moves the fit, and says so
     res4, err4 = _validate(_mini_corpus(tmp_path / "c4", heldout_b_scale=1.2), tmp_path / "v4.csv", "--fit-on", "dev,heldout")
