@@ -1509,6 +1509,26 @@ PAIRS += [
          p_ln_net("convnext_tiny", 2, "ConvNeXt-Tiny", train=False), 20),
 ]
 
+# part 20: held-out 16, 13 new pairs, registered on 5 Dec 2026 after held-out 15 was read (docs/replay.md), for
+# `given` as committed then (a CNN's backward pooled, layer calls counted, unchecked regimes warned): grouped-conv
+# CNNs first (RegNetY, a second multi-stream candidate after RegNetX), a GroupNorm CNN (held-out 14's GroupNorm pair
+# was over-predicted), other CNNs at new batches, a ConvNeXt and a Swin at new batches, then transformer training
+PAIRS += [
+    Pair("regnety400mf-train-b8-bn", "cnn", "tiny", 20, p_bn_net("regnet_y_400mf", 8, "RegNetY-400MF"), 30),
+    Pair("regnetx800mf-train-b4-bn", "cnn", "tiny", 20, p_bn_net("regnet_x_800mf", 4, "RegNetX-800MF"), 30),
+    Pair("resnet18-gn-train-b8", "cnn", "tiny", 20, p_gn_train(8), 18),
+    Pair("efficientnetb1-train-b4-bn", "cnn", "tiny", 20, p_bn_net("efficientnet_b1", 4, "EfficientNet-B1"), 35),
+    Pair("mobilenetv2-train-b16-bn", "cnn", "tiny", 20, p_bn_net("mobilenet_v2", 16, "MobileNetV2"), 30),
+    Pair("resnet50-train-b8-bn", "cnn", "tiny", 20, p_bn_net("resnet50", 8, "ResNet-50"), 30),
+    Pair("convnext-tiny-train-b8-layernorm", "cnn", "tiny", 20, p_ln_net("convnext_tiny", 8, "ConvNeXt-Tiny"), 35),
+    Pair("swint-infer-b2-layernorm", "cnn", "tiny", 20, p_ln_net("swin_t", 2, "Swin-T", train=False), 20),
+    own_train("gpt-train-b4-s256-gelu", "train-small", 20, "gelu", 4, 512, 4, 8, tokens=256),
+    own_train("vit-train-b8-d384-block", "train-small", 20, "block", 8, 384, 6, 6),
+    own_train("gpt-train-b3-s160-mlp", "train-small", 20, "mlp", 3, 512, 4, 8, tokens=160),
+    own_train("vit-train-b6-d512-layernorm", "train-small", 20, "layernorm", 6, 512, 6, 8),
+    own_train("gpt-train-b5-s128-attention", "train-small", 20, "attention", 5, 512, 4, 8, tokens=128),
+]
+
 
 def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
@@ -1520,9 +1540,9 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     (held-out 9's pairs again, the backward also timed interleaved) dev3, part 13 (the same a third time) dev4, and
     part 14 (new training pairs) heldout10, parts 15 and 16 (more new training pairs) heldout11 and heldout12, and
     part 17 (new pairs, other CNNs first) heldout13, part 18 (seven more CNNs first) heldout14, part 19 (ConvNeXt,
-    Swin and three more CNNs first) heldout15."""
+    Swin and three more CNNs first) heldout15, part 20 (grouped-conv and GroupNorm CNNs first) heldout16."""
     named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11", 16: "heldout12", 17: "heldout13",
-             18: "heldout14", 19: "heldout15"}
+             18: "heldout14", 19: "heldout15", 20: "heldout16"}
     out = {p.name: named.get(p.part, f"heldout{p.part - 1}") for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):

@@ -194,6 +194,19 @@ def test_part_19_is_held_out_15_with_the_class_next_members_first() -> None:
     assert sum("train" in p.name for p in new) == 10 and sum(p.est_s for p in new) + 30 < 400
 
 
+def test_part_20_is_held_out_16_with_grouped_conv_and_groupnorm_cnns_first() -> None:
+    """RegNetY and RegNetX-800MF (grouped convolutions: held-out 14's RegNetX was the first multi-stream CNN) and a
+    GroupNorm ResNet-18 first, then other CNNs, ConvNeXt and Swin at new batches and transformer training swaps:
+    new pairs, all heldout16, fitting one device call's budget."""
+    rc = _module()
+    split = rc.split_of(rc.PAIRS)
+    new = [p for p in rc.PAIRS if p.part == 20]
+    assert len(new) == 13 and {split[p.name] for p in new} == {"heldout16"}
+    assert not {p.name for p in new} & {p.name for p in rc.PAIRS if p.part < 20}
+    assert [p.name.split("-")[0] for p in new[:3]] == ["regnety400mf", "regnetx800mf", "resnet18"]
+    assert sum("train" in p.name for p in new) == 12 and sum(p.est_s for p in new) + 30 < 420
+
+
 @pytest.mark.slow
 def test_the_interleaved_backward_pass_times_both_variants_step_by_step(tmp_path: Path) -> None:
     res, files = _run(tmp_path, "--pairs", "gpt-train-b4-s192-gelu-r12")
@@ -322,8 +335,8 @@ def test_corpus_validation_fits_on_dev_and_scores_heldout_apart(tmp_path: Path) 
     assert res4.returncode == 0, res4.stderr[-2000:]
     d = read_error_model(err4)
     assert d.pooled != b.pooled and "fitted on dev+heldout" in d.source and "held-out 1 (fitted on)" in res4.stdout
-    res5, _ = _validate(_mini_corpus(tmp_path / "c5"), tmp_path / "v5.csv", "--fit-on", "dev,heldout16")
-    assert res5.returncode == 2 and "unknown splits heldout16" in res5.stderr and not (tmp_path / "v5.csv").exists()
+    res5, _ = _validate(_mini_corpus(tmp_path / "c5"), tmp_path / "v5.csv", "--fit-on", "dev,heldout17")
+    assert res5.returncode == 2 and "unknown splits heldout17" in res5.stderr and not (tmp_path / "v5.csv").exists()
 
 
 def test_the_committed_table_reproduces_from_the_committed_corpus(tmp_path: Path) -> None:
