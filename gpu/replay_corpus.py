@@ -1516,16 +1516,16 @@ PAIRS += [
 PAIRS += [
     Pair("regnety400mf-train-b8-bn", "cnn", "tiny", 20, p_bn_net("regnet_y_400mf", 8, "RegNetY-400MF"), 30),
     Pair("regnetx800mf-train-b4-bn", "cnn", "tiny", 20, p_bn_net("regnet_x_800mf", 4, "RegNetX-800MF"), 30),
-    Pair("resnet18-gn-train-b8", "cnn", "tiny", 20, p_gn_train(8), 18),
+    Pair("resnet18-gn-train-b13", "cnn", "tiny", 20, p_gn_train(13), 18),
     Pair("efficientnetb1-train-b4-bn", "cnn", "tiny", 20, p_bn_net("efficientnet_b1", 4, "EfficientNet-B1"), 35),
     Pair("mobilenetv2-train-b16-bn", "cnn", "tiny", 20, p_bn_net("mobilenet_v2", 16, "MobileNetV2"), 30),
     Pair("resnet50-train-b8-bn", "cnn", "tiny", 20, p_bn_net("resnet50", 8, "ResNet-50"), 30),
     Pair("convnext-tiny-train-b8-layernorm", "cnn", "tiny", 20, p_ln_net("convnext_tiny", 8, "ConvNeXt-Tiny"), 35),
     Pair("swint-infer-b2-layernorm", "cnn", "tiny", 20, p_ln_net("swin_t", 2, "Swin-T", train=False), 20),
     own_train("gpt-train-b4-s256-gelu", "train-small", 20, "gelu", 4, 512, 4, 8, tokens=256),
-    own_train("vit-train-b8-d384-block", "train-small", 20, "block", 8, 384, 6, 6),
+    own_train("vit-train-b11-d384-block", "train-small", 20, "block", 11, 384, 6, 6),
     own_train("gpt-train-b3-s160-mlp", "train-small", 20, "mlp", 3, 512, 4, 8, tokens=160),
-    own_train("vit-train-b6-d512-layernorm", "train-small", 20, "layernorm", 6, 512, 6, 8),
+    own_train("vit-train-b9-d512-layernorm", "train-small", 20, "layernorm", 9, 512, 6, 8),
     own_train("gpt-train-b5-s128-attention", "train-small", 20, "attention", 5, 512, 4, 8, tokens=128),
 ]
 
