@@ -961,12 +961,14 @@ def is_convnet(trace: Trace) -> bool:
     patch embedding is one convolution among its dense layers."""
     ev = trace.events
     ops = ev.loc[(ev["kind"] == "cpu_op").to_numpy(), ["name", "tid", "ts", "dur"]]
-    names = ops["name"].astype(str)
-    layer = (names == CONVOLUTION_OP) | names.isin(DENSE_OPS)
-    scope = ops[(layer | names.str.contains(BACKWARD_OP, regex=True)).to_numpy()]
-    top = scope[_outermost(scope) & layer[scope.index].to_numpy()]
-    convs = int((top["name"].astype(str) == CONVOLUTION_OP).sum())
-    return convs > 0 and convs >= CONVNET_SHARE * len(top)
+    code, uniques = pd.factorize(ops["name"])  # each test once per distinct name, not per call
+    names = pd.Series(uniques).astype(str)
+    conv = (names == CONVOLUTION_OP).to_numpy()[code]
+    layer = conv | names.isin(DENSE_OPS).to_numpy()[code]
+    in_scope = layer | names.str.contains(BACKWARD_OP, regex=True).to_numpy()[code]
+    top = _outermost(ops[in_scope]) & layer[in_scope]
+    convs = int(conv[in_scope][top].sum())
+    return convs > 0 and convs >= CONVNET_SHARE * int(top.sum())
 
 
 def has_backward(trace: Trace) -> bool:
