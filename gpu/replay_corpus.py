@@ -1517,9 +1517,8 @@ PAIRS += [
     Pair("regnety400mf-train-b8-bn", "cnn", "tiny", 20, p_bn_net("regnet_y_400mf", 8, "RegNetY-400MF"), 30),
     Pair("regnetx800mf-train-b4-bn", "cnn", "tiny", 20, p_bn_net("regnet_x_800mf", 4, "RegNetX-800MF"), 30),
     Pair("resnet18-gn-train-b13", "cnn", "tiny", 20, p_gn_train(13), 18),
-    # added before capture: batches large enough that the GPU should hold the step, regimes ("gpu-bound conv
-    # training", "gpu-bound") no pair of parts 1-19 ran in, so `project` calls them unchecked; the first is where
-    # `addressable profile resnet50 --batch 64` lands
+    # added before capture: batches large enough that the GPU may hold the step, regimes ("gpu-bound conv
+    # training", "gpu-bound") no pair of parts 1-19 ran in, so `project` calls them unchecked
     Pair("resnet50-train-b64-bn", "cnn", "tiny", 20, p_bn_net("resnet50", 64, "ResNet-50"), 40),
     Pair("resnet18-infer-b256-bn", "cnn", "tiny", 20, p_bn(256, False), 20),
     Pair("efficientnetb1-train-b4-bn", "cnn", "tiny", 20, p_bn_net("efficientnet_b1", 4, "EfficientNet-B1"), 35),
