@@ -181,17 +181,23 @@ def test_parts_17_18_are_held_outs_13_14_with_other_cnns_first() -> None:
     assert all(p.regime == "cnn" for p in later[:7]) and sum(p.est_s for p in later) + 30 < 420
 
 
+def _new_part(part: int, split_name: str, n: int, first: list[str], trains: int, budget_s: float) -> None:
+    """Part `part` holds n pairs new to the corpus, all `split_name`, led by `first` (names' first words), with
+    `trains` training pairs, and its estimate fits a device call of `budget_s`."""
+    rc = _module()
+    split = rc.split_of(rc.PAIRS)
+    new = [p for p in rc.PAIRS if p.part == part]
+    assert len(new) == n and {split[p.name] for p in new} == {split_name}
+    assert not {p.name for p in new} & {p.name for p in rc.PAIRS if p.part < part}
+    assert [p.name.split("-")[0] for p in new[:len(first)]] == first
+    assert sum("train" in p.name for p in new) == trains and sum(p.est_s for p in new) + 30 < budget_s
+
+
 def test_part_19_is_held_out_15_with_the_class_next_members_first() -> None:
     """ConvNeXt and Swin (convolutions and LayerNorms; `is_convnet` puts them on the other side of its line) and
     three more BatchNorm CNNs first, then transformer training swaps and a ConvNeXt inference swap: new pairs, all
     heldout15, fitting one device call's budget."""
-    rc = _module()
-    split = rc.split_of(rc.PAIRS)
-    new = [p for p in rc.PAIRS if p.part == 19]
-    assert len(new) == 11 and {split[p.name] for p in new} == {"heldout15"}
-    assert not {p.name for p in new} & {p.name for p in rc.PAIRS if p.part < 19}
-    assert [p.name.split("-")[0] for p in new[:5]] == ["convnext", "swint", "mobilenetv3s", "mnasnet05", "wideresnet50"]
-    assert sum("train" in p.name for p in new) == 10 and sum(p.est_s for p in new) + 30 < 400
+    _new_part(19, "heldout15", 11, ["convnext", "swint", "mobilenetv3s", "mnasnet05", "wideresnet50"], 10, 400)
 
 
 def test_part_20_is_held_out_16_with_grouped_conv_and_groupnorm_cnns_first() -> None:
@@ -199,13 +205,8 @@ def test_part_20_is_held_out_16_with_grouped_conv_and_groupnorm_cnns_first() -> 
     GroupNorm ResNet-18 first, then ResNet-50 training at batch 64 and ResNet-18 inference at 256 (GPU-bound regimes
     nothing had checked), other CNNs, ConvNeXt and Swin at new batches and transformer training swaps: new pairs, all
     heldout16, fitting one device call's budget."""
+    _new_part(20, "heldout16", 15, ["regnety400mf", "regnetx800mf", "resnet18"], 13, 420)
     rc = _module()
-    split = rc.split_of(rc.PAIRS)
-    new = [p for p in rc.PAIRS if p.part == 20]
-    assert len(new) == 15 and {split[p.name] for p in new} == {"heldout16"}
-    assert not {p.name for p in new} & {p.name for p in rc.PAIRS if p.part < 20}
-    assert [p.name.split("-")[0] for p in new[:3]] == ["regnety400mf", "regnetx800mf", "resnet18"]
-    assert sum("train" in p.name for p in new) == 13 and sum(p.est_s for p in new) + 30 < 420
     # every part can be asked for (part 19's capture was refused once: --part's choices were a list ending at 18)
     res = subprocess.run([sys.executable, str(SCRIPT), "--help"], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert res.returncode == 0 and f",{max(p.part for p in rc.PAIRS)},all}}" in res.stdout.replace("\n", "").replace(" ", "")
