@@ -140,6 +140,34 @@ def test_gpu_bound_amdahl_holds(tmp_path: Path) -> None:
     assert before / after == pytest.approx(amdahl)
 
 
+def queued(tmp_path: Path, memset_call: bool = True):
+    """A GPU-bound step: a 200 us memset (8-208) that the device was idle for, then 10 launches every 10 us
+    whose 100 us kernels queue behind it back to back (kernel j at 209 + 101 j), then a sync."""
+    tb = TraceBuilder()
+    corr = tb.call("cudaMemsetAsync", 0, 5)
+    tb.events.append({"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "pid": 0, "tid": 7, "ts": BASE + 8,
+                      "dur": 200, "args": {"device": 0, "stream": 7, **({"correlation": corr} if memset_call else {})}})
+    for j in range(10):
+        tb.launch(10 + 10 * j, 5, 209 + 101 * j, 100)
+    tb.call("cudaDeviceSynchronize", 110, 1220 - 110)  # returns 2 us after the last kernel's end (1218)
+    tb.step(1, 0, 1222)
+    return graph(tmp_path, tb)
+
+
+def test_a_gpu_bound_trace_takes_its_launch_latency_from_an_op_nothing_queued(tmp_path: Path) -> None:
+    """Every kernel launch queued (199-1018 us from launch to start): the typical launch latency is the memset's 8
+    us, not a quantile of the queue, so a kernel that a change frees starts when its stream does."""
+    g = queued(tmp_path)
+    assert g.typical["launch_latency_us"] == pytest.approx(8)
+    assert original(g).span == pytest.approx(1222)
+    # kernels 0-4 (500 us) fused into one of 100 us: 209-309; kernels 5-9 follow their stream, 310-814 (not held
+    # to launch + a queued latency: kernel 5's launch at 60 + 281 would start it at 341); sync 816, step end 818
+    first_five = (g.gpu_name == ELEM) & (np.cumsum(g.gpu_name == ELEM) <= 5)
+    assert replay(g, [Change(first_five, k=5, kernels_after=1)]).span == pytest.approx(818)
+    # no op the device idled for has its own call: the least launch-to-start, an upper bound
+    assert queued(tmp_path, memset_call=False).typical["launch_latency_us"] == pytest.approx(199)
+
+
 def two_streams(tmp_path: Path):
     """A on stream 7 (100 us), B on stream 8 (200 us), C on stream 7 waits (event) for B, then a sync."""
     tb = TraceBuilder()
