@@ -848,13 +848,20 @@ def p_bn(b: int, train: bool):
     return build
 
 
-def p_bn_net(arch: str, b: int, label: str):
-    """torchvision's `arch` training, every BatchNorm2d eager vs nn.BatchNorm2d (held-out 13: CNNs beyond ResNet-18)."""
+def p_bn_net(arch: str, b: int, label: str, train: bool = True):
+    """torchvision's `arch`, every BatchNorm2d eager vs nn.BatchNorm2d (held-out 13: CNNs beyond ResNet-18; held-out
+    17: their inference)."""
     def build():
-        x, y = image(b).to(memory_format=torch.channels_last), torch.randint(0, 1000, (b,), device=DEV)
-        a, bb = swapped(lambda: torchvision_cnn(arch, True), lambda c: isinstance(c, nn.BatchNorm2d), EagerBatchNorm,
-                        None, lambda m, t: train_step(m, x, y))
-        return a, bb, f"{label} training, batch {b}, bf16 autocast, SGD: every BatchNorm2d eager (batch stats) vs nn.BatchNorm2d."
+        x = image(b).to(memory_format=torch.channels_last)
+        is_bn = lambda c: isinstance(c, nn.BatchNorm2d)  # noqa: E731
+        if train:
+            y = torch.randint(0, 1000, (b,), device=DEV)
+            a, bb = swapped(lambda: torchvision_cnn(arch, True), is_bn, EagerBatchNorm, None,
+                            lambda m, t: train_step(m, x, y))
+            return a, bb, f"{label} training, batch {b}, bf16 autocast, SGD: every BatchNorm2d eager (batch stats) vs nn.BatchNorm2d."
+        a, bb = swapped(lambda: torchvision_cnn(arch, False), is_bn, EagerBatchNorm, None,
+                        lambda m, t: infer_step(m, x.to(torch.bfloat16)))
+        return a, bb, f"{label} inference, batch {b}, bf16, channels_last: every BatchNorm2d eager (running stats) vs nn.BatchNorm2d."
     return build
 
 
@@ -1533,6 +1540,38 @@ PAIRS += [
     own_train("gpt-train-b5-s128-attention", "train-small", 20, "attention", 5, 512, 4, 8, tokens=128),
 ]
 
+# part 21: held-out 17, 15 new pairs, registered on 5 Dec 2026 after held-out 16 was read (docs/replay.md), for
+# `given` with the launch latency of a GPU-bound trace taken from an op nothing queued (held-out 16's ResNet-18
+# inference at batch 256 froze its queue into every launch): GPU-bound and near-GPU-bound inference first, at
+# batches where A's GPU holds the step and B's may not (the CPU scale of a GPU-bound trace is not identified: the fit
+# takes its smallest), then GPU-bound training
+PAIRS += [
+    Pair("resnet18-infer-b96-bn", "cnn", "tiny", 21, p_bn(96, False), 15),
+    Pair("resnet50-infer-b128-bn", "cnn", "tiny", 21, p_bn_net("resnet50", 128, "ResNet-50", train=False), 25),
+    Pair("resnet18-infer-b160-bn", "cnn", "tiny", 21, p_bn(160, False), 15),
+    Pair("resnet18-infer-b64-bn", "cnn", "tiny", 21, p_bn(64, False), 15),
+    Pair("mobilenetv2-infer-b128-bn", "cnn", "tiny", 21, p_bn_net("mobilenet_v2", 128, "MobileNetV2", train=False), 25),
+    Pair("efficientnetb0-infer-b64-bn", "cnn", "tiny", 21,
+         p_bn_net("efficientnet_b0", 64, "EfficientNet-B0", train=False), 30),
+    Pair("resnet50-infer-b24-bn", "cnn", "tiny", 21, p_bn_net("resnet50", 24, "ResNet-50", train=False), 20),
+    Pair("convnext-tiny-infer-b48-layernorm", "cnn", "tiny", 21,
+         p_ln_net("convnext_tiny", 48, "ConvNeXt-Tiny", train=False), 25),
+    Pair("swint-infer-b32-layernorm", "cnn", "tiny", 21, p_ln_net("swin_t", 32, "Swin-T", train=False), 25),
+    Pair("resnet18-gn-infer-b96", "cnn", "tiny", 21, p_gn_infer(96), 15),
+    Pair("vit-infer-b64-d768-layernorm", "infer-large", "tiny", 21, p_own_infer(
+        dict(d=768, layers=8, heads=12), dict(norm="eager"), {}, NORMS, 64,
+        "ViT-like (8 x d768) inference, batch 64, bf16: every LayerNorm eager vs nn.LayerNorm."), 20),
+    Pair("gpt-infer-b16-s512-gelu", "infer-large", "tiny", 21, p_own_infer(
+        dict(d=1024, layers=6, heads=16, tokens=512, **DEC), dict(eager_act=True), {}, GELU_MODS, 16,
+        "Decoder of our own (6 x d1024) forward, b16 x 512, bf16: every MLP GELU eager tanh-GELU vs F.gelu(tanh)."), 20),
+    Pair("vit-infer-b128-d384-mlp", "infer-large", "mlp", 21, p_own_infer(
+        dict(d=384, layers=12, heads=6), dict(eager_act=True), dict(mlp="addmm_gelu"), MLP, 128,
+        "ViT-S/16-like inference, batch 128, bf16: every MLP (Linear, eager tanh-GELU, Linear) vs Linear, fused "
+        "addmm-GELU, Linear."), 20),
+    Pair("resnet18-train-b128-bn", "cnn", "tiny", 21, p_bn(128, True), 25),
+    Pair("mobilenetv2-train-b96-bn", "cnn", "tiny", 21, p_bn_net("mobilenet_v2", 96, "MobileNetV2"), 35),
+]
+
 
 def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
@@ -1544,9 +1583,10 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     (held-out 9's pairs again, the backward also timed interleaved) dev3, part 13 (the same a third time) dev4, and
     part 14 (new training pairs) heldout10, parts 15 and 16 (more new training pairs) heldout11 and heldout12, and
     part 17 (new pairs, other CNNs first) heldout13, part 18 (seven more CNNs first) heldout14, part 19 (ConvNeXt,
-    Swin and three more CNNs first) heldout15, part 20 (grouped-conv and GroupNorm CNNs first) heldout16."""
+    Swin and three more CNNs first) heldout15, part 20 (grouped-conv and GroupNorm CNNs first) heldout16, part 21
+    (GPU-bound inference first) heldout17."""
     named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11", 16: "heldout12", 17: "heldout13",
-             18: "heldout14", 19: "heldout15", 20: "heldout16"}
+             18: "heldout14", 19: "heldout15", 20: "heldout16", 21: "heldout17"}
     out = {p.name: named.get(p.part, f"heldout{p.part - 1}") for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):
