@@ -308,6 +308,7 @@ def intervals_of(t: pd.DataFrame, m: str, prefix: str, source: str, fit_on: tupl
     t[f"{prefix}lo"], t[f"{prefix}hi"] = [b[0] for b in bounds], [b[1] for b in bounds]
     t[f"{prefix}inside"] = (t[f"{prefix}lo"] <= t["measured"]) & (t["measured"] <= t[f"{prefix}hi"])
     model.heldout_max = {r: float(g[f"{m}_error"].abs().max()) for r, g in held.groupby(regime)}
+    model.heldout_n = {r: len(g) for r, g in held.groupby(regime)}
     return model
 
 

@@ -30,6 +30,9 @@ SCALE = "removed_fraction"  # what replay_error.yaml's half-widths are relative 
 # swap that removes nothing still has an error; chosen on parts 1-16 of the validation corpus, where
 # 0.02, 0.05 and 0.1 held the same pairs: docs/replay.md#intervals)
 REMOVED_FLOOR = 0.05
+# a regime with fewer held-out pairs than this is not checked by them (the least dev pairs a regime's own half-width
+# is fitted on, fit_error_model's min_dev)
+MIN_HELDOUT = 3
 MAX_REMOVED = 0.95  # the interval's top removes at most this fraction of the step (a 20x speedup)
 
 
@@ -46,17 +49,24 @@ class ErrorModel:
     warn_above: float = 0.05
     source: str = ""
     floor: float = REMOVED_FLOOR
+    heldout_n: dict[str, int] = field(default_factory=dict)  # held-out pairs per regime (absent: not recorded)
 
     def width(self, regime: str) -> float:
         return self.half_width.get(regime, self.pooled)
 
     def warning(self, regime: str) -> str | None:
-        """A line for runs in a regime whose held-out error stayed above warn_above, or that no held-out pair ran
-        in (held-out 14's RegNetX, the first of its regime, was 12.5% off); None otherwise."""
+        """A line for runs in a regime whose held-out error stayed above warn_above, or that fewer than MIN_HELDOUT
+        held-out pairs ran in (held-out 14's RegNetX, the first of its regime, was 12.5% off; held-out 16's
+        ResNet-18 inference at batch 256, the first GPU-bound inference, 24.7%); None otherwise."""
         worst = self.heldout_max.get(regime, math.nan)
         if math.isnan(worst):
             return (f"no held-out pair of the validation corpus ran in the {regime} regime: this projection and its "
                     f"interval (the pooled one) are unchecked there; read it as a rough one (docs/replay.md)")
+        n = self.heldout_n.get(regime, MIN_HELDOUT)
+        if not worst > self.warn_above and n < MIN_HELDOUT:
+            return (f"only {n} held-out pair{'s' if n != 1 else ''} of the validation corpus ran in the {regime} "
+                    f"regime (off by up to {worst:.1%}): too few to check this projection there; read it as a rough "
+                    f"one (docs/replay.md)")
         if not worst > self.warn_above:
             return None
         return (f"replay projections of {regime} runs were off by up to {worst:.1%} on the validation corpus's "
@@ -111,7 +121,8 @@ def read_error_model(path: Path | None = None, model: str = "uniform") -> ErrorM
                           {r: float(v["heldout_max_abs_error"]) for r, v in regimes.items()
                            if v.get("heldout_max_abs_error") is not None},
                           float(data.get("warn_above", 0.05)), str(section.get("source", "")),
-                          float(data["floor"]))
+                          float(data["floor"]),
+                          {r: int(v["heldout_n"]) for r, v in regimes.items() if v.get("heldout_n") is not None})
     except (AttributeError, KeyError, TypeError, ValueError) as e:
         raise AddressableError(f"replay error model {path}: bad or missing field ({e}) for model {model!r}") from None
 
@@ -140,5 +151,6 @@ def error_model_yaml(models: dict[str, ErrorModel]) -> str:
         for r in sorted(set(m.n_dev) | set(m.heldout_max)):
             hw, hm = m.half_width.get(r), m.heldout_max.get(r)
             lines.append(f"      {r}: {{n_dev: {m.n_dev.get(r, 0)}, half_width: {'null' if hw is None else f'{hw:.4f}'}, "
-                         f"heldout_max_abs_error: {'null' if hm is None else f'{hm:.4f}'}}}")
+                         f"heldout_max_abs_error: {'null' if hm is None else f'{hm:.4f}'}"
+                         + (f", heldout_n: {m.heldout_n[r]}" if r in m.heldout_n else "") + "}")
     return "\n".join(lines) + "\n"
