@@ -848,38 +848,35 @@ def p_bn(b: int, train: bool):
     return build
 
 
-def p_bn_net(arch: str, b: int, label: str, train: bool = True):
-    """torchvision's `arch`, every BatchNorm2d eager vs nn.BatchNorm2d (held-out 13: CNNs beyond ResNet-18; held-out
-    17: their inference)."""
+def torchvision_swap(arch: str, b: int, label: str, train: bool, match: Callable[[nn.Module], bool],
+                     eager: type[nn.Module], names: tuple[str, str], stats: tuple[str, str] = ("", "")):
+    """torchvision's `arch`, every `match` module replaced by `eager` (A) vs kept (B), training or inference;
+    `names`: the module as the description first names it and after "vs", `stats`: what A's eager module uses in
+    training and in inference."""
     def build():
         x = image(b).to(memory_format=torch.channels_last)
-        is_bn = lambda c: isinstance(c, nn.BatchNorm2d)  # noqa: E731
+        what = f"every {names[0]} eager{stats[0 if train else 1]} vs {names[1]}."
         if train:
             y = torch.randint(0, 1000, (b,), device=DEV)
-            a, bb = swapped(lambda: torchvision_cnn(arch, True), is_bn, EagerBatchNorm, None,
-                            lambda m, t: train_step(m, x, y))
-            return a, bb, f"{label} training, batch {b}, bf16 autocast, SGD: every BatchNorm2d eager (batch stats) vs nn.BatchNorm2d."
-        a, bb = swapped(lambda: torchvision_cnn(arch, False), is_bn, EagerBatchNorm, None,
+            a, bb = swapped(lambda: torchvision_cnn(arch, True), match, eager, None, lambda m, t: train_step(m, x, y))
+            return a, bb, f"{label} training, batch {b}, bf16 autocast, SGD: {what}"
+        a, bb = swapped(lambda: torchvision_cnn(arch, False), match, eager, None,
                         lambda m, t: infer_step(m, x.to(torch.bfloat16)))
-        return a, bb, f"{label} inference, batch {b}, bf16, channels_last: every BatchNorm2d eager (running stats) vs nn.BatchNorm2d."
+        return a, bb, f"{label} inference, batch {b}, bf16, channels_last: {what}"
     return build
+
+
+def p_bn_net(arch: str, b: int, label: str, train: bool = True):
+    """every BatchNorm2d eager vs nn.BatchNorm2d (held-out 13: CNNs beyond ResNet-18; held-out 17: their inference)."""
+    return torchvision_swap(arch, b, label, train, lambda c: isinstance(c, nn.BatchNorm2d), EagerBatchNorm,
+                            ("BatchNorm2d", "nn.BatchNorm2d"), (" (batch stats)", " (running stats)"))
 
 
 def p_ln_net(arch: str, b: int, label: str, train: bool = True):
-    """torchvision's `arch` (ConvNeXt, Swin: LayerNorm over the last dim of channels-last activations), every
-    nn.LayerNorm eager vs nn.LayerNorm; ConvNeXt's LayerNorm2d (a subclass that permutes) stays (held-out 15)."""
-    def build():
-        x = image(b).to(memory_format=torch.channels_last)
-        is_ln = lambda c: type(c) is nn.LayerNorm  # noqa: E731
-        if train:
-            y = torch.randint(0, 1000, (b,), device=DEV)
-            a, bb = swapped(lambda: torchvision_cnn(arch, True), is_ln, EagerLayerNorm, None,
-                            lambda m, t: train_step(m, x, y))
-            return a, bb, f"{label} training, batch {b}, bf16 autocast, SGD: every nn.LayerNorm eager vs nn.LayerNorm."
-        a, bb = swapped(lambda: torchvision_cnn(arch, False), is_ln, EagerLayerNorm, None,
-                        lambda m, t: infer_step(m, x.to(torch.bfloat16)))
-        return a, bb, f"{label} inference, batch {b}, bf16, channels_last: every nn.LayerNorm eager vs nn.LayerNorm."
-    return build
+    """ConvNeXt, Swin (LayerNorm over the last dim of channels-last activations): every nn.LayerNorm eager vs
+    nn.LayerNorm; ConvNeXt's LayerNorm2d (a subclass that permutes) stays (held-out 15)."""
+    return torchvision_swap(arch, b, label, train, lambda c: type(c) is nn.LayerNorm, EagerLayerNorm,
+                            ("nn.LayerNorm", "nn.LayerNorm"))
 
 
 GELU_MODS, ROPE = (EagerGELU, FusedGELU, CompiledGELU), named("LlamaRotaryEmbedding")
