@@ -40,7 +40,8 @@ apart (heldout: parts 1-2's half, read once before part 3 was written; heldout2:
 read once before part 4 was written; heldout3: part 4, read once before part 5 was written; heldout4:
 part 5): error, and whether the 80% interval (model
 error, step noise, the spread of the projection over the profiled rounds) holds the measured speedup.
-Each row also has `rest_change`: how much B's step outside the swap group changed, over A's step.
+Each row also has `rest_change`: how much B's step outside the swap group changed, over A's step, and
+`cpu_share_a`, `cpu_share_b`: each side's CPU time to the step's return over its step (near 1: the CPU held it).
 The measured speedup (--truth): "quartile", the lower quartile of A's unprofiled steps over B's (as
 gpu/replay_validation.py; the committed figures), or "rounds", the median of the interleaved rounds'
 A/B ratios (a paired measure; chosen after held-out 2 showed a pair whose pooled steps are bimodal, so
@@ -251,6 +252,13 @@ def rest_change(meta: dict) -> float:
     return ((tb - sb) - (ta - sa)) / ta
 
 
+def cpu_share(meta: dict, side: str) -> float:
+    """The side's unprofiled CPU time per step (to the step's return, before its sync) over its step, medians: near 1,
+    the CPU held the step; well under 1, the GPU did (NaN for captures without cpu_ms)."""
+    cpu = meta.get("cpu_ms", {}).get(side)
+    return float(np.median(cpu) / np.median(meta["step_ms"][side])) if cpu else float("nan")
+
+
 def validate_pair(folder: Path, name: str, costs: tuple[float, float], truth: str = "quartile") -> dict:
     """One pair's row: what each model projects from A, against the measured speedup (`truth`: "quartile",
     the lower quartile of A's pooled unprofiled steps over B's; "rounds", the median of the interleaved
@@ -263,7 +271,8 @@ def validate_pair(folder: Path, name: str, costs: tuple[float, float], truth: st
            "regime_given": per_round["regime_given"].iloc[0], "measured_quartile": step_a / step_b,
            "measured_ci95": meta.get("ratio_ci95", np.nan),
            "measured_rounds": float(np.median(meta["ratio_rounds"])) if meta.get("ratio_rounds") else np.nan,
-           "step_ms_a": step_a, "step_ms_b": step_b, "rest_change": rest_change(meta),
+           "step_ms_a": step_a, "step_ms_b": step_b, "cpu_share_a": cpu_share(meta, "A"),
+           "cpu_share_b": cpu_share(meta, "B"), "rest_change": rest_change(meta),
            "step_noise": intervals.step_noise(np.asarray(meta["step_ms"]["A"]), Q),
            "rounds": len(per_round)}
     row["measured"] = row[f"measured_{truth}"]

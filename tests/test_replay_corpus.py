@@ -306,6 +306,8 @@ def _mini_corpus(root: Path, heldout_b_scale: float = 1.0, held: str = "heldout"
         meta["split"] = split
         if split != "dev":
             meta["step_ms"]["B"] = [t * heldout_b_scale for t in meta["step_ms"]["B"]]
+        else:  # the CPU's time to each step's return (captures since part 10): B's CPU held 90% of its step
+            meta["cpu_ms"] = {k: [0.9 * t for t in meta["step_ms"][k]] for k in "AB"}
         (d / f"{name}.json").write_text(json.dumps(meta))
     return root
 
@@ -332,6 +334,7 @@ def test_corpus_validation_fits_on_dev_and_scores_heldout_apart(tmp_path: Path) 
     assert t["module"].to_numpy() == pytest.approx(t["uniform"].to_numpy())
     assert t["event"].to_numpy() == pytest.approx(t["uniform"].to_numpy())
     assert "HELD-OUT" in res.stdout
+    assert t["cpu_share_b"].iloc[0] == pytest.approx(0.9) and np.isnan(t["cpu_share_b"].iloc[1])
     # held-out data never reaches the fit: change what the held-out pair measured, and only its score moves
     res2, err2 = _validate(_mini_corpus(tmp_path / "c2", heldout_b_scale=1.2), tmp_path / "v2.csv")
     assert res2.returncode == 0, res2.stderr[-2000:]
