@@ -316,8 +316,9 @@ def intervals_of(t: pd.DataFrame, m: str, prefix: str, source: str, fit_on: tupl
                               model.floor) for _, r in t.iterrows()]
     t[f"{prefix}lo"], t[f"{prefix}hi"] = [b[0] for b in bounds], [b[1] for b in bounds]
     t[f"{prefix}inside"] = (t[f"{prefix}lo"] <= t["measured"]) & (t["measured"] <= t[f"{prefix}hi"])
-    model.heldout_max = {r: float(g[f"{m}_error"].abs().max()) for r, g in held.groupby(regime)}
-    model.heldout_n = {r: len(g) for r, g in held.groupby(regime)}
+    errors = held[f"{m}_error"].abs().groupby(held[regime])
+    model.heldout_max = {r: float(e) for r, e in errors.max().items()}
+    model.heldout_n = {r: int(n) for r, n in errors.size().items()}
     return model
 
 

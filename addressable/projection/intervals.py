@@ -62,15 +62,15 @@ class ErrorModel:
         if math.isnan(worst):
             return (f"no held-out pair of the validation corpus ran in the {regime} regime: this projection and its "
                     f"interval (the pooled one) are unchecked there; read it as a rough one (docs/replay.md)")
+        if worst > self.warn_above:
+            return (f"replay projections of {regime} runs were off by up to {worst:.1%} on the validation corpus's "
+                    f"held-out pairs (above {self.warn_above:.0%}): read this projection as a rough one (docs/replay.md)")
         n = self.heldout_n.get(regime, MIN_HELDOUT)
-        if not worst > self.warn_above and n < MIN_HELDOUT:
+        if n < MIN_HELDOUT:
             return (f"only {n} held-out pair{'s' if n != 1 else ''} of the validation corpus ran in the {regime} "
                     f"regime (off by up to {worst:.1%}): too few to check this projection there; read it as a rough "
                     f"one (docs/replay.md)")
-        if not worst > self.warn_above:
-            return None
-        return (f"replay projections of {regime} runs were off by up to {worst:.1%} on the validation corpus's "
-                f"held-out pairs (above {self.warn_above:.0%}): read this projection as a rough one (docs/replay.md)")
+        return None
 
 
 def step_noise(step_ms: np.ndarray, q: float = 0.25, coverage: float = 0.8, n_boot: int = 400) -> float:
