@@ -1569,6 +1569,38 @@ PAIRS += [
     Pair("mobilenetv2-train-b96-bn", "cnn", "tiny", 21, p_bn_net("mobilenet_v2", 96, "MobileNetV2"), 35),
 ]
 
+# part 22: held-out 18, 16 new pairs, registered on 5 Dec 2026 after held-out 17 was read (docs/replay.md), for
+# `given` with the host time: where the GPU alone holds A's replayed step, the step's CPU time to its return
+# (cpu_ms, as `addressable profile` records host_time_ms) fits the CPU scale, within the step. The class first
+# (inference at batches where A's GPU holds the step and B's CPU may: other CNNs and batches than held-out 17's),
+# then transformer inference at large batch and GPU-bound training
+PAIRS += [
+    Pair("resnet34-infer-b64-bn", "cnn", "tiny", 22, p_bn_net("resnet34", 64, "ResNet-34", train=False), 20),
+    Pair("mobilenetv3l-infer-b128-bn", "cnn", "tiny", 22,
+         p_bn_net("mobilenet_v3_large", 128, "MobileNetV3-Large", train=False), 25),
+    Pair("regnety400mf-infer-b128-bn", "cnn", "tiny", 22,
+         p_bn_net("regnet_y_400mf", 128, "RegNetY-400MF", train=False), 25),
+    Pair("resnet18-infer-b48-bn", "cnn", "tiny", 22, p_bn(48, False), 15),
+    Pair("resnet18-infer-b128-bn", "cnn", "tiny", 22, p_bn(128, False), 15),
+    Pair("mobilenetv2-infer-b64-bn", "cnn", "tiny", 22, p_bn_net("mobilenet_v2", 64, "MobileNetV2", train=False), 25),
+    Pair("efficientnetb0-infer-b128-bn", "cnn", "tiny", 22,
+         p_bn_net("efficientnet_b0", 128, "EfficientNet-B0", train=False), 30),
+    Pair("resnet50-infer-b64-bn", "cnn", "tiny", 22, p_bn_net("resnet50", 64, "ResNet-50", train=False), 20),
+    Pair("densenet121-infer-b32-bn", "cnn", "tiny", 22, p_bn_net("densenet121", 32, "DenseNet-121", train=False), 30),
+    Pair("resnet18-gn-infer-b128", "cnn", "tiny", 22, p_gn_infer(128), 15),
+    Pair("convnext-tiny-infer-b96-layernorm", "cnn", "tiny", 22,
+         p_ln_net("convnext_tiny", 96, "ConvNeXt-Tiny", train=False), 25),
+    Pair("vit-infer-b96-d768-layernorm", "infer-large", "tiny", 22, p_own_infer(
+        dict(d=768, layers=8, heads=12), dict(norm="eager"), {}, NORMS, 96,
+        "ViT-like (8 x d768) inference, batch 96, bf16: every LayerNorm eager vs nn.LayerNorm."), 20),
+    Pair("gpt-infer-b32-s256-gelu", "infer-large", "tiny", 22, p_own_infer(
+        dict(d=1024, layers=6, heads=16, tokens=256, **DEC), dict(eager_act=True), {}, GELU_MODS, 32,
+        "Decoder of our own (6 x d1024) forward, b32 x 256, bf16: every MLP GELU eager tanh-GELU vs F.gelu(tanh)."), 20),
+    Pair("resnet18-train-b96-bn", "cnn", "tiny", 22, p_bn(96, True), 25),
+    Pair("mobilenetv2-train-b64-bn", "cnn", "tiny", 22, p_bn_net("mobilenet_v2", 64, "MobileNetV2"), 30),
+    Pair("resnet50-train-b32-bn", "cnn", "tiny", 22, p_bn_net("resnet50", 32, "ResNet-50"), 35),
+]
+
 
 def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
@@ -1581,9 +1613,10 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     part 14 (new training pairs) heldout10, parts 15 and 16 (more new training pairs) heldout11 and heldout12, and
     part 17 (new pairs, other CNNs first) heldout13, part 18 (seven more CNNs first) heldout14, part 19 (ConvNeXt,
     Swin and three more CNNs first) heldout15, part 20 (grouped-conv and GroupNorm CNNs first) heldout16, part 21
-    (GPU-bound inference first) heldout17."""
+    (GPU-bound inference first) heldout17, part 22 (GPU-bound inference again, for the host time) heldout18."""
     named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11", 16: "heldout12", 17: "heldout13",
-             18: "heldout14", 19: "heldout15", 20: "heldout16", 21: "heldout17"}
+             18: "heldout14", 19: "heldout15", 20: "heldout16", 21: "heldout17",
+             22: "heldout18"}
     out = {p.name: named.get(p.part, f"heldout{p.part - 1}") for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):

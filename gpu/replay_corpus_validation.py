@@ -96,7 +96,7 @@ PROJECT_MODEL = "given"  # what `project --model replay` runs where a target has
 FALLBACK_MODEL = "uniform"  # what it runs for a target without them; both error models are written
 HELD = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8",
         "heldout9", "heldout10", "heldout11", "heldout12", "heldout13", "heldout14",
-        "heldout15", "heldout16", "heldout17")  # parts 1-2's half, 3-9, 11, 14-21
+        "heldout15", "heldout16", "heldout17", "heldout18")  # parts 1-2's half, 3-9, 11, 14-22
 DEV = ("dev", "dev2", "dev3", "dev4")  # parts 1-2's half, part 10, part 12, part 13
 Q = rv.STEP_QUANTILE
 # the statistic of the backward pass's steps (min: its steps run apart from the interleaved timing, and a slow mode
@@ -144,9 +144,9 @@ def whatifs(changes: list[Change], forward: bool, cpu: Callable[[Trace, Graph], 
             for i, c in enumerate(changes)]
 
 
-def projected(ta: Trace, wis: list[WhatIf], step_us: float) -> ReplayProjection:
+def projected(ta: Trace, wis: list[WhatIf], step_us: float, host_us: float | None) -> ReplayProjection:
     """project_traces on A's trace: the code `addressable project --model replay` runs."""
-    res = project_traces([ta], wis, lambda t, g: np.zeros(g.n_gpu, bool), step_us)
+    res = project_traces([ta], wis, lambda t, g: np.zeros(g.n_gpu, bool), step_us, host_us)
     if isinstance(res, str):
         raise AddressableError(f"{ta.path}: {res}")
     return res
@@ -159,7 +159,8 @@ def round_models(a: Path, b: Path, meta: dict, step_a: float, costs: tuple[float
     changes, row, _ = rv.group_changes(ga, fa, ba, gb, fb, bb)
     forward = bool(row["k_forward"] > 0)  # changes[0] is the forward part (group_changes keeps parts with time)
     own = [Change(c.mask, c.k, c.kernels_after, c.calls, "own") for c in changes]
-    uniform = projected(ta, whatifs(changes, forward, None, None), step_a * 1e3)
+    host = host_us(meta)
+    uniform = projected(ta, whatifs(changes, forward, None, None), step_a * 1e3, host)
     s = uniform.cpu_scale
     row.update(uniform=uniform.speedup_wall, own=speedup(ga, own, s), cpu_scale=s)
     swap = meta.get("swap_cpu_ms", {})  # older captures have no profiler-free swap time: uniform
@@ -173,7 +174,7 @@ def round_models(a: Path, b: Path, meta: dict, step_a: float, costs: tuple[float
     # measured CPU time per call (the replacement's, like k), the part of it in launches as in A's ranges
     after = float(np.quantile(swap["B"], Q)) * 1e3 / max(meta["swap_calls_per_step"]["B"], 1) if swap else None
     cal = (lambda t, g: group_cpu(g, t, swap_ranges(t), unprof)) if swap else None
-    res = projected(ta, whatifs(changes, forward, cal, after), step_a * 1e3)
+    res = projected(ta, whatifs(changes, forward, cal, after), step_a * 1e3, host)
     row["given_v4"] = res.speedup_wall  # the geometric mean of the two backward hypotheses (held-outs 6-8)
     row["given_v3"] = res.speedup_wall_hypotheses[0]  # the backward at the forward's scale (scored on held-outs 5-6)
     row["given_lo"], row["given_hi"] = min(res.speedup_wall_hypotheses), max(res.speedup_wall_hypotheses)
@@ -194,7 +195,7 @@ def round_models(a: Path, b: Path, meta: dict, step_a: float, costs: tuple[float
             return backward_group_cpu(g, t, swap_ranges(t), bwd[0])
         wis = whatifs(changes, forward, cal, after)
         wis[-1] = dataclasses.replace(wis[-1], cpu=bcal, cpu_after_us=bwd[1], scale_like=None, backward=True)
-        return projected(ta, wis, step_a * 1e3), bcal(ta, ga).scale
+        return projected(ta, wis, step_a * 1e3, host), bcal(ta, ga).scale
 
     backward = bool(swap) and len(changes) > 1
     # given where the backward was timed: from the interleaved pass (part 12 on), each step read at the host's speed
@@ -214,7 +215,15 @@ def round_models(a: Path, b: Path, meta: dict, step_a: float, costs: tuple[float
     ge = deprofiled(ta, ga, *costs)
     row.update(event=speedup(ge, changes, fit_cpu_scale(ge, step_a * 1e3)))
     row["regime_detected"] = regime_of(ga, step_a * 1e3, has_backward(ta), is_convnet(ta))
+    row["cpu_scale_basis"] = res.cpu_scale_basis
     return row
+
+
+def host_us(meta: dict) -> float | None:
+    """A's unprofiled CPU time per step to the step's return (µs), the median as `addressable profile` records it
+    (host_time_ms); None for a capture without it (parts 1-12)."""
+    cpu = meta.get("cpu_ms", {}).get("A")
+    return float(np.median(cpu)) * 1e3 if cpu else None
 
 
 def backward_inputs(meta: dict) -> tuple[float, float] | None:
@@ -268,7 +277,8 @@ def validate_pair(folder: Path, name: str, costs: tuple[float, float], truth: st
     per_round = pd.DataFrame([round_models(a, b, meta, step_a, costs) for a, b in rv.rounds_of(folder, name)])
     row = {"pair": name, "regime": meta["regime"], "swap": meta.get("swap", ""), "split": meta.get("split", "dev"),
            "regime_detected": per_round["regime_detected"].iloc[0],
-           "regime_given": per_round["regime_given"].iloc[0], "measured_quartile": step_a / step_b,
+           "regime_given": per_round["regime_given"].iloc[0], "cpu_scale_basis": per_round["cpu_scale_basis"].iloc[0],
+           "measured_quartile": step_a / step_b,
            "measured_ci95": meta.get("ratio_ci95", np.nan),
            "measured_rounds": float(np.median(meta["ratio_rounds"])) if meta.get("ratio_rounds") else np.nan,
            "step_ms_a": step_a, "step_ms_b": step_b, "cpu_share_a": cpu_share(meta, "A"),

@@ -30,6 +30,8 @@ def test_profile_resnet_training_on_the_gpu(tmp_path: Path) -> None:
     # no kernel from the unrecorded profiler warm-up step: per-step kernel time fits in a step
     assert doc["kernel_time_per_step_us"] / 1e3 < 1.5 * doc["step_time_ms"]
     assert len(doc["repeats"]) == 2 and 0 < doc["addressable_fraction_wall"] <= 1
+    # each host step returns once its CPU is done, before its kernels are: no later than a whole step, synchronised
+    assert 0 < doc["host_time_ms"] < 2 * doc["step_time_ms"]
     assert "NVIDIA" in json.loads((res.path / "manifest.json").read_text())["gpu"]
 
 

@@ -208,6 +208,13 @@ def test_part_20_is_held_out_16_with_grouped_conv_and_groupnorm_cnns_first() -> 
     _new_part(20, "heldout16", 15, ["regnety400mf", "regnetx800mf", "resnet18"], 13, 420)
 
 
+def test_part_22_is_held_out_18_with_the_host_times_class_first() -> None:
+    """Inference at batches where A's GPU holds the step and B's CPU may (other CNNs and batches than held-out 17's:
+    the host time fixes their CPU scale), then transformer inference at large batch and GPU-bound training: new
+    pairs, all heldout18, fitting one device call's budget."""
+    _new_part(22, "heldout18", 16, ["resnet34", "mobilenetv3l", "regnety400mf", "resnet18", "resnet18"], 3, 420)
+
+
 def test_part_21_is_held_out_17_with_gpu_bound_inference_first() -> None:
     """CNN inference at batches where the GPU holds A's step (held-out 16's one GPU-bound inference pair froze its
     queue into every launch), then ConvNeXt, Swin, GroupNorm and transformer inference at large batch (a regime
@@ -357,8 +364,8 @@ def test_corpus_validation_fits_on_dev_and_scores_heldout_apart(tmp_path: Path) 
     assert res4.returncode == 0, res4.stderr[-2000:]
     d = read_error_model(err4)
     assert d.pooled != b.pooled and "fitted on dev+heldout" in d.source and "held-out 1 (fitted on)" in res4.stdout
-    res5, _ = _validate(_mini_corpus(tmp_path / "c5"), tmp_path / "v5.csv", "--fit-on", "dev,heldout18")
-    assert res5.returncode == 2 and "unknown splits heldout18" in res5.stderr and not (tmp_path / "v5.csv").exists()
+    res5, _ = _validate(_mini_corpus(tmp_path / "c5"), tmp_path / "v5.csv", "--fit-on", "dev,heldout19")
+    assert res5.returncode == 2 and "unknown splits heldout19" in res5.stderr and not (tmp_path / "v5.csv").exists()
 
 
 def test_the_committed_table_reproduces_from_the_committed_corpus(tmp_path: Path) -> None:

@@ -157,6 +157,7 @@ class Measured:
     measurement: Measurement  # the counts run (after the budget)
     module_io: pd.DataFrame | None = None  # each module's external bytes over one step (scopes.module_io)
     module_cpu: pd.DataFrame | None = None  # each module's CPU time per step, profiler-free (scopes.module_cpu)
+    host_ms: list[float] | None = None  # each host step's CPU time to its return (`host_times`; on the GPU only)
 
 
 def timed(step: Step, n: int, cuda: bool, after: Callable[[int], None] | None = None,
@@ -289,13 +290,35 @@ def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Pa
             f"{rec['addressable_fraction']:.1%} of {basis_words(b.basis)}, "
             f"{rec['addressable_fraction_wall']:.1%} of wall time ({duration(took)} with its trace analysis{left})")
     meter.close()
+    host = None
+    if cuda:
+        progress(f"{label}: {HOST_STEPS} steps from an idle GPU, each timed to its return (the step's CPU time)")
+        host = host_times(plain, HOST_STEPS)
     cpu = None
     if record_cpu and not cfg.compile and isinstance(model, torch.nn.Module):
         progress(f"{label}: {CPU_STEPS} steps without the profiler, timing each module's CPU dispatch, and "
                  f"{BACKWARD_CPU_STEPS} its backward's where it has one (module_cpu.csv)")
         cpu = _module_cpu(plain, model, CPU_STEPS, cuda, float(np.median(medians)))
     steps = pd.DataFrame(rows, columns=["repeat", "step", "time_ms", "profiled"])
-    return Measured(cfg, repeats, medians, steps, trace, m, io, cpu)
+    return Measured(cfg, repeats, medians, steps, trace, m, io, cpu, host)
+
+
+# steps timed from an idle GPU to their return: the CPU's own time per step (host_time_ms), which the step time of
+# a step the GPU holds does not show; the replay fits the profiler's CPU overhead to it there (replay.fit_cpu_scale)
+HOST_STEPS = 10
+
+
+def host_times(step: Step, n: int) -> list[float]:
+    """n steps' host times (ms), each from its call to its return, each started on an idle GPU (the maximum across
+    ranks)."""
+    times = []
+    for _ in range(n):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        step()
+        times.append((time.perf_counter() - t0) * 1e3)
+    torch.cuda.synchronize()
+    return distributed.max_across_ranks(times)
 
 
 CPU_STEPS = 3  # steps of the profiler-free module CPU pass (module_cpu.csv)
@@ -435,8 +458,9 @@ def _repeat_record(b: Breakdown, step_time_ms: float) -> dict[str, Any]:
 
 
 def run_keys(spec: WorkloadSpec, cfg: WorkloadConfig, b: Breakdown, repeats: list[Breakdown],
-             repeat_step_ms: list[float], step_time_ms: float) -> dict[str, Any]:
-    """The run keys of breakdown.json (see docs/CONVENTIONS.md)."""
+             repeat_step_ms: list[float], step_time_ms: float, host_ms: list[float] | None = None) -> dict[str, Any]:
+    """The run keys of breakdown.json (see docs/CONVENTIONS.md); host_time_ms, the median of `host_ms`, where
+    given."""
     recs = [_repeat_record(r, s) for r, s in zip(repeats, repeat_step_ms, strict=True)]
     frac = [r["addressable_fraction"] for r in recs]
     wall = [r["addressable_fraction_wall"] for r in recs]
@@ -453,6 +477,8 @@ def run_keys(spec: WorkloadSpec, cfg: WorkloadConfig, b: Breakdown, repeats: lis
         "addressable_fraction_range": [min(frac), max(frac)],
         "addressable_fraction_wall_range": [min(wall), max(wall)],
     }
+    if host_ms:
+        keys["host_time_ms"] = float(np.median(host_ms))
     if spec.full_layers:
         keys["layers"] = cfg.options.get("layers", spec.full_layers)
     return keys

@@ -298,13 +298,14 @@ def profile_workload(config: WorkloadConfig, measurement: Measurement, out: str 
         if layers_subset is None:
             res = measured[0]
             b, reps, rep_ms, step_ms = combine(res.repeats), res.repeats, res.step_time_ms, _median_step(res)
-            steps_table = res.steps
+            steps_table, host_ms = res.steps, res.host_ms
             fit: dict[str, Any] = {}  # no extrapolation
         else:
             assert spec.full_layers, "checked with layers_subset above"
             b, reps, rep_ms, step_ms, steps_table, fit = _extrapolated(measured, layers_subset, spec.full_layers,
                                                                        progress)
-        keys = run_keys(spec, config, b, reps, rep_ms, step_ms)
+            host_ms = None  # measured at the subset's depths: the full model's CPU time is not
+        keys = run_keys(spec, config, b, reps, rep_ms, step_ms, host_ms)
         man["measurement"] = asdict(measured[-1].measurement)  # the counts run (the deeper model's, extrapolating)
         if layers_subset:
             keys["layers"] = spec.full_layers
@@ -339,7 +340,7 @@ def profile_ranks(spec: WorkloadSpec, config: WorkloadConfig, m: Measurement, fo
                               kept_in=folder / sub.name)
             b = combine(res.repeats)
             keys = run_keys(spec, config, b, res.repeats, res.step_time_ms,
-                            float(res.steps.loc[~res.steps["profiled"], "time_ms"].median()))
+                            float(res.steps.loc[~res.steps["profiled"], "time_ms"].median()), res.host_ms)
             info = {"world_size": n, "rank": r, "local_rank": distributed.local_rank(), "backend": backend,
                     "strategy": distributed.strategy()}
             keys = {**keys, **info}

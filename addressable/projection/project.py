@@ -133,7 +133,8 @@ class Projection:
             item: dict[str, Any] = {k: r[k] for k in ("run", "label", "workload", "basis", "addressable_fraction",
                                                       "addressable_fraction_wall", "n_repeats")}
             item.update({k: r[k] for k in ("model", "model_reason", "replay_residual", "wall_basis",
-                                           "step_time_ms", "profiled_step_ms", "replay_steps", "cpu_scale")})
+                                           "step_time_ms", "profiled_step_ms", "replay_steps", "cpu_scale",
+                                           "cpu_scale_basis")})
             for prefix in ("", "amdahl_", "replay_"):
                 for m in ("speedup_kernel", "speedup_wall", "ceiling_kernel", "ceiling_wall"):
                     v = r[prefix + m]
@@ -232,9 +233,16 @@ def project(runs: Sequence[Run | str | Path], wins: pd.DataFrame | str | Path, *
                  if model == "replay" and r["model"] == "amdahl" and r["model_reason"] != NO_TRACE]
     messages += [as_profiled_warning(r) for r in run_rows if r["model"] == "replay" and r["wall_basis"] == "profiled step"]
     messages += [f"run {r['run']}: {r['replay_warning']}" for r in run_rows if r.get("replay_warning")]
+    messages += [f"run {r['run']}: {UNIDENTIFIED_WORDS}" for r in run_rows if r.get("cpu_scale_basis") == "unidentified"]
     messages += [f"run {r['run']}: {r['replay_cpu_note']}" for r in run_rows if r.get("replay_cpu_note")]
     return Projection(pd.DataFrame(run_rows), pd.DataFrame(contrib, columns=_CONTRIB_COLUMNS), table, unmatched,
                       combine, include_unverified, messages)
+
+
+UNIDENTIFIED_WORDS = ("the GPU alone holds its unprofiled step and it has no host time (host_time_ms), so nothing "
+                      "fixes the profiler's CPU overhead: the replay takes its CPU at the fastest, and a win that "
+                      "frees the GPU may be projected too high; profile it again to record the host time "
+                      "(docs/replay.md)")
 
 
 def as_profiled_warning(row: dict[str, Any]) -> str:
@@ -365,7 +373,7 @@ def _replay_run(run: Run, groups: list[Group], model: str) -> dict[str, Any]:
     """The replay model's projection of one run (model, replay_* speedups, residual), or why not."""
     out: dict[str, Any] = dict.fromkeys(_REPLAY_KEYS, math.nan)
     out.update({"model": "amdahl", "model_reason": "", "replay_residual": math.nan, "replay_steps": 0,
-                "cpu_scale": math.nan,
+                "cpu_scale": math.nan, "cpu_scale_basis": "",
                 "profiled_step_ms": math.nan, "wall_basis": run.wall_basis, "replay_ranks": []})
     if model == "amdahl":
         out["model_reason"] = "--model amdahl"
@@ -406,12 +414,13 @@ def _replay_run(run: Run, groups: list[Group], model: str) -> dict[str, Any]:
         return cats.map(run.class_of).to_numpy() == "replaceable"
 
     unprofiled = run.step_time_ms if run.wall_basis != "profiled step" else None
-    res = replay_model.project_traces(run.traces, whatifs, ceiling, unprofiled * 1e3 if unprofiled else None)
+    host = run.host_time_ms * 1e3 if unprofiled and run.host_time_ms else None
+    res = replay_model.project_traces(run.traces, whatifs, ceiling, unprofiled * 1e3 if unprofiled else None, host)
     if isinstance(res, str):
         out["model_reason"] = res
         return out
     out.update({"model": "replay", "replay_residual": res.residual, "replay_steps": res.n_steps,
-                "cpu_scale": res.cpu_scale,
+                "cpu_scale": res.cpu_scale, "cpu_scale_basis": res.cpu_scale_basis,
                 "profiled_step_ms": res.profiled_step_ms,
                 # a module's backward, unmeasured: its launches at the forward's scale, and fitted with the rest
                 "replay_speedup_wall_backward_like": res.speedup_wall_hypotheses[0],

@@ -885,29 +885,78 @@ def calls_in_ranges(g: Graph, trace: Trace, name: str) -> np.ndarray:
                         r["tid"].to_numpy(dtype=np.int64, na_value=-1), nested=True) >= 0
 
 
+def host_span(g: Graph, r: Replay, scale: Scale = 1.0) -> float:
+    """Mean time a replayed step's CPU takes to return, what a host clock around one step reads on an idle GPU:
+    from the step's start to the end of its CPU time, or to the first of the calls closing it that wait for the
+    GPU (its synchronize). `scale`: the replay's CPU scale, for the CPU time after the step's last call."""
+    if g.steps.empty:
+        return 0.0
+    waiting = np.zeros(g.n_cpu, bool)
+    waiting[np.fromiter(g.waits, np.int64, len(g.waits))] = True
+    tail_scale = float(np.median(scale)) if isinstance(scale, np.ndarray) and len(scale) else float(np.mean(scale))
+    ends = []
+    for first, last, end in g.steps[["first_call", "last_call", "end"]].itertuples(index=False):
+        j = int(last)
+        while j >= first and waiting[j]:
+            j -= 1
+        ends.append(r.cpu_start[j + 1] if j < last else
+                    r.cpu_end[last] + (end - g.cpu_ts[last] - g.cpu_dur[last]) * tail_scale)
+    return float(np.mean(np.asarray(ends) - r.steps["start"].to_numpy()))
+
+
+def _solve(f: Callable[[float], float], target: float, lo: float, hi: float, rtol: float) -> float:
+    """The x in [lo, hi] where the nondecreasing f reaches `target` (bisection; lo or hi where it never does)."""
+    if f(lo) >= target:
+        return lo
+    if f(hi) <= target:
+        return hi
+    while hi - lo > rtol * lo:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if f(mid) < target else (lo, mid)
+    return 0.5 * (lo + hi)
+
+
+# the host time's fit keeps the unmodified replayed step within this much of its least (the GPU alone): the step
+# measured without the profiler bounds the CPU too (not fitted: chosen before held-out 18, docs/replay.md)
+HOST_STEP_SLACK = 0.01
+
+
 def fit_cpu_scale(g: Graph, step_us: float, lo: float = 0.05, hi: float = 4.0, rtol: float = 1e-3,
-                  fixed: Sequence[tuple[np.ndarray, float]] = ()) -> float:
+                  fixed: Sequence[tuple[np.ndarray, float]] = (), host_us: float | None = None) -> float:
     """The CPU scale at which the unmodified replay's step takes `step_us` (an unprofiled step time);
     with `fixed` (mask over CPU calls, their own measured scale), the scale of the other calls.
 
     The profiler slows the CPU (each op and runtime call is recorded) but hardly the GPU, so a
     profiled launch-bound step is longer than an unprofiled one; scaling the CPU time of the graph
     until its replayed step matches the measured one removes that before a what-if is replayed.
-    A step that cannot get that short (the GPU alone takes longer) gets the smallest scale.
+    A step that cannot get that short (the GPU alone takes longer) does not identify the scale: any scale
+    up to where the CPU would hold the step replays alike. There `host_us`, the unprofiled time the step's
+    CPU took to return (`host_span`), decides, as far as the replayed step stays within HOST_STEP_SLACK of its
+    least; without it the scale is the smallest (`cpu_scale_basis`).
     """
     if not step_us > 0:
         return 1.0
-    def span(x: float) -> float:
-        return step_span(replay(g, cpu_scale=scales(g, x, fixed)))
+    def at(x: float) -> Replay:
+        return replay(g, cpu_scale=scales(g, x, fixed))
 
-    if span(lo) >= step_us:
-        return lo
-    if span(hi) <= step_us:
-        return hi
-    while hi - lo > rtol * lo:
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if span(mid) < step_us else (lo, mid)
-    return 0.5 * (lo + hi)
+    least = step_span(at(lo))
+    if least >= step_us and host_us is not None and host_us > 0:
+        host = _solve(lambda x: host_span(g, at(x), scales(g, x, fixed)), host_us, lo, hi, rtol)
+        return min(host, _solve(lambda x: step_span(at(x)), least * (1 + HOST_STEP_SLACK), lo, hi, rtol))
+    return _solve(lambda x: step_span(at(x)), step_us, lo, hi, rtol)
+
+
+def cpu_scale_basis(g: Graph, step_us: float | None, fixed: Sequence[tuple[np.ndarray, float]] = (),
+                    host_us: float | None = None, lo: float = 0.05) -> str:
+    """What `fit_cpu_scale` matched: "step" (the unprofiled step), "host" (the step's CPU time to return:
+    the GPU alone holds the step), "unidentified" (the GPU alone holds the step and no host time was
+    measured: the scale is the smallest, and a what-if that frees the GPU finds the CPU too fast), or ""
+    (no step time: the profiled CPU as it was)."""
+    if not step_us or not step_us > 0:
+        return ""
+    if step_span(replay(g, cpu_scale=scales(g, lo, fixed))) < step_us:
+        return "step"
+    return "host" if host_us is not None and host_us > 0 else "unidentified"
 
 
 CPU_BOUND_BELOW = 0.8  # GPU busy / step under this: the CPU (dispatch, launches) holds the step
@@ -1054,6 +1103,7 @@ class ReplayProjection:
     speedup_wall_hypotheses: tuple[float, float] = (float("nan"), float("nan"))
     # rank 0's profiled CPU share in those backward launches (regime " large backward" from LARGE_BACKWARD_SHARE)
     backward_cpu_share: float = 0.0
+    cpu_scale_basis: str = ""  # rank 0's `cpu_scale_basis`: step, host, unidentified or "" (no step time)
 
 
 def _scaled_like(trace: Trace, g: Graph, whatifs: Sequence[WhatIf], fixed: list[tuple[np.ndarray, float]]
@@ -1105,7 +1155,7 @@ def spilled_scale(g: Graph, rest: float, fixed: Sequence[tuple[np.ndarray, float
 
 
 def _pooled(trace: Trace, g: Graph, whatifs: Sequence[WhatIf], cpu: list[GroupCpu | None],
-            step_us: float | None) -> list[GroupCpu | None]:
+            step_us: float | None, host_us: float | None = None) -> list[GroupCpu | None]:
     """Each measured backward's (`backward` with `cpu` and `cpu_after_us`) CPU scale pooled toward the uniform
     fit's: scale^(1-w) * uniform^w, w BACKWARD_POOL_CONV for a CNN and BACKWARD_POOL otherwise."""
     hit = [w.backward and c is not None and w.cpu_after_us is not None for w, c in zip(whatifs, cpu, strict=True)]
@@ -1114,22 +1164,22 @@ def _pooled(trace: Trace, g: Graph, whatifs: Sequence[WhatIf], cpu: list[GroupCp
     weight = BACKWARD_POOL_CONV if is_convnet(trace) else BACKWARD_POOL
     if not weight:
         return cpu
-    uniform = fit_cpu_scale(g, step_us)
+    uniform = fit_cpu_scale(g, step_us, host_us=host_us)
     return [replace(c, scale=c.scale ** (1 - weight) * uniform ** weight) if h and c is not None else c
             for c, h in zip(cpu, hit, strict=True)]
 
 
 def _rank_projection(trace: Trace, g: Graph, whatifs: Sequence[WhatIf], ceiling: Select, step_us: float | None,
-                     like: bool) -> tuple[dict[str, Any], list[np.ndarray], int]:
+                     like: bool, host_us: float | None = None) -> tuple[dict[str, Any], list[np.ndarray], int]:
     """One rank's replayed spans (unchanged, point, lo, hi, ceiling), its per-step speedups at k's ends and
     how many call groups kept a measured CPU scale; `like`: the `scale_like` calls take their group's scale
-    (else they are fitted with the rest)."""
+    (else they are fitted with the rest); `host_us`: the step's CPU time to return (`fit_cpu_scale`)."""
     unscaled = replay(g)
     cpu = _pooled(trace, g, whatifs, [w.cpu(trace, g) if w.cpu is not None and step_us else None for w in whatifs],
-                  step_us)
+                  step_us, host_us)
     fixed = [(c.calls, c.scale) for c in cpu if c is not None]
     fixed += _scaled_like(trace, g, whatifs, fixed) if step_us and like else []
-    rest = fit_cpu_scale(g, step_us, fixed=fixed) if step_us else 1.0
+    rest = fit_cpu_scale(g, step_us, fixed=fixed, host_us=host_us) if step_us else 1.0
     scale = scales(g, rest, fixed)
     base = unscaled if rest == 1.0 and not fixed else replay(g, cpu_scale=scale)
 
@@ -1159,6 +1209,7 @@ def _rank_projection(trace: Trace, g: Graph, whatifs: Sequence[WhatIf], ceiling:
     point, lo, hi = (replayed(w, d) for w, d in (("k", "typical"), ("k_lo", "own"), ("k_hi", "typical")))
     top = replay(g, [Change(ceiling(trace, g), np.inf)], scale)
     row = {"trace": trace.path, "residual": residual(g, unscaled), "cpu_scale": rest,
+           "cpu_scale_basis": cpu_scale_basis(g, step_us, fixed, host_us),
            "span": original(g).span, "base": base.span, "point": point.span, "lo": lo.span,
            "hi": hi.span, "ceiling": top.span, "busy": base.busy, "busy_point": point.busy,
            "busy_lo": lo.busy, "busy_hi": hi.busy, "busy_ceiling": top.busy,
@@ -1189,14 +1240,15 @@ def _speedups(t: pd.DataFrame) -> tuple[dict[str, float], dict[str, float]]:
 
 
 def project_traces(paths: Sequence[str | Path | Trace], whatifs: Sequence[WhatIf], ceiling: Select,
-                   step_us: float | None = None) -> ReplayProjection | str:
+                   step_us: float | None = None, host_us: float | None = None) -> ReplayProjection | str:
     """Replay every rank's trace unchanged and with the wins (point, every k at lo, every k at hi,
     every `ceiling` op infinitely fast); a string says why a trace cannot be replayed.
 
     With `step_us` (the unprofiled step time), each graph's CPU time is first scaled so that its
     replayed step takes that long (`fit_cpu_scale`): the profiler's own CPU overhead is taken out. The
-    calls of a what-if with `cpu` keep their own measured scale (GroupCpu.scale) and the rest are fitted;
-    its `cpu_after_us` then replaces the CPU time of each of its calls (model `given`, docs/replay.md).
+    calls of a what-if with `cpu` keep their own measured scale (GroupCpu.scale) and the rest are fitted.
+    Where the GPU alone holds the step, `host_us` (the unprofiled step's CPU time to return) fits them instead
+    (`cpu_scale_basis`). A what-if's `cpu_after_us` then replaces the CPU time of each of its calls (model `given`, docs/replay.md).
 
     A what-if with `scale_like` (a module's backward, whose CPU no profiler-free clock timed) is replayed
     under both hypotheses: its launches at the forward's measured scale, and fitted with the rest. The
@@ -1214,7 +1266,7 @@ def project_traces(paths: Sequence[str | Path | Trace], whatifs: Sequence[WhatIf
         if g is None:
             return why if len(paths) == 1 else f"{Path(trace.path).name}: {why}"
         for like in likes:
-            row, steps_r, fixed = _rank_projection(trace, g, whatifs, ceiling, step_us, like)
+            row, steps_r, fixed = _rank_projection(trace, g, whatifs, ceiling, step_us, like, host_us)
             rows[like].append({"rank": rank, **row})
             per_step += steps_r
             if rank == 0 and like == likes[0]:
@@ -1247,4 +1299,4 @@ def project_traces(paths: Sequence[str | Path | Trace], whatifs: Sequence[WhatIf
                             n_steps, float(t["span"].max()) / max(n_steps, 1) / 1e3,
                             t.drop(columns=["base", "point", "lo", "hi", "ceiling", "busy_point", "busy_lo",
                                             "busy_hi", "busy_ceiling", "backward_measured"]), regime, n_cpu,
-                            (hyp[0], hyp[-1]), share)
+                            (hyp[0], hyp[-1]), share, str(t["cpu_scale_basis"].iloc[0]))

@@ -414,6 +414,11 @@ class Run:
         """Unprofiled step time (or --step-ms, or a trace's profiled step); None when absent or not positive."""
         return positive_or_none(self.info.get("step_time_ms"))
 
+    @property
+    def host_time_ms(self) -> float | None:
+        """Unprofiled time a step's CPU takes to return (host_time_ms); None when absent or not positive."""
+        return positive_or_none(self.info.get("host_time_ms"))
+
     def unprofiled_steps_ms(self) -> np.ndarray:
         """Each unprofiled step's time from steps.csv (ms); empty for a run without that file."""
         f = self.path / "steps.csv"

@@ -1,0 +1,109 @@
+"""The host time: where the GPU alone holds a step, the step's CPU time to its return fixes the replay's CPU scale."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from addressable.projection.replay import (
+    Change,
+    cpu_scale_basis,
+    fit_cpu_scale,
+    host_span,
+    replay,
+    scales,
+    step_span,
+)
+from tests.projection.test_replay import TraceBuilder, graph, launch_bound, project_json
+
+
+def gpu_bound(tb: TraceBuilder | None = None) -> TraceBuilder:
+    """One step: 10 launches (5 us of CPU, then a 5 us call, so 100 us of CPU to the sync), 100 us kernels back to
+    back from 13 us, then a synchronize that returns 2 us after the last kernel's end (1022)."""
+    tb = tb or TraceBuilder()
+    for j in range(10):
+        tb.launch(10 * j + 5, 5, 13 + 101 * j, 100)
+    tb.call("cudaDeviceSynchronize", 100, 1024 - 100)
+    tb.step(1, 0, 1025)
+    return tb
+
+
+def test_the_host_time_fixes_the_cpu_scale_the_step_time_cannot(tmp_path: Path) -> None:
+    g = graph(tmp_path, gpu_bound())
+    assert host_span(g, replay(g)) == pytest.approx(100)  # the step reaches its sync after 100 us of CPU
+    # the kernels alone take longer than the 1000 us step measured without the profiler (at the CPU's fastest the
+    # replayed step is 1019 us, at twice its profiled time 1031): the measured step says nothing about the CPU
+    assert step_span(replay(g, cpu_scale=0.05)) == pytest.approx(1019.3)
+    assert step_span(replay(g, cpu_scale=2.0)) == pytest.approx(1031)
+    assert fit_cpu_scale(g, 1000.0) == 0.05 and cpu_scale_basis(g, 1000.0) == "unidentified"
+    # measured without the profiler, the CPU returned after 40 us: scale 0.4
+    scale = fit_cpu_scale(g, 1000.0, host_us=40.0)
+    assert scale == pytest.approx(0.4, rel=2e-3) and cpu_scale_basis(g, 1000.0, host_us=40.0) == "host"
+    assert host_span(g, replay(g, cpu_scale=scale), scale) == pytest.approx(40, rel=2e-3)
+    # every kernel 100x faster frees the GPU: the CPU holds the step, at 40 us to the sync, not 5
+    fast = [Change(np.ones(g.n_gpu, bool), k=100)]
+    with_host, without = (replay(g, fast, s).span for s in (scale, 0.05))
+    # the last launch at 38 us (95 x 0.4), its 1 us kernel 8 us after the launch's start, the sync's 2 us after it,
+    # and the step's last 1 us of CPU at 0.4
+    assert with_host == pytest.approx(38 + 8 + 1 + 2 + 0.4, rel=2e-3)
+    # at 0.05 the GPU still holds it: ten 1 us kernels 1 us apart from 8 us, the sync 2 us after, 29.3 us in all
+    assert without == pytest.approx(29.3)
+
+
+def test_a_step_the_cpu_holds_keeps_its_step_fit(tmp_path: Path) -> None:
+    """The launch-bound step (1000 us of CPU, 5 us kernels): the step time identifies the scale; a host time does
+    not move it."""
+    g = launch_bound(tmp_path)
+    s = fit_cpu_scale(g, 500.0)
+    assert 0.45 < s < 0.55 and fit_cpu_scale(g, 500.0, host_us=900.0) == s
+    assert cpu_scale_basis(g, 500.0, host_us=900.0) == "step" and cpu_scale_basis(g, None) == ""
+
+
+def test_host_time_ends_at_the_first_closing_wait_or_the_steps_cpu(tmp_path: Path) -> None:
+    """Two syncs close the step: the host time ends where the first starts; with none, at the step's CPU end."""
+    tb = gpu_bound()
+    tb.call("cudaDeviceSynchronize", 1024.5, 0.3)  # a second sync inside the step, nothing left to wait for
+    g = graph(tmp_path, tb)
+    assert host_span(g, replay(g)) == pytest.approx(100)
+    bare = TraceBuilder()
+    for j in range(10):
+        bare.launch(10 * j + 5, 5, 13 + 101 * j, 100)
+    bare.step(1, 0, 120)  # the step returns 20 us after its last launch, without a sync
+    g = graph(tmp_path, bare)
+    assert host_span(g, replay(g)) == pytest.approx(120)
+    assert host_span(g, replay(g, cpu_scale=0.5), 0.5) == pytest.approx(60)
+    assert host_span(g, replay(g, cpu_scale=scales(g, 0.5)), scales(g, 0.5)) == pytest.approx(60)
+
+
+def run_folder(tmp_path: Path, host_ms: float | None) -> Path:
+    """The toy run with the GPU-bound step as its trace, its unprofiled step 1.0 ms, and `host_ms` when given."""
+    run = tmp_path / f"run-{host_ms}"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "toy-train", run)
+    (run / "trace.json.gz").write_bytes(gzip.compress(json.dumps({"traceEvents": gpu_bound().events}).encode()))
+    doc = json.loads((run / "breakdown.json").read_text())
+    doc.update(step_time_ms=1.0, **({"host_time_ms": host_ms} if host_ms is not None else {}))
+    (run / "breakdown.json").write_text(json.dumps(doc))
+    return run
+
+
+def test_project_reads_a_runs_host_time_and_warns_without_one(tmp_path: Path) -> None:
+    wins = tmp_path / "wins.csv"
+    wins.write_text("target,speedup\nelementwise,100\n")
+    code, d, err = project_json("--speedups", str(wins), "--runs", str(run_folder(tmp_path, 0.04)), "--json")
+    r = d["runs"][0]
+    assert code == 0 and r["model"] == "replay" and r["cpu_scale_basis"] == "host"
+    assert r["cpu_scale"] == pytest.approx(0.4, rel=2e-3)
+    held = r["replay_speedup_wall"]
+    assert held == pytest.approx(1020 / 49.4, rel=0.01)  # the CPU's 40 us now hold the step
+    assert not any("host time" in w for w in d["warnings"])
+    code, d, err = project_json("--speedups", str(wins), "--runs", str(run_folder(tmp_path, None)), "--json")
+    r = d["runs"][0]
+    assert code == 0 and r["cpu_scale_basis"] == "unidentified" and r["cpu_scale"] == 0.05
+    assert r["replay_speedup_wall"] > 1.5 * held  # the CPU at its fastest
+    said = [w for w in d["warnings"] if "no host time (host_time_ms)" in w]
+    assert len(said) == 1 and said[0] in err and "projected too high" in said[0]
