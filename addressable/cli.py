@@ -261,15 +261,18 @@ def taxonomy(file: Path | None) -> None:
 @click.option("--step-ms", type=float, help="Measured unprofiled step time (ms) for the wall basis of a trace "
                                             "file, e.g. the lower quartile of your steps (default: its "
                                             "profiled ProfilerStep spans).")
+@click.option("--host-ms", type=float, help="With --step-ms: the time a step's CPU takes from its call to its return "
+                                            "(ms), each step started on an idle GPU; fixes the replay's CPU scale "
+                                            "where the GPU alone holds the step (a run folder records it).")
 @_user_errors
 def project(speedups: Path, run_dirs: tuple[Path, ...], as_json: bool, include_unverified: bool,
-            combine: str, top: int, model: str, step_ms: float | None) -> None:
+            combine: str, top: int, model: str, step_ms: float | None, host_ms: float | None) -> None:
     """Project the end-to-end speedup that measured kernel speedups buy on each profiled run."""
     from addressable.projection.project import format_projection
     from addressable.projection.project import project as project_runs
     from addressable.runs.folder import load_runs
 
-    p = project_runs(load_runs(run_dirs, step_ms), speedups, combine=combine, include_unverified=include_unverified,
+    p = project_runs(load_runs(run_dirs, step_ms, host_ms), speedups, combine=combine, include_unverified=include_unverified,
                      model=model)
     for w in p.warnings:
         click.echo(f"warning: {w}", err=True)

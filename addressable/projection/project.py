@@ -241,8 +241,8 @@ def project(runs: Sequence[Run | str | Path], wins: pd.DataFrame | str | Path, *
 
 UNIDENTIFIED_WORDS = ("the GPU alone holds its unprofiled step and it has no host time (host_time_ms), so nothing "
                       "fixes the profiler's CPU overhead: the replay takes its CPU at the fastest, and a win that "
-                      "frees the GPU may be projected too high; profile it again to record the host time "
-                      "(docs/replay.md)")
+                      "frees the GPU may be projected too high; profile it again to record the host time, or give a "
+                      "trace file's with --host-ms (docs/replay.md)")
 
 
 def as_profiled_warning(row: dict[str, Any]) -> str:

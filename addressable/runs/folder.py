@@ -698,11 +698,12 @@ def _natural_key(path: Path) -> list[Any]:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(path))]
 
 
-def load_runs(paths: str | Path | Iterable[str | Path] | None = None, step_ms: float | None = None) -> list[Run]:
+def load_runs(paths: str | Path | Iterable[str | Path] | None = None, step_ms: float | None = None,
+              host_ms: float | None = None) -> list[Run]:
     """Load every run find_runs finds (default: under outputs/; trace files through run_from_trace with
-    `step_ms`); runs with the same name are named by their path."""
+    `step_ms` and `host_ms`); runs with the same name are named by their path."""
     found = find_runs(paths)
-    runs = [run_from_trace(p, step_ms) if p.is_file() else load_run(p) for p in found]
+    runs = [run_from_trace(p, step_ms, host_ms) if p.is_file() else load_run(p) for p in found]
     names = [r.name for r in runs]
     for r, p in zip(runs, found, strict=True):
         if names.count(r.name) > 1:
@@ -717,12 +718,16 @@ def run_traces(folder: Path) -> list[Path]:
     return sorted(folder.glob(f"rank*/{TRACE_FILE}"), key=lambda p: int(re.sub(r"\D", "", p.parent.name) or 0))
 
 
-def run_from_trace(path: str | Path, step_ms: float | None = None) -> Run:
+def run_from_trace(path: str | Path, step_ms: float | None = None, host_ms: float | None = None) -> Run:
     """A Kineto trace file as a run: its breakdown, and for the wall basis `step_ms` when given, else
-    the mean span of its ProfilerStep#N rows (profiled-step time)."""
+    the mean span of its ProfilerStep#N rows (profiled-step time); `host_ms`, a step's measured CPU time to
+    its return (host_time_ms), with `step_ms` only."""
     path = Path(path)
-    if step_ms is not None and not (math.isfinite(step_ms) and step_ms > 0):
-        raise AddressableError(f"--step-ms must be a positive number of milliseconds, got {step_ms}")
+    for flag, ms in (("--step-ms", step_ms), ("--host-ms", host_ms)):
+        if ms is not None and not (math.isfinite(ms) and ms > 0):
+            raise AddressableError(f"{flag} must be a positive number of milliseconds, got {ms}")
+    if host_ms is not None and step_ms is None:
+        raise AddressableError("--host-ms needs --step-ms: the host time fixes the CPU scale only beside a measured step")
     trace = load_trace(path, runtime=True)
     b = breakdown_of_trace(trace, default_taxonomy())
     steps = trace.events[(trace.events["kind"] == "step").to_numpy()]
@@ -732,7 +737,7 @@ def run_from_trace(path: str | Path, step_ms: float | None = None) -> Run:
         step_ms = float(steps["dur"].mean() if not steps.empty else (ev["ts"] + ev["dur"]).max() - ev["ts"].min()) / 1e3
     n_steps = float(len(steps)) if not steps.empty else 1.0
     name = path.name.removesuffix(".gz").removesuffix(".json")
-    info = {"workload": name, "n_steps": n_steps, "step_time_ms": step_ms}
+    info = {"workload": name, "n_steps": n_steps, "step_time_ms": step_ms, "host_time_ms": host_ms}
     return Run(path, info, b.categories, b.kernels, {}, name, trace, b, basis)
 
 

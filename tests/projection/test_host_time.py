@@ -9,6 +9,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
+
+from addressable.cli import main
 
 from addressable.projection.replay import (
     Change,
@@ -107,3 +110,27 @@ def test_project_reads_a_runs_host_time_and_warns_without_one(tmp_path: Path) ->
     assert r["replay_speedup_wall"] > 1.5 * held  # the CPU at its fastest
     said = [w for w in d["warnings"] if "no host time (host_time_ms)" in w]
     assert len(said) == 1 and said[0] in err and "projected too high" in said[0]
+
+
+def test_a_trace_files_host_time_comes_with_host_ms(tmp_path: Path) -> None:
+    trace = gpu_bound().write(tmp_path / "gpu_bound.json")
+    wins = tmp_path / "wins.csv"
+    wins.write_text("target,speedup\nelementwise,100\n")
+    args = ("--speedups", str(wins), "--runs", str(trace), "--json", "--step-ms", "1.0")
+    code, d, _ = project_json(*args, "--host-ms", "0.04")
+    r = d["runs"][0]
+    assert code == 0 and r["cpu_scale_basis"] == "host" and r["cpu_scale"] == pytest.approx(0.4, rel=2e-3)
+    code, d, _ = project_json(*args)
+    assert code == 0 and d["runs"][0]["cpu_scale_basis"] == "unidentified"
+    assert any("--host-ms" in w and "no host time" in w for w in d["warnings"])
+
+
+@pytest.mark.parametrize("extra", [["--step-ms", "1.0", "--host-ms", "0"], ["--step-ms", "1.0", "--host-ms", "nan"],
+                                   ["--host-ms", "0.04"]])
+def test_bad_host_ms_is_one_line(tmp_path: Path, extra: list[str]) -> None:
+    wins = tmp_path / "wins.csv"
+    wins.write_text("target,speedup\nelementwise,2\n")
+    trace = gpu_bound().write(tmp_path / "gpu_bound.json")
+    res = CliRunner().invoke(main, ["project", "--speedups", str(wins), "--runs", str(trace), *extra])
+    assert res.exit_code == 2 and "--host-ms" in res.stderr and "Traceback" not in res.output
+    assert len(res.stderr.strip().splitlines()) == 1
