@@ -12,7 +12,6 @@ import pytest
 from click.testing import CliRunner
 
 from addressable.cli import main
-
 from addressable.projection.replay import (
     Change,
     cpu_scale_basis,
