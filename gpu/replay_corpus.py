@@ -1601,6 +1601,35 @@ PAIRS += [
     Pair("resnet50-train-b32-bn", "cnn", "tiny", 22, p_bn_net("resnet50", 32, "ResNet-50"), 35),
 ]
 
+# part 23: held-out 19, 15 new pairs, registered on 5 Dec 2026 after held-out 18 was read (docs/replay.md), for the
+# co-limited regime (replay.CO_LIMITED_ABOVE: the GPU alone holds A's replayed step while its CPU takes nearly all of
+# it to return) and its interval, fitted on held-outs 17-18's misses: inference at batches near where A's CPU and GPU
+# tie, on CNNs and batches none of parts 1-22 ran
+PAIRS += [
+    Pair("resnet18-infer-b80-bn", "cnn", "tiny", 23, p_bn(80, False), 15),
+    Pair("resnet34-infer-b48-bn", "cnn", "tiny", 23, p_bn_net("resnet34", 48, "ResNet-34", train=False), 20),
+    Pair("efficientnetb0-infer-b96-bn", "cnn", "tiny", 23,
+         p_bn_net("efficientnet_b0", 96, "EfficientNet-B0", train=False), 30),
+    Pair("mobilenetv3l-infer-b96-bn", "cnn", "tiny", 23,
+         p_bn_net("mobilenet_v3_large", 96, "MobileNetV3-Large", train=False), 25),
+    Pair("mobilenetv2-infer-b96-bn", "cnn", "tiny", 23, p_bn_net("mobilenet_v2", 96, "MobileNetV2", train=False), 25),
+    Pair("resnet34-infer-b96-bn", "cnn", "tiny", 23, p_bn_net("resnet34", 96, "ResNet-34", train=False), 20),
+    Pair("resnet18-infer-b56-bn", "cnn", "tiny", 23, p_bn(56, False), 15),
+    Pair("resnet50-infer-b48-bn", "cnn", "tiny", 23, p_bn_net("resnet50", 48, "ResNet-50", train=False), 20),
+    Pair("regnety400mf-infer-b64-bn", "cnn", "tiny", 23,
+         p_bn_net("regnet_y_400mf", 64, "RegNetY-400MF", train=False), 25),
+    Pair("mnasnet10-infer-b128-bn", "cnn", "tiny", 23, p_bn_net("mnasnet1_0", 128, "MNASNet 1.0", train=False), 25),
+    Pair("shufflenetv2-infer-b128-bn", "cnn", "tiny", 23,
+         p_bn_net("shufflenet_v2_x1_0", 128, "ShuffleNetV2 1.0x", train=False), 25),
+    Pair("densenet121-infer-b64-bn", "cnn", "tiny", 23, p_bn_net("densenet121", 64, "DenseNet-121", train=False), 30),
+    Pair("resnet18-gn-infer-b64", "cnn", "tiny", 23, p_gn_infer(64), 15),
+    Pair("convnext-tiny-infer-b64-layernorm", "cnn", "tiny", 23,
+         p_ln_net("convnext_tiny", 64, "ConvNeXt-Tiny", train=False), 25),
+    Pair("vit-infer-b48-d768-layernorm", "infer-large", "tiny", 23, p_own_infer(
+        dict(d=768, layers=8, heads=12), dict(norm="eager"), {}, NORMS, 48,
+        "ViT-like (8 x d768) inference, batch 48, bf16: every LayerNorm eager vs nn.LayerNorm."), 20),
+]
+
 
 def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
@@ -1613,10 +1642,11 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     part 14 (new training pairs) heldout10, parts 15 and 16 (more new training pairs) heldout11 and heldout12, and
     part 17 (new pairs, other CNNs first) heldout13, part 18 (seven more CNNs first) heldout14, part 19 (ConvNeXt,
     Swin and three more CNNs first) heldout15, part 20 (grouped-conv and GroupNorm CNNs first) heldout16, part 21
-    (GPU-bound inference first) heldout17, part 22 (GPU-bound inference again, for the host time) heldout18."""
+    (GPU-bound inference first) heldout17, part 22 (GPU-bound inference again, for the host time) heldout18, part 23
+    (inference where A's CPU and GPU tie) heldout19."""
     named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11", 16: "heldout12", 17: "heldout13",
              18: "heldout14", 19: "heldout15", 20: "heldout16", 21: "heldout17",
-             22: "heldout18"}
+             22: "heldout18", 23: "heldout19"}
     out = {p.name: named.get(p.part, f"heldout{p.part - 1}") for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):

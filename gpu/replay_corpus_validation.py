@@ -96,7 +96,7 @@ PROJECT_MODEL = "given"  # what `project --model replay` runs where a target has
 FALLBACK_MODEL = "uniform"  # what it runs for a target without them; both error models are written
 HELD = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8",
         "heldout9", "heldout10", "heldout11", "heldout12", "heldout13", "heldout14",
-        "heldout15", "heldout16", "heldout17", "heldout18")  # parts 1-2's half, 3-9, 11, 14-22
+        "heldout15", "heldout16", "heldout17", "heldout18", "heldout19")  # parts 1-2's half, 3-9, 11, 14-23
 DEV = ("dev", "dev2", "dev3", "dev4")  # parts 1-2's half, part 10, part 12, part 13
 Q = rv.STEP_QUANTILE
 # the statistic of the backward pass's steps (min: its steps run apart from the interleaved timing, and a slow mode

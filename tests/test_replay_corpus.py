@@ -208,6 +208,13 @@ def test_part_20_is_held_out_16_with_grouped_conv_and_groupnorm_cnns_first() -> 
     _new_part(20, "heldout16", 15, ["regnety400mf", "regnetx800mf", "resnet18"], 13, 420)
 
 
+def test_part_23_is_held_out_19_with_co_limited_inference() -> None:
+    """Inference at batches near where A's CPU and GPU tie (the co-limited regime, whose interval held-outs 17-18's
+    misses fit), on CNNs and batches no earlier part ran: new pairs, all heldout19, fitting one device call's
+    budget."""
+    _new_part(23, "heldout19", 15, ["resnet18", "resnet34", "efficientnetb0", "mobilenetv3l"], 0, 420)
+
+
 def test_part_22_is_held_out_18_with_the_host_times_class_first() -> None:
     """Inference at batches where A's GPU holds the step and B's CPU may (other CNNs and batches than held-out 17's:
     the host time fixes their CPU scale), then transformer inference at large batch and GPU-bound training: new
@@ -364,8 +371,8 @@ def test_corpus_validation_fits_on_dev_and_scores_heldout_apart(tmp_path: Path) 
     assert res4.returncode == 0, res4.stderr[-2000:]
     d = read_error_model(err4)
     assert d.pooled != b.pooled and "fitted on dev+heldout" in d.source and "held-out 1 (fitted on)" in res4.stdout
-    res5, _ = _validate(_mini_corpus(tmp_path / "c5"), tmp_path / "v5.csv", "--fit-on", "dev,heldout19")
-    assert res5.returncode == 2 and "unknown splits heldout19" in res5.stderr and not (tmp_path / "v5.csv").exists()
+    res5, _ = _validate(_mini_corpus(tmp_path / "c5"), tmp_path / "v5.csv", "--fit-on", "dev,heldout20")
+    assert res5.returncode == 2 and "unknown splits heldout20" in res5.stderr and not (tmp_path / "v5.csv").exists()
 
 
 def test_the_committed_table_reproduces_from_the_committed_corpus(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from addressable.projection.replay import (
     cpu_scale_basis,
     fit_cpu_scale,
     host_span,
+    project_traces,
     replay,
     scales,
     step_span,
@@ -133,3 +134,12 @@ def test_bad_host_ms_is_one_line(tmp_path: Path, extra: list[str]) -> None:
     res = CliRunner().invoke(main, ["project", "--speedups", str(wins), "--runs", str(trace), *extra])
     assert res.exit_code == 2 and "--host-ms" in res.stderr and "Traceback" not in res.output
     assert len(res.stderr.strip().splitlines()) == 1
+
+
+def test_a_step_whose_cpu_nearly_fills_it_is_co_limited(tmp_path: Path) -> None:
+    """The GPU alone holds the 1000 us step; a CPU that takes 950 us of it to return makes it co-limited (its own
+    regime and error model), one that takes 40 us leaves it gpu-bound."""
+    trace = gpu_bound().write(tmp_path / "gpu_bound.json")
+    none = lambda t, g: np.zeros(g.n_gpu, bool)  # noqa: E731
+    regimes = {host: project_traces([trace], [], none, 1000.0, host).regime for host in (40.0, 950.0, None)}
+    assert regimes == {40.0: "gpu-bound", 950.0: "co-limited", None: "gpu-bound"}
