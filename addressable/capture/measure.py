@@ -223,7 +223,8 @@ def profiled(step: Step, n: int, cuda: bool, path: Path) -> list[float]:
 def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Path, tax: Taxonomy,
             progress: Callable[[str], None], record_io: bool = False, kept_in: Path | None = None,
             record_cpu: bool = False) -> Measured:
-    """Build the workload, warm it up, then per repeat: timed steps, profiled steps, a breakdown.
+    """Build the workload, warm it up, then per repeat: timed steps, profiled steps, a breakdown; then, on the
+    GPU, HOST_STEPS steps each timed to its return (`host_times`, the run's host_time_ms).
 
     The last repeat's trace is kept as workdir/trace.json.gz; its breakdown's source names it where it
     will be once the run folder is in place, `kept_in` (default: workdir, e.g. a temporary folder).
