@@ -502,7 +502,8 @@ def format_profile(res: ProfileResult, requested_device: str = "auto") -> str:
         lines += [f"warning: {w}" for w in x.get("warnings", [])]
     lines += [
         f"{what}, {r['dtype']} on {r['device']}: step time {r['step_time_ms']:,.2f} ms ("
-        + ("extrapolated from the depths' median unprofiled steps)" if "extrapolated" in r else "median unprofiled step)"),
+        + ("extrapolated from the depths' median unprofiled steps)" if "extrapolated" in r else "median unprofiled step)")
+        + (f"; its CPU returns after {r['host_time_ms']:,.2f} ms (median, from an idle GPU)" if r.get("host_time_ms") else ""),
         f"{basis[0].upper() + basis[1:]} per profiled step: {r['kernel_time_per_step_us'] / 1e3:,.2f} ms "
         f"({r['kernel_time_per_step_us'] / 1e3 / max(r['step_time_ms'], 1e-9):.0%} of the step time"
         + ("; summed over overlapping threads or streams" if r.get("wall_basis") == "work" else "") + ")",

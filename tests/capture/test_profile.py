@@ -582,3 +582,27 @@ def test_a_model_that_rejects_its_configuration_fails_in_one_line() -> None:
         bn(torch.ones(1, 4, 1, 1))
     msg = str(e.value)
     assert "\n" not in msg and msg.startswith("resnet50 train at batch 1 on cpu failed: Expected more than 1 value")
+
+
+def test_a_runs_host_time_is_a_run_key_and_printed(tmp_path: Path) -> None:
+    """host_time_ms, the median of the host steps (each step timed from an idle GPU to its return), is written
+    beside step_time_ms and printed with it; a run without host steps (the CPU, an extrapolated run) has none."""
+    from addressable.capture.measure import manifest, run_keys
+    from addressable.capture.profile import ProfileResult, format_profile
+    from addressable.classify.breakdown import breakdown_from_tables
+    from addressable.runs.folder import load_run, write_run
+
+    k = pd.DataFrame({"name": ["aten::mm", "aten::tanh"], "category": ["gemm", "elementwise"],
+                      "class": ["library", "replaceable"], "time_us": [600.0, 400.0], "count": [1, 1]})
+    b = breakdown_from_tables(k, "cpu_op_time", n_steps=1)
+    cfg = WorkloadConfig("gpt2", "train", 1, "fp32", "cpu", seq_len=32)
+    m = Measurement(1, 1, 1, 1)
+    steps = pd.DataFrame({"repeat": [0], "step": [0], "time_ms": [1.0], "profiled": [False]})
+    for host, want in (([0.7, 0.5, 0.6], 0.6), (None, None)):
+        keys = run_keys(get_workload("gpt2"), cfg, b, [b], [1.0], 1.0, host)
+        assert keys.get("host_time_ms") == want
+        folder = tmp_path / f"run-{want}"
+        write_run(folder, b, keys, steps, {**manifest(cfg, m), "measurement": vars(m)})
+        assert load_run(folder).host_time_ms == want
+        printed = format_profile(ProfileResult(b, keys, folder, {"measurement": vars(m), "gpu": None}), "cpu")
+        assert ("its CPU returns after 0.60 ms (median, from an idle GPU)" in printed) == (want is not None)
