@@ -434,3 +434,33 @@ def test_repeatability_compares_two_captures_of_the_same_pairs(tmp_path: Path) -
                           "--out", str(tmp_path / "r2.csv")], capture_output=True, text=True, cwd=ROOT, timeout=600,
                          env=env)
     assert res.returncode == 2 and "share no pair" in res.stderr and not (tmp_path / "r2.csv").exists()
+
+
+def test_the_heldout_table_counts_a_set_and_its_classes(tmp_path: Path) -> None:
+    """gpu/replay_heldout_table.py: a set's figures over its pairs, by basis and co-limited or not, and with an
+    earlier set; one row per pair; an unknown set is an error."""
+    spec = importlib.util.spec_from_file_location("replay_heldout_table", ROOT / "gpu/replay_heldout_table.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    import pandas as pd
+
+    def row(pair: str, split: str, err: float, basis: str, regime: str, inside: bool) -> dict:
+        return {"pair": pair, "split": split, "regime": "cnn", "regime_given": regime, "cpu_scale_basis": basis,
+                "measured": 2.0, "measured_ci95": 0.01, "cpu_share_a": 0.99, "cpu_share_b": 0.98,
+                "given": 2.0 * (1 + err), "given_error": err, "lo": 1.8, "hi": 2.2, "inside": inside}
+
+    t = pd.DataFrame([row("a", "heldout9", 0.01, "step", "cpu-bound", True),
+                      row("b", "heldout9", -0.10, "host", "co-limited", False),
+                      row("c", "heldout9", 0.03, "host", "gpu-bound", True),
+                      row("d", "heldout8", 0.50, "step", "cpu-bound", False)])
+    t.to_csv(tmp_path / "v.csv", index=False)
+    out = mod.report(tmp_path / "v.csv", "heldout9", tmp_path / "v.csv", [(tmp_path / "v.csv", "heldout8")])
+    lines = out.splitlines()
+    assert lines[0] == "heldout9: 3 pairs, median |error| 3.0%, max 10.0%, 2 of 3 within ±5%, 2 of 3 (67%) inside"
+    assert "  scale from host: 2 pairs, median |error| 6.5%" in out and "  co-limited: 1 pairs" in out
+    assert "with heldout8: 4 pairs, median |error| 6.5%, max 50.0%, 2 of 4 within ±5%, 2 of 4 (50%) inside" in out
+    assert sum(x.startswith("| ") for x in lines) == 3
+    assert "| b | cnn (co-limited) | host | 2.000× (±1.0%) | 0.99 / 0.98 | 1.800× (-10.0%) | 1.800× (-10.0%) | " \
+           "1.800–2.200 | **no** |" in lines
+    with pytest.raises(SystemExit, match="no pair of split heldout7"):
+        mod.report(tmp_path / "v.csv", "heldout7")
