@@ -464,3 +464,14 @@ def test_the_heldout_table_counts_a_set_and_its_classes(tmp_path: Path) -> None:
            "1.800–2.200 | **no** |" in lines
     with pytest.raises(SystemExit, match="no pair of split heldout7"):
         mod.report(tmp_path / "v.csv", "heldout7")
+
+
+def test_the_validation_reads_as_host_time_the_quantile_it_is_given() -> None:
+    """A's host times (cpu_ms) give host_us at --host-quantile, the median by default; none without them."""
+    spec = importlib.util.spec_from_file_location("replay_corpus_validation", ROOT / "gpu/replay_corpus_validation.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    meta = {"cpu_ms": {"A": [1.0, 2.0, 3.0, 4.0, 5.0]}}
+    assert mod.host_us(meta) == pytest.approx(3000.0) and mod.host_us({}) is None
+    mod.HOST_QUANTILE = 0.25
+    assert mod.host_us(meta) == pytest.approx(2000.0)
