@@ -402,7 +402,7 @@ def set_model_constants(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    global HOST_QUANTILE
+    global HOST_QUANTILE, Q
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("corpus", type=Path)
     ap.add_argument("--out", type=Path, default=Path("outputs/replay_corpus/validation.csv"))
@@ -415,10 +415,13 @@ def main(argv: list[str] | None = None) -> int:
                     "development data (held-out 4 is scored with dev,heldout,heldout2,heldout3)")
     ap.add_argument("--host-quantile", type=float, default=HOST_QUANTILE,
                     help="the quantile of A's host times passed as the host time (default: the median)")
+    ap.add_argument("--step-quantile", type=float, default=Q,
+                    help="the quantile of the unprofiled steps and the swap group's CPU times every model reads "
+                         f"(default {Q}, the lower quartile; the truth --truth quartile takes it too)")
     add_model_constants(ap)
     args = ap.parse_args(argv)
     set_model_constants(args)
-    HOST_QUANTILE = args.host_quantile
+    HOST_QUANTILE, Q = args.host_quantile, args.step_quantile
     pairs = corpus_pairs(args.corpus)
     fit_on = tuple(x for x in args.fit_on.split(",") if x)
     unknown = set(fit_on) - {*DEV, *HELD}
