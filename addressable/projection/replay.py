@@ -934,29 +934,33 @@ def fit_cpu_scale(g: Graph, step_us: float, lo: float = 0.05, hi: float = 4.0, r
     CPU took to return (`host_span`), decides, as far as the replayed step stays within HOST_STEP_SLACK of its
     least; without it the scale is the smallest (`cpu_scale_basis`).
     """
-    if not step_us > 0:
-        return 1.0
-    def at(x: float) -> Replay:
-        return replay(g, cpu_scale=scales(g, x, fixed))
-
-    least = step_span(at(lo))
-    if least >= step_us and host_us is not None and host_us > 0:
-        host = _solve(lambda x: host_span(g, at(x), scales(g, x, fixed)), host_us, lo, hi, rtol)
-        return min(host, _solve(lambda x: step_span(at(x)), least * (1 + HOST_STEP_SLACK), lo, hi, rtol))
-    return _solve(lambda x: step_span(at(x)), step_us, lo, hi, rtol)
+    return _fitted(g, step_us, lo, hi, rtol, fixed, host_us)[0]
 
 
 def cpu_scale_basis(g: Graph, step_us: float | None, fixed: Sequence[tuple[np.ndarray, float]] = (),
-                    host_us: float | None = None, lo: float = 0.05) -> str:
+                    host_us: float | None = None) -> str:
     """What `fit_cpu_scale` matched: "step" (the unprofiled step), "host" (the step's CPU time to return:
     the GPU alone holds the step), "unidentified" (the GPU alone holds the step and no host time was
     measured: the scale is the smallest, and a what-if that frees the GPU finds the CPU too fast), or ""
     (no step time: the profiled CPU as it was)."""
+    return _fitted(g, step_us, fixed=fixed, host_us=host_us)[1]
+
+
+def _fitted(g: Graph, step_us: float | None, lo: float = 0.05, hi: float = 4.0, rtol: float = 1e-3,
+            fixed: Sequence[tuple[np.ndarray, float]] = (), host_us: float | None = None) -> tuple[float, str]:
+    """`fit_cpu_scale`'s scale and `cpu_scale_basis`'s basis, from one fit."""
     if not step_us or not step_us > 0:
-        return ""
-    if step_span(replay(g, cpu_scale=scales(g, lo, fixed))) < step_us:
-        return "step"
-    return "host" if host_us is not None and host_us > 0 else "unidentified"
+        return 1.0, ""
+    def at(x: float) -> Replay:
+        return replay(g, cpu_scale=scales(g, x, fixed))
+
+    least = step_span(at(lo))
+    if least < step_us:
+        return _solve(lambda x: step_span(at(x)), step_us, lo, hi, rtol), "step"
+    if host_us is None or not host_us > 0:
+        return lo, "unidentified"
+    host = _solve(lambda x: host_span(g, at(x), scales(g, x, fixed)), host_us, lo, hi, rtol)
+    return min(host, _solve(lambda x: step_span(at(x)), least * (1 + HOST_STEP_SLACK), lo, hi, rtol)), "host"
 
 
 CPU_BOUND_BELOW = 0.8  # GPU busy / step under this: the CPU (dispatch, launches) holds the step
@@ -1183,7 +1187,7 @@ def _rank_projection(trace: Trace, g: Graph, whatifs: Sequence[WhatIf], ceiling:
                   step_us, host_us)
     fixed = [(c.calls, c.scale) for c in cpu if c is not None]
     fixed += _scaled_like(trace, g, whatifs, fixed) if step_us and like else []
-    rest = fit_cpu_scale(g, step_us, fixed=fixed, host_us=host_us) if step_us else 1.0
+    rest, basis = _fitted(g, step_us, fixed=fixed, host_us=host_us)
     scale = scales(g, rest, fixed)
     base = unscaled if rest == 1.0 and not fixed else replay(g, cpu_scale=scale)
 
@@ -1213,7 +1217,7 @@ def _rank_projection(trace: Trace, g: Graph, whatifs: Sequence[WhatIf], ceiling:
     point, lo, hi = (replayed(w, d) for w, d in (("k", "typical"), ("k_lo", "own"), ("k_hi", "typical")))
     top = replay(g, [Change(ceiling(trace, g), np.inf)], scale)
     row = {"trace": trace.path, "residual": residual(g, unscaled), "cpu_scale": rest,
-           "cpu_scale_basis": cpu_scale_basis(g, step_us, fixed, host_us),
+           "cpu_scale_basis": basis,
            "span": original(g).span, "base": base.span, "point": point.span, "lo": lo.span,
            "hi": hi.span, "ceiling": top.span, "busy": base.busy, "busy_point": point.busy,
            "busy_lo": lo.busy, "busy_hi": hi.busy, "busy_ceiling": top.busy,
