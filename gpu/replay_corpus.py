@@ -1630,6 +1630,41 @@ PAIRS += [
         "ViT-like (8 x d768) inference, batch 48, bf16: every LayerNorm eager vs nn.LayerNorm."), 20),
 ]
 
+# part 24: held-out 20, 16 new pairs, registered on 5 Dec 2026 after held-out 19 was read (docs/replay.md), for the
+# replay's waits: a copy or memset within device memory (DenseNet's torch.cat, a reduction's memset) that ended inside
+# its call in a profiled step whose GPU was idle is no longer read as the CPU waiting for the GPU (trace_format.yaml
+# device_only_ops), the error held-outs 17-19's over-predictions came from. The class first (inference at batches
+# near where A's CPU and GPU tie, on CNNs and batches no earlier part ran), then GPU-bound inference, DenseNet
+# training (its copies in a CPU-bound step) and transformer inference
+PAIRS += [
+    Pair("resnet18-infer-b72-bn", "cnn", "tiny", 24, p_bn(72, False), 15),
+    Pair("densenet121-infer-b48-bn", "cnn", "tiny", 24, p_bn_net("densenet121", 48, "DenseNet-121", train=False), 30),
+    Pair("efficientnetb0-infer-b112-bn", "cnn", "tiny", 24,
+         p_bn_net("efficientnet_b0", 112, "EfficientNet-B0", train=False), 30),
+    Pair("resnet34-infer-b80-bn", "cnn", "tiny", 24, p_bn_net("resnet34", 80, "ResNet-34", train=False), 20),
+    Pair("mobilenetv3l-infer-b112-bn", "cnn", "tiny", 24,
+         p_bn_net("mobilenet_v3_large", 112, "MobileNetV3-Large", train=False), 25),
+    Pair("mobilenetv2-infer-b112-bn", "cnn", "tiny", 24,
+         p_bn_net("mobilenet_v2", 112, "MobileNetV2", train=False), 25),
+    Pair("regnety400mf-infer-b96-bn", "cnn", "tiny", 24,
+         p_bn_net("regnet_y_400mf", 96, "RegNetY-400MF", train=False), 25),
+    Pair("mnasnet10-infer-b96-bn", "cnn", "tiny", 24, p_bn_net("mnasnet1_0", 96, "MNASNet 1.0", train=False), 25),
+    Pair("resnet18-infer-b112-bn", "cnn", "tiny", 24, p_bn(112, False), 15),
+    Pair("resnet50-infer-b96-bn", "cnn", "tiny", 24, p_bn_net("resnet50", 96, "ResNet-50", train=False), 20),
+    Pair("convnext-tiny-infer-b80-layernorm", "cnn", "tiny", 24,
+         p_ln_net("convnext_tiny", 80, "ConvNeXt-Tiny", train=False), 25),
+    Pair("resnet18-gn-infer-b112", "cnn", "tiny", 24, p_gn_infer(112), 15),
+    Pair("resnet50-infer-b160-bn", "cnn", "tiny", 24, p_bn_net("resnet50", 160, "ResNet-50", train=False), 20),
+    Pair("densenet121-train-b4-bn", "cnn", "tiny", 24, p_bn_net("densenet121", 4, "DenseNet-121"), 35),
+    Pair("vit-infer-b80-d384-mlp", "infer-large", "mlp", 24, p_own_infer(
+        dict(d=384, layers=12, heads=6), dict(eager_act=True), dict(mlp="addmm_gelu"), MLP, 80,
+        "ViT-S/16-like inference, batch 80, bf16: every MLP (Linear, eager tanh-GELU, Linear) vs Linear, fused "
+        "addmm-GELU, Linear."), 20),
+    Pair("gpt-infer-b24-s256-gelu", "infer-large", "tiny", 24, p_own_infer(
+        dict(d=1024, layers=6, heads=16, tokens=256, **DEC), dict(eager_act=True), {}, GELU_MODS, 24,
+        "Decoder of our own (6 x d1024) forward, b24 x 256, bf16: every MLP GELU eager tanh-GELU vs F.gelu(tanh)."), 20),
+]
+
 
 def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
@@ -1643,10 +1678,11 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     part 17 (new pairs, other CNNs first) heldout13, part 18 (seven more CNNs first) heldout14, part 19 (ConvNeXt,
     Swin and three more CNNs first) heldout15, part 20 (grouped-conv and GroupNorm CNNs first) heldout16, part 21
     (GPU-bound inference first) heldout17, part 22 (GPU-bound inference again, for the host time) heldout18, part 23
-    (inference where A's CPU and GPU tie) heldout19."""
+    (inference where A's CPU and GPU tie) heldout19, part 24 (the same, for the replay's device-only copies)
+    heldout20."""
     named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11", 16: "heldout12", 17: "heldout13",
              18: "heldout14", 19: "heldout15", 20: "heldout16", 21: "heldout17",
-             22: "heldout18", 23: "heldout19"}
+             22: "heldout18", 23: "heldout19", 24: "heldout20"}
     out = {p.name: named.get(p.part, f"heldout{p.part - 1}") for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):

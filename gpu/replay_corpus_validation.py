@@ -59,6 +59,7 @@ every earlier set had been read), as registered in docs/replay.md before part 5 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import dataclasses
 import json
 import sys
@@ -99,7 +100,7 @@ PROJECT_MODEL = "given"  # what `project --model replay` runs where a target has
 FALLBACK_MODEL = "uniform"  # what it runs for a target without them; both error models are written
 HELD = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8",
         "heldout9", "heldout10", "heldout11", "heldout12", "heldout13", "heldout14",
-        "heldout15", "heldout16", "heldout17", "heldout18", "heldout19")  # parts 1-2's half, 3-9, 11, 14-23
+        "heldout15", "heldout16", "heldout17", "heldout18", "heldout19", "heldout20")  # parts 1-2's half, 3-9, 11, 14-24
 DEV = ("dev", "dev2", "dev3", "dev4")  # parts 1-2's half, part 10, part 12, part 13
 Q = rv.STEP_QUANTILE
 # the statistic of the backward pass's steps (min: its steps run apart from the interleaved timing, and a slow mode
@@ -302,6 +303,14 @@ def validate_pair(folder: Path, name: str, costs: tuple[float, float], truth: st
     return row
 
 
+def validate_one(pair: tuple[Path, str], truth: str) -> dict:
+    """`validate_pair` for one (folder, name), with its part's profiler cost per event."""
+    folder, name = pair
+    over = folder / "profiler_overhead.json"
+    costs = event_costs(json.loads(over.read_text())) if over.exists() else (0.0, 0.0)
+    return validate_pair(folder, name, costs, truth)
+
+
 def choose(dev: pd.DataFrame) -> str:
     """The model with the most dev pairs within 5%, then the lowest median |error| on the dev half."""
     score = {m: (-(dev[f"{m}_error"].abs() <= 0.05).sum(), dev[f"{m}_error"].abs().median()) for m in MODELS}
@@ -418,8 +427,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--step-quantile", type=float, default=Q,
                     help="the quantile of the unprofiled steps and the swap group's CPU times every model reads "
                          f"(default {Q}, the lower quartile; the truth --truth quartile takes it too)")
+    ap.add_argument("--jobs", type=int, default=1, help="pairs validated at once (processes; default 1)")
     add_model_constants(ap)
     args = ap.parse_args(argv)
+    if args.jobs < 1:
+        print("--jobs: must be at least 1", file=sys.stderr)
+        return 2
     set_model_constants(args)
     HOST_QUANTILE, Q = args.host_quantile, args.step_quantile
     pairs = corpus_pairs(args.corpus)
@@ -436,13 +449,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     rows = []
     try:
-        for folder, name in pairs:
-            over = folder / "profiler_overhead.json"
-            costs = event_costs(json.loads(over.read_text())) if over.exists() else (0.0, 0.0)
-            rows.append(validate_pair(folder, name, costs, args.truth))
-            r = rows[-1]
-            print(f"{name} [{r['split']}, {r['regime_detected']}]: measured {r['measured']:.3f} "
-                  + " ".join(f"{m} {r[m]:.3f} ({r[f'{m}_error']:+.1%})" for m in MODELS), flush=True)
+        # workers are forked after the constants above are set, so they replay with them
+        with concurrent.futures.ProcessPoolExecutor(args.jobs) as pool:
+            for r in pool.map(validate_one, pairs, [args.truth] * len(pairs)):
+                rows.append(r)
+                print(f"{r['pair']} [{r['split']}, {r['regime_detected']}]: measured {r['measured']:.3f} "
+                      + " ".join(f"{m} {r[m]:.3f} ({r[f'{m}_error']:+.1%})" for m in MODELS), flush=True)
     except AddressableError as e:
         print(e, file=sys.stderr)
         return 2

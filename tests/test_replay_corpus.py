@@ -208,6 +208,13 @@ def test_part_20_is_held_out_16_with_grouped_conv_and_groupnorm_cnns_first() -> 
     _new_part(20, "heldout16", 15, ["regnety400mf", "regnetx800mf", "resnet18"], 13, 420)
 
 
+def test_part_24_is_held_out_20_with_the_device_only_copies_class_first() -> None:
+    """Inference near where A's CPU and GPU tie, led by DenseNet (its torch.cat's device copies) and EfficientNet (the
+    pairs the replay's device-only copies moved), on CNNs and batches no earlier part ran, then GPU-bound inference,
+    DenseNet training and transformer inference: new pairs, all heldout20, fitting one device call's budget."""
+    _new_part(24, "heldout20", 16, ["resnet18", "densenet121", "efficientnetb0"], 1, 420)
+
+
 def test_part_23_is_held_out_19_with_co_limited_inference() -> None:
     """Inference at batches near where A's CPU and GPU tie (the co-limited regime, whose interval held-outs 17-18's
     misses fit), on CNNs and batches no earlier part ran: new pairs, all heldout19, fitting one device call's
@@ -371,8 +378,8 @@ def test_corpus_validation_fits_on_dev_and_scores_heldout_apart(tmp_path: Path) 
     assert res4.returncode == 0, res4.stderr[-2000:]
     d = read_error_model(err4)
     assert d.pooled != b.pooled and "fitted on dev+heldout" in d.source and "held-out 1 (fitted on)" in res4.stdout
-    res5, _ = _validate(_mini_corpus(tmp_path / "c5"), tmp_path / "v5.csv", "--fit-on", "dev,heldout20")
-    assert res5.returncode == 2 and "unknown splits heldout20" in res5.stderr and not (tmp_path / "v5.csv").exists()
+    res5, _ = _validate(_mini_corpus(tmp_path / "c5"), tmp_path / "v5.csv", "--fit-on", "dev,heldout21")
+    assert res5.returncode == 2 and "unknown splits heldout21" in res5.stderr and not (tmp_path / "v5.csv").exists()
 
 
 def test_the_committed_table_reproduces_from_the_committed_corpus(tmp_path: Path) -> None:

@@ -65,6 +65,26 @@ def _calls() -> dict[str, re.Pattern]:
     return {k: re.compile(v) for k, v in trace_format()["runtime_calls"].items()}
 
 
+@cache
+def _never_waits() -> tuple[re.Pattern, re.Pattern, re.Pattern]:
+    """(device-only ops, pinned-host copies, asynchronous calls): trace_format.yaml's patterns."""
+    fmt = trace_format()
+    return re.compile(fmt["device_only_ops"]), re.compile(fmt["pinned_ops"]), re.compile(fmt["async_calls"])
+
+
+def _returns_at_once(op_names: np.ndarray, launch: np.ndarray, call_names: np.ndarray) -> np.ndarray:
+    """Per GPU op: its call returns without waiting for it, whatever the trace's times say (CUDA's and HIP's
+    synchronisation rules): a copy or memset within device memory, or a pinned-host copy from an asynchronous call."""
+    device_only, pinned, asynchronous = _never_waits()
+    called = call_names[np.clip(launch, 0, None)] if len(call_names) else np.full(len(launch), "", object)
+    called = np.where(launch >= 0, called, "").astype(str)
+    ops, op_of = np.unique(np.asarray(op_names, str), return_inverse=True)  # a trace has few distinct names
+    calls, call_of = np.unique(called, return_inverse=True)
+    def matches(p: re.Pattern, names: np.ndarray) -> np.ndarray:
+        return np.array([bool(p.search(n)) for n in names], bool)
+    return matches(device_only, ops)[op_of] | (matches(pinned, ops)[op_of] & matches(asynchronous, calls)[call_of])
+
+
 @dataclass
 class Graph:
     """The dependency graph of one process's profiled steps; times in us, from the trace's clock.
@@ -195,7 +215,8 @@ def build_graph(trace: Trace) -> Graph:
     dep, gpu_lat, gpu_gap, dep_gap, position = _gpu_edges(ops, anchor, anchor_ts, lat, since_prev, lat_typ, gap_typ,
                                                           cpu.waits_on_streams)
 
-    waits, base, wake = _waits(cpu.ts, cpu.dur, cpu.name, cpu.kind, launch, position, ops.stream, ops.end, n_cpu)
+    waits, base, wake = _waits(cpu.ts, cpu.dur, cpu.name, cpu.kind, launch, position, ops.stream, ops.end, n_cpu,
+                               _returns_at_once(ops.name, launch, cpu.name))
     steps = _steps(trace, cpu.ts, cpu.end, t0)
     solo, share = _sharing(ops.ts, ops.end, ops.stream, ops.device, ops.kernel, _work(gpu, ops.order))
     launch_calls = np.unique(anchor[launched])
@@ -502,9 +523,10 @@ def _sharing(start: np.ndarray, end: np.ndarray, stream: np.ndarray, device: np.
 
 
 def _waits(cpu_ts: np.ndarray, cpu_dur: np.ndarray, cpu_name: np.ndarray, kind: np.ndarray,
-           launch: np.ndarray, position: np.ndarray, stream: np.ndarray, g_end: np.ndarray, n_cpu: int
-           ) -> tuple[dict[int, np.ndarray], np.ndarray, np.ndarray]:
-    """Which GPU ops each synchronizing call waits for; each call's own cost and wake-up time."""
+           launch: np.ndarray, position: np.ndarray, stream: np.ndarray, g_end: np.ndarray, n_cpu: int,
+           at_once: np.ndarray) -> tuple[dict[int, np.ndarray], np.ndarray, np.ndarray]:
+    """Which GPU ops each synchronizing call waits for; each call's own cost and wake-up time. A copy's call
+    waits where the copy ended inside it, unless the call returns at once (`at_once`, per GPU op)."""
     cpu_end = cpu_ts + cpu_dur
     n_streams = int(stream.max()) + 1 if len(stream) else 0
     # the last op of each stream replayed before each call: ops by position, per stream
@@ -527,8 +549,9 @@ def _waits(cpu_ts: np.ndarray, cpu_dur: np.ndarray, cpu_name: np.ndarray, kind: 
             ok = ends <= cpu_end[i] + 1.0
             if ok.any():
                 waits[int(i)] = last[ok][[int(np.argmax(ends[ok]))]]
-    # a memcpy that returns only after its copy ends waits for it
-    mem = np.flatnonzero((launch >= 0) & (kind[np.clip(launch, 0, None)] == "memory") if n_cpu else
+    # a memcpy that returns only after its copy ends waits for it, unless its call returns at once (where such a
+    # copy ended inside its call, the GPU was idle)
+    mem = np.flatnonzero((launch >= 0) & (kind[np.clip(launch, 0, None)] == "memory") & ~at_once if n_cpu else
                          np.zeros(0, bool))
     for j in mem:
         c = int(launch[j])  # the copy's call

@@ -46,6 +46,14 @@ class TraceBuilder:
         self.events.append({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": stream, "ts": BASE + k_start,
                             "dur": k_dur, "args": args})
 
+    def copy(self, call: str, ts: float, dur: float, c_start: float, c_dur: float, name: str,
+             stream: int = 7) -> None:
+        """A copy or memset call (`call`: cudaMemcpyAsync, cudaMemcpy, ...) and its GPU op (`name`)."""
+        corr = self.call(call, ts, dur)
+        cat = "gpu_memset" if name.startswith("Memset") else "gpu_memcpy"
+        self.events.append({"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": stream, "ts": BASE + c_start,
+                            "dur": c_dur, "args": {"stream": stream, "device": 0, "correlation": corr}})
+
     def scope(self, name: str, ts: float, dur: float, tid: int = 1) -> None:
         """A record_function range on the CPU (e.g. a module scope)."""
         self.events.append({"ph": "X", "cat": "user_annotation", "name": name, "pid": 10, "tid": tid,
@@ -251,6 +259,35 @@ def test_sync_in_the_middle_of_the_step(tmp_path: Path) -> None:
     # K1: 18-118; the sync returns at 120; K2's launch at 220-230; the step ends 10 us after it
     assert (before, after) == (pytest.approx(640), pytest.approx(240))
     assert spans(g, Change(g.gpu_name == ELEM, k=10))[1] == pytest.approx(640)  # K2 ends before the CPU does
+
+
+def copy_after_a_kernel(tmp_path: Path, call: str, name: str):
+    """A profiled step whose GPU was idle at its copy: K1 (18-118), a copy's call at 200-240 whose 5 us op ran
+    inside it (210-215), 100 us of CPU, then K2's launch at 340-350 (K2: 358-368)."""
+    tb = TraceBuilder()
+    tb.launch(10, 5, 18, 100, name=GEMM)
+    tb.copy(call, 200, 40, 210, 5, name)
+    tb.launch(340, 10, 358, 10)
+    tb.step(1, 0, 370)
+    return graph(tmp_path, tb)
+
+
+@pytest.mark.parametrize(("call", "name", "waits"), [
+    ("cudaMemcpyAsync", "Memcpy DtoD (Device -> Device)", False),  # within device memory: returns at once
+    ("cudaMemsetAsync", "Memset (Device)", False),
+    ("cudaMemcpy", "Memcpy DtoD (Device -> Device)", False),
+    ("cudaMemcpyAsync", "Memcpy HtoD (Pinned -> Device)", False),  # pinned host memory, asynchronous call
+    ("cudaMemcpy", "Memcpy HtoD (Pinned -> Device)", True),  # ... synchronous call
+    ("cudaMemcpyAsync", "Memcpy DtoH (Device -> Pageable)", True),  # pageable host memory: the host waits
+])
+def test_a_copy_waits_only_where_its_call_can_block(tmp_path: Path, call: str, name: str, waits: bool) -> None:
+    g = copy_after_a_kernel(tmp_path, call, name)
+    assert (1 in g.waits) is waits
+    # the GEMM 30x longer (3000 us): a copy that waits holds K2's launch until the GEMM ends; one that returns at
+    # once does not, and the CPU's 340 us (first call to K2's launch's end) run under the GEMM
+    slow = replay(g, [Change(g.gpu_name == GEMM, k=1 / 30)])
+    cpu = float(slow.cpu_end.max() - slow.cpu_start.min())
+    assert cpu > 3000 if waits else cpu == pytest.approx(340)
 
 
 def test_not_replayable(tmp_path: Path) -> None:
