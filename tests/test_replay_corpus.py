@@ -380,6 +380,13 @@ def test_corpus_validation_fits_on_dev_and_scores_heldout_apart(tmp_path: Path) 
     assert d.pooled != b.pooled and "fitted on dev+heldout" in d.source and "held-out 1 (fitted on)" in res4.stdout
     res5, _ = _validate(_mini_corpus(tmp_path / "c5"), tmp_path / "v5.csv", "--fit-on", "dev,heldout21")
     assert res5.returncode == 2 and "unknown splits heldout21" in res5.stderr and not (tmp_path / "v5.csv").exists()
+    # --jobs: pairs validated in parallel processes give the same table, in the same order; 0 is a one-line error
+    res7, _ = _validate(_mini_corpus(tmp_path / "c7"), tmp_path / "v7.csv", "--jobs", "2")
+    assert res7.returncode == 0, res7.stderr[-2000:]
+    assert pd.read_csv(tmp_path / "v7.csv").equals(t)
+    res8, _ = _validate(_mini_corpus(tmp_path / "c8"), tmp_path / "v8.csv", "--jobs", "0")
+    assert res8.returncode == 2 and res8.stderr.strip() == "--jobs: must be at least 1"
+    assert not (tmp_path / "v8.csv").exists()
 
 
 def test_the_committed_table_reproduces_from_the_committed_corpus(tmp_path: Path) -> None:

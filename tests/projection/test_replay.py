@@ -300,6 +300,20 @@ def test_not_replayable(tmp_path: Path) -> None:
     assert "CUDA-graph" in replayable(load_trace(tb.write(tmp_path / "cg.json"), runtime=True))
 
 
+def test_a_real_memset_that_found_the_gpu_idle_is_no_wait() -> None:
+    """ResNet-18 inference at batch 64 with eager BatchNorm (the project's corpus, part 21, captured on an H100):
+    the profiler slowed the CPU so far that a reduction's cudaMemsetAsync ended inside its call; read as a wait it
+    held the replayed CPU back at the unprofiled speed (7.30 ms at CPU scale 0.5, measured 6.36-6.70 ms). Only the
+    closing cudaDeviceSynchronize calls wait, and the replay runs the CPU under the GPU."""
+    root = Path(__file__).resolve().parents[2]
+    trace = load_trace(root / "results/h200/replay_corpus/part-21/resnet18-infer-b64-bn.A.json.gz", runtime=True)
+    g = build_graph(trace)
+    assert {g.cpu_name[i] for i in g.waits} == {"cudaDeviceSynchronize"}
+    assert "cudaMemsetAsync" in set(g.cpu_name)
+    r = replay(g, cpu_scale=0.5)
+    assert (r.span / len(g.steps)) / 1e3 == pytest.approx(6.48, abs=0.05)
+
+
 @pytest.mark.parametrize("name", ["resnet50_train", "llama8b4l_infer"])
 def test_real_traces_replay_exactly(h200_traces: dict[str, Path], name: str) -> None:
     trace = load_trace(h200_traces[name], runtime=True)
