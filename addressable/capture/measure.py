@@ -104,9 +104,10 @@ def measurement(device: str, warmup: int | None = None, steps: int | None = None
 
 
 def cost_s(m: Measurement, step_s: float, cuda: bool) -> float:
-    """Expected seconds of m's repeats for a step of `step_s` (a profiled step costs PROFILED_STEP_COST steps)."""
+    """Expected seconds of m's repeats for a step of `step_s` (a profiled step costs PROFILED_STEP_COST steps), and on
+    a GPU the HOST_STEPS steps timed to their return after them."""
     per_repeat = m.steps + PROFILED_STEP_COST * (m.profile_steps + (1 if cuda else 0))  # + CUPTI's warm-up step
-    return m.repeats * per_repeat * step_s
+    return (m.repeats * per_repeat + (HOST_STEPS if cuda else 0)) * step_s
 
 
 def fit_budget(m: Measurement, step_s: float, cuda: bool) -> Measurement:
