@@ -1665,6 +1665,36 @@ PAIRS += [
         "Decoder of our own (6 x d1024) forward, b24 x 256, bf16: every MLP GELU eager tanh-GELU vs F.gelu(tanh)."), 20),
 ]
 
+# part 25: held-out 21, 15 new pairs, registered on 5 Dec 2026 after held-out 20 was read (docs/replay.md), for the
+# validation reading A's steps and the swap group's profiler-free CPU at their median (what `project` reads, and the
+# statistic the truth is taken at) where it read their lower quartile: inference at batches where A's GPU holds the
+# step and B's CPU may (the regimes it moved most, in sample) first, then training swaps (the development data it
+# moved the other way), on models and batches no earlier part ran
+PAIRS += [
+    Pair("resnet18-infer-b88-bn", "cnn", "tiny", 25, p_bn(88, False), 15),
+    Pair("efficientnetb0-infer-b80-bn", "cnn", "tiny", 25,
+         p_bn_net("efficientnet_b0", 80, "EfficientNet-B0", train=False), 30),
+    Pair("resnet34-infer-b112-bn", "cnn", "tiny", 25, p_bn_net("resnet34", 112, "ResNet-34", train=False), 20),
+    Pair("mobilenetv2-infer-b80-bn", "cnn", "tiny", 25, p_bn_net("mobilenet_v2", 80, "MobileNetV2", train=False), 25),
+    Pair("regnety400mf-infer-b112-bn", "cnn", "tiny", 25,
+         p_bn_net("regnet_y_400mf", 112, "RegNetY-400MF", train=False), 25),
+    Pair("gpt-infer-b20-s256-gelu", "infer-large", "tiny", 25, p_own_infer(
+        dict(d=1024, layers=6, heads=16, tokens=256, **DEC), dict(eager_act=True), {}, GELU_MODS, 20,
+        "Decoder of our own (6 x d1024) forward, b20 x 256, bf16: every MLP GELU eager tanh-GELU vs F.gelu(tanh)."), 20),
+    Pair("vit-infer-b112-d384-mlp", "infer-large", "mlp", 25, p_own_infer(
+        dict(d=384, layers=12, heads=6), dict(eager_act=True), dict(mlp="addmm_gelu"), MLP, 112,
+        "ViT-S/16-like inference, batch 112, bf16: every MLP (Linear, eager tanh-GELU, Linear) vs Linear, fused "
+        "addmm-GELU, Linear."), 20),
+    Pair("resnet18-train-b22-bn", "cnn", "tiny", 25, p_bn(22, True), 18),
+    Pair("resnet18-gn-train-b15", "cnn", "tiny", 25, p_gn_train(15), 18),
+    Pair("resnet34-train-b6-bn", "cnn", "tiny", 25, p_bn_net("resnet34", 6, "ResNet-34"), 30),
+    own_train("gpt-train-b5-s192-gelu", "train-small", 25, "gelu", 5, 512, 4, 8, tokens=192),
+    own_train("vit-train-b7-d512-block", "train-small", 25, "block", 7, 512, 6, 8),
+    own_train("gpt-train-b4-s160-mlp", "train-small", 25, "mlp", 4, 512, 4, 8, tokens=160),
+    own_train("vit-train-b13-d384-layernorm", "train-small", 25, "layernorm", 13, 384, 6, 6),
+    own_train("gpt-train-b3-s288-attention", "train-small", 25, "attention", 3, 512, 4, 8, tokens=288),
+]
+
 
 def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
@@ -1679,10 +1709,10 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     Swin and three more CNNs first) heldout15, part 20 (grouped-conv and GroupNorm CNNs first) heldout16, part 21
     (GPU-bound inference first) heldout17, part 22 (GPU-bound inference again, for the host time) heldout18, part 23
     (inference where A's CPU and GPU tie) heldout19, part 24 (the same, for the replay's device-only copies)
-    heldout20."""
+    heldout20, part 25 (GPU-bound inference and training, for the validation's median inputs) heldout21."""
     named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11", 16: "heldout12", 17: "heldout13",
              18: "heldout14", 19: "heldout15", 20: "heldout16", 21: "heldout17",
-             22: "heldout18", 23: "heldout19", 24: "heldout20"}
+             22: "heldout18", 23: "heldout19", 24: "heldout20", 25: "heldout21"}
     out = {p.name: named.get(p.part, f"heldout{p.part - 1}") for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):

@@ -208,6 +208,13 @@ def test_part_20_is_held_out_16_with_grouped_conv_and_groupnorm_cnns_first() -> 
     _new_part(20, "heldout16", 15, ["regnety400mf", "regnetx800mf", "resnet18"], 13, 420)
 
 
+def test_part_25_is_held_out_21_with_gpu_bound_inference_then_training() -> None:
+    """Inference where A's GPU holds the step first (the regimes the validation's median inputs moved most), then
+    training swaps (the development data they moved the other way): new pairs, all heldout21, fitting one device
+    call's budget."""
+    _new_part(25, "heldout21", 15, ["resnet18", "efficientnetb0", "resnet34"], 8, 420)
+
+
 def test_part_24_is_held_out_20_with_the_device_only_copies_class_first() -> None:
     """Inference near where A's CPU and GPU tie, led by DenseNet (its torch.cat's device copies) and EfficientNet (the
     pairs the replay's device-only copies moved), on CNNs and batches no earlier part ran, then GPU-bound inference,
@@ -378,8 +385,8 @@ def test_corpus_validation_fits_on_dev_and_scores_heldout_apart(tmp_path: Path) 
     assert res4.returncode == 0, res4.stderr[-2000:]
     d = read_error_model(err4)
     assert d.pooled != b.pooled and "fitted on dev+heldout" in d.source and "held-out 1 (fitted on)" in res4.stdout
-    res5, _ = _validate(_mini_corpus(tmp_path / "c5"), tmp_path / "v5.csv", "--fit-on", "dev,heldout21")
-    assert res5.returncode == 2 and "unknown splits heldout21" in res5.stderr and not (tmp_path / "v5.csv").exists()
+    res5, _ = _validate(_mini_corpus(tmp_path / "c5"), tmp_path / "v5.csv", "--fit-on", "dev,heldout22")
+    assert res5.returncode == 2 and "unknown splits heldout22" in res5.stderr and not (tmp_path / "v5.csv").exists()
     # --jobs: pairs validated in parallel processes give the same table, in the same order; 0 is a one-line error
     res7, _ = _validate(_mini_corpus(tmp_path / "c7"), tmp_path / "v7.csv", "--jobs", "2")
     assert res7.returncode == 0, res7.stderr[-2000:]
