@@ -1695,6 +1695,36 @@ PAIRS += [
     own_train("gpt-train-b3-s288-attention", "train-small", 25, "attention", 3, 512, 4, 8, tokens=288),
 ]
 
+# part 26: held-out 22, 14 new pairs, registered on 5 Dec 2026 after held-out 21 was read (docs/replay.md), for the
+# replay's typical launch latency taken only from launches whose call came while the device was idle (held-out 21's
+# ResNet-34 at 112 took 2.7 ms from a queued kernel the device reached after a gap): GPU-bound inference at batches
+# no earlier part ran, where every launch queues, then two GPU-bound training pairs
+PAIRS += [
+    Pair("resnet34-infer-b144-bn", "cnn", "tiny", 26, p_bn_net("resnet34", 144, "ResNet-34", train=False), 20),
+    Pair("resnet18-infer-b192-bn", "cnn", "tiny", 26, p_bn(192, False), 15),
+    Pair("resnet50-infer-b112-bn", "cnn", "tiny", 26, p_bn_net("resnet50", 112, "ResNet-50", train=False), 20),
+    Pair("mobilenetv2-infer-b160-bn", "cnn", "tiny", 26,
+         p_bn_net("mobilenet_v2", 160, "MobileNetV2", train=False), 25),
+    Pair("efficientnetb0-infer-b160-bn", "cnn", "tiny", 26,
+         p_bn_net("efficientnet_b0", 160, "EfficientNet-B0", train=False), 30),
+    Pair("regnety400mf-infer-b160-bn", "cnn", "tiny", 26,
+         p_bn_net("regnet_y_400mf", 160, "RegNetY-400MF", train=False), 25),
+    Pair("densenet121-infer-b96-bn", "cnn", "tiny", 26, p_bn_net("densenet121", 96, "DenseNet-121", train=False), 30),
+    Pair("mnasnet10-infer-b160-bn", "cnn", "tiny", 26, p_bn_net("mnasnet1_0", 160, "MNASNet 1.0", train=False), 25),
+    Pair("resnet18-gn-infer-b160", "cnn", "tiny", 26, p_gn_infer(160), 15),
+    Pair("convnext-tiny-infer-b128-layernorm", "cnn", "tiny", 26,
+         p_ln_net("convnext_tiny", 128, "ConvNeXt-Tiny", train=False), 25),
+    Pair("vit-infer-b160-d384-mlp", "infer-large", "mlp", 26, p_own_infer(
+        dict(d=384, layers=12, heads=6), dict(eager_act=True), dict(mlp="addmm_gelu"), MLP, 160,
+        "ViT-S/16-like inference, batch 160, bf16: every MLP (Linear, eager tanh-GELU, Linear) vs Linear, fused "
+        "addmm-GELU, Linear."), 20),
+    Pair("gpt-infer-b40-s256-gelu", "infer-large", "tiny", 26, p_own_infer(
+        dict(d=1024, layers=6, heads=16, tokens=256, **DEC), dict(eager_act=True), {}, GELU_MODS, 40,
+        "Decoder of our own (6 x d1024) forward, b40 x 256, bf16: every MLP GELU eager tanh-GELU vs F.gelu(tanh)."), 20),
+    Pair("resnet18-train-b160-bn", "cnn", "tiny", 26, p_bn(160, True), 25),
+    Pair("resnet50-train-b48-bn", "cnn", "tiny", 26, p_bn_net("resnet50", 48, "ResNet-50"), 40),
+]
+
 
 def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
@@ -1709,10 +1739,11 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     Swin and three more CNNs first) heldout15, part 20 (grouped-conv and GroupNorm CNNs first) heldout16, part 21
     (GPU-bound inference first) heldout17, part 22 (GPU-bound inference again, for the host time) heldout18, part 23
     (inference where A's CPU and GPU tie) heldout19, part 24 (the same, for the replay's device-only copies)
-    heldout20, part 25 (GPU-bound inference and training, for the validation's median inputs) heldout21."""
+    heldout20, part 25 (GPU-bound inference and training, for the validation's median inputs) heldout21, part 26
+    (GPU-bound inference, for the launch latency) heldout22."""
     named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11", 16: "heldout12", 17: "heldout13",
              18: "heldout14", 19: "heldout15", 20: "heldout16", 21: "heldout17",
-             22: "heldout18", 23: "heldout19", 24: "heldout20", 25: "heldout21"}
+             22: "heldout18", 23: "heldout19", 24: "heldout20", 25: "heldout21", 26: "heldout22"}
     out = {p.name: named.get(p.part, f"heldout{p.part - 1}") for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):

@@ -333,8 +333,10 @@ def _typical_offsets(ops: _GpuOps, lat: np.ndarray, since_prev: np.ndarray, laun
     # where the GPU never idled before one (a GPU-bound trace: every launch queued), of any op it idled for
     # that has its own runtime call (a memset, a copy: the device's first op is one); else the least of any
     # launch's, an upper bound (a quantile of queued launches is the queue, not the launch: it froze a
-    # GPU-bound step's queueing into every launch, 5.8 ms each in held-out 16's ResNet-18 inference at b256)
-    idle = _device_idle(ops.ts, ops.end, ops.device)
+    # GPU-bound step's queueing into every launch, 5.8 ms each in held-out 16's ResNet-18 inference at b256).
+    # The device must have been idle when the call came, not only just before the op: a queued kernel the device
+    # reached after a gap of a few us is no launch it was idle for (2.7 ms in held-out 21's ResNet-34 at b112)
+    idle = _device_idle(ops.ts, ops.end, ops.device, since=ops.ts - lat)
     for unheld in (idle & launched, idle & (launch >= 0)):
         if unheld.any():
             lat_typ = float(np.median(lat[unheld]))
@@ -407,8 +409,9 @@ def _segment_cummax(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return (np.maximum.accumulate(values + offset) - offset).astype(np.int64)
 
 
-def _device_idle(ts: np.ndarray, end: np.ndarray, device: np.ndarray) -> np.ndarray:
-    """Ops that start more than STREAM_GAP_US after every earlier op of their device has ended."""
+def _device_idle(ts: np.ndarray, end: np.ndarray, device: np.ndarray, since: np.ndarray | None = None) -> np.ndarray:
+    """Ops that start more than STREAM_GAP_US after every earlier op of their device has ended; with `since` (per
+    op, e.g. its launch call's start), only those whose device had also ended them all by then."""
     order = np.lexsort((ts, device))
     d, t, e = device[order], ts[order], end[order]
     new = np.r_[True, d[1:] != d[:-1]] if len(d) else np.zeros(0, bool)
@@ -418,7 +421,7 @@ def _device_idle(ts: np.ndarray, end: np.ndarray, device: np.ndarray) -> np.ndar
     before = np.r_[-np.inf, reach[:-1]]
     before[new] = -np.inf
     out = np.empty(len(ts), bool)
-    out[order] = t - before > STREAM_GAP_US
+    out[order] = (t - before > STREAM_GAP_US) & (True if since is None else since[order] >= before)
     return out
 
 

@@ -148,17 +148,18 @@ def test_gpu_bound_amdahl_holds(tmp_path: Path) -> None:
     assert before / after == pytest.approx(amdahl)
 
 
-def queued(tmp_path: Path, memset_call: bool = True):
+def queued(tmp_path: Path, memset_call: bool = True, gap: float = 0.0):
     """A GPU-bound step: a 200 us memset (8-208) that the device was idle for, then 10 launches every 10 us
-    whose 100 us kernels queue behind it back to back (kernel j at 209 + 101 j), then a sync."""
+    whose 100 us kernels queue behind it back to back (kernel j at 209 + 101 j), then a sync; with `gap`, kernels
+    5-9 start that much later (the device idle a moment before kernel 5, whose launch had queued long before)."""
     tb = TraceBuilder()
     corr = tb.call("cudaMemsetAsync", 0, 5)
     tb.events.append({"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "pid": 0, "tid": 7, "ts": BASE + 8,
                       "dur": 200, "args": {"device": 0, "stream": 7, **({"correlation": corr} if memset_call else {})}})
     for j in range(10):
-        tb.launch(10 + 10 * j, 5, 209 + 101 * j, 100)
-    tb.call("cudaDeviceSynchronize", 110, 1220 - 110)  # returns 2 us after the last kernel's end (1218)
-    tb.step(1, 0, 1222)
+        tb.launch(10 + 10 * j, 5, 209 + 101 * j + (gap if j >= 5 else 0.0), 100)
+    tb.call("cudaDeviceSynchronize", 110, 1220 + gap - 110)  # returns 2 us after the last kernel's end (1218)
+    tb.step(1, 0, 1222 + gap)
     return graph(tmp_path, tb)
 
 
@@ -174,6 +175,9 @@ def test_a_gpu_bound_trace_takes_its_launch_latency_from_an_op_nothing_queued(tm
     assert replay(g, [Change(first_five, k=5, kernels_after=1)]).span == pytest.approx(818)
     # no op the device idled for has its own call: the least launch-to-start, an upper bound
     assert queued(tmp_path, memset_call=False).typical["launch_latency_us"] == pytest.approx(199)
+    # the device idle for 10 us before kernel 5, launched at 60 and started at 724: its 664 us are the queue, not
+    # its launch (held-out 21's ResNet-34 at 112 took 2.7 ms so), since the device was busy when the call came
+    assert queued(tmp_path, gap=10).typical["launch_latency_us"] == pytest.approx(8)
 
 
 def two_streams(tmp_path: Path):
