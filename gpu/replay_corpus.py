@@ -756,6 +756,20 @@ def p_own_infer(kw: dict, a_kw: dict, b_kw: dict, match, b: int, what: str):
     return build
 
 
+def p_decoder_gelu_infer(b: int, tokens: int = 256):
+    """Our own decoder (6 x d1024) forward at b x tokens: every MLP GELU eager tanh-GELU vs F.gelu(tanh)."""
+    return p_own_infer(dict(d=1024, layers=6, heads=16, tokens=tokens, **DEC), dict(eager_act=True), {}, GELU_MODS, b,
+                       f"Decoder of our own (6 x d1024) forward, b{b} x {tokens}, bf16: every MLP GELU eager tanh-GELU "
+                       "vs F.gelu(tanh).")
+
+
+def p_vit_s_mlp_infer(b: int):
+    """ViT-S/16-like inference at batch b: every MLP eager vs with a fused addmm-GELU."""
+    return p_own_infer(dict(d=384, layers=12, heads=6), dict(eager_act=True), dict(mlp="addmm_gelu"), MLP, b,
+                       f"ViT-S/16-like inference, batch {b}, bf16: every MLP (Linear, eager tanh-GELU, Linear) vs "
+                       "Linear, fused addmm-GELU, Linear.")
+
+
 def p_own_train(kw: dict, a_kw: dict, b_kw: dict, match, b: int, what: str):
     def build():
         a = arch(**kw)
@@ -1558,13 +1572,8 @@ PAIRS += [
     Pair("vit-infer-b64-d768-layernorm", "infer-large", "tiny", 21, p_own_infer(
         dict(d=768, layers=8, heads=12), dict(norm="eager"), {}, NORMS, 64,
         "ViT-like (8 x d768) inference, batch 64, bf16: every LayerNorm eager vs nn.LayerNorm."), 20),
-    Pair("gpt-infer-b16-s512-gelu", "infer-large", "tiny", 21, p_own_infer(
-        dict(d=1024, layers=6, heads=16, tokens=512, **DEC), dict(eager_act=True), {}, GELU_MODS, 16,
-        "Decoder of our own (6 x d1024) forward, b16 x 512, bf16: every MLP GELU eager tanh-GELU vs F.gelu(tanh)."), 20),
-    Pair("vit-infer-b128-d384-mlp", "infer-large", "mlp", 21, p_own_infer(
-        dict(d=384, layers=12, heads=6), dict(eager_act=True), dict(mlp="addmm_gelu"), MLP, 128,
-        "ViT-S/16-like inference, batch 128, bf16: every MLP (Linear, eager tanh-GELU, Linear) vs Linear, fused "
-        "addmm-GELU, Linear."), 20),
+    Pair("gpt-infer-b16-s512-gelu", "infer-large", "tiny", 21, p_decoder_gelu_infer(16, tokens=512), 20),
+    Pair("vit-infer-b128-d384-mlp", "infer-large", "mlp", 21, p_vit_s_mlp_infer(128), 20),
     Pair("resnet18-train-b128-bn", "cnn", "tiny", 21, p_bn(128, True), 25),
     Pair("mobilenetv2-train-b96-bn", "cnn", "tiny", 21, p_bn_net("mobilenet_v2", 96, "MobileNetV2"), 35),
 ]
@@ -1593,9 +1602,7 @@ PAIRS += [
     Pair("vit-infer-b96-d768-layernorm", "infer-large", "tiny", 22, p_own_infer(
         dict(d=768, layers=8, heads=12), dict(norm="eager"), {}, NORMS, 96,
         "ViT-like (8 x d768) inference, batch 96, bf16: every LayerNorm eager vs nn.LayerNorm."), 20),
-    Pair("gpt-infer-b32-s256-gelu", "infer-large", "tiny", 22, p_own_infer(
-        dict(d=1024, layers=6, heads=16, tokens=256, **DEC), dict(eager_act=True), {}, GELU_MODS, 32,
-        "Decoder of our own (6 x d1024) forward, b32 x 256, bf16: every MLP GELU eager tanh-GELU vs F.gelu(tanh)."), 20),
+    Pair("gpt-infer-b32-s256-gelu", "infer-large", "tiny", 22, p_decoder_gelu_infer(32), 20),
     Pair("resnet18-train-b96-bn", "cnn", "tiny", 22, p_bn(96, True), 25),
     Pair("mobilenetv2-train-b64-bn", "cnn", "tiny", 22, p_bn_net("mobilenet_v2", 64, "MobileNetV2"), 30),
     Pair("resnet50-train-b32-bn", "cnn", "tiny", 22, p_bn_net("resnet50", 32, "ResNet-50"), 35),
@@ -1656,13 +1663,8 @@ PAIRS += [
     Pair("resnet18-gn-infer-b112", "cnn", "tiny", 24, p_gn_infer(112), 15),
     Pair("resnet50-infer-b160-bn", "cnn", "tiny", 24, p_bn_net("resnet50", 160, "ResNet-50", train=False), 20),
     Pair("densenet121-train-b4-bn", "cnn", "tiny", 24, p_bn_net("densenet121", 4, "DenseNet-121"), 35),
-    Pair("vit-infer-b80-d384-mlp", "infer-large", "mlp", 24, p_own_infer(
-        dict(d=384, layers=12, heads=6), dict(eager_act=True), dict(mlp="addmm_gelu"), MLP, 80,
-        "ViT-S/16-like inference, batch 80, bf16: every MLP (Linear, eager tanh-GELU, Linear) vs Linear, fused "
-        "addmm-GELU, Linear."), 20),
-    Pair("gpt-infer-b24-s256-gelu", "infer-large", "tiny", 24, p_own_infer(
-        dict(d=1024, layers=6, heads=16, tokens=256, **DEC), dict(eager_act=True), {}, GELU_MODS, 24,
-        "Decoder of our own (6 x d1024) forward, b24 x 256, bf16: every MLP GELU eager tanh-GELU vs F.gelu(tanh)."), 20),
+    Pair("vit-infer-b80-d384-mlp", "infer-large", "mlp", 24, p_vit_s_mlp_infer(80), 20),
+    Pair("gpt-infer-b24-s256-gelu", "infer-large", "tiny", 24, p_decoder_gelu_infer(24), 20),
 ]
 
 # part 25: held-out 21, 15 new pairs, registered on 5 Dec 2026 after held-out 20 was read (docs/replay.md), for the
@@ -1678,13 +1680,8 @@ PAIRS += [
     Pair("mobilenetv2-infer-b80-bn", "cnn", "tiny", 25, p_bn_net("mobilenet_v2", 80, "MobileNetV2", train=False), 25),
     Pair("regnety400mf-infer-b112-bn", "cnn", "tiny", 25,
          p_bn_net("regnet_y_400mf", 112, "RegNetY-400MF", train=False), 25),
-    Pair("gpt-infer-b20-s256-gelu", "infer-large", "tiny", 25, p_own_infer(
-        dict(d=1024, layers=6, heads=16, tokens=256, **DEC), dict(eager_act=True), {}, GELU_MODS, 20,
-        "Decoder of our own (6 x d1024) forward, b20 x 256, bf16: every MLP GELU eager tanh-GELU vs F.gelu(tanh)."), 20),
-    Pair("vit-infer-b112-d384-mlp", "infer-large", "mlp", 25, p_own_infer(
-        dict(d=384, layers=12, heads=6), dict(eager_act=True), dict(mlp="addmm_gelu"), MLP, 112,
-        "ViT-S/16-like inference, batch 112, bf16: every MLP (Linear, eager tanh-GELU, Linear) vs Linear, fused "
-        "addmm-GELU, Linear."), 20),
+    Pair("gpt-infer-b20-s256-gelu", "infer-large", "tiny", 25, p_decoder_gelu_infer(20), 20),
+    Pair("vit-infer-b112-d384-mlp", "infer-large", "mlp", 25, p_vit_s_mlp_infer(112), 20),
     Pair("resnet18-train-b22-bn", "cnn", "tiny", 25, p_bn(22, True), 18),
     Pair("resnet18-gn-train-b15", "cnn", "tiny", 25, p_gn_train(15), 18),
     Pair("resnet34-train-b6-bn", "cnn", "tiny", 25, p_bn_net("resnet34", 6, "ResNet-34"), 30),
@@ -1714,13 +1711,8 @@ PAIRS += [
     Pair("resnet18-gn-infer-b160", "cnn", "tiny", 26, p_gn_infer(160), 15),
     Pair("convnext-tiny-infer-b128-layernorm", "cnn", "tiny", 26,
          p_ln_net("convnext_tiny", 128, "ConvNeXt-Tiny", train=False), 25),
-    Pair("vit-infer-b160-d384-mlp", "infer-large", "mlp", 26, p_own_infer(
-        dict(d=384, layers=12, heads=6), dict(eager_act=True), dict(mlp="addmm_gelu"), MLP, 160,
-        "ViT-S/16-like inference, batch 160, bf16: every MLP (Linear, eager tanh-GELU, Linear) vs Linear, fused "
-        "addmm-GELU, Linear."), 20),
-    Pair("gpt-infer-b40-s256-gelu", "infer-large", "tiny", 26, p_own_infer(
-        dict(d=1024, layers=6, heads=16, tokens=256, **DEC), dict(eager_act=True), {}, GELU_MODS, 40,
-        "Decoder of our own (6 x d1024) forward, b40 x 256, bf16: every MLP GELU eager tanh-GELU vs F.gelu(tanh)."), 20),
+    Pair("vit-infer-b160-d384-mlp", "infer-large", "mlp", 26, p_vit_s_mlp_infer(160), 20),
+    Pair("gpt-infer-b40-s256-gelu", "infer-large", "tiny", 26, p_decoder_gelu_infer(40), 20),
     Pair("resnet18-train-b160-bn", "cnn", "tiny", 26, p_bn(160, True), 25),
     Pair("resnet50-train-b48-bn", "cnn", "tiny", 26, p_bn_net("resnet50", 48, "ResNet-50"), 40),
 ]
