@@ -1717,6 +1717,36 @@ PAIRS += [
     Pair("resnet50-train-b48-bn", "cnn", "tiny", 26, p_bn_net("resnet50", 48, "ResNet-50"), 40),
 ]
 
+# part 27: held-out 23, 18 new pairs, registered on 5 Dec 2026 after held-out 22 was read (docs/replay.md), for a
+# step with no backward taking its CPU scale from its host time wherever one was measured (replay.HOST_FIRST), not
+# from its step time where the GPU alone replays just under it: the class first (inference at batches where A's GPU
+# about holds the step and B's CPU will, on models and batches no earlier part ran), then inference the CPU holds
+# (the rule moves those too) and two side-stream pairs
+PAIRS += [
+    Pair("resnet18-infer-b104-bn", "cnn", "tiny", 27, p_bn(104, False), 15),
+    Pair("mobilenetv2-infer-b144-bn", "cnn", "tiny", 27, p_bn_net("mobilenet_v2", 144, "MobileNetV2", train=False), 25),
+    Pair("mobilenetv3l-infer-b144-bn", "cnn", "tiny", 27,
+         p_bn_net("mobilenet_v3_large", 144, "MobileNetV3-Large", train=False), 25),
+    Pair("efficientnetb0-infer-b144-bn", "cnn", "tiny", 27,
+         p_bn_net("efficientnet_b0", 144, "EfficientNet-B0", train=False), 30),
+    Pair("regnety400mf-infer-b144-bn", "cnn", "tiny", 27,
+         p_bn_net("regnet_y_400mf", 144, "RegNetY-400MF", train=False), 25),
+    Pair("resnet34-infer-b128-bn", "cnn", "tiny", 27, p_bn_net("resnet34", 128, "ResNet-34", train=False), 20),
+    Pair("mnasnet10-infer-b112-bn", "cnn", "tiny", 27, p_bn_net("mnasnet1_0", 112, "MNASNet 1.0", train=False), 25),
+    Pair("densenet121-infer-b72-bn", "cnn", "tiny", 27, p_bn_net("densenet121", 72, "DenseNet-121", train=False), 30),
+    Pair("resnet50-infer-b72-bn", "cnn", "tiny", 27, p_bn_net("resnet50", 72, "ResNet-50", train=False), 20),
+    Pair("convnext-tiny-infer-b112-layernorm", "cnn", "tiny", 27,
+         p_ln_net("convnext_tiny", 112, "ConvNeXt-Tiny", train=False), 25),
+    Pair("resnet18-gn-infer-b80", "cnn", "tiny", 27, p_gn_infer(80), 15),
+    Pair("vit-infer-b96-d384-mlp", "infer-large", "mlp", 27, p_vit_s_mlp_infer(96), 20),
+    Pair("vit-infer-b144-d384-mlp", "infer-large", "mlp", 27, p_vit_s_mlp_infer(144), 20),
+    Pair("gpt-infer-b28-s256-gelu", "infer-large", "tiny", 27, p_decoder_gelu_infer(28), 20),
+    Pair("gpt-infer-b12-s512-gelu", "infer-large", "tiny", 27, p_decoder_gelu_infer(12, tokens=512), 20),
+    Pair("gpt-infer-b2-s128-gelu", "infer-large", "tiny", 27, p_decoder_gelu_infer(2, tokens=128), 20),
+    Pair("vit-infer-b32-d384-mlp", "infer-large", "mlp", 27, p_vit_s_mlp_infer(32), 20),
+    Pair("two-stream-n2816-gelu", "multi-stream", "side-stream", 27, p_two_stream("gelu", 2816), 18),
+]
+
 
 def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
@@ -1732,10 +1762,11 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     (GPU-bound inference first) heldout17, part 22 (GPU-bound inference again, for the host time) heldout18, part 23
     (inference where A's CPU and GPU tie) heldout19, part 24 (the same, for the replay's device-only copies)
     heldout20, part 25 (GPU-bound inference and training, for the validation's median inputs) heldout21, part 26
-    (GPU-bound inference, for the launch latency) heldout22."""
+    (GPU-bound inference, for the launch latency) heldout22, part 27 (inference, for the host time first) heldout23."""
     named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11", 16: "heldout12", 17: "heldout13",
              18: "heldout14", 19: "heldout15", 20: "heldout16", 21: "heldout17",
-             22: "heldout18", 23: "heldout19", 24: "heldout20", 25: "heldout21", 26: "heldout22"}
+             22: "heldout18", 23: "heldout19", 24: "heldout20", 25: "heldout21", 26: "heldout22",
+             27: "heldout23"}
     out = {p.name: named.get(p.part, f"heldout{p.part - 1}") for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):

@@ -35,7 +35,8 @@ the profiler's CPU overhead out are replayed (dispatch rule "typical" for kept l
            chosen on parts 10-17 before held-out 14; --backward-pool and --backward-pool-conv scan it).
            Where the GPU alone holds A's replayed step, given and uniform fit the CPU scale to A's host time
            (cpu_ms, its --host-quantile), within replay.HOST_STEP_SLACK of the least replayed step (--host-step-slack;
-           added after held-out 17, scored on held-out 18).
+           added after held-out 17, scored on held-out 18). A step with no backward fits it to the host time wherever
+           one was measured (replay.HOST_FIRST, --host-first 0 to turn off; chosen on parts 1-26, scored on held-out 23).
 The model was chosen on the dev half only (most pairs within 5%, then the lowest median |error|: given);
 the error models of given and uniform (intervals.fit_error_model: the 80% quantile of |removed_error|, the error on
 the step fraction removed, per detected regime; on the speedup's scale before held-out 13) are fitted on dev only, and only then are the held-out pairs scored, each held-out set
@@ -175,7 +176,8 @@ def round_models(a: Path, b: Path, meta: dict, step_a: float, costs: tuple[float
     unprof = float(np.quantile(swap["A"], Q)) * 1e3 if swap else None
     gc = group_cpu(ga, ta, swap_ranges(ta), unprof) if swap else GroupCpu(np.zeros(ga.n_cpu, bool), 1.0, 1.0, fa)
     fixed = [(gc.calls, gc.scale)]
-    rest = fit_cpu_scale(ga, step_a * 1e3, fixed=fixed)
+    host_first = bool(replay_module.HOST_FIRST) and not has_backward(ta)  # fitted as project_traces fits it
+    rest = fit_cpu_scale(ga, step_a * 1e3, fixed=fixed, host_us=host, host_first=host_first)
     sc = scales(ga, rest, fixed)
     row.update(module=speedup(ga, changes, sc), group_scale=gc.scale, rest_scale=rest, group_share=gc.share)
     # given (what project runs): the group's calls at their measured scale, and each forward call keeping B's
@@ -221,7 +223,7 @@ def round_models(a: Path, b: Path, meta: dict, step_a: float, costs: tuple[float
         row["given"], row["regime_given"], row["backward_cpu_share"] = rb.speedup_wall, rb.regime, rb.backward_cpu_share
         row["given_lo"] = row["given_hi"] = rb.speedup_wall  # one hypothesis: the backward was measured
     ge = deprofiled(ta, ga, *costs)
-    row.update(event=speedup(ge, changes, fit_cpu_scale(ge, step_a * 1e3)))
+    row.update(event=speedup(ge, changes, fit_cpu_scale(ge, step_a * 1e3, host_us=host, host_first=host_first)))
     row["regime_detected"] = regime_of(ga, step_a * 1e3, has_backward(ta), is_convnet(ta))
     row["cpu_scale_basis"] = res.cpu_scale_basis
     return row
@@ -396,14 +398,15 @@ def corpus_pairs(root: Path) -> list[tuple[Path, str]]:
 
 # the replay's constants a run may set, to scan them on the development data (default: the shipped ones)
 MODEL_CONSTANTS = {"spillover": "SPILLOVER", "backward_pool": "BACKWARD_POOL", "backward_pool_conv": "BACKWARD_POOL_CONV",
-                   "host_step_slack": "HOST_STEP_SLACK"}
+                   "host_step_slack": "HOST_STEP_SLACK", "host_first": "HOST_FIRST"}
 # the statistic of A's host times (cpu_ms) the validation passes as host_us: the median, as `profile` records it
 HOST_QUANTILE = 0.5
 
 
 def add_model_constants(ap: argparse.ArgumentParser) -> None:
     """--spillover, --backward-pool (a measured backward's weight on the uniform CPU scale, runs other than CNNs),
-    --backward-pool-conv (the same for a CNN) and --host-step-slack: replay's constants for this run."""
+    --backward-pool-conv (the same for a CNN), --host-step-slack and --host-first (0: a step with no backward fits
+    its scale to its step time where that can): replay's constants for this run."""
     for dest, name in MODEL_CONSTANTS.items():
         ap.add_argument(f"--{dest.replace('_', '-')}", dest=dest, type=float, default=None,
                         help=f"replay.{name} for this run (default {getattr(replay_module, name)})")

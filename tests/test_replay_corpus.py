@@ -208,6 +208,13 @@ def test_part_20_is_held_out_16_with_grouped_conv_and_groupnorm_cnns_first() -> 
     _new_part(20, "heldout16", 15, ["regnety400mf", "regnetx800mf", "resnet18"], 13, 420)
 
 
+def test_part_27_is_held_out_23_with_inference_for_the_host_time_first() -> None:
+    """Inference at batches where A's GPU about holds the step and B's CPU will (the class replay.HOST_FIRST moves
+    most) first, then inference the CPU holds and a side-stream pair, none of them training: new pairs, all
+    heldout23, fitting one device call's budget."""
+    _new_part(27, "heldout23", 18, ["resnet18", "mobilenetv2", "mobilenetv3l", "efficientnetb0"], 0, 480)
+
+
 def test_part_26_is_held_out_22_with_gpu_bound_inference() -> None:
     """GPU-bound inference, where every launch queues (the typical launch latency's class), then two GPU-bound
     training pairs: new pairs, all heldout22, fitting one device call's budget."""
@@ -391,8 +398,8 @@ def test_corpus_validation_fits_on_dev_and_scores_heldout_apart(tmp_path: Path) 
     assert res4.returncode == 0, res4.stderr[-2000:]
     d = read_error_model(err4)
     assert d.pooled != b.pooled and "fitted on dev+heldout" in d.source and "held-out 1 (fitted on)" in res4.stdout
-    res5, _ = _validate(_mini_corpus(tmp_path / "c5"), tmp_path / "v5.csv", "--fit-on", "dev,heldout23")
-    assert res5.returncode == 2 and "unknown splits heldout23" in res5.stderr and not (tmp_path / "v5.csv").exists()
+    res5, _ = _validate(_mini_corpus(tmp_path / "c5"), tmp_path / "v5.csv", "--fit-on", "dev,heldout24")
+    assert res5.returncode == 2 and "unknown splits heldout24" in res5.stderr and not (tmp_path / "v5.csv").exists()
     # --jobs: pairs validated in parallel processes give the same table, in the same order; 0 is a one-line error
     res7, _ = _validate(_mini_corpus(tmp_path / "c7"), tmp_path / "v7.csv", "--jobs", "2")
     assert res7.returncode == 0, res7.stderr[-2000:]

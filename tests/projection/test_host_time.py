@@ -67,6 +67,26 @@ def test_a_step_the_cpu_holds_keeps_its_step_fit(tmp_path: Path) -> None:
     assert cpu_scale_basis(g, 500.0, host_us=900.0) == "step" and cpu_scale_basis(g, None) == ""
 
 
+def test_a_step_with_no_backward_takes_its_scale_from_its_host_time_first(tmp_path: Path) -> None:
+    """The GPU-bound step measured at 1030 us: the kernels alone replay at 1019 us, so the step time fixes the scale
+    only through the last 11 us (about 1.9x the profiled CPU), though the CPU returned after 40 us (0.4x). Without a
+    backward the host time fixes it; a training step's trace (an autograd node) keeps the step's."""
+    none = lambda t, g: np.zeros(g.n_gpu, bool)  # noqa: E731
+    g = graph(tmp_path, gpu_bound())
+    assert cpu_scale_basis(g, 1030.0, host_us=40.0) == "step" and fit_cpu_scale(g, 1030.0, host_us=40.0) > 1.5
+    assert cpu_scale_basis(g, 1030.0, host_us=40.0, host_first=True) == "host"
+    assert fit_cpu_scale(g, 1030.0, host_us=40.0, host_first=True) == pytest.approx(0.4, rel=2e-3)
+    assert cpu_scale_basis(g, 1030.0, host_first=True) == "step"  # no host time: the step, as before
+    inference = project_traces([gpu_bound().write(tmp_path / "infer.json")], [], none, 1030.0, 40.0)
+    training = gpu_bound()
+    training.events.append({"ph": "X", "cat": "cpu_op", "name": "autograd::engine::evaluate_function: MulBackward0",
+                            "pid": 10, "tid": 2, "ts": training.events[0]["ts"], "dur": 1.0})
+    trained = project_traces([training.write(tmp_path / "train.json")], [], none, 1030.0, 40.0)
+    assert not isinstance(inference, str) and not isinstance(trained, str)
+    assert (inference.cpu_scale_basis, trained.cpu_scale_basis) == ("host", "step")
+    assert inference.cpu_scale == pytest.approx(0.4, rel=2e-3) and trained.cpu_scale > 1.5
+
+
 def test_host_time_ends_at_the_first_closing_wait_or_the_steps_cpu(tmp_path: Path) -> None:
     """Two syncs close the step: the host time ends where the first starts; with none, at the step's CPU end."""
     tb = gpu_bound()
