@@ -204,6 +204,14 @@ class EagerBatchNorm(nn.Module):
         return (x - mean) * torch.rsqrt(var + self.eps) * self.weight.view(1, -1, 1, 1) + self.bias.view(1, -1, 1, 1)
 
 
+class EagerBatchNormSameDtype(EagerBatchNorm):
+    """EagerBatchNorm returning its input's dtype, as nn.BatchNorm2d does under autocast: the plain one multiplies
+    bf16 activations by float32 parameters and returns float32, so A's neighbours ran in float32 (held-out 24 on)."""
+
+    def forward(self, x):
+        return super().forward(x).to(x.dtype)
+
+
 class EagerRMSNorm(nn.Module):
     def __init__(self, w: nn.Parameter, eps: float):
         super().__init__()
@@ -848,15 +856,18 @@ def p_adamw(model: str, b: int):
     return build
 
 
-def p_bn(b: int, train: bool):
-    """ResNet-18, every BatchNorm2d eager vs nn.BatchNorm2d, at any batch (`p_cnn` fixes its batches)."""
+def p_bn(b: int, train: bool, same_dtype: bool = False):
+    """ResNet-18, every BatchNorm2d eager vs nn.BatchNorm2d, at any batch (`p_cnn` fixes its batches); `same_dtype`:
+    the eager one returns its input's dtype (EagerBatchNormSameDtype)."""
     def build():
         x = image(b).to(memory_format=torch.channels_last)
         is_bn = lambda c: isinstance(c, nn.BatchNorm2d)  # noqa: E731
         if train:
             y = torch.randint(0, 1000, (b,), device=DEV)
-            a, bb = swapped(lambda: resnet18(True), is_bn, EagerBatchNorm, None, lambda m, t: train_step(m, x, y))
-            return a, bb, f"ResNet-18 training, batch {b}, bf16 autocast, SGD: every BatchNorm2d eager (batch stats) vs nn.BatchNorm2d."
+            eager, kept = (EagerBatchNormSameDtype, ", its output in its input's dtype") if same_dtype else (EagerBatchNorm, "")
+            a, bb = swapped(lambda: resnet18(True), is_bn, eager, None, lambda m, t: train_step(m, x, y))
+            return a, bb, (f"ResNet-18 training, batch {b}, bf16 autocast, SGD: every BatchNorm2d eager (batch stats"
+                           f"{kept}) vs nn.BatchNorm2d.")
         a, bb = swapped(lambda: resnet18(False), is_bn, EagerBatchNorm, None, lambda m, t: infer_step(m, x.to(torch.bfloat16)))
         return a, bb, f"ResNet-18 inference, batch {b}, bf16, channels_last: every BatchNorm2d eager (running stats) vs nn.BatchNorm2d."
     return build
@@ -880,10 +891,13 @@ def torchvision_swap(arch: str, b: int, label: str, train: bool, match: Callable
     return build
 
 
-def p_bn_net(arch: str, b: int, label: str, train: bool = True):
-    """every BatchNorm2d eager vs nn.BatchNorm2d (held-out 13: CNNs beyond ResNet-18; held-out 17: their inference)."""
-    return torchvision_swap(arch, b, label, train, lambda c: isinstance(c, nn.BatchNorm2d), EagerBatchNorm,
-                            ("BatchNorm2d", "nn.BatchNorm2d"), (" (batch stats)", " (running stats)"))
+def p_bn_net(arch: str, b: int, label: str, train: bool = True, same_dtype: bool = False):
+    """every BatchNorm2d eager vs nn.BatchNorm2d (held-out 13: CNNs beyond ResNet-18; held-out 17: their inference;
+    held-out 24, `same_dtype`: the eager one returns its input's dtype)."""
+    kept = ", its output in its input's dtype" if same_dtype else ""
+    return torchvision_swap(arch, b, label, train, lambda c: isinstance(c, nn.BatchNorm2d),
+                            EagerBatchNormSameDtype if same_dtype else EagerBatchNorm,
+                            ("BatchNorm2d", "nn.BatchNorm2d"), (f" (batch stats{kept})", f" (running stats{kept})"))
 
 
 def p_ln_net(arch: str, b: int, label: str, train: bool = True):
@@ -1747,6 +1761,31 @@ PAIRS += [
     Pair("two-stream-n2816-gelu", "multi-stream", "side-stream", 27, p_two_stream("gelu", 2816), 18),
 ]
 
+# part 28: held-out 24, 13 new pairs, registered on 5 Dec 2026 after held-out 22 was read and before held-out 23 was
+# captured (docs/replay.md), for the corpus's eager BatchNorm: it returned float32 under autocast where
+# nn.BatchNorm2d returns bf16, so A's neighbours ran in float32 and B's saving held work no module swap removes. BatchNorm
+# training with the eager BatchNorm returning its input's dtype ("-bnkd") first, GPU-bound and CPU-bound, on models and
+# batches no earlier part ran, then three of them again as before ("-bn": ResNet-18 at 144, ResNet-50 at 56 and at 12), to read the difference beside them
+PAIRS += [
+    Pair("resnet18-train-b144-bnkd", "cnn", "tiny", 28, p_bn(144, True, same_dtype=True), 25),
+    Pair("resnet18-train-b12-bnkd", "cnn", "tiny", 28, p_bn(12, True, same_dtype=True), 18),
+    Pair("resnet50-train-b56-bnkd", "cnn", "tiny", 28, p_bn_net("resnet50", 56, "ResNet-50", same_dtype=True), 40),
+    Pair("resnet50-train-b12-bnkd", "cnn", "tiny", 28, p_bn_net("resnet50", 12, "ResNet-50", same_dtype=True), 35),
+    Pair("resnet34-train-b20-bnkd", "cnn", "tiny", 28, p_bn_net("resnet34", 20, "ResNet-34", same_dtype=True), 30),
+    Pair("mobilenetv2-train-b40-bnkd", "cnn", "tiny", 28,
+         p_bn_net("mobilenet_v2", 40, "MobileNetV2", same_dtype=True), 35),
+    Pair("efficientnetb0-train-b6-bnkd", "cnn", "tiny", 28,
+         p_bn_net("efficientnet_b0", 6, "EfficientNet-B0", same_dtype=True), 35),
+    Pair("regnety400mf-train-b12-bnkd", "cnn", "tiny", 28,
+         p_bn_net("regnet_y_400mf", 12, "RegNetY-400MF", same_dtype=True), 30),
+    Pair("mnasnet10-train-b12-bnkd", "cnn", "tiny", 28, p_bn_net("mnasnet1_0", 12, "MNASNet 1.0", same_dtype=True), 30),
+    Pair("densenet121-train-b6-bnkd", "cnn", "tiny", 28,
+         p_bn_net("densenet121", 6, "DenseNet-121", same_dtype=True), 35),
+    Pair("resnet18-train-b144-bn", "cnn", "tiny", 28, p_bn(144, True), 25),
+    Pair("resnet50-train-b56-bn", "cnn", "tiny", 28, p_bn_net("resnet50", 56, "ResNet-50"), 40),
+    Pair("resnet50-train-b12-bn", "cnn", "tiny", 28, p_bn_net("resnet50", 12, "ResNet-50"), 35),
+]
+
 
 def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
@@ -1762,11 +1801,12 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     (GPU-bound inference first) heldout17, part 22 (GPU-bound inference again, for the host time) heldout18, part 23
     (inference where A's CPU and GPU tie) heldout19, part 24 (the same, for the replay's device-only copies)
     heldout20, part 25 (GPU-bound inference and training, for the validation's median inputs) heldout21, part 26
-    (GPU-bound inference, for the launch latency) heldout22, part 27 (inference, for the host time first) heldout23."""
+    (GPU-bound inference, for the launch latency) heldout22, part 27 (inference, for the host time first) heldout23, part 28 (BatchNorm training, its eager output
+    in its input's dtype) heldout24."""
     named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11", 16: "heldout12", 17: "heldout13",
              18: "heldout14", 19: "heldout15", 20: "heldout16", 21: "heldout17",
              22: "heldout18", 23: "heldout19", 24: "heldout20", 25: "heldout21", 26: "heldout22",
-             27: "heldout23"}
+             27: "heldout23", 28: "heldout24"}
     out = {p.name: named.get(p.part, f"heldout{p.part - 1}") for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):

@@ -208,6 +208,28 @@ def test_part_20_is_held_out_16_with_grouped_conv_and_groupnorm_cnns_first() -> 
     _new_part(20, "heldout16", 15, ["regnety400mf", "regnetx800mf", "resnet18"], 13, 420)
 
 
+def test_part_28_is_held_out_24_with_batchnorm_training_in_its_inputs_dtype_first() -> None:
+    """BatchNorm training whose eager BatchNorm returns its input's dtype (-bnkd) first, then three of them as
+    before: new pairs, all heldout24, every one training, fitting one device call's budget."""
+    _new_part(28, "heldout24", 13, ["resnet18", "resnet18", "resnet50", "resnet50"], 13, 480)
+    rc = _module()
+    new = [p.name for p in rc.PAIRS if p.part == 28]
+    assert sum(n.endswith("-bnkd") for n in new) == 10
+    assert {n.removesuffix("-bn") + "-bnkd" for n in new if n.endswith("-bn")} <= set(new)
+
+
+def test_the_same_dtype_eager_batchnorm_returns_its_inputs_dtype() -> None:
+    """The corpus's eager BatchNorm returns float32 for bf16 activations (its float32 parameters promote them);
+    held-out 24's returns bf16, as nn.BatchNorm2d does under autocast, with the same values."""
+    import torch
+    rc = _module()
+    bn = torch.nn.BatchNorm2d(4)
+    x = torch.randn(2, 4, 3, 3).to(torch.bfloat16)
+    plain, same = rc.EagerBatchNorm(bn).train(), rc.EagerBatchNormSameDtype(bn).train()
+    assert plain(x).dtype == torch.float32 and same(x).dtype == torch.bfloat16
+    torch.testing.assert_close(same(x), plain(x).to(torch.bfloat16))
+
+
 def test_part_27_is_held_out_23_with_inference_for_the_host_time_first() -> None:
     """Inference at batches where A's GPU about holds the step and B's CPU will (the class replay.HOST_FIRST moves
     most) first, then inference the CPU holds and a side-stream pair, none of them training: new pairs, all
