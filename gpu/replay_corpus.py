@@ -1732,10 +1732,10 @@ PAIRS += [
 ]
 
 # part 27: held-out 23, 18 new pairs, registered on 5 Dec 2026 after held-out 22 was read (docs/replay.md), for a
-# step with no backward taking its CPU scale from its host time wherever one was measured (replay.HOST_FIRST), not
-# from its step time where the GPU alone replays just under it: the class first (inference at batches where A's GPU
-# about holds the step and B's CPU will, on models and batches no earlier part ran), then inference the CPU holds
-# (the rule moves those too) and two side-stream pairs
+# step with no backward taking its CPU scale from its host time wherever one was measured (replay.HOST_FIRST, scored
+# with --host-first 1), not from its step time where the GPU alone replays just under it: the class first (inference
+# at batches where A's GPU about holds the step and B's CPU will, on models and batches no earlier part ran), then
+# inference the CPU holds (the rule moves those too) and a side-stream pair
 PAIRS += [
     Pair("resnet18-infer-b104-bn", "cnn", "tiny", 27, p_bn(104, False), 15),
     Pair("mobilenetv2-infer-b144-bn", "cnn", "tiny", 27, p_bn_net("mobilenet_v2", 144, "MobileNetV2", train=False), 25),

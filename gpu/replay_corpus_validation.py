@@ -36,7 +36,9 @@ the profiler's CPU overhead out are replayed (dispatch rule "typical" for kept l
            Where the GPU alone holds A's replayed step, given and uniform fit the CPU scale to A's host time
            (cpu_ms, its --host-quantile), within replay.HOST_STEP_SLACK of the least replayed step (--host-step-slack;
            added after held-out 17, scored on held-out 18). A step with no backward fits it to the host time wherever
-           one was measured (replay.HOST_FIRST, --host-first 0 to turn off; chosen on parts 1-26, scored on held-out 23).
+           one was measured with --host-first 1 (replay.HOST_FIRST, off in `project`: it holds only for a host time read
+           at the step's host speed, as the corpus reads it; --host-window reads it as `profile` does; chosen on parts
+           1-26, held-out 23 scores it).
 The model was chosen on the dev half only (most pairs within 5%, then the lowest median |error|: given);
 the error models of given and uniform (intervals.fit_error_model: the 80% quantile of |removed_error|, the error on
 the step fraction removed, per detected regime; on the speedup's scale before held-out 13) are fitted on dev only, and only then are the held-out pairs scored, each held-out set
@@ -231,9 +233,18 @@ def round_models(a: Path, b: Path, meta: dict, step_a: float, costs: tuple[float
 
 def host_us(meta: dict) -> float | None:
     """A's unprofiled CPU time per step to the step's return (µs), its HOST_QUANTILE (the median, as `addressable
-    profile` records host_time_ms); None for a capture without it."""
+    profile` records host_time_ms); None for a capture without it. With HOST_WINDOW = n, the median of A's first n
+    steps of its last round instead, as `profile` reads it (steps of their own, apart from the timed ones), and with
+    HOST_AT_STEP_SPEED that times A's median step over those n steps' own median step."""
     cpu = meta.get("cpu_ms", {}).get("A")
-    return float(np.quantile(cpu, HOST_QUANTILE)) * 1e3 if cpu else None
+    if not cpu:
+        return None
+    if not HOST_WINDOW:
+        return float(np.quantile(cpu, HOST_QUANTILE)) * 1e3
+    rounds, step = np.asarray(meta["round"]), np.asarray(meta["step_ms"]["A"], float)
+    window = np.flatnonzero(rounds == rounds.max())[:HOST_WINDOW]
+    speed = float(np.median(step) / np.median(step[window])) if HOST_AT_STEP_SPEED else 1.0
+    return float(np.median(np.asarray(cpu, float)[window])) * speed * 1e3
 
 
 def backward_inputs(meta: dict) -> tuple[float, float] | None:
@@ -401,12 +412,16 @@ MODEL_CONSTANTS = {"spillover": "SPILLOVER", "backward_pool": "BACKWARD_POOL", "
                    "host_step_slack": "HOST_STEP_SLACK", "host_first": "HOST_FIRST"}
 # the statistic of A's host times (cpu_ms) the validation passes as host_us: the median, as `profile` records it
 HOST_QUANTILE = 0.5
+# A's host time read as `profile` reads it (`host_us`): this many steps of its last round (0: every step), and whether
+# put at the step's host speed
+HOST_WINDOW = 0
+HOST_AT_STEP_SPEED = False
 
 
 def add_model_constants(ap: argparse.ArgumentParser) -> None:
     """--spillover, --backward-pool (a measured backward's weight on the uniform CPU scale, runs other than CNNs),
-    --backward-pool-conv (the same for a CNN), --host-step-slack and --host-first (0: a step with no backward fits
-    its scale to its step time where that can): replay's constants for this run."""
+    --backward-pool-conv (the same for a CNN), --host-step-slack and --host-first (1: a step with no backward fits
+    its scale to its host time wherever one was measured): replay's constants for this run."""
     for dest, name in MODEL_CONSTANTS.items():
         ap.add_argument(f"--{dest.replace('_', '-')}", dest=dest, type=float, default=None,
                         help=f"replay.{name} for this run (default {getattr(replay_module, name)})")
@@ -419,7 +434,7 @@ def set_model_constants(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    global HOST_QUANTILE, Q
+    global HOST_QUANTILE, Q, HOST_WINDOW, HOST_AT_STEP_SPEED
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("corpus", type=Path)
     ap.add_argument("--out", type=Path, default=Path("outputs/replay_corpus/validation.csv"))
@@ -436,13 +451,21 @@ def main(argv: list[str] | None = None) -> int:
                     help="the quantile of the unprofiled steps and the swap group's CPU times every model reads "
                          f"(default {Q}, the median, as `project` reads a run)")
     ap.add_argument("--jobs", type=int, default=1, help="pairs validated at once (processes; default 1)")
+    ap.add_argument("--host-window", type=int, default=0, help="read A's host time over this many steps of its last "
+                    "round, as `profile` reads it apart from its timed steps (default 0: every step)")
+    ap.add_argument("--host-at-step-speed", action="store_true", help="with --host-window: times A's median step "
+                    "over those steps' own median step")
     add_model_constants(ap)
     args = ap.parse_args(argv)
     if args.jobs < 1:
         print("--jobs: must be at least 1", file=sys.stderr)
         return 2
+    if args.host_window < 0:
+        print("--host-window: must be 0 or more", file=sys.stderr)
+        return 2
     set_model_constants(args)
     HOST_QUANTILE, Q = args.host_quantile, args.step_quantile
+    HOST_WINDOW, HOST_AT_STEP_SPEED = args.host_window, args.host_at_step_speed
     pairs = corpus_pairs(args.corpus)
     fit_on = tuple(x for x in args.fit_on.split(",") if x)
     unknown = set(fit_on) - {*DEV, *HELD}

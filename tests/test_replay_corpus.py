@@ -531,3 +531,10 @@ def test_the_validation_reads_as_host_time_the_quantile_it_is_given() -> None:
     assert mod.host_us(meta) == pytest.approx(3000.0) and mod.host_us({}) is None
     mod.HOST_QUANTILE = 0.25
     assert mod.host_us(meta) == pytest.approx(2000.0)
+    # as `profile` reads it: the first two steps of the last round (3 and 4 ms), then at the step's speed there
+    # (the median step 2 ms over those steps' own 4 ms)
+    meta.update(round=[0, 0, 1, 1, 1], step_ms={"A": [1.0, 2.0, 3.0, 5.0, 1.0]})
+    mod.HOST_WINDOW = 2
+    assert mod.host_us(meta) == pytest.approx(3500.0)
+    mod.HOST_AT_STEP_SPEED = True
+    assert mod.host_us(meta) == pytest.approx(3500.0 * 2.0 / 4.0)

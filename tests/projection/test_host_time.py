@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from addressable.cli import main
+from addressable.projection import replay as replay_module
 from addressable.projection.replay import (
     Change,
     cpu_scale_basis,
@@ -67,11 +68,16 @@ def test_a_step_the_cpu_holds_keeps_its_step_fit(tmp_path: Path) -> None:
     assert cpu_scale_basis(g, 500.0, host_us=900.0) == "step" and cpu_scale_basis(g, None) == ""
 
 
-def test_a_step_with_no_backward_takes_its_scale_from_its_host_time_first(tmp_path: Path) -> None:
+def test_a_step_with_no_backward_takes_its_scale_from_its_host_time_first(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """The GPU-bound step measured at 1030 us: the kernels alone replay at 1019 us, so the step time fixes the scale
-    only through the last 11 us (about 1.9x the profiled CPU), though the CPU returned after 40 us (0.4x). Without a
-    backward the host time fixes it; a training step's trace (an autograd node) keeps the step's."""
+    only through the last 11 us (about 1.9x the profiled CPU), though the CPU returned after 40 us (0.4x). With
+    replay.HOST_FIRST (off as shipped: `profile` reads its host time apart from its step time) and no backward, the
+    host time fixes it; a training step's trace (an autograd node) keeps the step's."""
     none = lambda t, g: np.zeros(g.n_gpu, bool)  # noqa: E731
+    shipped = project_traces([gpu_bound().write(tmp_path / "shipped.json")], [], none, 1030.0, 40.0)
+    assert not isinstance(shipped, str) and shipped.cpu_scale_basis == "step"
+    monkeypatch.setattr(replay_module, "HOST_FIRST", True)
     g = graph(tmp_path, gpu_bound())
     assert cpu_scale_basis(g, 1030.0, host_us=40.0) == "step" and fit_cpu_scale(g, 1030.0, host_us=40.0) > 1.5
     assert cpu_scale_basis(g, 1030.0, host_us=40.0, host_first=True) == "host"
