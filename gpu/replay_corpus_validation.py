@@ -94,6 +94,7 @@ from addressable.projection.replay import (
     regime_of,
     replay,
     scales,
+    takes_host_first,
 )
 from addressable.trace.reader import Trace
 
@@ -178,7 +179,7 @@ def round_models(a: Path, b: Path, meta: dict, step_a: float, costs: tuple[float
     unprof = float(np.quantile(swap["A"], Q)) * 1e3 if swap else None
     gc = group_cpu(ga, ta, swap_ranges(ta), unprof) if swap else GroupCpu(np.zeros(ga.n_cpu, bool), 1.0, 1.0, fa)
     fixed = [(gc.calls, gc.scale)]
-    host_first = bool(replay_module.HOST_FIRST) and not has_backward(ta)  # fitted as project_traces fits it
+    host_first = takes_host_first(ta)  # fitted as project_traces fits it
     rest = fit_cpu_scale(ga, step_a * 1e3, fixed=fixed, host_us=host, host_first=host_first)
     sc = scales(ga, rest, fixed)
     row.update(module=speedup(ga, changes, sc), group_scale=gc.scale, rest_scale=rest, group_share=gc.share)

@@ -1085,6 +1085,12 @@ def has_backward(trace: Trace) -> bool:
     return bool(names.str.contains("autograd::engine|Backward", regex=True).any())
 
 
+def takes_host_first(trace: Trace) -> bool:
+    """Whether the trace's CPU scale is fitted to its host time wherever one was measured (HOST_FIRST, a step with no
+    backward), the `host_first` of `fit_cpu_scale` that `project_traces` passes."""
+    return bool(HOST_FIRST) and not has_backward(trace)
+
+
 def original(g: Graph) -> Replay:
     """The profiled times as a Replay (spans measured the same way), to compare replays with."""
     cpu_end = g.cpu_ts + g.cpu_dur
@@ -1229,8 +1235,7 @@ def _rank_projection(trace: Trace, g: Graph, whatifs: Sequence[WhatIf], ceiling:
                   step_us, host_us)
     fixed = [(c.calls, c.scale) for c in cpu if c is not None]
     fixed += _scaled_like(trace, g, whatifs, fixed) if step_us and like else []
-    # a step with no backward: its host time fixes the scale even where its step time could (HOST_FIRST)
-    rest, basis = _fitted(g, step_us, fixed=fixed, host_us=host_us, host_first=HOST_FIRST and not has_backward(trace))
+    rest, basis = _fitted(g, step_us, fixed=fixed, host_us=host_us, host_first=takes_host_first(trace))
     scale = scales(g, rest, fixed)
     base = unscaled if rest == 1.0 and not fixed else replay(g, cpu_scale=scale)
 
