@@ -236,16 +236,28 @@ def host_us(meta: dict) -> float | None:
     """A's unprofiled CPU time per step to the step's return (µs), its HOST_QUANTILE (the median, as `addressable
     profile` records host_time_ms); None for a capture without it. With HOST_WINDOW = n, the median of A's first n
     steps of its last round instead, as `profile` reads it (steps of their own, apart from the timed ones), and with
-    HOST_AT_STEP_SPEED that times A's median step over those n steps' own median step."""
+    HOST_AT_STEP_SPEED that times A's median step over those n steps' own median step. With HOST_SAMPLE = (kind, n),
+    the median of a sample of A's steps: the first n of every round ("first"), the last n ("last"), or n drawn at
+    random, seeded ("random"): host steps spread over the run, as `profile` could time them."""
     cpu = meta.get("cpu_ms", {}).get("A")
     if not cpu:
         return None
+    if HOST_SAMPLE:
+        return float(np.median(np.asarray(cpu, float)[host_sample(np.asarray(meta["round"]), *HOST_SAMPLE)])) * 1e3
     if not HOST_WINDOW:
         return float(np.quantile(cpu, HOST_QUANTILE)) * 1e3
     rounds, step = np.asarray(meta["round"]), np.asarray(meta["step_ms"]["A"], float)
     window = np.flatnonzero(rounds == rounds.max())[:HOST_WINDOW]
     speed = float(np.median(step) / np.median(step[window])) if HOST_AT_STEP_SPEED else 1.0
     return float(np.median(np.asarray(cpu, float)[window])) * speed * 1e3
+
+
+def host_sample(rounds: np.ndarray, kind: str, n: int) -> np.ndarray:
+    """Indices of A's steps (`rounds`: each step's round) in the sample HOST_SAMPLE names (`host_us`)."""
+    if kind == "random":
+        return np.random.default_rng(0).choice(len(rounds), min(n, len(rounds)), replace=False)
+    each = [np.flatnonzero(rounds == r) for r in np.unique(rounds)]
+    return np.concatenate([i[:n] if kind == "first" else i[-n:] for i in each])
 
 
 def backward_inputs(meta: dict) -> tuple[float, float] | None:
@@ -404,6 +416,12 @@ def report(t: pd.DataFrame, truth: str = "quartile", fit_on: tuple[str, ...] = (
         print(f"  development data {FALLBACK_MODEL}: {score(d, FALLBACK_MODEL, 'uniform_inside')}")
 
 
+def parse_host_sample(text: str) -> tuple[str, int] | None:
+    """"first:3" -> ("first", 3); None where it names no sample (`--host-sample`)."""
+    kind, _, n = text.partition(":")
+    return (kind, int(n)) if kind in ("first", "last", "random") and n.isdigit() and int(n) >= 1 else None
+
+
 def corpus_pairs(root: Path) -> list[tuple[Path, str]]:
     return sorted((p.parent, p.name.removesuffix(".A.json.gz")) for p in root.rglob("*.A.json.gz"))
 
@@ -417,6 +435,8 @@ HOST_QUANTILE = 0.5
 # put at the step's host speed
 HOST_WINDOW = 0
 HOST_AT_STEP_SPEED = False
+# or a sample of A's steps spread over the run (`host_us`): ("first" | "last", n per round) or ("random", n); None: off
+HOST_SAMPLE: tuple[str, int] | None = None
 
 
 def add_model_constants(ap: argparse.ArgumentParser) -> None:
@@ -435,7 +455,7 @@ def set_model_constants(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    global HOST_QUANTILE, Q, HOST_WINDOW, HOST_AT_STEP_SPEED
+    global HOST_QUANTILE, Q, HOST_WINDOW, HOST_AT_STEP_SPEED, HOST_SAMPLE
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("corpus", type=Path)
     ap.add_argument("--out", type=Path, default=Path("outputs/replay_corpus/validation.csv"))
@@ -456,6 +476,8 @@ def main(argv: list[str] | None = None) -> int:
                     "round, as `profile` reads it apart from its timed steps (default 0: every step)")
     ap.add_argument("--host-at-step-speed", action="store_true", help="with --host-window: times A's median step "
                     "over those steps' own median step")
+    ap.add_argument("--host-sample", default=None, metavar="KIND:N", help="read A's host time over a sample of its "
+                    "steps spread over the run: first:N or last:N (of every round), random:N (seeded)")
     add_model_constants(ap)
     args = ap.parse_args(argv)
     if args.jobs < 1:
@@ -464,9 +486,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.host_window < 0:
         print("--host-window: must be 0 or more", file=sys.stderr)
         return 2
+    sample = parse_host_sample(args.host_sample) if args.host_sample else None
+    if args.host_sample and (sample is None or args.host_window):
+        print(f"--host-sample: expected first:N, last:N or random:N with N at least 1, and no --host-window; got "
+              f"{args.host_sample}", file=sys.stderr)
+        return 2
     set_model_constants(args)
     HOST_QUANTILE, Q = args.host_quantile, args.step_quantile
-    HOST_WINDOW, HOST_AT_STEP_SPEED = args.host_window, args.host_at_step_speed
+    HOST_WINDOW, HOST_AT_STEP_SPEED, HOST_SAMPLE = args.host_window, args.host_at_step_speed, sample
     pairs = corpus_pairs(args.corpus)
     fit_on = tuple(x for x in args.fit_on.split(",") if x)
     unknown = set(fit_on) - {*DEV, *HELD}

@@ -538,3 +538,22 @@ def test_the_validation_reads_as_host_time_the_quantile_it_is_given() -> None:
     assert mod.host_us(meta) == pytest.approx(3500.0)
     mod.HOST_AT_STEP_SPEED = True
     assert mod.host_us(meta) == pytest.approx(3500.0 * 2.0 / 4.0)
+    # a sample spread over the run instead: the first (or last) step of every round, or steps drawn at random
+    mod.HOST_WINDOW, mod.HOST_AT_STEP_SPEED = 0, False
+    mod.HOST_SAMPLE = ("first", 1)
+    assert mod.host_us(meta) == pytest.approx(2000.0)  # steps 0 and 2: 1 and 3 ms
+    mod.HOST_SAMPLE = ("last", 1)
+    assert mod.host_us(meta) == pytest.approx(3500.0)  # steps 1 and 4: 2 and 5 ms
+    mod.HOST_SAMPLE = ("random", 9)
+    assert mod.host_us(meta) == pytest.approx(3000.0)  # more than there are: every step
+    assert mod.parse_host_sample("first:3") == ("first", 3)
+    assert mod.parse_host_sample("first:0") is None and mod.parse_host_sample("every:3") is None
+
+
+def test_a_bad_host_sample_is_a_one_line_error(tmp_path: Path) -> None:
+    """--host-sample names first:N, last:N or random:N; anything else (or beside --host-window) exits 2 in one line."""
+    for bad in (["--host-sample", "middle:2"], ["--host-sample", "first:x"],
+                ["--host-sample", "first:2", "--host-window", "3"]):
+        r = subprocess.run([sys.executable, str(ROOT / "gpu/replay_corpus_validation.py"), str(tmp_path), *bad],
+                           capture_output=True, text=True)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and r.stderr.startswith("--host-sample:"), r.stderr
