@@ -31,9 +31,9 @@ def main() -> None:
     ap.add_argument("--trace", type=Path, help="reuse (or keep) the trace at this path")
     a = ap.parse_args()
 
-    import numpy as np
 
     from addressable.classify.taxonomy import load_taxonomy
+    from addressable.core.names import distinct
     from addressable.projection.replay import (
         Change,
         build_graph,
@@ -63,8 +63,8 @@ def main() -> None:
         t0, c0 = time.perf_counter(), time.process_time()
         base = replay(g)
         t_base = (time.perf_counter() - t0, time.process_time() - c0)
-        names = np.unique(g.gpu_name.astype(str), return_inverse=True)
-        category = load_taxonomy().classify(list(names[0])).to_numpy()[names[1]]
+        codes, names = distinct(g.gpu_name)
+        category = load_taxonomy().classify(names).to_numpy()[codes]
         t0, c0 = time.perf_counter(), time.process_time()
         regime_inputs = (has_backward(trace), is_convnet(trace))  # what project reads to name the run's regime
         t_regime = (time.perf_counter() - t0, time.process_time() - c0)

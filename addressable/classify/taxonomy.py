@@ -20,6 +20,7 @@ import pandas as pd
 
 from addressable.core.errors import AddressableError
 from addressable.core.files import read_yaml
+from addressable.core.names import distinct
 from addressable.core.schema import check_version
 from addressable.trace.kernel_names import KernelName, parse_kernel_name, template_args
 
@@ -102,13 +103,13 @@ class Taxonomy:
         """
         cats = [UNCLASSIFIED, *self.classes]
         code_of = {c: i for i, c in enumerate(cats)}
-        n_codes, n_uniques = _factorize(names)
+        n_codes, n_uniques = distinct(names, missing=None)
         n_rules = self.match_rules(n_uniques, "kernel")
         name_code = np.array([code_of[r.category] if r else 0 for r in n_rules] + [0], dtype=np.int32)[n_codes]
         defer = np.array([bool(r and r.launch_op_wins) for r in n_rules] + [False])[n_codes]
         op_code = np.zeros(len(name_code), dtype=np.int32)
         if ops is not None and self.launch_op_rules:
-            o_codes, o_uniques = _factorize(ops)
+            o_codes, o_uniques = distinct(ops, missing=None)
             o_rules = self.match_rules(o_uniques, "launch_op")
             op_code = np.array([code_of[r.category] if r else 0 for r in o_rules] + [0], dtype=np.int32)[o_codes]
         use_op = (op_code > 0) & ((name_code == 0) | defer | self.op_decides(cats)[name_code, op_code])
@@ -185,15 +186,6 @@ class Taxonomy:
                 out[i] = rule
             todo = todo[~np.array(hit, dtype=bool)]
         return out
-
-
-def _factorize(values: pd.Series) -> tuple[np.ndarray, list[str]]:
-    """Codes into the unique strings (-1 for missing), without materialising strings for categorical columns."""
-    if isinstance(values.dtype, pd.CategoricalDtype):
-        values = values.cat.remove_unused_categories()
-        return values.cat.codes.to_numpy(), [str(c) for c in values.cat.categories]
-    codes, uniques = pd.factorize(values.astype("string"), sort=False)
-    return codes, [str(u) for u in uniques]
 
 
 def load_taxonomy(path: str | Path | None = None) -> Taxonomy:

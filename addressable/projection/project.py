@@ -65,6 +65,7 @@ from addressable.classify.taxonomy import UNCLASSIFIED, default_taxonomy
 from addressable.core.amdahl import amdahl
 from addressable.core.errors import AddressableError
 from addressable.core.jsonutil import to_jsonable
+from addressable.core.names import distinct
 from addressable.projection import intervals
 from addressable.projection import replay as replay_model
 from addressable.projection.wins import (
@@ -395,7 +396,7 @@ def _replay_run(run: Run, groups: list[Group], model: str) -> dict[str, Any]:
                 attr = attribute(trace.events, trace.events.iloc[g.gpu_row], gpu=True)
                 for i, module in mods:
                     owner[(owner < 0) & module.matches(attr.rows, attr.modules)] = i
-            uniq, inverse = np.unique(g.gpu_name.astype(str), return_inverse=True)
+            inverse, uniq = distinct(g.gpu_name)
             for i, grp in enumerate(groups):  # then regex groups, in row order
                 if grp.target.regex is not None:
                     hit = np.fromiter((grp.target.regex.search(n) is not None for n in uniq), bool, len(uniq))

@@ -50,6 +50,7 @@ import pandas as pd
 
 from addressable.classify.modules import backward_nodes, backward_spans
 from addressable.classify.taxonomy import load_taxonomy
+from addressable.core.names import distinct
 from addressable.trace.reader import Trace, load_trace, trace_format
 
 STREAM_GAP_US = 5.0  # an op that starts within this of its stream predecessor's end was held back by it
@@ -77,10 +78,9 @@ def _returns_at_once(op_names: np.ndarray, launch: np.ndarray, call_names: np.nd
     synchronisation rules): a copy or memset within device memory, or a pinned-host copy from an asynchronous call."""
     device_only, pinned, asynchronous = _never_waits()
     called = call_names[np.clip(launch, 0, None)] if len(call_names) else np.full(len(launch), "", object)
-    called = np.where(launch >= 0, called, "").astype(str)
-    ops, op_of = np.unique(np.asarray(op_names, str), return_inverse=True)  # a trace has few distinct names
-    calls, call_of = np.unique(called, return_inverse=True)
-    def matches(p: re.Pattern, names: np.ndarray) -> np.ndarray:
+    op_of, ops = distinct(op_names)  # a trace has few distinct names: each is tested once
+    call_of, calls = distinct(np.where(launch >= 0, called, ""))
+    def matches(p: re.Pattern, names: list[str]) -> np.ndarray:
         return np.array([bool(p.search(n)) for n in names], bool)
     return matches(device_only, ops)[op_of] | (matches(pinned, ops)[op_of] & matches(asynchronous, calls)[call_of])
 
@@ -1036,7 +1036,7 @@ def regime_of(g: Graph, step_us: float | None = None, training: bool = False, co
     if (g.typical.get("n_shared_kernels") or g.typical.get("n_cross_stream_waits")
             or len(np.unique(g.gpu_stream[g.gpu_kernel])) > 1):
         base = "multi-stream"
-    elif any(str(n).startswith("triton_") for n in np.unique(g.gpu_name.astype(str))):
+    elif any(n.startswith("triton_") for n in distinct(g.gpu_name)[1]):
         base = "compiled"
     else:
         o = original(g)
