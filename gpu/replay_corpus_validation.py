@@ -234,28 +234,28 @@ def round_models(a: Path, b: Path, meta: dict, step_a: float, costs: tuple[float
 
 def host_us(meta: dict) -> float | None:
     """A's unprofiled CPU time per step to the step's return (µs), its HOST_QUANTILE (the median, as `addressable
-    profile` records host_time_ms); None for a capture without it. With HOST_WINDOW = n, the median of A's first n
-    steps of its last round instead, as `profile` reads it (steps of their own, apart from the timed ones), and with
-    HOST_AT_STEP_SPEED that times A's median step over those n steps' own median step. With HOST_SAMPLE = (kind, n),
-    the median of a sample of A's steps: the first n of every round ("first"), the last n ("last"), or n drawn at
-    random, seeded ("random"): host steps spread over the run, as `profile` could time them."""
+    profile` records host_time_ms); None for a capture without it. With HOST_SAMPLE, the median over that sample of
+    A's steps instead (`host_sample`), and with HOST_AT_STEP_SPEED that times A's median step over the sample's own
+    median step."""
     cpu = meta.get("cpu_ms", {}).get("A")
     if not cpu:
         return None
-    if HOST_SAMPLE:
-        return float(np.median(np.asarray(cpu, float)[host_sample(np.asarray(meta["round"]), *HOST_SAMPLE)])) * 1e3
-    if not HOST_WINDOW:
+    if not HOST_SAMPLE:
         return float(np.quantile(cpu, HOST_QUANTILE)) * 1e3
-    rounds, step = np.asarray(meta["round"]), np.asarray(meta["step_ms"]["A"], float)
-    window = np.flatnonzero(rounds == rounds.max())[:HOST_WINDOW]
-    speed = float(np.median(step) / np.median(step[window])) if HOST_AT_STEP_SPEED else 1.0
-    return float(np.median(np.asarray(cpu, float)[window])) * speed * 1e3
+    steps, step = host_sample(np.asarray(meta["round"]), *HOST_SAMPLE), np.asarray(meta["step_ms"]["A"], float)
+    speed = float(np.median(step) / np.median(step[steps])) if HOST_AT_STEP_SPEED else 1.0
+    return float(np.median(np.asarray(cpu, float)[steps])) * speed * 1e3
 
 
 def host_sample(rounds: np.ndarray, kind: str, n: int) -> np.ndarray:
-    """Indices of A's steps (`rounds`: each step's round) in the sample HOST_SAMPLE names (`host_us`)."""
+    """Indices of A's steps (`rounds`: each step's round) in a sample: the first n of the last round ("window", as
+    `profile` reads its host time, in steps of their own apart from the timed ones), the first or last n of every
+    round ("first", "last": host steps spread over the run, as `profile` could time them), or n drawn at random,
+    seeded ("random")."""
     if kind == "random":
         return np.random.default_rng(0).choice(len(rounds), min(n, len(rounds)), replace=False)
+    if kind == "window":
+        return np.flatnonzero(rounds == rounds.max())[:n]
     each = [np.flatnonzero(rounds == r) for r in np.unique(rounds)]
     return np.concatenate([i[:n] if kind == "first" else i[-n:] for i in each])
 
@@ -431,12 +431,10 @@ MODEL_CONSTANTS = {"spillover": "SPILLOVER", "backward_pool": "BACKWARD_POOL", "
                    "host_step_slack": "HOST_STEP_SLACK", "host_first": "HOST_FIRST"}
 # the statistic of A's host times (cpu_ms) the validation passes as host_us: the median, as `profile` records it
 HOST_QUANTILE = 0.5
-# A's host time read as `profile` reads it (`host_us`): this many steps of its last round (0: every step), and whether
+# A's host time over a sample of its steps (`host_sample`, `host_us`): (kind, n), None for every step; and whether
 # put at the step's host speed
-HOST_WINDOW = 0
-HOST_AT_STEP_SPEED = False
-# or a sample of A's steps spread over the run (`host_us`): ("first" | "last", n per round) or ("random", n); None: off
 HOST_SAMPLE: tuple[str, int] | None = None
+HOST_AT_STEP_SPEED = False
 
 
 def add_model_constants(ap: argparse.ArgumentParser) -> None:
@@ -455,7 +453,7 @@ def set_model_constants(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    global HOST_QUANTILE, Q, HOST_WINDOW, HOST_AT_STEP_SPEED, HOST_SAMPLE
+    global HOST_QUANTILE, Q, HOST_AT_STEP_SPEED, HOST_SAMPLE
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("corpus", type=Path)
     ap.add_argument("--out", type=Path, default=Path("outputs/replay_corpus/validation.csv"))
@@ -474,8 +472,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=1, help="pairs validated at once (processes; default 1)")
     ap.add_argument("--host-window", type=int, default=0, help="read A's host time over this many steps of its last "
                     "round, as `profile` reads it apart from its timed steps (default 0: every step)")
-    ap.add_argument("--host-at-step-speed", action="store_true", help="with --host-window: times A's median step "
-                    "over those steps' own median step")
+    ap.add_argument("--host-at-step-speed", action="store_true", help="with --host-window or --host-sample: times "
+                    "A's median step over those steps' own median step")
     ap.add_argument("--host-sample", default=None, metavar="KIND:N", help="read A's host time over a sample of its "
                     "steps spread over the run: first:N or last:N (of every round), random:N (seeded)")
     add_model_constants(ap)
@@ -493,7 +491,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     set_model_constants(args)
     HOST_QUANTILE, Q = args.host_quantile, args.step_quantile
-    HOST_WINDOW, HOST_AT_STEP_SPEED, HOST_SAMPLE = args.host_window, args.host_at_step_speed, sample
+    HOST_AT_STEP_SPEED = args.host_at_step_speed
+    HOST_SAMPLE = ("window", args.host_window) if args.host_window else sample
     pairs = corpus_pairs(args.corpus)
     fit_on = tuple(x for x in args.fit_on.split(",") if x)
     unknown = set(fit_on) - {*DEV, *HELD}

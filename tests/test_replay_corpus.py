@@ -345,7 +345,8 @@ def test_smoke_run_of_the_later_held_out_parts(tmp_path: Path, split: str, pairs
         bwd = {k: json.loads(files[f"part-x/{fewer}.json"])["module_cpu"][k]["backward_modules"]["Marked"] for k in "AB"}
         assert bwd["A"]["calls_per_step"] == bwd["B"]["calls_per_step"] > 0
         assert len(bwd["A"]["cpu_us_steps"]) == len(bwd["B"]["cpu_us_steps"]) >= 4
-        assert min(bwd["A"]["cpu_us_steps"]) > max(bwd["B"]["cpu_us_steps"]) > 0
+        # the medians: a step's CPU time moves with the host (one of A's steps once fell below one of B's under load)
+        assert np.median(bwd["A"]["cpu_us_steps"]) > np.median(bwd["B"]["cpu_us_steps"]) > 0
 
 
 @pytest.mark.slow
@@ -534,12 +535,12 @@ def test_the_validation_reads_as_host_time_the_quantile_it_is_given() -> None:
     # as `profile` reads it: the first two steps of the last round (3 and 4 ms), then at the step's speed there
     # (the median step 2 ms over those steps' own 4 ms)
     meta.update(round=[0, 0, 1, 1, 1], step_ms={"A": [1.0, 2.0, 3.0, 5.0, 1.0]})
-    mod.HOST_WINDOW = 2
+    mod.HOST_SAMPLE = ("window", 2)
     assert mod.host_us(meta) == pytest.approx(3500.0)
     mod.HOST_AT_STEP_SPEED = True
     assert mod.host_us(meta) == pytest.approx(3500.0 * 2.0 / 4.0)
     # a sample spread over the run instead: the first (or last) step of every round, or steps drawn at random
-    mod.HOST_WINDOW, mod.HOST_AT_STEP_SPEED = 0, False
+    mod.HOST_AT_STEP_SPEED = False
     mod.HOST_SAMPLE = ("first", 1)
     assert mod.host_us(meta) == pytest.approx(2000.0)  # steps 0 and 2: 1 and 3 ms
     mod.HOST_SAMPLE = ("last", 1)

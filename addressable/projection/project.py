@@ -388,19 +388,18 @@ def _replay_run(run: Run, groups: list[Group], model: str) -> dict[str, Any]:
     def groups_of(trace: Trace, g: replay_model.Graph) -> tuple[np.ndarray, pd.Series]:
         """Each GPU op's group (index into groups, -1: none), and each op's category."""
         if id(g) not in cache:
-            names = pd.Series(g.gpu_name, dtype="string")
-            category = tax.classify(names).astype(str).reset_index(drop=True)
+            codes, names = distinct(g.gpu_name)  # each distinct name classified and matched once
+            category = pd.Series(tax.classify(names).astype(str).to_numpy()[codes])
             owner = np.full(g.n_gpu, -1)
             mods = [(i, grp.target.module) for i, grp in enumerate(groups) if grp.target.module is not None]
             if mods:  # module groups claim first: each op's module, through its launching CPU op
                 attr = attribute(trace.events, trace.events.iloc[g.gpu_row], gpu=True)
                 for i, module in mods:
                     owner[(owner < 0) & module.matches(attr.rows, attr.modules)] = i
-            inverse, uniq = distinct(g.gpu_name)
             for i, grp in enumerate(groups):  # then regex groups, in row order
                 if grp.target.regex is not None:
-                    hit = np.fromiter((grp.target.regex.search(n) is not None for n in uniq), bool, len(uniq))
-                    owner[(owner < 0) & hit[inverse]] = i
+                    hit = np.fromiter((grp.target.regex.search(n) is not None for n in names), bool, len(names))
+                    owner[(owner < 0) & hit[codes]] = i
             for i, grp in enumerate(groups):
                 if grp.target.category is not None:
                     owner[(owner < 0) & (category.to_numpy() == grp.target.category)] = i
