@@ -57,6 +57,28 @@ def test_overlapping_streams_are_seen(tmp_path: Path) -> None:
     assert abs(t.categories["exposed_us"].sum() - t.busy_us) < 1e-6 * t.busy_us + 1e-3
 
 
+def test_profile_records_the_gpus_waits_for_the_replay(tmp_path: Path) -> None:
+    """Each step prefetches on a side stream that the compute stream then waits for (cudaStreamWaitEvent)."""
+    from addressable.capture.measure import profiled
+    from addressable.projection.replay import build_graph
+    from addressable.trace.reader import load_trace
+
+    x, y = torch.randn(1 << 24, device="cuda"), torch.empty(1 << 24, device="cuda")
+    side = torch.cuda.Stream()
+    def step() -> None:
+        with torch.cuda.stream(side):
+            y.copy_(x)
+        torch.cuda.current_stream().wait_stream(side)
+        y.mul_(2)
+    profiled(step, 3, True, tmp_path / "trace.json")
+    trace = load_trace(tmp_path / "trace.json", runtime=True)
+    ev = trace.events
+    assert ((ev["kind"] == "sync") & (ev["name"].astype(str) == "Stream Wait Event")).sum() >= 3
+    g = build_graph(trace)
+    waiting = [i for i in range(len(g.gpu_dep)) if g.gpu_dep[i] >= 0]
+    assert len(waiting) >= 3 and all(g.gpu_stream[g.gpu_dep[i]] != g.gpu_stream[i] for i in waiting)
+
+
 def test_triton_softmax_candidate_verifies_on_the_gpu() -> None:
     res = verify(ROOT / "examples/problems/01_softmax_long_rows.py",
                  ROOT / "examples/candidates/01_softmax_long_rows_triton.py", device="cuda", calls=10,

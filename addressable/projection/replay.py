@@ -67,6 +67,11 @@ def _calls() -> dict[str, re.Pattern]:
 
 
 @cache
+def _sync_records() -> dict[str, re.Pattern]:
+    return {k: re.compile(v) for k, v in trace_format()["sync_records"].items()}
+
+
+@cache
 def _never_waits() -> tuple[re.Pattern, re.Pattern, re.Pattern]:
     """(device-only ops, pinned-host copies, asynchronous calls): trace_format.yaml's patterns."""
     fmt = trace_format()
@@ -212,11 +217,12 @@ def build_graph(trace: Trace) -> Graph:
     lat = ops.ts - anchor_ts
     since_prev = np.where(ops.prev >= 0, ops.ts - ops.end[np.clip(ops.prev, 0, None)], np.inf)
     lat_typ, gap_typ = _typical_offsets(ops, lat, since_prev, launch, launched)
+    recorded_dep, recorded_calls = _recorded_waits(ev[(ev["kind"] == "sync").to_numpy()], ops, cpu)
     dep, gpu_lat, gpu_gap, dep_gap, position = _gpu_edges(ops, anchor, anchor_ts, lat, since_prev, lat_typ, gap_typ,
-                                                          cpu.waits_on_streams)
+                                                          cpu.waits_on_streams, recorded_dep)
 
     waits, base, wake = _waits(cpu.ts, cpu.dur, cpu.name, cpu.kind, launch, position, ops.stream, ops.end, n_cpu,
-                               _returns_at_once(ops.name, launch, cpu.name))
+                               _returns_at_once(ops.name, launch, cpu.name), recorded_calls)
     steps = _steps(trace, cpu.ts, cpu.end, t0)
     solo, share = _sharing(ops.ts, ops.end, ops.stream, ops.device, ops.kernel, _work(gpu, ops.order))
     launch_calls = np.unique(anchor[launched])
@@ -271,6 +277,7 @@ class _GpuOps:
     dur: np.ndarray
     end: np.ndarray
     stream: np.ndarray  # stream code (0..n_streams-1), unique per (pid, device, stream)
+    stream_keys: np.ndarray  # the `_stream_key` of each stream code
     device: np.ndarray
     name: np.ndarray  # object
     row: np.ndarray  # row in the trace's events table
@@ -282,12 +289,8 @@ class _GpuOps:
 
 def _gpu_ops(gpu: pd.DataFrame, rows: np.ndarray, t0: float) -> _GpuOps:
     """The GPU events `gpu` (at `rows` of the events table) in stream order, then start order."""
-    stream_key = pd.DataFrame({"pid": gpu["pid"].to_numpy(dtype=np.int64, na_value=-1),
-                               "device": gpu["device"].to_numpy(dtype=np.int64, na_value=-1),
-                               "stream": gpu["stream"].to_numpy(dtype=np.int64, na_value=-1)})
-    key = stream_key.to_numpy()
-    key = (key[:, 0] << 42) ^ ((key[:, 1] & 0x1FFFFF) << 21) ^ (key[:, 2] & 0x1FFFFF)  # ids fit in 21 bits
-    codes, _ = pd.factorize(key)
+    device = gpu["device"].to_numpy(dtype=np.int64, na_value=-1)
+    codes, keys = pd.factorize(_stream_key(gpu, "stream"))
     ts, dur = gpu["ts"].to_numpy(float) - t0, gpu["dur"].to_numpy(float)
     order = np.lexsort((ts, codes))
     ts, dur, codes = ts[order], dur[order], codes[order].astype(np.int64)
@@ -299,10 +302,58 @@ def _gpu_ops(gpu: pd.DataFrame, rows: np.ndarray, t0: float) -> _GpuOps:
     n = len(ts)
     first_of_stream = np.ones(n, bool)
     first_of_stream[1:] = codes[1:] != codes[:-1]
-    return _GpuOps(order, ts, dur, ts + dur, codes, stream_key["device"].to_numpy()[order],
+    return _GpuOps(order, ts, dur, ts + dur, codes, keys, device[order],
                    kinds.to_numpy(object)[name_codes[order]], rows[order], kernel,
                    gpu["correlation"].to_numpy(dtype=np.int64, na_value=-1)[order], first_of_stream,
                    np.where(first_of_stream, -1, np.arange(n) - 1))
+
+
+def _stream_key(events: pd.DataFrame, stream_column: str) -> np.ndarray:
+    """One integer per row naming its (pid, device, stream): the stream in `stream_column` (ids fit in 21 bits)."""
+    pid, device, stream = (events[c].to_numpy(dtype=np.int64, na_value=-1) for c in ("pid", "device", stream_column))
+    return (pid << 42) ^ ((device & 0x1FFFFF) << 21) ^ (stream & 0x1FFFFF)
+
+
+def _launched_around(ops: _GpuOps, stream: np.ndarray, corr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per (stream code, correlation id of a call): the stream's last op launched before the call and its first op
+    launched after it (-1: none). Correlation ids rise with the calls of a process."""
+    idx = np.flatnonzero(ops.corr > 0)
+    if not len(idx):
+        return np.full(len(stream), -1, np.int64), np.full(len(stream), -1, np.int64)
+    key = (ops.stream[idx] << 40) + ops.corr[idx]
+    order = np.argsort(key, kind="stable")
+    key, idx = key[order], idx[order]
+    query = (np.clip(stream, 0, None) << 40) + corr
+    valid = (stream >= 0) & (corr > 0)
+    def on_stream(k: np.ndarray) -> np.ndarray:
+        op = idx[np.clip(k, 0, len(idx) - 1)]
+        return np.where(valid & (k >= 0) & (k < len(idx)) & (ops.stream[op] == stream), op, -1)
+    return on_stream(np.searchsorted(key, query, "left") - 1), on_stream(np.searchsorted(key, query, "right"))
+
+
+def _recorded_waits(sync: pd.DataFrame, ops: _GpuOps, cpu: _CpuCalls) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+    """The waits a trace's sync records name (trace_format's `sync_records`): each GPU op's cross-stream wait (-1:
+    none; of several, the one whose op ends last) and, per stream or event synchronize call, the GPU op it awaits."""
+    dep = np.full(len(ops.ts), -1, np.int64)
+    if sync.empty or not len(ops.ts):
+        return dep, {}
+    name_of, names = distinct(sync["name"])
+    kind = {k: np.array([bool(p.search(n)) for n in names], bool)[name_of] for k, p in _sync_records().items()}
+    corr = sync["correlation"].to_numpy(dtype=np.int64, na_value=-1)
+    streams = pd.Index(ops.stream_keys)
+    stream, awaited_stream = (streams.get_indexer(_stream_key(sync, c)) for c in ("stream", "wait_on_stream"))
+    recorded, _ = _launched_around(ops, awaited_stream, sync["wait_record"].to_numpy(dtype=np.int64, na_value=-1))
+    last_before, first_after = _launched_around(ops, stream, corr)
+
+    w = np.flatnonzero(kind["stream_wait"] & (recorded >= 0) & (first_after >= 0) & (awaited_stream != stream))
+    w = w[np.argsort(ops.end[recorded[w]], kind="stable")]  # the latest-ending of an op's waits is written last
+    dep[first_after[w]] = recorded[w]
+
+    call_of_corr = pd.Series(np.arange(len(cpu.corr)), index=cpu.corr).groupby(level=0).first()
+    call = call_of_corr.reindex(corr).fillna(-1).to_numpy(np.int64)
+    awaited = np.where(kind["event_sync"], recorded, np.where(kind["stream_sync"], last_before, -1))
+    known = (call >= 0) & (awaited >= 0)
+    return dep, {int(c): np.array([op]) for c, op in zip(call[known], awaited[known], strict=True)}
 
 
 def _launch_edges(cpu: _CpuCalls, ops: _GpuOps) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -349,10 +400,14 @@ def _typical_offsets(ops: _GpuOps, lat: np.ndarray, since_prev: np.ndarray, laun
 
 
 def _gpu_edges(ops: _GpuOps, anchor: np.ndarray, anchor_ts: np.ndarray, lat: np.ndarray, since_prev: np.ndarray,
-               lat_typ: float, gap_typ: float, waits_on_streams: bool
+               lat_typ: float, gap_typ: float, waits_on_streams: bool, recorded_dep: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Each op's cross-stream wait (-1: none), the offsets of its launch, stream and cross-stream edges,
     and its chunk position: (dep, lat, gap, dep_gap, position).
+
+    A wait the trace records (`recorded_dep`) is kept whether or not it held the op back in the profile (a what-if
+    can make it bind); an op without one that was held back beyond its launch and its stream predecessor gets the
+    op of another stream that ended as it started.
 
     The edge that held the op back gets its measured offset, the others the typical one (capped to keep it
     exact). An op is replayed after its anchor and its stream predecessors; a wait for an op replayed later
@@ -361,9 +416,11 @@ def _gpu_edges(ops: _GpuOps, anchor: np.ndarray, anchor_ts: np.ndarray, lat: np.
     a = anchor_ts + lat_typ
     b = np.where(ops.prev >= 0, ops.end[np.clip(ops.prev, 0, None)] + gap_typ, -np.inf)
     # cross-stream waits: ops held back by neither their launch nor their stream predecessor
-    dep = np.full(len(ops.ts), -1, np.int64)
+    dep = recorded_dep.copy()
     if waits_on_streams:
-        dep = _cross_stream_deps(ops.ts, ops.end, ops.stream, ops.device, a, b)
+        recorded_end = np.where(dep >= 0, ops.end[np.clip(dep, 0, None)], -np.inf)
+        inferred = _cross_stream_deps(ops.ts, ops.end, ops.stream, ops.device, a, np.maximum(b, recorded_end))
+        dep = np.where(dep >= 0, dep, inferred)
     c = np.where(dep >= 0, ops.end[np.clip(dep, 0, None)], -np.inf)
     binding = np.argmax(np.stack([a, b, c]), axis=0)
     gpu_lat = np.where(binding == 0, lat, np.minimum(lat_typ, lat))
@@ -527,9 +584,12 @@ def _sharing(start: np.ndarray, end: np.ndarray, stream: np.ndarray, device: np.
 
 def _waits(cpu_ts: np.ndarray, cpu_dur: np.ndarray, cpu_name: np.ndarray, kind: np.ndarray,
            launch: np.ndarray, position: np.ndarray, stream: np.ndarray, g_end: np.ndarray, n_cpu: int,
-           at_once: np.ndarray) -> tuple[dict[int, np.ndarray], np.ndarray, np.ndarray]:
-    """Which GPU ops each synchronizing call waits for; each call's own cost and wake-up time. A copy's call
-    waits where the copy ended inside it, unless the call returns at once (`at_once`, per GPU op)."""
+           at_once: np.ndarray, recorded: dict[int, np.ndarray]
+           ) -> tuple[dict[int, np.ndarray], np.ndarray, np.ndarray]:
+    """Which GPU ops each synchronizing call waits for; each call's own cost and wake-up time. A stream or event
+    synchronize waits for what the trace's sync records name (`recorded`: call -> GPU op), else for the stream whose
+    work ended last by the call's end. A copy's call waits where the copy ended inside it, unless the call returns
+    at once (`at_once`, per GPU op)."""
     cpu_end = cpu_ts + cpu_dur
     n_streams = int(stream.max()) + 1 if len(stream) else 0
     # the last op of each stream replayed before each call: ops by position, per stream
@@ -547,6 +607,8 @@ def _waits(cpu_ts: np.ndarray, cpu_dur: np.ndarray, cpu_name: np.ndarray, kind: 
         last = np.array(found)
         if kind[i] == "device_sync":
             waits[int(i)] = last
+        elif int(i) in recorded and (position[recorded[int(i)]] < i).all():
+            waits[int(i)] = recorded[int(i)]
         else:  # stream or event sync: the stream whose work ended last, by the call's end
             ends = g_end[last]
             ok = ends <= cpu_end[i] + 1.0

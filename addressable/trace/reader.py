@@ -57,8 +57,8 @@ except ImportError:
     gzip_codec = zlib
 
 CHUNK_BYTES = 1 << 20
-_KINDS = ("gpu", "annotation", "cpu_op", "cpu_annotation", "step", "runtime")
-_INTS = ("pid", "tid", "stream", "device", "correlation", "external_id")
+_KINDS = ("gpu", "annotation", "cpu_op", "cpu_annotation", "step", "runtime", "sync")
+_INTS = ("pid", "tid", "stream", "device", "correlation", "external_id", "wait_on_stream", "wait_record")
 _FLOAT, _INT, _TEXT = 0, 1, 2  # column types of the C scanner
 _GZIP_MAGIC = b"\x1f\x8b"
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
@@ -462,7 +462,7 @@ class _Format:
     """trace_format.yaml, compiled: the categories kept and a row extractor for them."""
 
     keep: frozenset[str]
-    runtime: frozenset[str]  # categories of runtime calls, kept on request
+    runtime: frozenset[str]  # categories of runtime calls and sync records, kept on request
     kind_of_cat: dict[str, str]
     step_cats: frozenset[str]
     step_re: re.Pattern
@@ -508,7 +508,7 @@ def category_aliases() -> dict[str, str]:
 def _kinds_of_categories(fmt: dict[str, Any]) -> dict[str, str]:
     """Category -> kind of row, today's spellings and their aliases."""
     kind_of_cat: dict[str, str] = {}
-    for kind, key in (("runtime", "runtime_categories"),
+    for kind, key in (("runtime", "runtime_categories"), ("sync", "sync_categories"),
                       ("cpu_annotation", "cpu_annotation_categories"), ("cpu_op", "cpu_op_categories"),
                       ("annotation", "annotation_categories"), ("gpu", "gpu_work_categories")):
         kind_of_cat.update(dict.fromkeys(fmt[key], kind))  # a category listed twice: the later kind wins
@@ -553,7 +553,7 @@ def _compiled_format() -> _Format:
     scope: dict[str, Any] = {"FILTERS": filters}
     exec(compile(src, "<trace_format extractor>", "exec"), scope)
     text = tuple(dict.fromkeys(["name", "cat", *fmt.get("text_columns", [])]))
-    runtime = frozenset(c for c, kind in kind_of_cat.items() if kind == "runtime")
+    runtime = frozenset(c for c, kind in kind_of_cat.items() if kind in ("runtime", "sync"))
     out = _Format((frozenset(kind_of_cat) - runtime) | step_cats, runtime, kind_of_cat, step_cats,
                   re.compile(fmt["step_pattern"]), fmt["complete_phase"], list(fmt["columns"]), text, tuple(parents),
                   scope["extract"], filters=filters)
@@ -893,7 +893,7 @@ def load_trace(path: str | Path, chunk_bytes: int = CHUNK_BYTES, schema: bool = 
 
     native=False leaves the C scanner out; schema=False then parses every block with orjson (whole
     events) instead of the trace_format schema. runtime=True also keeps the CUDA/HIP runtime calls
-    (kind "runtime"), which the replay needs.
+    (kind "runtime") and the GPU's sync records (kind "sync"), which the replay needs.
     """
     fmt = _compiled_format()
     columns = _Columns(fmt, runtime)

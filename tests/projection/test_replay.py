@@ -54,6 +54,15 @@ class TraceBuilder:
         self.events.append({"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": stream, "ts": BASE + c_start,
                             "dur": c_dur, "args": {"stream": stream, "device": 0, "correlation": corr}})
 
+    def sync_record(self, name: str, ts: float, corr: int, stream: int = -1, wait_on_stream: int = -1,
+                    record: int = -1) -> None:
+        """The GPU's record of a wait (torch.profiler's enable_cuda_sync_events): `corr`, the waiting call's
+        correlation id; `record`, that of the cudaEventRecord whose event it waits for."""
+        self.events.append({"ph": "X", "cat": "cuda_sync", "name": name, "pid": 0, "tid": stream, "ts": BASE + ts,
+                            "dur": 1, "args": {"cuda_sync_kind": name, "stream": stream, "device": 0,
+                                               "correlation": corr, "wait_on_stream": wait_on_stream,
+                                               "wait_on_cuda_event_record_corr_id": record}})
+
     def scope(self, name: str, ts: float, dur: float, tid: int = 1) -> None:
         """A record_function range on the CPU (e.g. a module scope)."""
         self.events.append({"ph": "X", "cat": "user_annotation", "name": name, "pid": 10, "tid": tid,
@@ -209,6 +218,64 @@ def test_two_streams_event_wait(tmp_path: Path) -> None:
     a = g.gpu_dur == 100
     # A 10x faster: 18-23.5 alone, so B runs alone (155 us, 28-183); C 184-194; sync 196; step 197
     assert spans(g, Change(a, k=10))[1] == pytest.approx(197)
+
+
+def prefetch(tmp_path: Path, recorded: bool):
+    """A copy on stream 8 (10-70) that C on stream 7 waits for (an event), though C was held by A (18-118) instead;
+    with `recorded`, the trace has the GPU's record of the wait."""
+    tb = TraceBuilder()
+    tb.copy("cudaMemcpyAsync", 5, 3, 10, 60, "Memcpy HtoD (Pinned -> Device)", stream=8)
+    record = tb.call("cudaEventRecord", 9, 2)
+    tb.launch(12, 4, 18, 100)  # A: 18-118
+    wait = tb.call("cudaStreamWaitEvent", 17, 2)
+    tb.launch(20, 4, 119, 10)  # C: 119-129, after A
+    tb.call("cudaDeviceSynchronize", 25, 131 - 25)
+    tb.step(1, 0, 132)
+    if recorded:
+        tb.sync_record("Stream Wait Event", 20, wait, stream=7, wait_on_stream=8, record=record)
+    return graph(tmp_path, tb)
+
+
+def test_a_recorded_stream_wait_binds_when_a_what_if_frees_its_stream(tmp_path: Path) -> None:
+    """In the profile C's wait for the copy held nothing (A did), so timing alone cannot see it."""
+    inferred, recorded = prefetch(tmp_path, recorded=False), prefetch(tmp_path, recorded=True)
+    assert inferred.typical["n_cross_stream_waits"] == 0 and recorded.typical["n_cross_stream_waits"] == 1
+    for g in (inferred, recorded):
+        assert residual(g) == pytest.approx(0, abs=1e-6)
+    a = recorded.gpu_dur == 100
+    # A 10x faster (18-28): C waits for the copy (ends 70), 70-80; the sync returns 2 us later; step + 1 us
+    assert spans(recorded, Change(a, k=10))[1] == pytest.approx(83)
+    # without the record C follows A at once (29-39) and the sync waits for the copy: 10 us short of what it can be
+    assert spans(inferred, Change(inferred.gpu_dur == 100, k=10))[1] == pytest.approx(73)
+
+
+def event_sync(tmp_path: Path, recorded: bool):
+    """The CPU waits (cudaEventSynchronize) for P on stream 7 (10-60), recorded after it; a copy on stream 8 ends
+    later (22-61), just before the call returns (62); then 50 us of CPU work, R on stream 8 and a sync."""
+    tb = TraceBuilder()
+    tb.launch(2, 3, 10, 50)  # P: 10-60
+    record = tb.call("cudaEventRecord", 6, 1)
+    tb.copy("cudaMemcpyAsync", 18, 3, 22, 39, "Memcpy DtoH (Device -> Pinned)", stream=8)
+    call = tb.call("cudaEventSynchronize", 25, 62 - 25)
+    tb.launch(112, 3, 115, 10, stream=8)  # R: 115-125
+    tb.call("cudaDeviceSynchronize", 116, 127 - 116)
+    tb.step(1, 0, 128)
+    if recorded:
+        tb.sync_record("Event Sync", 26, call, wait_on_stream=7, record=record)
+    return graph(tmp_path, tb)
+
+
+def test_a_recorded_event_sync_waits_for_its_event_not_the_last_work_to_end(tmp_path: Path) -> None:
+    inferred, recorded = event_sync(tmp_path, recorded=False), event_sync(tmp_path, recorded=True)
+    call = int(np.flatnonzero(recorded.cpu_name == "cudaEventSynchronize")[0])
+    p = np.flatnonzero(recorded.gpu_dur == 50)
+    assert recorded.waits[call].tolist() == p.tolist()
+    assert inferred.waits[call].tolist() != p.tolist()  # timing alone picks the copy, which ended last
+    copy = recorded.gpu_dur == 39
+    # the copy 10x faster changes nothing the CPU waits for: the step stays 128 us
+    assert spans(recorded, Change(copy, k=10)) == (pytest.approx(128), pytest.approx(128))
+    # timing alone: the call returns 1 us after the copy (26.9), R runs 79.9-89.9, the step ends 35 us early
+    assert spans(inferred, Change(inferred.gpu_dur == 39, k=10))[1] == pytest.approx(92.9)
 
 
 def sharing(tmp_path: Path, long_name: str = GEMM):

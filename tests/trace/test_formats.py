@@ -58,7 +58,7 @@ def test_tensorboard_plugin_era_categories_read_as_todays(tb_trace: Path, native
     ev = load_trace(tb_trace, native=native).events
     assert set(ev["cat"].astype(str)) == {"cpu_op", "kernel", "gpu_memcpy", "gpu_memset"}
     assert ev["kind"].value_counts().to_dict() == {"cpu_op": 4, "gpu": 4, "step": 1, "annotation": 0,
-                                                   "cpu_annotation": 0, "runtime": 0}
+                                                   "cpu_annotation": 0, "runtime": 0, "sync": 0}
     gpu = ev[ev["kind"] == "gpu"].sort_values("ts")
     # the lower-case "external id" of the old GPU rows joins them to their launching op
     assert list(gpu["op"].astype(str)) == ["aten::cudnn_convolution", "aten::add_", "aten::copy_", "aten::zero_"]
@@ -223,3 +223,25 @@ def test_an_execution_trace_is_named_not_called_empty(tmp_path: Path) -> None:
                                         "nodes": [{"name": "[pytorch|profiler|execution_trace|thread]", "id": 2}]})
     r = CliRunner().invoke(main, ["classify", str(path)])
     assert r.exit_code == 2 and r.output.count("\n") == 1 and "execution trace" in r.output, r.output
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_sync_records_are_kept_with_the_runtime_calls(tmp_path: Path, native: bool) -> None:
+    """torch.profiler's enable_cuda_sync_events records: the replay reads its waits from them."""
+    events = [{"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamWaitEvent", "pid": 1, "tid": 1, "ts": 10,
+               "dur": 2, "args": {"correlation": 41}},
+              {"ph": "X", "cat": "cuda_sync", "name": "Stream Wait Event", "pid": 0, "tid": 24, "ts": 11, "dur": 2,
+               "args": {"cuda_sync_kind": "Stream Wait Event", "wait_on_stream": 20,
+                        "wait_on_cuda_event_record_corr_id": 37, "stream": 24, "correlation": 41, "device": 0}},
+              {"ph": "X", "cat": "cuda_sync", "name": "Context Sync", "pid": 0, "tid": -1, "ts": 30, "dur": 5,
+               "args": {"cuda_sync_kind": "Context Sync", "stream": -1, "correlation": 50, "device": 0}},
+              {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 24, "ts": 12, "dur": 3,
+               "args": {"stream": 24, "device": 0, "correlation": 42}}]
+    path = write(tmp_path / "sync.json", {"traceEvents": events})
+    ev = load_trace(path, runtime=True, native=native).events
+    sync = ev[ev["kind"] == "sync"]
+    assert sync["name"].astype(str).tolist() == ["Stream Wait Event", "Context Sync"]
+    assert sync["wait_on_stream"].tolist()[0] == 20 and sync["wait_record"].tolist()[0] == 37
+    assert sync["stream"].tolist() == [24, -1] and sync["wait_record"].isna().tolist() == [False, True]
+    assert "sync" not in set(load_trace(path, native=native).events["kind"].astype(str))
+    assert not unread_categories(path)

@@ -24,7 +24,7 @@ from addressable.trace.reader import iter_event_chunks, load_trace
 
 COLUMNS = ["name", "cat", "ts", "dur", "pid", "tid", "stream", "device", "correlation", "external_id",
            "input_dims", "input_type", "input_strides", "concrete_inputs", "sequence",
-           "fwd_thread", "grid", "block",
+           "fwd_thread", "grid", "block", "wait_on_stream", "wait_record",
            "kind", "op", "step"]
 
 
