@@ -620,9 +620,9 @@ def _waits(cpu_ts: np.ndarray, cpu_dur: np.ndarray, cpu_name: np.ndarray, kind: 
                          np.zeros(0, bool))
     for j in mem:
         c = int(launch[j])  # the copy's call
-        if cpu_ts[c] < g_end[j] <= cpu_end[c] + 1.0 and position[j] < c:
+        if cpu_ts[c] < g_end[j] <= cpu_end[c] + 1.0 and position[j] <= c:  # replayed with its call, before it ends
             waits[c] = np.array([j])
-        elif cpu_ts[c] < g_end[j] <= cpu_end[c] + 1.0:  # the copy is replayed with its call: wait on its predecessor
+        elif cpu_ts[c] < g_end[j] <= cpu_end[c] + 1.0:  # the copy is replayed after a later call: its predecessor
             p = j - 1 if j > 0 and stream[j - 1] == stream[j] and position[j - 1] < c else -1
             if p >= 0:
                 waits[c] = np.array([p])
@@ -685,8 +685,9 @@ def replay(g: Graph, changes: Sequence[Change] = (), cpu_scale: Scale = 1.0) -> 
     (a number, or one per CPU call: `scales`).
 
     Kernels that shared the GPU with other streams' kernels in the trace (`Graph.gpu_share` > 0) take
-    their solo duration plus their share of the overlap the replay gives them: with changes, the
-    replay is repeated until those durations settle (a fixed point; the unmodified graph is one).
+    their solo duration plus their share of the overlap the replay gives them, a loss never above the one they had
+    in the trace: with changes, the replay is repeated until those durations settle (a fixed point; the
+    unmodified graph is one).
     """
     s = _changed(g, changes, cpu_scale)
     r = _run(g, s, cpu_scale)
@@ -696,9 +697,13 @@ def replay(g: Graph, changes: Sequence[Change] = (), cpu_scale: Scale = 1.0) -> 
     solo = np.where(g.gpu_dur > 0, s.gpu_dur * np.divide(g.gpu_solo, g.gpu_dur, out=np.ones(g.n_gpu),
                                                          where=g.gpu_dur > 0), 0.0)
     shares = g.gpu_share > 0
+    # the loss to sharing measured in the trace is the most a kernel loses: a kernel that lost its whole overlap
+    # there (share 1) would otherwise grow with a longer overlap, and the overlap with it, up to its partner's end
+    # (a 0.7 ms GEMM beside a communication kernel took 7 ms once a what-if moved it, in DeepSeek's public trace)
+    lost = g.gpu_dur - g.gpu_solo
     for _ in range(SHARE_ITERATIONS):
         over = _overlap(r.gpu_start, r.gpu_end, g.gpu_stream, g.gpu_device, g.gpu_kernel)
-        dur = np.where(shares, solo + g.gpu_share * over, s.gpu_dur)
+        dur = np.where(shares, solo + np.minimum(g.gpu_share * over, lost), s.gpu_dur)
         if np.max(np.abs(dur - s.gpu_dur), initial=0.0) <= SHARE_TOL_US:
             break
         s.gpu_dur = dur
@@ -730,10 +735,19 @@ def _apply(g: Graph, s: _State, c: Change, cpu_scale: Scale = 1.0) -> None:
         order = np.lexsort((idx, call))
         idx, call = idx[order], call[order]
         _, call = np.unique(call, return_inverse=True)
-    else:  # runs of consecutive group ops on one stream, within one step
+    else:  # runs of group ops launched one after another on one stream, within one step
         step = np.searchsorted(g.steps["first_call"].to_numpy(), g.gpu_anchor[idx], "right")
+        launch_rank = np.empty(g.n_gpu, np.int64)
+        launch_rank[np.lexsort((np.arange(g.n_gpu), g.gpu_anchor))] = np.arange(g.n_gpu)
+        waiting = np.fromiter(g.waits, np.int64, len(g.waits))
+        waiting.sort()
+        anchor = g.gpu_anchor[idx]
+        waited = np.searchsorted(waiting, anchor[1:], "left") > np.searchsorted(waiting, anchor[:-1], "left")
         new = np.ones(len(idx), bool)
-        new[1:] = (np.diff(idx) != 1) | (g.gpu_stream[idx[1:]] != g.gpu_stream[idx[:-1]]) | (np.diff(step) != 0)
+        # a run breaks where another op was launched in between (on any stream), where the CPU waited for the GPU
+        # between two launches, or where its next op waited for another stream: its ops were not one piece of work
+        new[1:] = ((np.diff(idx) != 1) | (g.gpu_stream[idx[1:]] != g.gpu_stream[idx[:-1]]) | (np.diff(step) != 0)
+                   | (np.diff(launch_rank[idx]) != 1) | waited | (g.gpu_dep[idx[1:]] >= 0))
         call = np.cumsum(new) - 1
     n_calls = int(call.max()) + 1
     total = np.bincount(call, weights=s.gpu_dur[idx], minlength=n_calls)
@@ -786,8 +800,13 @@ def _run(g: Graph, s: _State, scale: Scale) -> Replay:
     prev_end_cpu = g.cpu_ts[0] if n_cpu else 0.0
     for k in range(len(bounds) - 1):
         a, b = int(bounds[k]), int(bounds[k + 1])
-        # CPU: the first call of the chunk may wait
+        lo, hi = chunk_lo[k], chunk_lo[k + 1]
+        # CPU: the first call of the chunk may wait, for earlier chunks' ops or for those replayed at it (its copy)
         start_a = prev_end_cpu + s.cpu_gap[a]
+        cpu_start[a] = start_a
+        at_a = order[lo:hi][position[order[lo:hi]] == a] if a in g.waits else order[:0]
+        if len(at_a):  # the first on each stream of the chunk's ops: they need no later CPU time
+            _gpu_chunk(g, s, at_a, cpu_start, gpu_start, gpu_end, last_end)
         end_a = start_a + s.cpu_dur[a]
         w = g.waits.get(a)
         if w is not None:
@@ -801,9 +820,9 @@ def _run(g: Graph, s: _State, scale: Scale) -> Replay:
             cpu_start[a + 1:b] = ends - s.cpu_dur[a + 1:b]
         prev_end_cpu = cpu_end[b - 1]
         # GPU ops of this chunk, stream by stream
-        lo, hi = chunk_lo[k], chunk_lo[k + 1]
-        if hi > lo:
-            _gpu_chunk(g, s, order[lo:hi], cpu_start, gpu_start, gpu_end, last_end)
+        rest = order[lo:hi][position[order[lo:hi]] != a] if len(at_a) else order[lo:hi]
+        if len(rest):
+            _gpu_chunk(g, s, rest, cpu_start, gpu_start, gpu_end, last_end)
     steps, span = _spans(g, cpu_start, cpu_end, gpu_end, scale)
     return Replay(cpu_start, cpu_end, gpu_start, gpu_end, steps, span, _busy(g, gpu_start, gpu_end, steps))
 
