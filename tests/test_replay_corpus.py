@@ -421,8 +421,8 @@ def test_corpus_validation_fits_on_dev_and_scores_heldout_apart(tmp_path: Path) 
     assert res4.returncode == 0, res4.stderr[-2000:]
     d = read_error_model(err4)
     assert d.pooled != b.pooled and "fitted on dev+heldout" in d.source and "held-out 1 (fitted on)" in res4.stdout
-    res5, _ = _validate(_mini_corpus(tmp_path / "c5"), tmp_path / "v5.csv", "--fit-on", "dev,heldout24")
-    assert res5.returncode == 2 and "unknown splits heldout24" in res5.stderr and not (tmp_path / "v5.csv").exists()
+    res5, _ = _validate(_mini_corpus(tmp_path / "c5"), tmp_path / "v5.csv", "--fit-on", "dev,heldout99")
+    assert res5.returncode == 2 and "unknown splits heldout99" in res5.stderr and not (tmp_path / "v5.csv").exists()
     # --jobs: pairs validated in parallel processes give the same table, in the same order; 0 is a one-line error
     res7, _ = _validate(_mini_corpus(tmp_path / "c7"), tmp_path / "v7.csv", "--jobs", "2")
     assert res7.returncode == 0, res7.stderr[-2000:]
