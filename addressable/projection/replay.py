@@ -331,6 +331,30 @@ def _launched_around(ops: _GpuOps, stream: np.ndarray, corr: np.ndarray) -> tupl
     return on_stream(np.searchsorted(key, query, "left") - 1), on_stream(np.searchsorted(key, query, "right"))
 
 
+def _last_recorded(ops: _GpuOps, cpu: _CpuCalls, stream: np.ndarray, corr: np.ndarray) -> np.ndarray:
+    """For stream waits whose record names no event record (torch 2.11's Kineto writes -1: the event's id, but no
+    record call carries one), the op they wait for, where one can be told: the event is taken to be the last one
+    recorded before the wait call, and the op the last launched before that record, on the one other stream of the
+    device that launched work since the record before it (-1: none, or several such streams)."""
+    out = np.full(len(stream), -1, np.int64)
+    records = np.sort(cpu.corr[(cpu.kind == "event_record") & (cpu.corr > 0)])
+    has = np.flatnonzero(ops.corr > 0)
+    by_corr = has[np.argsort(ops.corr[has], kind="stable")]
+    op_corr = ops.corr[by_corr]
+    device_of = np.zeros(len(ops.stream_keys), np.int64)
+    device_of[ops.stream] = ops.device
+    for i, (s, c) in enumerate(zip(stream, corr, strict=True)):
+        r = int(np.searchsorted(records, c, "left")) - 1
+        if r < 0:
+            continue
+        since = records[r - 1] if r > 0 else 0
+        window = by_corr[np.searchsorted(op_corr, since, "right"):np.searchsorted(op_corr, records[r], "left")]
+        window = window[(ops.stream[window] != s) & (ops.device[window] == device_of[s])]
+        if len(window) and (ops.stream[window] == ops.stream[window[-1]]).all():
+            out[i] = window[-1]
+    return out
+
+
 def _recorded_waits(sync: pd.DataFrame, ops: _GpuOps, cpu: _CpuCalls) -> tuple[np.ndarray, dict[int, np.ndarray]]:
     """The waits a trace's sync records name (trace_format's `sync_records`): each GPU op's cross-stream wait (-1:
     none; of several, the one whose op ends last) and, per stream or event synchronize call, the GPU op it awaits."""
@@ -343,6 +367,8 @@ def _recorded_waits(sync: pd.DataFrame, ops: _GpuOps, cpu: _CpuCalls) -> tuple[n
     streams = pd.Index(ops.stream_keys)
     stream, awaited_stream = (streams.get_indexer(_stream_key(sync, c)) for c in ("stream", "wait_on_stream"))
     recorded, _ = _launched_around(ops, awaited_stream, sync["wait_record"].to_numpy(dtype=np.int64, na_value=-1))
+    unresolved = np.flatnonzero(kind["stream_wait"] & (recorded < 0) & (stream >= 0))
+    recorded[unresolved] = _last_recorded(ops, cpu, stream[unresolved], corr[unresolved])
     last_before, first_after = _launched_around(ops, stream, corr)
 
     w = np.flatnonzero(kind["stream_wait"] & (recorded >= 0) & (first_after >= 0) & (awaited_stream != stream))
@@ -449,10 +475,12 @@ def _work(gpu: pd.DataFrame, order: np.ndarray) -> np.ndarray:
 
 
 def _call_kinds(names: Sequence[str], calls: dict[str, re.Pattern]) -> dict[str, str]:
-    """Each runtime call name's kind: device_sync, sync, stream_wait, launch, graph_launch, memory or other."""
+    """Each runtime call name's kind: device_sync, sync, stream_wait, event_record, launch, graph_launch, memory or
+    other."""
     out = {}
     for name in names:
-        out[name] = next((k for k in ("device_sync", "sync", "stream_wait", "graph_launch", "launch", "memory")
+        out[name] = next((k for k in ("device_sync", "sync", "stream_wait", "event_record", "graph_launch", "launch",
+                                      "memory")
                           if calls[k].search(name)), "other")
     return out
 

@@ -220,20 +220,36 @@ def test_two_streams_event_wait(tmp_path: Path) -> None:
     assert spans(g, Change(a, k=10))[1] == pytest.approx(197)
 
 
-def prefetch(tmp_path: Path, recorded: bool):
+def prefetch(tmp_path: Path, recorded: bool, resolved: bool = True, third_stream: bool = False):
     """A copy on stream 8 (10-70) that C on stream 7 waits for (an event), though C was held by A (18-118) instead;
-    with `recorded`, the trace has the GPU's record of the wait."""
+    with `recorded`, the trace has the GPU's record of the wait, naming the awaited stream and record call where
+    `resolved` (torch 2.11's Kineto writes -1 for both). With `third_stream`, stream 9 launches a kernel too before
+    the record call, so an unresolved record cannot tell which stream's work it waited for."""
     tb = TraceBuilder()
     tb.copy("cudaMemcpyAsync", 5, 3, 10, 60, "Memcpy HtoD (Pinned -> Device)", stream=8)
-    record = tb.call("cudaEventRecord", 9, 2)
+    if third_stream:
+        tb.launch(7, 1, 71, 5, stream=9)
+    record = tb.call("cudaEventRecordWithFlags", 9, 2)
     tb.launch(12, 4, 18, 100)  # A: 18-118
     wait = tb.call("cudaStreamWaitEvent", 17, 2)
     tb.launch(20, 4, 119, 10)  # C: 119-129, after A
     tb.call("cudaDeviceSynchronize", 25, 131 - 25)
     tb.step(1, 0, 132)
     if recorded:
-        tb.sync_record("Stream Wait Event", 20, wait, stream=7, wait_on_stream=8, record=record)
+        tb.sync_record("Stream Wait Event", 20, wait, stream=7, wait_on_stream=8 if resolved else -1,
+                       record=record if resolved else -1)
     return graph(tmp_path, tb)
+
+
+def test_an_unresolved_stream_wait_is_read_from_the_last_event_record(tmp_path: Path) -> None:
+    """The event is the last one recorded before the wait call; the work it marks, the other stream's last launch
+    before that record, where one other stream launched work since the record before it (torch's wait_stream)."""
+    g = prefetch(tmp_path, recorded=True, resolved=False)
+    c, copy = np.flatnonzero(g.gpu_dur == 10)[0], np.flatnonzero(g.gpu_dur == 60)[0]
+    assert g.gpu_dep[c] == copy
+    assert spans(g, Change(g.gpu_dur == 100, k=10))[1] == pytest.approx(83)  # as with a resolved record
+    ambiguous = prefetch(tmp_path, recorded=True, resolved=False, third_stream=True)
+    assert ambiguous.gpu_dep[np.flatnonzero(ambiguous.gpu_dur == 10)[0]] == -1  # streams 8 and 9: left to timing
 
 
 def test_a_recorded_stream_wait_binds_when_a_what_if_frees_its_stream(tmp_path: Path) -> None:
@@ -247,6 +263,21 @@ def test_a_recorded_stream_wait_binds_when_a_what_if_frees_its_stream(tmp_path: 
     assert spans(recorded, Change(a, k=10))[1] == pytest.approx(83)
     # without the record C follows A at once (29-39) and the sync waits for the copy: 10 us short of what it can be
     assert spans(inferred, Change(inferred.gpu_dur == 100, k=10))[1] == pytest.approx(73)
+
+
+def test_torchs_own_stream_waits_resolve() -> None:
+    """A trace `profile` recorded on an H100 (torch 2.11; the step of tests/test_gpu.py's sync-record test, 3 steps):
+    a copy on a side stream that the compute stream's kernel waits for (wait_stream), its records unresolved (-1)."""
+    trace = load_trace(Path(__file__).resolve().parents[1] / "data/side_stream_waits_h100_torch211.json.gz",
+                       runtime=True)
+    ev = trace.events
+    assert (ev.loc[(ev["kind"] == "sync").to_numpy() & (ev["name"] == "Stream Wait Event").to_numpy(),
+                   "wait_on_stream"] == -1).all()
+    g = build_graph(trace)
+    waiting = np.flatnonzero(g.gpu_dep >= 0)
+    assert len(waiting) == 3
+    assert all(str(g.gpu_name[d]).startswith("Memcpy DtoD") for d in g.gpu_dep[waiting])
+    assert residual(g) == pytest.approx(0, abs=1e-9)
 
 
 def event_sync(tmp_path: Path, recorded: bool):
