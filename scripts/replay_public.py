@@ -11,7 +11,8 @@ runtime calls and, where `replayable`, built into a graph and replayed. Per trac
 - the unmodified graph replays to the profile (`residual`, relative to the span, below 1e-9);
 - a what-if that changes nothing (every op, k = 1) leaves the span as it was;
 - for each taxonomy category's ops: k = 2 never lengthens the span, k = 100 never lengthens it beyond k = 2's,
-  k = 0.5 never shortens it, and k = 2 with one kernel per call (`kernels_after` 1) never lengthens it.
+  k = 0.5 never shortens it, and k = 2 with one kernel per call (`kernels_after` 1) never lengthens it;
+- a slower CPU never shortens the span (CPU scales 0.25, 0.5, 1, 2, 4).
 
 A violation (relative to the span, beyond 1e-9) is a bug in the replay, not a modelling error. The table also
 counts each trace's sync records (`cuda_sync` rows) and the waits the graph took from them.
@@ -46,6 +47,8 @@ def invariants(g: Graph) -> dict[str, object]:
     span = original(g).span
     cats = load_taxonomy().classify(list(g.gpu_name)).to_numpy()
     worst = {"noop": abs(replay(g, [Change(np.ones(len(g.gpu_ts), bool))]).span - span) / span}
+    by_scale = [replay(g, [], cpu_scale=s).span for s in (0.25, 0.5, 1.0, 2.0, 4.0)]
+    worst["cpu_scale"] = max(float(-np.diff(by_scale).min()) / span, 0.0)
     worst.update(faster=0.0, much_faster=0.0, slower=0.0, one_kernel=0.0)
     checked = []
     for cat in pd.unique(cats):
@@ -101,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     table = pd.DataFrame(rows)
     write_text(args.out, table.to_csv(index=False, float_format="%.3g"))
     done = table[table.get("residual", pd.Series(dtype=float)).notna()]
-    cols = ["residual", "noop", "faster", "much_faster", "slower", "one_kernel"]
+    cols = ["residual", "noop", "cpu_scale", "faster", "much_faster", "slower", "one_kernel"]
     broken = done[(done[cols] > TOL).any(axis=1)]
     print(f"{len(table)} traces, {len(done)} replayed, {len(broken)} with an invariant broken; wrote {args.out}")
     return 0
