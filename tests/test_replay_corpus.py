@@ -218,6 +218,15 @@ def test_part_28_is_held_out_24_with_batchnorm_training_in_its_inputs_dtype_firs
     assert {n.removesuffix("-bn") + "-bnkd" for n in new if n.endswith("-bn")} <= set(new)
 
 
+def test_part_29_is_held_out_25_with_groupnorm_beyond_resnet18_first() -> None:
+    """GroupNorm training on four other CNNs first, then dtype-keeping BatchNorm training: new pairs, all heldout25,
+    every one training, fitting one device call's budget."""
+    _new_part(29, "heldout25", 10, ["resnet50", "mobilenetv2", "regnety400mf", "resnet34"], 10, 480)
+    rc = _module()
+    new = [p.name for p in rc.PAIRS if p.part == 29]
+    assert sum("-gn-" in n for n in new) == 5 and sum(n.endswith("-bnkd") for n in new) == 5
+
+
 def test_the_same_dtype_eager_batchnorm_returns_its_inputs_dtype() -> None:
     """The corpus's eager BatchNorm returns float32 for bf16 activations (its float32 parameters promote them);
     held-out 24's returns bf16, as nn.BatchNorm2d does under autocast, with the same values."""
