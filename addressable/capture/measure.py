@@ -43,6 +43,7 @@ from addressable.classify.modules import combine_modules
 from addressable.classify.taxonomy import Taxonomy
 from addressable.classify.timeline import TimelineResult
 from addressable.core.errors import AddressableError
+from addressable.core.profiler import sync_event_options
 from addressable.core.progress import Progress, duration
 from addressable.core.schema import KEY, VERSIONS
 from addressable.runs.folder import BACKWARD_CPU_COLUMNS, TRACE_FILE
@@ -201,17 +202,6 @@ def _timed_steps(step: Step, n: int, cuda: bool, after: Callable[[int], None] | 
     return times
 
 
-def sync_records(cuda: bool) -> dict[str, Any]:
-    """torch.profiler's option to record the GPU's waits (which stream waited for which event, what a synchronize
-    awaited), which the replay reads instead of inferring them from timing; none on the CPU or a torch without it."""
-    if not cuda:
-        return {}
-    try:
-        return {"experimental_config": torch._C._profiler._ExperimentalConfig(enable_cuda_sync_events=True)}
-    except (AttributeError, TypeError):
-        return {}
-
-
 def profiled(step: Step, n: int, cuda: bool, path: Path) -> list[float]:
     """Run n steps under torch.profiler, one ProfilerStep#N each; export the trace to path."""
     acts = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if cuda else [])
@@ -220,7 +210,8 @@ def profiled(step: Step, n: int, cuda: bool, path: Path) -> list[float]:
     with quiet_profiler(), torch.profiler.profile(
             activities=acts, schedule=torch.profiler.schedule(wait=0, warmup=warm, active=n, repeat=1),
             record_shapes=True,  # input shapes: the roofline's bytes and FLOPs (addressable.roofline.model)
-            on_trace_ready=lambda p: p.export_chrome_trace(str(path)), **sync_records(cuda)) as prof:
+            on_trace_ready=lambda p: p.export_chrome_trace(str(path)),
+            **sync_event_options(cuda)) as prof:  # the replay reads the GPU's waits from them
         for _ in range(warm):
             step()
             torch.cuda.synchronize()  # the warm-up step's kernels must not spill into the recorded steps

@@ -41,7 +41,7 @@ import itertools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +132,18 @@ class Graph:
     @property
     def n_cpu(self) -> int:
         return len(self.cpu_ts)
+
+    @cached_property
+    def launch_rank(self) -> np.ndarray:
+        """Each GPU op's place in the order the CPU launched them (its anchor, then stream order on ties)."""
+        rank = np.empty(self.n_gpu, np.int64)
+        rank[np.lexsort((np.arange(self.n_gpu), self.gpu_anchor))] = np.arange(self.n_gpu)
+        return rank
+
+    @cached_property
+    def waiting_calls(self) -> np.ndarray:
+        """The calls that wait for GPU work (`waits`' keys), sorted."""
+        return np.sort(np.fromiter(self.waits, np.int64, len(self.waits)))
 
 
 @dataclass
@@ -765,17 +777,12 @@ def _apply(g: Graph, s: _State, c: Change, cpu_scale: Scale = 1.0) -> None:
         _, call = np.unique(call, return_inverse=True)
     else:  # runs of group ops launched one after another on one stream, within one step
         step = np.searchsorted(g.steps["first_call"].to_numpy(), g.gpu_anchor[idx], "right")
-        launch_rank = np.empty(g.n_gpu, np.int64)
-        launch_rank[np.lexsort((np.arange(g.n_gpu), g.gpu_anchor))] = np.arange(g.n_gpu)
-        waiting = np.fromiter(g.waits, np.int64, len(g.waits))
-        waiting.sort()
-        anchor = g.gpu_anchor[idx]
-        waited = np.searchsorted(waiting, anchor[1:], "left") > np.searchsorted(waiting, anchor[:-1], "left")
+        waited_by = np.searchsorted(g.waiting_calls, g.gpu_anchor[idx], "left")  # waiting calls before each launch
         new = np.ones(len(idx), bool)
         # a run breaks where another op was launched in between (on any stream), where the CPU waited for the GPU
         # between two launches, or where its next op waited for another stream: its ops were not one piece of work
         new[1:] = ((np.diff(idx) != 1) | (g.gpu_stream[idx[1:]] != g.gpu_stream[idx[:-1]]) | (np.diff(step) != 0)
-                   | (np.diff(launch_rank[idx]) != 1) | waited | (g.gpu_dep[idx[1:]] >= 0))
+                   | (np.diff(g.launch_rank[idx]) != 1) | (np.diff(waited_by) != 0) | (g.gpu_dep[idx[1:]] >= 0))
         call = np.cumsum(new) - 1
     n_calls = int(call.max()) + 1
     total = np.bincount(call, weights=s.gpu_dur[idx], minlength=n_calls)
@@ -828,13 +835,14 @@ def _run(g: Graph, s: _State, scale: Scale) -> Replay:
     prev_end_cpu = g.cpu_ts[0] if n_cpu else 0.0
     for k in range(len(bounds) - 1):
         a, b = int(bounds[k]), int(bounds[k + 1])
-        lo, hi = chunk_lo[k], chunk_lo[k + 1]
+        ops = order[chunk_lo[k]:chunk_lo[k + 1]]
         # CPU: the first call of the chunk may wait, for earlier chunks' ops or for those replayed at it (its copy)
         start_a = prev_end_cpu + s.cpu_gap[a]
         cpu_start[a] = start_a
-        at_a = order[lo:hi][position[order[lo:hi]] == a] if a in g.waits else order[:0]
-        if len(at_a):  # the first on each stream of the chunk's ops: they need no later CPU time
-            _gpu_chunk(g, s, at_a, cpu_start, gpu_start, gpu_end, last_end)
+        at_a = position[ops] == a if a in g.waits else None
+        if at_a is not None and at_a.any():  # the first on each stream of the chunk's ops: no later CPU time needed
+            _gpu_chunk(g, s, ops[at_a], cpu_start, gpu_start, gpu_end, last_end)
+            ops = ops[~at_a]
         end_a = start_a + s.cpu_dur[a]
         w = g.waits.get(a)
         if w is not None:
@@ -848,9 +856,8 @@ def _run(g: Graph, s: _State, scale: Scale) -> Replay:
             cpu_start[a + 1:b] = ends - s.cpu_dur[a + 1:b]
         prev_end_cpu = cpu_end[b - 1]
         # GPU ops of this chunk, stream by stream
-        rest = order[lo:hi][position[order[lo:hi]] != a] if len(at_a) else order[lo:hi]
-        if len(rest):
-            _gpu_chunk(g, s, rest, cpu_start, gpu_start, gpu_end, last_end)
+        if len(ops):
+            _gpu_chunk(g, s, ops, cpu_start, gpu_start, gpu_end, last_end)
     steps, span = _spans(g, cpu_start, cpu_end, gpu_end, scale)
     return Replay(cpu_start, cpu_end, gpu_start, gpu_end, steps, span, _busy(g, gpu_start, gpu_end, steps))
 

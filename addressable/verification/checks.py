@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from addressable.core.profiler import sync_event_options
 from addressable.verification.harness import clone
 
 MARKER = "spin_kernel"  # the kernel of torch.cuda._sleep: the harness's own markers in a profile
@@ -344,9 +345,7 @@ def profile_call(fn: Callable, inputs: list, trace_path: Path) -> list[dict[str,
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    kwargs: dict[str, Any] = {}
-    with contextlib.suppress(AttributeError, TypeError):
-        kwargs["experimental_config"] = torch._C._profiler._ExperimentalConfig(enable_cuda_sync_events=True)
+    kwargs = sync_event_options(cuda=True)
     torch.cuda.synchronize()
     probe = torch.cuda.Stream()
     with torch.no_grad(), profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], **kwargs) as prof:
