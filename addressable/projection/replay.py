@@ -343,11 +343,15 @@ def _launched_around(ops: _GpuOps, stream: np.ndarray, corr: np.ndarray) -> tupl
     return on_stream(np.searchsorted(key, query, "left") - 1), on_stream(np.searchsorted(key, query, "right"))
 
 
-def _last_recorded(ops: _GpuOps, cpu: _CpuCalls, stream: np.ndarray, corr: np.ndarray) -> np.ndarray:
+def _last_recorded(ops: _GpuOps, cpu: _CpuCalls, stream: np.ndarray, corr: np.ndarray,
+                   first_after: np.ndarray) -> np.ndarray:
     """For stream waits whose record names no event record (torch 2.11's Kineto writes -1: the event's id, but no
     record call carries one), the op they wait for, where one can be told: the event is taken to be the last one
     recorded before the wait call, and the op the last launched before that record, on the one other stream of the
-    device that launched work since the record before it (-1: none, or several such streams)."""
+    device that launched work since the record before it (-1: none, or several such streams). The waiting op
+    (`first_after`, per wait) must have started after that op ended, as any real wait's does: an event recorded
+    earlier than the last record (two records, then a wait for the first) is caught where the later record's work
+    ran past the waiting op's start, and is otherwise read wrongly."""
     out = np.full(len(stream), -1, np.int64)
     records = np.sort(cpu.corr[(cpu.kind == "event_record") & (cpu.corr > 0)])
     has = np.flatnonzero(ops.corr > 0)
@@ -364,6 +368,9 @@ def _last_recorded(ops: _GpuOps, cpu: _CpuCalls, stream: np.ndarray, corr: np.nd
         window = window[(ops.stream[window] != s) & (ops.device[window] == device_of[s])]
         if len(window) and (ops.stream[window] == ops.stream[window[-1]]).all():
             out[i] = window[-1]
+    after = first_after >= 0
+    late = after & (out >= 0) & (ops.ts[np.clip(first_after, 0, None)] < ops.end[np.clip(out, 0, None)] - DEP_WINDOW_US)
+    out[late] = -1  # the waiting op started before it ended: not the work it waited for
     return out
 
 
@@ -379,9 +386,9 @@ def _recorded_waits(sync: pd.DataFrame, ops: _GpuOps, cpu: _CpuCalls) -> tuple[n
     streams = pd.Index(ops.stream_keys)
     stream, awaited_stream = (streams.get_indexer(_stream_key(sync, c)) for c in ("stream", "wait_on_stream"))
     recorded, _ = _launched_around(ops, awaited_stream, sync["wait_record"].to_numpy(dtype=np.int64, na_value=-1))
-    unresolved = np.flatnonzero(kind["stream_wait"] & (recorded < 0) & (stream >= 0))
-    recorded[unresolved] = _last_recorded(ops, cpu, stream[unresolved], corr[unresolved])
     last_before, first_after = _launched_around(ops, stream, corr)
+    unresolved = np.flatnonzero(kind["stream_wait"] & (recorded < 0) & (stream >= 0))
+    recorded[unresolved] = _last_recorded(ops, cpu, stream[unresolved], corr[unresolved], first_after[unresolved])
 
     w = np.flatnonzero(kind["stream_wait"] & (recorded >= 0) & (first_after >= 0) & (awaited_stream != stream))
     w = w[np.argsort(ops.end[recorded[w]], kind="stable")]  # the latest-ending of an op's waits is written last

@@ -265,6 +265,25 @@ def test_a_recorded_stream_wait_binds_when_a_what_if_frees_its_stream(tmp_path: 
     assert spans(inferred, Change(inferred.gpu_dur == 100, k=10))[1] == pytest.approx(73)
 
 
+def test_an_unresolved_wait_for_an_earlier_event_is_not_read_as_the_later_ones(tmp_path: Path) -> None:
+    """The rule's adversary: events recorded after a copy on stream 8 (E1) and after one on stream 9 (E2), then a
+    wait for E1. The last record is E2's, but stream 9's copy ran until 150 and C started at 71, so it cannot be what
+    C waited for: the record is left to timing, which finds stream 8's copy ending as C started."""
+    tb = TraceBuilder()
+    tb.copy("cudaMemcpyAsync", 5, 3, 10, 60, "Memcpy HtoD (Pinned -> Device)", stream=8)  # 10-70
+    tb.call("cudaEventRecordWithFlags", 9, 1)  # E1
+    tb.copy("cudaMemcpyAsync", 10, 3, 12, 138, "Memcpy DtoH (Device -> Pinned)", stream=9)  # 12-150
+    tb.call("cudaEventRecordWithFlags", 14, 1)  # E2
+    wait = tb.call("cudaStreamWaitEvent", 17, 2)  # for E1
+    tb.launch(20, 4, 71, 10)  # C: 71-81
+    tb.call("cudaDeviceSynchronize", 25, 152 - 25)
+    tb.step(1, 0, 153)
+    tb.sync_record("Stream Wait Event", 20, wait, stream=7)
+    g = graph(tmp_path, tb)
+    c, first = np.flatnonzero(g.gpu_dur == 10)[0], np.flatnonzero(g.gpu_dur == 60)[0]
+    assert g.gpu_dep[c] == first
+
+
 def test_torchs_own_stream_waits_resolve() -> None:
     """A trace `profile` recorded on an H100 (torch 2.11; the step of tests/test_gpu.py's sync-record test, 3 steps):
     a copy on a side stream that the compute stream's kernel waits for (wait_stream), its records unresolved (-1)."""
