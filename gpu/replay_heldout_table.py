@@ -1,7 +1,7 @@
 """A held-out set's figures and table, as docs/replay.md quotes them, from the validation's committed CSVs.
 
-    python gpu/replay_heldout_table.py results/h200/replay_corpus/validation_rounds.csv --split heldout19 \
-        --unpooled results/h200/replay_corpus/validation_rounds_unpooled.csv \
+    python gpu/replay_heldout_table.py results/h200/replay_corpus/validation_rounds_heldout19.csv --split heldout19 \
+        --unpooled results/h200/replay_corpus/validation_rounds_unpooled_heldout19.csv \
         --with results/h200/replay_corpus/validation_rounds_heldout14.csv:heldout14,...
 
 Prints `given`'s median |error|, max, pairs within ±5% and inside the 80% interval over the set, over its pairs by
