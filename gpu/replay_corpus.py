@@ -75,7 +75,8 @@ from torch.profiler import ProfilerActivity, profile, record_function, schedule 
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from addressable.capture import scopes  # noqa: E402  (the profiler-free module pass `addressable profile` runs)
+from addressable.capture import scopes  # noqa: E402
+from addressable.core.profiler import sync_event_options  # noqa: E402  (the profiler-free module pass `addressable profile` runs)
 
 SPLIT = ROOT / "results/h200/replay_corpus/split.csv"
 SMOKE = False
@@ -1816,6 +1817,21 @@ PAIRS += [
     Pair("resnet34-train-b8-bnkd", "cnn", "tiny", 29, p_bn_net("resnet34", 8, "ResNet-34", same_dtype=True), 30),
 ]
 
+# part 30: held-out 26, 8 new pairs, registered on 6 Dec 2026 after held-out 25 was read (docs/replay.md): the first
+# pairs captured with the GPU's records of its waits (`cuda_sync`), so the replay's recorded-wait path meets measured
+# speed-ups. Two-stream swaps (event waits both ways) at sizes the corpus never ran, each swap kind twice
+SYNC_RECORDS_FROM = 30  # parts from here on record the GPU's waits; the parts before keep their construction
+PAIRS += [
+    Pair("two-stream-n2432-gelu", "multi-stream", "side-stream", 30, p_two_stream("gelu", 2432), 18),
+    Pair("two-stream-n2560-layernorm", "multi-stream", "side-stream", 30, p_two_stream("ln", 2560), 18),
+    Pair("two-stream-n3072-rmsnorm", "multi-stream", "side-stream", 30, p_two_stream("rms", 3072), 18),
+    Pair("two-stream-n2048-small-gelu", "multi-stream", "side-stream", 30, p_two_stream("small-gelu", 2048), 18),
+    Pair("two-stream-n3584-gelu", "multi-stream", "side-stream", 30, p_two_stream("gelu", 3584), 18),
+    Pair("two-stream-n3840-layernorm", "multi-stream", "side-stream", 30, p_two_stream("ln", 3840), 18),
+    Pair("two-stream-n2816-rmsnorm", "multi-stream", "side-stream", 30, p_two_stream("rms", 2816), 18),
+    Pair("two-stream-n3584-small-gelu", "multi-stream", "side-stream", 30, p_two_stream("small-gelu", 3584), 18),
+]
+
 
 def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
@@ -1833,11 +1849,11 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     heldout20, part 25 (GPU-bound inference and training, for the validation's median inputs) heldout21, part 26
     (GPU-bound inference, for the launch latency) heldout22, part 27 (inference, for the host time first) heldout23, part 28 (BatchNorm training, its eager output
     in its input's dtype) heldout24, part 29 (GroupNorm training beyond ResNet-18, dtype-keeping BatchNorm training)
-    heldout25."""
+    heldout25, part 30 (two-stream swaps, the GPU's waits recorded) heldout26."""
     named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11", 16: "heldout12", 17: "heldout13",
              18: "heldout14", 19: "heldout15", 20: "heldout16", 21: "heldout17",
              22: "heldout18", 23: "heldout19", 24: "heldout20", 25: "heldout21", 26: "heldout22",
-             27: "heldout23", 28: "heldout24", 29: "heldout25"}
+             27: "heldout23", 28: "heldout24", 29: "heldout25", 30: "heldout26"}
     out = {p.name: named.get(p.part, f"heldout{p.part - 1}") for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):
@@ -1901,9 +1917,13 @@ def save_trace(prof: profile, path: Path) -> None:
     raw.unlink()
 
 
-def profile_steps(step: Callable[[], object], path: Path, active: int = PROFILED_STEPS) -> None:
-    """One warm-up step, `active` recorded steps (one ProfilerStep#N each), synchronised."""
-    with profile(activities=activities(), schedule=schedule(wait=0, warmup=1, active=active, repeat=1)) as prof:
+def profile_steps(step: Callable[[], object], path: Path, active: int = PROFILED_STEPS, sync_records: bool = False
+                  ) -> None:
+    """One warm-up step, `active` recorded steps (one ProfilerStep#N each), synchronised; with `sync_records`, the
+    GPU's records of its waits too (`cuda_sync` rows, as `addressable profile` records them)."""
+    extra = sync_event_options(DEV == "cuda") if sync_records else {}
+    with profile(activities=activities(), schedule=schedule(wait=0, warmup=1, active=active, repeat=1),
+                 **extra) as prof:
         for _ in range(1 + active):
             step()
             sync()
@@ -1990,7 +2010,7 @@ def capture_pair(p: Pair, d: Path, split: str, seconds: float) -> dict:
     n_before = len(rec["round"])
     for r in range(PROFILE_ROUNDS):  # A, B, A, B: clock drift between windows hits both alike
         for key, v in (("A", a), ("B", b)):
-            profile_steps(v.step, d / trace_name(p.name, key, r))
+            profile_steps(v.step, d / trace_name(p.name, key, r), sync_records=p.part >= SYNC_RECORDS_FROM)
     measure(a, b, 0.25 * seconds, rec, min_rounds=2)  # after profiling: drift shows as a change
     hooks = {key: module_cpu(v, 5 if not SMOKE else 2) for key, v in (("A", a), ("B", b))}
     backward = backward_pass(a, b, BACKWARD_PASS_STEPS if not SMOKE else 2) if p.part >= 12 else {}

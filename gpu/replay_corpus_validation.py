@@ -105,7 +105,7 @@ FALLBACK_MODEL = "uniform"  # what it runs for a target without them; both error
 HELD = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8",
         "heldout9", "heldout10", "heldout11", "heldout12", "heldout13", "heldout14",
         "heldout15", "heldout16", "heldout17", "heldout18", "heldout19", "heldout20", "heldout21", "heldout22",
-        "heldout23", "heldout24", "heldout25")  # parts 1-2's half, 3-9, 11, 14-29
+        "heldout23", "heldout24", "heldout25", "heldout26")  # parts 1-2's half, 3-9, 11, 14-30
 DEV = ("dev", "dev2", "dev3", "dev4")  # parts 1-2's half, part 10, part 12, part 13
 # the statistic of A's unprofiled steps and of the swap group's profiler-free CPU the models read: the median, as
 # `project` reads a run (step_time_ms and host_time_ms are medians) and as the truth is taken (the median of rounds'
@@ -477,6 +477,8 @@ def main(argv: list[str] | None = None) -> int:
                     "A's median step over those steps' own median step")
     ap.add_argument("--host-sample", default=None, metavar="KIND:N", help="read A's host time over a sample of its "
                     "steps spread over the run: first:N or last:N (of every round), random:N (seeded)")
+    ap.add_argument("--drop-sync-records", action="store_true", help="drop the traces' records of the GPU's waits "
+                    "(part 30 on) on load, their waits then inferred from timing: a reading beside the score")
     add_model_constants(ap)
     args = ap.parse_args(argv)
     if args.jobs < 1:
@@ -494,6 +496,7 @@ def main(argv: list[str] | None = None) -> int:
     HOST_QUANTILE, Q = args.host_quantile, args.step_quantile
     HOST_AT_STEP_SPEED = args.host_at_step_speed
     HOST_SAMPLE = ("window", args.host_window) if args.host_window else sample
+    rv.DROP_SYNC_RECORDS = args.drop_sync_records
     pairs = corpus_pairs(args.corpus)
     fit_on = tuple(x for x in args.fit_on.split(",") if x)
     unknown = set(fit_on) - {*DEV, *HELD}

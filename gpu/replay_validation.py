@@ -42,6 +42,7 @@ with the min and max of the speedups in *_min / *_max columns.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -133,8 +134,20 @@ def group_calls(trace: Trace, g: Graph, seq_ops: pd.DataFrame) -> tuple[np.ndarr
     return fwd, bwd
 
 
+# whether the GPU's records of its waits (`cuda_sync` rows, kind "sync") are dropped on load, leaving the waits to be
+# inferred from timing as for a trace without them (gpu/replay_corpus_validation.py --drop-sync-records: a reading)
+DROP_SYNC_RECORDS = False
+
+
+def without_sync_records(trace: Trace) -> Trace:
+    """The trace as if recorded without the GPU's records of its waits: its waits are then inferred from timing."""
+    return dataclasses.replace(trace, events=trace.events[(trace.events["kind"] != "sync").to_numpy()])
+
+
 def load(path: Path) -> tuple[Trace, Graph, np.ndarray, np.ndarray]:
     trace = load_trace(path, runtime=True)
+    if DROP_SYNC_RECORDS:
+        trace = without_sync_records(trace)
     why = replayable(trace)
     if why:
         raise AddressableError(f"{path}: cannot replay: {why}")

@@ -227,6 +227,17 @@ def test_part_29_is_held_out_25_with_groupnorm_beyond_resnet18_first() -> None:
     assert sum("-gn-" in n for n in new) == 5 and sum(n.endswith("-bnkd") for n in new) == 5
 
 
+def test_part_30_is_held_out_26_two_stream_swaps_with_the_gpus_waits_recorded() -> None:
+    """Two-stream swaps at sizes the corpus never ran, each swap kind twice, all heldout26, fitting one device call's
+    budget; part 30 is the first whose traces record the GPU's waits, and no earlier part does."""
+    _new_part(30, "heldout26", 8, ["two"], 0, 300)
+    rc = _module()
+    new = [p for p in rc.PAIRS if p.part == 30]
+    assert {p.regime for p in new} == {"multi-stream"}
+    assert sorted(p.name.split("-", 3)[3] for p in new) == sorted(2 * ["gelu", "layernorm", "rmsnorm", "small-gelu"])
+    assert rc.SYNC_RECORDS_FROM == 30 and max(p.part for p in rc.PAIRS) == 30
+
+
 def test_the_same_dtype_eager_batchnorm_returns_its_inputs_dtype() -> None:
     """The corpus's eager BatchNorm returns float32 for bf16 activations (its float32 parameters promote them);
     held-out 24's returns bf16, as nn.BatchNorm2d does under autocast, with the same values."""

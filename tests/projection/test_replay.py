@@ -299,6 +299,20 @@ def test_torchs_own_stream_waits_resolve() -> None:
     assert residual(g) == pytest.approx(0, abs=1e-9)
 
 
+def test_the_validation_can_read_a_trace_as_if_its_waits_were_not_recorded(gpu_script) -> None:
+    """gpu/replay_corpus_validation.py --drop-sync-records: the H100 trace's three waits did not bind in the profile,
+    so without their records timing finds none of them; the rest of the trace is untouched and still replays."""
+    rv = gpu_script("replay_validation")
+    trace = load_trace(Path(__file__).resolve().parents[1] / "data/side_stream_waits_h100_torch211.json.gz",
+                       runtime=True)
+    bare = rv.without_sync_records(trace)
+    n_sync = int((trace.events["kind"] == "sync").sum())
+    assert n_sync == 6 and not (bare.events["kind"] == "sync").any() and len(bare.events) == len(trace.events) - n_sync
+    recorded, inferred = build_graph(trace), build_graph(bare)
+    assert (recorded.gpu_dep >= 0).sum() == 3 and (inferred.gpu_dep >= 0).sum() == 0
+    assert residual(inferred) == pytest.approx(0, abs=1e-9)
+
+
 def event_sync(tmp_path: Path, recorded: bool):
     """The CPU waits (cudaEventSynchronize) for P on stream 7 (10-60), recorded after it; a copy on stream 8 ends
     later (22-61), just before the call returns (62); then 50 us of CPU work, R on stream 8 and a sync."""
