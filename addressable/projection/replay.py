@@ -343,34 +343,32 @@ def _launched_around(ops: _GpuOps, stream: np.ndarray, corr: np.ndarray) -> tupl
     return on_stream(np.searchsorted(key, query, "left") - 1), on_stream(np.searchsorted(key, query, "right"))
 
 
-def _last_recorded(ops: _GpuOps, cpu: _CpuCalls, stream: np.ndarray, corr: np.ndarray,
-                   first_after: np.ndarray) -> np.ndarray:
-    """For stream waits whose record names no event record (torch 2.11's Kineto writes -1: the event's id, but no
-    record call carries one), the op they wait for, where one can be told: the event is taken to be the last one
-    recorded before the wait call, and the op the last launched before that record, on the one other stream of the
-    device that launched work since the record before it (-1: none, or several such streams). The waiting op
-    (`first_after`, per wait) must have started after that op ended, as any real wait's does: an event recorded
-    earlier than the last record (two records, then a wait for the first) is caught where the later record's work
-    ran past the waiting op's start, and is otherwise read wrongly."""
+def _last_recorded(ops: _GpuOps, cpu: _CpuCalls, stream: np.ndarray, device: np.ndarray, corr: np.ndarray,
+                   deadline: np.ndarray) -> np.ndarray:
+    """For waits whose record names no event record (torch 2.11's Kineto writes -1: the event's id, but no record
+    call carries one), the op they wait for, where one can be told: the event is taken to be the last one recorded
+    before the waiting call (`corr`), and the op the last launched before that record on the one stream of `device`,
+    other than the waiting `stream` (-1: an event synchronize, which no stream waits in), that launched work since the
+    record before it (-1: none, or several such streams). That op must have ended by `deadline`, as the op any real
+    wait awaits has: the waiting op's start for a stream wait, the call's return for an event synchronize. So an event
+    recorded earlier than the last record (two records, then a wait for the first) is caught where the later record's
+    work ended after the deadline, and is otherwise read wrongly."""
     out = np.full(len(stream), -1, np.int64)
     records = np.sort(cpu.corr[(cpu.kind == "event_record") & (cpu.corr > 0)])
     has = np.flatnonzero(ops.corr > 0)
     by_corr = has[np.argsort(ops.corr[has], kind="stable")]
     op_corr = ops.corr[by_corr]
-    device_of = np.zeros(len(ops.stream_keys), np.int64)
-    device_of[ops.stream] = ops.device
-    for i, (s, c) in enumerate(zip(stream, corr, strict=True)):
+    for i, (s, dev, c) in enumerate(zip(stream, device, corr, strict=True)):
         r = int(np.searchsorted(records, c, "left")) - 1
         if r < 0:
             continue
         since = records[r - 1] if r > 0 else 0
         window = by_corr[np.searchsorted(op_corr, since, "right"):np.searchsorted(op_corr, records[r], "left")]
-        window = window[(ops.stream[window] != s) & (ops.device[window] == device_of[s])]
+        window = window[(ops.stream[window] != s) & (ops.device[window] == dev)]
         if len(window) and (ops.stream[window] == ops.stream[window[-1]]).all():
             out[i] = window[-1]
-    after = first_after >= 0
-    late = after & (out >= 0) & (ops.ts[np.clip(first_after, 0, None)] < ops.end[np.clip(out, 0, None)] - DEP_WINDOW_US)
-    out[late] = -1  # the waiting op started before it ended: not the work it waited for
+    late = (out >= 0) & (ops.end[np.clip(out, 0, None)] - DEP_WINDOW_US > deadline)
+    out[late] = -1  # it ended after the wait was over: not the work waited for
     return out
 
 
@@ -387,15 +385,24 @@ def _recorded_waits(sync: pd.DataFrame, ops: _GpuOps, cpu: _CpuCalls) -> tuple[n
     stream, awaited_stream = (streams.get_indexer(_stream_key(sync, c)) for c in ("stream", "wait_on_stream"))
     recorded, _ = _launched_around(ops, awaited_stream, sync["wait_record"].to_numpy(dtype=np.int64, na_value=-1))
     last_before, first_after = _launched_around(ops, stream, corr)
-    unresolved = np.flatnonzero(kind["stream_wait"] & (recorded < 0) & (stream >= 0))
-    recorded[unresolved] = _last_recorded(ops, cpu, stream[unresolved], corr[unresolved], first_after[unresolved])
+    call_of_corr = pd.Series(np.arange(len(cpu.corr)), index=cpu.corr).groupby(level=0).first()
+    call = call_of_corr.reindex(corr).fillna(-1).to_numpy(np.int64)
+
+    device_of = np.zeros(len(ops.stream_keys), np.int64)
+    device_of[ops.stream] = ops.device
+    waits = np.flatnonzero(kind["stream_wait"] & (recorded < 0) & (stream >= 0))
+    recorded[waits] = _last_recorded(ops, cpu, stream[waits], device_of[stream[waits]], corr[waits],
+                                     np.where(first_after[waits] >= 0, ops.ts[np.clip(first_after[waits], 0, None)],
+                                              np.inf))
+    syncs = np.flatnonzero(kind["event_sync"] & (recorded < 0) & (call >= 0))
+    recorded[syncs] = _last_recorded(ops, cpu, np.full(len(syncs), -1),
+                                     sync["device"].to_numpy(dtype=np.int64, na_value=-1)[syncs], corr[syncs],
+                                     cpu.end[call[syncs]])
 
     w = np.flatnonzero(kind["stream_wait"] & (recorded >= 0) & (first_after >= 0) & (awaited_stream != stream))
     w = w[np.argsort(ops.end[recorded[w]], kind="stable")]  # the latest-ending of an op's waits is written last
     dep[first_after[w]] = recorded[w]
 
-    call_of_corr = pd.Series(np.arange(len(cpu.corr)), index=cpu.corr).groupby(level=0).first()
-    call = call_of_corr.reindex(corr).fillna(-1).to_numpy(np.int64)
     awaited = np.where(kind["event_sync"], recorded, np.where(kind["stream_sync"], last_before, -1))
     known = (call >= 0) & (awaited >= 0)
     return dep, {int(c): np.array([op]) for c, op in zip(call[known], awaited[known], strict=True)}

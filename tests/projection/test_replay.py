@@ -313,9 +313,10 @@ def test_the_validation_can_read_a_trace_as_if_its_waits_were_not_recorded(gpu_s
     assert residual(inferred) == pytest.approx(0, abs=1e-9)
 
 
-def event_sync(tmp_path: Path, recorded: bool):
+def event_sync(tmp_path: Path, recorded: bool, resolved: bool = True):
     """The CPU waits (cudaEventSynchronize) for P on stream 7 (10-60), recorded after it; a copy on stream 8 ends
-    later (22-61), just before the call returns (62); then 50 us of CPU work, R on stream 8 and a sync."""
+    later (22-61), just before the call returns (62); then 50 us of CPU work, R on stream 8 and a sync. Unless
+    `resolved`, the record names neither the event's record call nor its stream (-1), as torch 2.11 writes it."""
     tb = TraceBuilder()
     tb.launch(2, 3, 10, 50)  # P: 10-60
     record = tb.call("cudaEventRecord", 6, 1)
@@ -325,7 +326,7 @@ def event_sync(tmp_path: Path, recorded: bool):
     tb.call("cudaDeviceSynchronize", 116, 127 - 116)
     tb.step(1, 0, 128)
     if recorded:
-        tb.sync_record("Event Sync", 26, call, wait_on_stream=7, record=record)
+        tb.sync_record("Event Sync", 26, call, wait_on_stream=7 if resolved else -1, record=record if resolved else -1)
     return graph(tmp_path, tb)
 
 
@@ -340,6 +341,33 @@ def test_a_recorded_event_sync_waits_for_its_event_not_the_last_work_to_end(tmp_
     assert spans(recorded, Change(copy, k=10)) == (pytest.approx(128), pytest.approx(128))
     # timing alone: the call returns 1 us after the copy (26.9), R runs 79.9-89.9, the step ends 35 us early
     assert spans(inferred, Change(inferred.gpu_dur == 39, k=10))[1] == pytest.approx(92.9)
+
+
+def test_an_unresolved_event_sync_waits_for_the_work_before_the_last_record(tmp_path: Path) -> None:
+    """torch 2.11 writes -1 for the event's record: the work launched before the last record before the call (P, on
+    the one stream that launched since), as with the record named."""
+    g = event_sync(tmp_path, recorded=True, resolved=False)
+    call = int(np.flatnonzero(g.cpu_name == "cudaEventSynchronize")[0])
+    assert g.waits[call].tolist() == np.flatnonzero(g.gpu_dur == 50).tolist()
+    assert spans(g, Change(g.gpu_dur == 39, k=10)) == (pytest.approx(128), pytest.approx(128))
+
+
+def test_an_unresolved_event_sync_is_not_read_as_a_later_records_work(tmp_path: Path) -> None:
+    """Its adversary: P (stream 7, 10-60) recorded, then Q (stream 8, 15-75) recorded, then a synchronize on the first
+    event that returns at 62. The last record's work, Q, was still running when the call returned, so the call did
+    not wait for it: timing decides (P, which ended as the call returned), not Q."""
+    tb = TraceBuilder()
+    tb.launch(2, 3, 10, 50)  # P: 10-60
+    tb.call("cudaEventRecord", 6, 1)
+    tb.launch(8, 3, 15, 60, stream=8)  # Q: 15-75
+    tb.call("cudaEventRecord", 12, 1)
+    call_corr = tb.call("cudaEventSynchronize", 25, 62 - 25)
+    tb.call("cudaDeviceSynchronize", 63, 76 - 63)
+    tb.step(1, 0, 77)
+    tb.sync_record("Event Sync", 26, call_corr)
+    g = graph(tmp_path, tb)
+    call = int(np.flatnonzero(g.cpu_name == "cudaEventSynchronize")[0])
+    assert g.waits[call].tolist() == np.flatnonzero(g.gpu_dur == 50).tolist()
 
 
 def sharing(tmp_path: Path, long_name: str = GEMM):
