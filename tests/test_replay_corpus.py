@@ -229,13 +229,17 @@ def test_part_29_is_held_out_25_with_groupnorm_beyond_resnet18_first() -> None:
 
 
 def test_part_30_is_held_out_26_two_stream_swaps_with_the_gpus_waits_recorded() -> None:
-    """Two-stream swaps at sizes the corpus never ran, each swap kind twice, all heldout26, fitting one device call's
-    budget; part 30 is the first whose traces record the GPU's waits, and no earlier part does."""
-    _new_part(30, "heldout26", 8, ["two"], 0, 300)
+    """Two-stream swaps at sizes the corpus never ran, each side-stream swap kind twice, then four with the swap on the
+    main stream, all heldout26, fitting one device call's budget; part 30 is the first whose traces record the GPU's
+    waits, and no earlier part does."""
+    _new_part(30, "heldout26", 12, ["two"], 0, 300)
     rc = _module()
     new = [p for p in rc.PAIRS if p.part == 30]
     assert {p.regime for p in new} == {"multi-stream"}
-    assert sorted(p.name.split("-", 3)[3] for p in new) == sorted(2 * ["gelu", "layernorm", "rmsnorm", "small-gelu"])
+    side = [p.name for p in new if p.swap == "side-stream"]
+    assert sorted(n.split("-", 3)[3] for n in side) == sorted(2 * ["gelu", "layernorm", "rmsnorm", "small-gelu"])
+    assert [p.name for p in new if p.swap == "main-stream"] == [
+        f"two-stream-main-g{g}-{k}" for k in ("gelu", "layernorm") for g in (2, 4)]
     assert rc.SYNC_RECORDS_FROM == 30 and max(p.part for p in rc.PAIRS) == 30
 
 
