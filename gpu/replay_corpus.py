@@ -703,16 +703,20 @@ def p_cnn(what: str):
     return build
 
 
-def p_two_stream(what: str, size: int = 4096):
-    """Main stream: 6 bf16 GEMM+ReLU; side stream (event waits both ways): the swapped work."""
+def p_two_stream(what: str, size: int = 4096, swap_on_main: bool = False, gemms: int = 6):
+    """Main stream: `gemms` bf16 GEMM+ReLU; side stream (event waits both ways): the swapped work. With
+    `swap_on_main` the roles swap: the swapped work on the main stream, the GEMMs on the side stream, sized (held-out
+    26) so that the eager work outlasts the side stream and the fused one may not: then the main stream's last wait
+    for the side stream does not hold it in A's profile (timing cannot see it) and does in B, which only a recorded
+    wait lets the replay of A's what-if know."""
     def build():
         n = size if not SMOKE else 64
         torch.manual_seed(0)
-        ws = [torch.randn(n, n, device=DEV, dtype=torch.bfloat16) / math.sqrt(n) for _ in range(6)]
+        ws = [torch.randn(n, n, device=DEV, dtype=torch.bfloat16) / math.sqrt(n) for _ in range(gemms)]
         x = torch.randn(n, n, device=DEV, dtype=torch.bfloat16)
         shape, reps = {"gelu": ((8 * n, n // 2), 3), "ln": ((4 * n, n // 2), 3), "small-gelu": ((256, 1024), 12),
                        "rms": ((4 * n, n // 2), 3)}[what]
-        side_in = torch.randn(*shape, device=DEV, dtype=torch.bfloat16)
+        swap_in = torch.randn(*shape, device=DEV, dtype=torch.bfloat16)
         lw, lb = torch.ones(shape[1], device=DEV, dtype=torch.bfloat16), torch.zeros(shape[1], device=DEV, dtype=torch.bfloat16)
         side = torch.cuda.Stream() if DEV == "cuda" else None
         fns = {"ln": (lambda h: layer_norm_eager(h, lw, lb, 1e-5), lambda h: F.layer_norm(h, (shape[1],), lw, lb)),
@@ -720,63 +724,36 @@ def p_two_stream(what: str, size: int = 4096):
         fa, fb = fns.get(what, (gelu_tanh_eager, lambda h: F.gelu(h, approximate="tanh")))
 
         def make(fn, t):
-            def step():
-                if side is not None:
-                    side.wait_stream(torch.cuda.current_stream())
-                with torch.cuda.stream(side) if side is not None else contextlib.nullcontext(), t():
-                    h = side_in
-                    for _ in range(reps):
-                        h = fn(h)
+            def gemm_chain():
                 y = x
                 for w in ws:
                     y = torch.relu(y @ w)
-                if side is not None:
-                    torch.cuda.current_stream().wait_stream(side)
-                return y.float().mean() + h.float().mean()
-            return step
-        ta, tb = SwapTimer(), SwapTimer()
-        return (Variant(make(fa, ta), ta), Variant(make(fb, tb), tb),
-                f"Two streams: main 6 x bf16 {n}^2 GEMM+ReLU; side stream {reps} x {what} over {shape} bf16, eager vs fused.")
-    return build
+                return y
 
+            def swapped():
+                with t():
+                    h = swap_in
+                    for _ in range(reps):
+                        h = fn(h)
+                return h
 
-def p_two_stream_main(what: str, side_gemms: int, size: int = 4096):
-    """The roles of `p_two_stream` swapped: the swapped work on the main stream, `side_gemms` bf16 GEMM+ReLU on a side
-    stream (event waits both ways). Sized so that the eager work outlasts the side stream and the fused one may not:
-    then the main stream's final wait for the side stream does not hold it in A's profile (timing cannot see it)
-    and does in B, which only a recorded wait lets the replay of A's what-if know."""
-    def build():
-        n = size if not SMOKE else 64
-        torch.manual_seed(0)
-        ws = [torch.randn(n, n, device=DEV, dtype=torch.bfloat16) / math.sqrt(n) for _ in range(side_gemms)]
-        x = torch.randn(n, n, device=DEV, dtype=torch.bfloat16)
-        shape, reps = {"gelu": ((8 * n, n // 2), 3), "ln": ((4 * n, n // 2), 3)}[what]
-        main_in = torch.randn(*shape, device=DEV, dtype=torch.bfloat16)
-        lw, lb = torch.ones(shape[1], device=DEV, dtype=torch.bfloat16), torch.zeros(shape[1], device=DEV, dtype=torch.bfloat16)
-        side = torch.cuda.Stream() if DEV == "cuda" else None
-        fns = {"ln": (lambda h: layer_norm_eager(h, lw, lb, 1e-5), lambda h: F.layer_norm(h, (shape[1],), lw, lb))}
-        fa, fb = fns.get(what, (gelu_tanh_eager, lambda h: F.gelu(h, approximate="tanh")))
-
-        def make(fn, t):
             def step():
                 if side is not None:
                     side.wait_stream(torch.cuda.current_stream())
                 with torch.cuda.stream(side) if side is not None else contextlib.nullcontext():
-                    y = x
-                    for w in ws:
-                        y = torch.relu(y @ w)
-                with t():
-                    h = main_in
-                    for _ in range(reps):
-                        h = fn(h)
+                    on_side = gemm_chain() if swap_on_main else swapped()
+                on_main = swapped() if swap_on_main else gemm_chain()
+                y, h = (on_side, on_main) if swap_on_main else (on_main, on_side)
                 if side is not None:
                     torch.cuda.current_stream().wait_stream(side)
                 return y.float().mean() + h.float().mean()
             return step
         ta, tb = SwapTimer(), SwapTimer()
-        return (Variant(make(fa, ta), ta), Variant(make(fb, tb), tb),
-                f"Two streams, the swap on the main one: main {reps} x {what} over {shape} bf16, eager vs fused; side "
-                f"stream {side_gemms} x bf16 {n}^2 GEMM+ReLU.")
+        about = (f"Two streams, the swap on the main one: main {reps} x {what} over {shape} bf16, eager vs fused; side "
+                 f"stream {gemms} x bf16 {n}^2 GEMM+ReLU." if swap_on_main else
+                 f"Two streams: main {gemms} x bf16 {n}^2 GEMM+ReLU; side stream {reps} x {what} over {shape} bf16, "
+                 "eager vs fused.")
+        return Variant(make(fa, ta), ta), Variant(make(fb, tb), tb), about
     return build
 
 
@@ -1873,10 +1850,10 @@ PAIRS += [
     Pair("two-stream-n3584-small-gelu", "multi-stream", "side-stream", 30, p_two_stream("small-gelu", 3584), 18),
     # the swap on the main stream, the side stream's GEMMs between the fused and the eager work's length (a guess
     # from bandwidth and peak FLOPs, bracketed): the main stream's last wait binds in B but not in A
-    Pair("two-stream-main-g2-gelu", "multi-stream", "main-stream", 30, p_two_stream_main("gelu", 2), 18),
-    Pair("two-stream-main-g4-gelu", "multi-stream", "main-stream", 30, p_two_stream_main("gelu", 4), 18),
-    Pair("two-stream-main-g2-layernorm", "multi-stream", "main-stream", 30, p_two_stream_main("ln", 2), 18),
-    Pair("two-stream-main-g4-layernorm", "multi-stream", "main-stream", 30, p_two_stream_main("ln", 4), 18),
+    Pair("two-stream-main-g2-gelu", "multi-stream", "main-stream", 30, p_two_stream("gelu", swap_on_main=True, gemms=2), 18),
+    Pair("two-stream-main-g4-gelu", "multi-stream", "main-stream", 30, p_two_stream("gelu", swap_on_main=True, gemms=4), 18),
+    Pair("two-stream-main-g2-layernorm", "multi-stream", "main-stream", 30, p_two_stream("ln", swap_on_main=True, gemms=2), 18),
+    Pair("two-stream-main-g4-layernorm", "multi-stream", "main-stream", 30, p_two_stream("ln", swap_on_main=True, gemms=4), 18),
 ]
 
 
