@@ -388,16 +388,17 @@ def _recorded_waits(sync: pd.DataFrame, ops: _GpuOps, cpu: _CpuCalls) -> tuple[n
     call_of_corr = pd.Series(np.arange(len(cpu.corr)), index=cpu.corr).groupby(level=0).first()
     call = call_of_corr.reindex(corr).fillna(-1).to_numpy(np.int64)
 
+    # unresolved records: a stream wait by the waiting op's start, an event synchronize by its call's return
+    waits = kind["stream_wait"] & (recorded < 0) & (stream >= 0)
+    syncs = kind["event_sync"] & (recorded < 0) & (call >= 0)
+    deadline = np.where(waits, np.where(first_after >= 0, ops.ts[np.clip(first_after, 0, None)], np.inf),
+                        cpu.end[np.clip(call, 0, None)] if len(cpu.end) else np.inf)
     device_of = np.zeros(len(ops.stream_keys), np.int64)
     device_of[ops.stream] = ops.device
-    waits = np.flatnonzero(kind["stream_wait"] & (recorded < 0) & (stream >= 0))
-    recorded[waits] = _last_recorded(ops, cpu, stream[waits], device_of[stream[waits]], corr[waits],
-                                     np.where(first_after[waits] >= 0, ops.ts[np.clip(first_after[waits], 0, None)],
-                                              np.inf))
-    syncs = np.flatnonzero(kind["event_sync"] & (recorded < 0) & (call >= 0))
-    recorded[syncs] = _last_recorded(ops, cpu, np.full(len(syncs), -1),
-                                     sync["device"].to_numpy(dtype=np.int64, na_value=-1)[syncs], corr[syncs],
-                                     cpu.end[call[syncs]])
+    device = np.where(waits, device_of[np.clip(stream, 0, None)], sync["device"].to_numpy(dtype=np.int64, na_value=-1))
+    todo = np.flatnonzero(waits | syncs)
+    recorded[todo] = _last_recorded(ops, cpu, np.where(waits, stream, -1)[todo], device[todo], corr[todo],
+                                    deadline[todo])
 
     w = np.flatnonzero(kind["stream_wait"] & (recorded >= 0) & (first_after >= 0) & (awaited_stream != stream))
     w = w[np.argsort(ops.end[recorded[w]], kind="stable")]  # the latest-ending of an op's waits is written last
