@@ -75,8 +75,8 @@ from torch.profiler import ProfilerActivity, profile, record_function, schedule 
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from addressable.capture import scopes  # noqa: E402
-from addressable.core.profiler import sync_event_options  # noqa: E402  (the profiler-free module pass `addressable profile` runs)
+from addressable.capture import scopes  # noqa: E402  (the profiler-free module pass `addressable profile` runs)
+from addressable.core.profiler import sync_event_options  # noqa: E402  (the wait records `addressable profile` takes)
 
 SPLIT = ROOT / "results/h200/replay_corpus/split.csv"
 SMOKE = False
