@@ -472,7 +472,8 @@ def _gpu_edges(ops: _GpuOps, anchor: np.ndarray, anchor_ts: np.ndarray, lat: np.
     dep = recorded_dep.copy()
     if waits_on_streams:
         recorded_end = np.where(dep >= 0, ops.end[np.clip(dep, 0, None)], -np.inf)
-        inferred = _cross_stream_deps(ops.ts, ops.end, ops.stream, ops.device, a, np.maximum(b, recorded_end))
+        inferred = _cross_stream_deps(ops.ts, ops.end, ops.stream, ops.device, ops.kernel, a,
+                                      np.maximum(b, recorded_end))
         dep = np.where(dep >= 0, dep, inferred)
     c = np.where(dep >= 0, ops.end[np.clip(dep, 0, None)], -np.inf)
     binding = np.argmax(np.stack([a, b, c]), axis=0)
@@ -537,13 +538,16 @@ def _device_idle(ts: np.ndarray, end: np.ndarray, device: np.ndarray, since: np.
     return out
 
 
-def _cross_stream_deps(ts: np.ndarray, end: np.ndarray, stream: np.ndarray, device: np.ndarray,
+def _cross_stream_deps(ts: np.ndarray, end: np.ndarray, stream: np.ndarray, device: np.ndarray, kernel: np.ndarray,
                        launch_ready: np.ndarray, stream_ready: np.ndarray) -> np.ndarray:
     """For each op held back beyond its launch and its stream predecessor, the op of another stream
     (same device) whose end is nearest its start, within DEP_WINDOW_US: an event wait, or the kernel
-    whose blocks held the SMs (-1: none)."""
+    whose blocks held the SMs; failing that, the kernel of another stream that ran through the whole hold
+    (from the op's readiness to its start) and ended first after it: the op started as its blocks drained
+    (-1: none). Ops must be in stream order (`_GpuOps`)."""
     dep = np.full(len(ts), -1, np.int64)
-    held = np.flatnonzero(ts - np.maximum(launch_ready, stream_ready) > DEP_WINDOW_US)
+    ready = np.maximum(launch_ready, stream_ready)
+    held = np.flatnonzero(ts - ready > DEP_WINDOW_US)
     if not len(held):
         return dep
     by_end = np.lexsort((end, device))
@@ -557,6 +561,18 @@ def _cross_stream_deps(ts: np.ndarray, end: np.ndarray, stream: np.ndarray, devi
         cand = cand[(stream[cand] != stream[j]) & (ts[cand] < ts[j])]
         if len(cand):
             dep[j] = cand[np.argmin(np.abs(end[cand] - ts[j]))]
+    held = held[dep[held] < 0]
+    if not len(held):
+        return dep
+    holder, holder_end = np.full(len(held), -1, np.int64), np.full(len(held), np.inf)
+    seg = np.flatnonzero(np.r_[True, stream[1:] != stream[:-1], True])
+    for lo, hi in itertools.pairwise(seg):  # at most one op of a stream runs at any time: its last started by then
+        c = lo + np.searchsorted(ts[lo:hi], ready[held], "right") - 1
+        c = np.clip(c, lo, None)
+        ok = ((c >= lo) & (ts[c] <= ready[held]) & kernel[c] & (end[c] > ts[held]) & (stream[c] != stream[held])
+              & (device[c] == device[held]) & (end[c] < holder_end))
+        holder[ok], holder_end[ok] = c[ok], end[c[ok]]
+    dep[held] = holder
     return dep
 
 

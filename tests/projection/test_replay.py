@@ -220,6 +220,44 @@ def test_two_streams_event_wait(tmp_path: Path) -> None:
     assert spans(g, Change(a, k=10))[1] == pytest.approx(197)
 
 
+def held_by_a_drain(tmp_path: Path, holder_start: float = 100.0, holder_end: float = 168.0):
+    """L (GEMM, stream 7) 10-110, then R (launched at 30) held until 160, while K (stream 8, launched at 5) ran from
+    `holder_start` to `holder_end`: R got the SMs as K's last blocks drained (8 us before its end), no recorded wait."""
+    tb = TraceBuilder()
+    tb.launch(5, 3, holder_start, holder_end - holder_start, stream=8, grid=[4096, 1, 1])  # K
+    tb.launch(10, 3, 10, 100, name=GEMM, grid=[132, 1, 1])  # L: 10-110
+    tb.call("cudaStreamWaitEvent", 20, 2)  # the trace's streams wait on events (none of them R's)
+    tb.launch(30, 3, 160, 10, grid=[64, 1, 1])  # R: 160-170
+    tb.call("cudaDeviceSynchronize", 40, 172 - 40)
+    tb.step(1, 0, 173)
+    return graph(tmp_path, tb)
+
+
+def test_an_op_held_while_another_streams_kernel_drained_waits_for_that_kernel(tmp_path: Path) -> None:
+    """R was ready at 110 (its stream) and started at 160, 8 us before K, which ran through the whole hold, ended:
+    K held the SMs. A what-if that shortens K frees R; one that holds the hold as a gap on R's stream does not."""
+    g = held_by_a_drain(tmp_path)
+    k, r = np.flatnonzero(g.gpu_stream != g.gpu_stream[np.flatnonzero(g.gpu_name == GEMM)[0]])[0], \
+        np.flatnonzero(g.gpu_dur == 10)[0]
+    assert g.gpu_dep[r] == k and g.gpu_dep_gap[r] == pytest.approx(-8)
+    base = original(g)
+    assert residual(g, base) == pytest.approx(0, abs=1e-12)
+    # K 4x faster: 100-117; R at 117 - 8 = 109, but its stream is busy to 110 (L's end): R starts there
+    rp = replay(g, [Change(np.arange(g.n_gpu) == k, k=4)])
+    lend = base.gpu_end[g.gpu_name == GEMM][0]
+    assert base.gpu_start[r] - lend == pytest.approx(50) and rp.gpu_start[r] - lend < 10
+
+
+def test_a_kernel_that_started_after_the_op_was_ready_did_not_hold_it(tmp_path: Path) -> None:
+    """K started at 130, after R was ready (110): K cannot have held R from the start of its hold, so R keeps the hold
+    as its stream gap and a faster K does not move it."""
+    g = held_by_a_drain(tmp_path, holder_start=130.0)
+    r = np.flatnonzero(g.gpu_dur == 10)[0]
+    assert g.gpu_dep[r] == -1
+    k = g.gpu_stream != g.gpu_stream[r]
+    assert replay(g, [Change(k, k=4)]).gpu_start[r] == pytest.approx(original(g).gpu_start[r])
+
+
 def prefetch(tmp_path: Path, recorded: bool, resolved: bool = True, third_stream: bool = False):
     """A copy on stream 8 (10-70) that C on stream 7 waits for (an event), though C was held by A (18-118) instead;
     with `recorded`, the trace has the GPU's record of the wait, naming the awaited stream and record call where
