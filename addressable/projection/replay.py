@@ -615,11 +615,10 @@ def _sharing(start: np.ndarray, end: np.ndarray, stream: np.ndarray, device: np.
     """Each kernel's solo duration and the share of its overlap with other streams that stretched it;
     `work` numbers the kernels that do the same work (same name, grid and block).
 
-    Kernels of two streams that run at once share the SMs. The model is work-conserving: a cluster of
-    kernels that overlap (on one device) takes as long as their solo durations summed, so the
-    cluster's kernels lost, together, sum(duration) - cluster span. A kernel whose work also ran
-    alone in the trace lost its duration minus that work's median solo duration (at most its
-    overlap); kernels without a solo sample share what is left, in proportion to their overlaps.
+    Kernels of two streams that run at once share the SMs. A kernel whose work also ran alone in the trace
+    lost its duration minus that work's median solo duration (at most its overlap). A kernel without a solo
+    sample is taken to have lost nothing: how much two kernels slow each other depends on what each is bound by (a
+    compute-bound GEMM beside a memory-bound elementwise kernel loses little), which the trace does not show.
     A kernel's share = its loss / its overlap: replayed with an overlap o, it takes solo + share x o.
     """
     dur = end - start
@@ -635,21 +634,8 @@ def _sharing(start: np.ndarray, end: np.ndarray, stream: np.ndarray, device: np.
     known = shared & ~np.isnan(ref)
     loss = np.zeros(n)
     loss[known] = np.clip(dur[known] - ref[known], 0.0, over[known])
-    unknown = shared & np.isnan(ref)
-    for d in np.unique(device[unknown]):  # work conservation inside each cluster of overlapping kernels
-        o = np.flatnonzero(kernel & (dur > 0) & (device == d))
-        o = o[np.argsort(start[o], kind="stable")]
-        reach = np.maximum.accumulate(end[o])
-        new = np.r_[True, start[o][1:] > reach[:-1]]
-        first = np.flatnonzero(new)
-        cl = np.cumsum(new) - 1
-        lost = np.bincount(cl, weights=dur[o] - loss[o]) - (np.maximum.reduceat(end[o], first) - start[o][first])
-        unk = o[unknown[o]]
-        c = cl[unknown[o]]
-        weight = np.bincount(c, weights=over[unk], minlength=len(first))
-        loss[unk] = np.minimum(np.clip(lost[c], 0.0, None) * over[unk] / weight[c], over[unk])
-    share[shared] = loss[shared] / over[shared]
-    solo[shared] = dur[shared] - loss[shared]
+    share[known] = loss[known] / over[known]
+    solo[known] = dur[known] - loss[known]
     return solo, share
 
 
