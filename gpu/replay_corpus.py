@@ -1856,6 +1856,27 @@ PAIRS += [
     Pair("two-stream-main-g4-layernorm", "multi-stream", "main-stream", 30, p_two_stream("ln", swap_on_main=True, gemms=4), 18),
 ]
 
+# part 31: held-out 27, 12 new pairs, registered on 6 Dec 2026 after held-out 26 was read (docs/replay.md): two-stream
+# swaps for the replay's reading of a hold by another stream's kernel (the kernel that ran through it) and of a
+# kernel's loss to sharing where its work never ran alone (none), chosen on the 19 read two-stream pairs those two
+# move. Sizes, GEMM counts and swap kinds on either stream that the corpus never ran
+PAIRS += [
+    Pair("two-stream-n2688-gelu", "multi-stream", "side-stream", 31, p_two_stream("gelu", 2688), 18),
+    Pair("two-stream-n3328-gelu-g3", "multi-stream", "side-stream", 31, p_two_stream("gelu", 3328, gemms=3), 18),
+    Pair("two-stream-n3072-layernorm-g8", "multi-stream", "side-stream", 31, p_two_stream("ln", 3072, gemms=8), 18),
+    Pair("two-stream-n2304-layernorm-g4", "multi-stream", "side-stream", 31, p_two_stream("ln", 2304, gemms=4), 18),
+    Pair("two-stream-n3584-rmsnorm-g3", "multi-stream", "side-stream", 31, p_two_stream("rms", 3584, gemms=3), 18),
+    Pair("two-stream-n2432-rmsnorm-g8", "multi-stream", "side-stream", 31, p_two_stream("rms", 2432, gemms=8), 18),
+    Pair("two-stream-n2560-small-gelu", "multi-stream", "side-stream", 31, p_two_stream("small-gelu", 2560), 18),
+    Pair("two-stream-n3840-small-gelu-g4", "multi-stream", "side-stream", 31,
+         p_two_stream("small-gelu", 3840, gemms=4), 18),
+    Pair("two-stream-main-g3-rmsnorm", "multi-stream", "main-stream", 31, p_two_stream("rms", swap_on_main=True, gemms=3), 18),
+    Pair("two-stream-main-g6-gelu", "multi-stream", "main-stream", 31, p_two_stream("gelu", swap_on_main=True, gemms=6), 18),
+    Pair("two-stream-main-g3-small-gelu", "multi-stream", "main-stream", 31,
+         p_two_stream("small-gelu", swap_on_main=True, gemms=3), 18),
+    Pair("two-stream-main-g5-layernorm", "multi-stream", "main-stream", 31, p_two_stream("ln", swap_on_main=True, gemms=5), 18),
+]
+
 
 def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
@@ -1873,11 +1894,13 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     heldout20, part 25 (GPU-bound inference and training, for the validation's median inputs) heldout21, part 26
     (GPU-bound inference, for the launch latency) heldout22, part 27 (inference, for the host time first) heldout23, part 28 (BatchNorm training, its eager output
     in its input's dtype) heldout24, part 29 (GroupNorm training beyond ResNet-18, dtype-keeping BatchNorm training)
-    heldout25, part 30 (two-stream swaps, the GPU's waits recorded) heldout26."""
+    heldout25, part 30 (two-stream swaps, the GPU's waits recorded) heldout26, part 31 (two-stream swaps again, for
+    holds by other streams' kernels and the loss to sharing) heldout27."""
     named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11", 16: "heldout12", 17: "heldout13",
              18: "heldout14", 19: "heldout15", 20: "heldout16", 21: "heldout17",
              22: "heldout18", 23: "heldout19", 24: "heldout20", 25: "heldout21", 26: "heldout22",
-             27: "heldout23", 28: "heldout24", 29: "heldout25", 30: "heldout26"}
+             27: "heldout23", 28: "heldout24", 29: "heldout25", 30: "heldout26",
+             31: "heldout27"}
     out = {p.name: named.get(p.part, f"heldout{p.part - 1}") for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):

@@ -240,7 +240,7 @@ def test_part_30_is_held_out_26_two_stream_swaps_with_the_gpus_waits_recorded() 
     assert sorted(n.split("-", 3)[3] for n in side) == sorted(2 * ["gelu", "layernorm", "rmsnorm", "small-gelu"])
     assert [p.name for p in new if p.swap == "main-stream"] == [
         f"two-stream-main-g{g}-{k}" for k in ("gelu", "layernorm") for g in (2, 4)]
-    assert rc.SYNC_RECORDS_FROM == 30 and max(p.part for p in rc.PAIRS) == 30
+    assert rc.SYNC_RECORDS_FROM == 30
 
 
 def test_the_same_dtype_eager_batchnorm_returns_its_inputs_dtype() -> None:
@@ -630,3 +630,13 @@ def test_a_bad_host_sample_is_a_one_line_error(tmp_path: Path) -> None:
         r = subprocess.run([sys.executable, str(ROOT / "gpu/replay_corpus_validation.py"), str(tmp_path), *bad],
                            capture_output=True, text=True)
         assert r.returncode == 2 and r.stderr.count("\n") == 1 and r.stderr.startswith("--host-sample:"), r.stderr
+
+
+def test_part_31_is_held_out_27_two_stream_swaps_at_new_sizes_and_gemm_counts() -> None:
+    """Two-stream swaps again, for the reading of holds by another stream's kernel and of the loss to sharing: sizes,
+    GEMM counts and swap kinds on either stream the corpus never ran, all heldout27, in one device call's budget."""
+    _new_part(31, "heldout27", 12, ["two"], 0, 300)
+    rc = _module()
+    new = [p for p in rc.PAIRS if p.part == 31]
+    assert {p.regime for p in new} == {"multi-stream"} and rc.SYNC_RECORDS_FROM <= 31
+    assert sum(p.swap == "main-stream" for p in new) == 4
