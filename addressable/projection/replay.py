@@ -472,8 +472,7 @@ def _gpu_edges(ops: _GpuOps, anchor: np.ndarray, anchor_ts: np.ndarray, lat: np.
     dep = recorded_dep.copy()
     if waits_on_streams:
         recorded_end = np.where(dep >= 0, ops.end[np.clip(dep, 0, None)], -np.inf)
-        inferred = _cross_stream_deps(ops.ts, ops.end, ops.stream, ops.device, ops.kernel, a,
-                                      np.maximum(b, recorded_end))
+        inferred = _cross_stream_deps(ops.ts, ops.end, ops.stream, ops.device, a, np.maximum(b, recorded_end))
         dep = np.where(dep >= 0, dep, inferred)
     c = np.where(dep >= 0, ops.end[np.clip(dep, 0, None)], -np.inf)
     binding = np.argmax(np.stack([a, b, c]), axis=0)
@@ -538,16 +537,13 @@ def _device_idle(ts: np.ndarray, end: np.ndarray, device: np.ndarray, since: np.
     return out
 
 
-def _cross_stream_deps(ts: np.ndarray, end: np.ndarray, stream: np.ndarray, device: np.ndarray, kernel: np.ndarray,
+def _cross_stream_deps(ts: np.ndarray, end: np.ndarray, stream: np.ndarray, device: np.ndarray,
                        launch_ready: np.ndarray, stream_ready: np.ndarray) -> np.ndarray:
     """For each op held back beyond its launch and its stream predecessor, the op of another stream
     (same device) whose end is nearest its start, within DEP_WINDOW_US: an event wait, or the kernel
-    whose blocks held the SMs; failing that, the kernel of another stream that ran through the whole hold
-    (from the op's readiness to its start) and ended first after it: the op started as its blocks drained
-    (-1: none). Ops must be in stream order (`_GpuOps`)."""
+    whose blocks held the SMs (-1: none)."""
     dep = np.full(len(ts), -1, np.int64)
-    ready = np.maximum(launch_ready, stream_ready)
-    held = np.flatnonzero(ts - ready > DEP_WINDOW_US)
+    held = np.flatnonzero(ts - np.maximum(launch_ready, stream_ready) > DEP_WINDOW_US)
     if not len(held):
         return dep
     by_end = np.lexsort((end, device))
@@ -561,18 +557,6 @@ def _cross_stream_deps(ts: np.ndarray, end: np.ndarray, stream: np.ndarray, devi
         cand = cand[(stream[cand] != stream[j]) & (ts[cand] < ts[j])]
         if len(cand):
             dep[j] = cand[np.argmin(np.abs(end[cand] - ts[j]))]
-    held = held[dep[held] < 0]
-    if not len(held):
-        return dep
-    holder, holder_end = np.full(len(held), -1, np.int64), np.full(len(held), np.inf)
-    seg = np.flatnonzero(np.r_[True, stream[1:] != stream[:-1], True])
-    for lo, hi in itertools.pairwise(seg):  # at most one op of a stream runs at any time: its last started by then
-        c = lo + np.searchsorted(ts[lo:hi], ready[held], "right") - 1
-        c = np.clip(c, lo, None)
-        ok = ((c >= lo) & (ts[c] <= ready[held]) & kernel[c] & (end[c] > ts[held]) & (stream[c] != stream[held])
-              & (device[c] == device[held]) & (end[c] < holder_end))
-        holder[ok], holder_end[ok] = c[ok], end[c[ok]]
-    dep[held] = holder
     return dep
 
 
@@ -615,10 +599,11 @@ def _sharing(start: np.ndarray, end: np.ndarray, stream: np.ndarray, device: np.
     """Each kernel's solo duration and the share of its overlap with other streams that stretched it;
     `work` numbers the kernels that do the same work (same name, grid and block).
 
-    Kernels of two streams that run at once share the SMs. A kernel whose work also ran alone in the trace
-    lost its duration minus that work's median solo duration (at most its overlap). A kernel without a solo
-    sample is taken to have lost nothing: how much two kernels slow each other depends on what each is bound by (a
-    compute-bound GEMM beside a memory-bound elementwise kernel loses little), which the trace does not show.
+    Kernels of two streams that run at once share the SMs. The model is work-conserving: a cluster of
+    kernels that overlap (on one device) takes as long as their solo durations summed, so the
+    cluster's kernels lost, together, sum(duration) - cluster span. A kernel whose work also ran
+    alone in the trace lost its duration minus that work's median solo duration (at most its
+    overlap); kernels without a solo sample share what is left, in proportion to their overlaps.
     A kernel's share = its loss / its overlap: replayed with an overlap o, it takes solo + share x o.
     """
     dur = end - start
@@ -634,8 +619,21 @@ def _sharing(start: np.ndarray, end: np.ndarray, stream: np.ndarray, device: np.
     known = shared & ~np.isnan(ref)
     loss = np.zeros(n)
     loss[known] = np.clip(dur[known] - ref[known], 0.0, over[known])
-    share[known] = loss[known] / over[known]
-    solo[known] = dur[known] - loss[known]
+    unknown = shared & np.isnan(ref)
+    for d in np.unique(device[unknown]):  # work conservation inside each cluster of overlapping kernels
+        o = np.flatnonzero(kernel & (dur > 0) & (device == d))
+        o = o[np.argsort(start[o], kind="stable")]
+        reach = np.maximum.accumulate(end[o])
+        new = np.r_[True, start[o][1:] > reach[:-1]]
+        first = np.flatnonzero(new)
+        cl = np.cumsum(new) - 1
+        lost = np.bincount(cl, weights=dur[o] - loss[o]) - (np.maximum.reduceat(end[o], first) - start[o][first])
+        unk = o[unknown[o]]
+        c = cl[unknown[o]]
+        weight = np.bincount(c, weights=over[unk], minlength=len(first))
+        loss[unk] = np.minimum(np.clip(lost[c], 0.0, None) * over[unk] / weight[c], over[unk])
+    share[shared] = loss[shared] / over[shared]
+    solo[shared] = dur[shared] - loss[shared]
     return solo, share
 
 
