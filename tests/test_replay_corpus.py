@@ -640,3 +640,28 @@ def test_part_31_is_held_out_27_two_stream_swaps_at_new_sizes_and_gemm_counts() 
     new = [p for p in rc.PAIRS if p.part == 31]
     assert {p.regime for p in new} == {"multi-stream"} and rc.SYNC_RECORDS_FROM <= 31
     assert sum(p.swap == "main-stream" for p in new) == 4
+
+
+def test_sharing_solo_check_reads_each_gemms_solo_time_against_b(tmp_path: Path) -> None:
+    """The committed two-stream pair: A's 18 GEMMs ran 170 us beside the GELUs, B's alone 166 us; the sharing model
+    puts their solo time at 158 us (the work-conserving split); a corpus with no two-stream pair is a one-line error
+    that writes nothing."""
+    import pandas as pd
+
+    corpus = tmp_path / "c" / "part-1"
+    corpus.mkdir(parents=True)
+    for f in (ROOT / "tests/data/pairs").glob("two-stream-gelu.*"):
+        (corpus / f.name).write_bytes(f.read_bytes())
+    out = tmp_path / "s.csv"
+    res = subprocess.run([sys.executable, str(ROOT / "gpu/sharing_solo_check.py"), str(tmp_path / "c"), "--out", str(out)],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    row = pd.read_csv(out).iloc[0]
+    assert row["gemms_a"] == 18 and row["overlap_a_us"] > 40
+    assert (row["measured_us"], row["alone_b_us"], row["model_us"]) == (pytest.approx(170.4, abs=0.1),
+                                                                         pytest.approx(166.2, abs=0.1),
+                                                                         pytest.approx(157.7, abs=0.1))
+    assert row["model_error"] == pytest.approx(row["model_us"] / row["alone_b_us"] - 1, abs=1e-3)
+    res = subprocess.run([sys.executable, str(ROOT / "gpu/sharing_solo_check.py"), str(tmp_path / "none"), "--out",
+                          str(tmp_path / "n.csv")], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and not (tmp_path / "n.csv").exists()
