@@ -326,7 +326,9 @@ def test_the_interleaved_backward_pass_times_both_variants_step_by_step(tmp_path
         assert all(0 < f < c <= s for f, c, s in zip(bwd[k]["swap_cpu_ms"], bwd[k]["cpu_ms"], bwd[k]["step_ms"],
                                                       strict=True))
     assert bwd["A"]["calls_steps"] == bwd["B"]["calls_steps"]
-    assert min(bwd["A"]["cpu_us_steps"]) > max(bwd["B"]["cpu_us_steps"]) > 0  # the eager GELU's backward costs more
+    # the eager GELU's backward costs more: the least of each (a busy host only lengthens a step; one of B's read 9.3 ms
+    # against A's 0.7 ms while a second job ran, 6 Dec 2026)
+    assert min(bwd["A"]["cpu_us_steps"]) > min(bwd["B"]["cpu_us_steps"]) > 0
 
 
 @pytest.mark.slow
