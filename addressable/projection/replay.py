@@ -56,6 +56,7 @@ from addressable.trace.reader import Trace, load_trace, trace_format
 STREAM_GAP_US = 5.0  # an op that starts within this of its stream predecessor's end was held back by it
 DEP_WINDOW_US = 5.0  # a cross-stream wait: the op starts within this of another stream's op end (either side:
 # an op can start while the kernel that held the GPU's SMs drains its last blocks)
+LATER_WAIT_ROUNDS = 8  # passes moving ops after the later-launched ops they wait for (each pass: one more link)
 SMALL_CHUNK = 24  # chunks with fewer GPU ops than this replay op by op (cheaper than numpy calls)
 SHARE_ITERATIONS = 20  # at most this many replays to settle the durations of kernels that share the GPU
 SHARE_TOL_US = 0.01  # ... until no kernel's duration moves by more than this
@@ -231,7 +232,8 @@ def build_graph(trace: Trace) -> Graph:
     lat_typ, gap_typ = _typical_offsets(ops, lat, since_prev, launch, launched)
     recorded_dep, recorded_calls = _recorded_waits(ev[(ev["kind"] == "sync").to_numpy()], ops, cpu)
     dep, gpu_lat, gpu_gap, dep_gap, position = _gpu_edges(ops, anchor, anchor_ts, lat, since_prev, lat_typ, gap_typ,
-                                                          cpu.waits_on_streams, recorded_dep)
+                                                          cpu.waits_on_streams, recorded_dep,
+                                                          np.flatnonzero(np.isin(cpu.kind, ["sync", "device_sync"])))
 
     waits, base, wake = _waits(cpu.ts, cpu.dur, cpu.name, cpu.kind, launch, position, ops.stream, ops.end, n_cpu,
                                _returns_at_once(ops.name, launch, cpu.name), recorded_calls)
@@ -453,8 +455,8 @@ def _typical_offsets(ops: _GpuOps, lat: np.ndarray, since_prev: np.ndarray, laun
 
 
 def _gpu_edges(ops: _GpuOps, anchor: np.ndarray, anchor_ts: np.ndarray, lat: np.ndarray, since_prev: np.ndarray,
-               lat_typ: float, gap_typ: float, waits_on_streams: bool, recorded_dep: np.ndarray
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+               lat_typ: float, gap_typ: float, waits_on_streams: bool, recorded_dep: np.ndarray,
+               sync_calls: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Each op's cross-stream wait (-1: none), the offsets of its launch, stream and cross-stream edges,
     and its chunk position: (dep, lat, gap, dep_gap, position).
 
@@ -463,8 +465,11 @@ def _gpu_edges(ops: _GpuOps, anchor: np.ndarray, anchor_ts: np.ndarray, lat: np.
     op of another stream that ended as it started.
 
     The edge that held the op back gets its measured offset, the others the typical one (capped to keep it
-    exact). An op is replayed after its anchor and its stream predecessors; a wait for an op replayed later
-    is dropped, and the op held back by its later other edge instead.
+    exact). An op is replayed after its anchor, its stream predecessors and the op it waits for: one that waits for
+    an op the CPU launched later (a side stream's GEMM held by main-stream kernels launched after it) is replayed
+    after that launch, it and its stream's later ops, at most up to the next synchronizing call (`sync_calls`), which
+    then waits for it too. A wait that would carry its op past a synchronizing call is dropped, and the op held back
+    by its later other edge instead.
     """
     a = anchor_ts + lat_typ
     b = np.where(ops.prev >= 0, ops.end[np.clip(ops.prev, 0, None)] + gap_typ, -np.inf)
@@ -482,7 +487,17 @@ def _gpu_edges(ops: _GpuOps, anchor: np.ndarray, anchor_ts: np.ndarray, lat: np.
     dep_gap = np.where(dep >= 0, ops.ts - np.where(dep >= 0, ops.end[np.clip(dep, 0, None)], 0.0), 0.0)
     dep_gap = np.where(binding == 2, dep_gap, np.minimum(0.0, dep_gap))
 
-    position = _segment_cummax(anchor, ops.first_of_stream)
+    floor = anchor.copy()
+    position = _segment_cummax(floor, ops.first_of_stream)
+    for _ in range(LATER_WAIT_ROUNDS):  # a moved op moves its stream's later ops, and what waits for them
+        later = np.flatnonzero((dep >= 0) & (position[np.clip(dep, 0, None)] >= position))
+        want = position[dep[later]] + 1
+        # a synchronizing call strictly between: moving the op past it would take it out of what the call waits for
+        past_sync = np.searchsorted(sync_calls, position[later], "right") < np.searchsorted(sync_calls, want, "left")
+        if not (~past_sync).any():
+            break
+        floor[later[~past_sync]] = np.maximum(floor[later[~past_sync]], want[~past_sync])
+        position = _segment_cummax(floor, ops.first_of_stream)
     bad_dep = (dep >= 0) & (position[np.clip(dep, 0, None)] >= position)
     if bad_dep.any():  # the op waited for is replayed later: hold the op back by its later other edge
         by_stream = bad_dep & (b >= a)
@@ -654,7 +669,8 @@ def _waits(cpu_ts: np.ndarray, cpu_dur: np.ndarray, cpu_name: np.ndarray, kind: 
     for i in sync_calls:
         found = []
         for ops in per_stream:
-            k = np.searchsorted(position[ops], i, "left") - 1  # positions rise along a stream
+            k = np.searchsorted(position[ops], i, "right") - 1  # positions rise along a stream; ops replayed at
+            # the call itself (moved there after a later launch they wait for) are replayed before it waits
             if k >= 0:
                 found.append(ops[k])
         if not found:

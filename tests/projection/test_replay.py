@@ -220,6 +220,47 @@ def test_two_streams_event_wait(tmp_path: Path) -> None:
     assert spans(g, Change(a, k=10))[1] == pytest.approx(197)
 
 
+def held_by_a_later_launch(tmp_path: Path, sync_between: bool = False):
+    """G (GEMM, stream 8) launched first at 10, held until 150 by K (stream 7), launched after it at 20 and running
+    50-150 (G starts as K ends: the SMs' holder); the streams wait on events; a device synchronize ends the step. With
+    `sync_between`, a stream synchronize at 15 (between the two launches) returns at once."""
+    tb = TraceBuilder()
+    tb.call("cudaStreamWaitEvent", 5, 2)
+    tb.launch(10, 3, 150, 100, name=GEMM, stream=8, grid=[132, 1, 1])  # G: 150-250
+    if sync_between:
+        tb.call("cudaStreamSynchronize", 15, 2)
+    tb.launch(20, 3, 50, 100, grid=[4096, 1, 1])  # K: 50-150
+    tb.call("cudaDeviceSynchronize", 30, 252 - 30)
+    tb.step(1, 0, 253)
+    return graph(tmp_path, tb)
+
+
+def test_an_op_held_by_a_kernel_launched_after_it_waits_for_that_kernel(tmp_path: Path) -> None:
+    """G waited for K, which the CPU launched after G: G is replayed after K's launch (at the device synchronize, which
+    still waits for it), so the wait is kept and a faster K moves G. The wait was dropped before, and G's 140 us hold
+    stayed as its launch latency."""
+    g = held_by_a_later_launch(tmp_path)
+    gemm, k = np.flatnonzero(g.gpu_name == GEMM)[0], np.flatnonzero(g.gpu_name == ELEM)[0]
+    assert g.gpu_dep[gemm] == k and g.gpu_position[gemm] > g.gpu_anchor[k]
+    sync = int(np.flatnonzero(g.cpu_name == "cudaDeviceSynchronize")[0])
+    assert gemm in g.waits[sync]
+    base = original(g)
+    assert residual(g, base) == pytest.approx(0, abs=1e-12)
+    r = replay(g, [Change(g.gpu_name == ELEM, k=2)])  # K: 50-100, G: 100-200, the sync and the step 50 us sooner
+    assert r.gpu_start[gemm] == pytest.approx(base.gpu_start[gemm] - 50)
+    assert r.span == pytest.approx(base.span - 50)
+
+
+def test_a_wait_for_a_later_launch_across_a_synchronize_is_not_kept(tmp_path: Path) -> None:
+    """With a stream synchronize between G's launch and K's, replaying G after K's launch would take G out of what that
+    synchronize waits for: the wait is dropped, G keeps its hold, and a faster K leaves it where it was."""
+    g = held_by_a_later_launch(tmp_path, sync_between=True)
+    gemm = np.flatnonzero(g.gpu_name == GEMM)[0]
+    assert g.gpu_dep[gemm] == -1 and g.gpu_position[gemm] == g.gpu_anchor[gemm]
+    assert residual(g) == pytest.approx(0, abs=1e-12)
+    assert replay(g, [Change(g.gpu_name == ELEM, k=2)]).gpu_start[gemm] == pytest.approx(original(g).gpu_start[gemm])
+
+
 def prefetch(tmp_path: Path, recorded: bool, resolved: bool = True, third_stream: bool = False):
     """A copy on stream 8 (10-70) that C on stream 7 waits for (an event), though C was held by A (18-118) instead;
     with `recorded`, the trace has the GPU's record of the wait, naming the awaited stream and record call where
