@@ -1877,6 +1877,25 @@ PAIRS += [
     Pair("two-stream-main-g5-layernorm", "multi-stream", "main-stream", 31, p_two_stream("ln", swap_on_main=True, gemms=5), 18),
 ]
 
+# part 32: held-out 28, 12 new pairs, registered on 6 Dec 2026 after held-out 27 was read (docs/replay.md): two-stream
+# swaps with the swap on the main stream, whose side-stream GEMMs are launched before the eager kernels that hold them,
+# for the replay's reading of a wait for an op launched later (chosen on the 43 read two-stream pairs). GEMM counts,
+# swap kinds and sizes the corpus never ran on that side
+PAIRS += [
+    Pair("two-stream-main-g3-gelu", "multi-stream", "main-stream", 32, p_two_stream("gelu", swap_on_main=True, gemms=3), 18),
+    Pair("two-stream-main-g5-gelu", "multi-stream", "main-stream", 32, p_two_stream("gelu", swap_on_main=True, gemms=5), 18),
+    Pair("two-stream-main-g8-gelu-n3072", "multi-stream", "main-stream", 32, p_two_stream("gelu", 3072, swap_on_main=True, gemms=8), 18),
+    Pair("two-stream-main-g3-layernorm", "multi-stream", "main-stream", 32, p_two_stream("ln", swap_on_main=True, gemms=3), 18),
+    Pair("two-stream-main-g6-layernorm", "multi-stream", "main-stream", 32, p_two_stream("ln", swap_on_main=True, gemms=6), 18),
+    Pair("two-stream-main-g8-layernorm-n3072", "multi-stream", "main-stream", 32, p_two_stream("ln", 3072, swap_on_main=True, gemms=8), 18),
+    Pair("two-stream-main-g2-rmsnorm", "multi-stream", "main-stream", 32, p_two_stream("rms", swap_on_main=True, gemms=2), 18),
+    Pair("two-stream-main-g4-rmsnorm", "multi-stream", "main-stream", 32, p_two_stream("rms", swap_on_main=True, gemms=4), 18),
+    Pair("two-stream-main-g6-rmsnorm-n3584", "multi-stream", "main-stream", 32, p_two_stream("rms", 3584, swap_on_main=True, gemms=6), 18),
+    Pair("two-stream-main-g2-small-gelu", "multi-stream", "main-stream", 32, p_two_stream("small-gelu", swap_on_main=True, gemms=2), 18),
+    Pair("two-stream-main-g4-small-gelu", "multi-stream", "main-stream", 32, p_two_stream("small-gelu", swap_on_main=True, gemms=4), 18),
+    Pair("two-stream-main-g6-small-gelu-n3584", "multi-stream", "main-stream", 32, p_two_stream("small-gelu", 3584, swap_on_main=True, gemms=6), 18),
+]
+
 
 def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
@@ -1895,12 +1914,13 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     (GPU-bound inference, for the launch latency) heldout22, part 27 (inference, for the host time first) heldout23, part 28 (BatchNorm training, its eager output
     in its input's dtype) heldout24, part 29 (GroupNorm training beyond ResNet-18, dtype-keeping BatchNorm training)
     heldout25, part 30 (two-stream swaps, the GPU's waits recorded) heldout26, part 31 (two-stream swaps again, for
-    holds by other streams' kernels and the loss to sharing) heldout27."""
+    holds by other streams' kernels and the loss to sharing) heldout27, part 32 (main-stream two-stream swaps, for
+    waits on later launches) heldout28."""
     named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11", 16: "heldout12", 17: "heldout13",
              18: "heldout14", 19: "heldout15", 20: "heldout16", 21: "heldout17",
              22: "heldout18", 23: "heldout19", 24: "heldout20", 25: "heldout21", 26: "heldout22",
              27: "heldout23", 28: "heldout24", 29: "heldout25", 30: "heldout26",
-             31: "heldout27"}
+             31: "heldout27", 32: "heldout28"}
     out = {p.name: named.get(p.part, f"heldout{p.part - 1}") for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):

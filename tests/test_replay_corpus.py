@@ -667,3 +667,12 @@ def test_sharing_solo_check_reads_each_gemms_solo_time_against_b(tmp_path: Path)
     res = subprocess.run([sys.executable, str(ROOT / "gpu/sharing_solo_check.py"), str(tmp_path / "none"), "--out",
                           str(tmp_path / "n.csv")], capture_output=True, text=True, timeout=120)
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and not (tmp_path / "n.csv").exists()
+
+
+def test_part_32_is_held_out_28_main_stream_two_stream_swaps() -> None:
+    """Two-stream swaps with the swap on the main stream (their side-stream GEMMs launched before the eager kernels
+    that hold them), at GEMM counts, kinds and sizes the corpus never ran there, all heldout28, in one call's budget."""
+    _new_part(32, "heldout28", 12, ["two"], 0, 300)
+    rc = _module()
+    new = [p for p in rc.PAIRS if p.part == 32]
+    assert {p.swap for p in new} == {"main-stream"} and {p.regime for p in new} == {"multi-stream"}
