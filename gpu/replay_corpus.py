@@ -1881,19 +1881,13 @@ PAIRS += [
 # swaps with the swap on the main stream, whose side-stream GEMMs are launched before the eager kernels that hold them,
 # for the replay's reading of a wait for an op launched later (chosen on the 43 read two-stream pairs). GEMM counts,
 # swap kinds and sizes the corpus never ran on that side
+MAIN_STREAM_SWAPS = {"gelu": "gelu", "layernorm": "ln", "rmsnorm": "rms", "small-gelu": "small-gelu"}  # name: kind
 PAIRS += [
-    Pair("two-stream-main-g3-gelu", "multi-stream", "main-stream", 32, p_two_stream("gelu", swap_on_main=True, gemms=3), 18),
-    Pair("two-stream-main-g5-gelu", "multi-stream", "main-stream", 32, p_two_stream("gelu", swap_on_main=True, gemms=5), 18),
-    Pair("two-stream-main-g8-gelu-n3072", "multi-stream", "main-stream", 32, p_two_stream("gelu", 3072, swap_on_main=True, gemms=8), 18),
-    Pair("two-stream-main-g3-layernorm", "multi-stream", "main-stream", 32, p_two_stream("ln", swap_on_main=True, gemms=3), 18),
-    Pair("two-stream-main-g6-layernorm", "multi-stream", "main-stream", 32, p_two_stream("ln", swap_on_main=True, gemms=6), 18),
-    Pair("two-stream-main-g8-layernorm-n3072", "multi-stream", "main-stream", 32, p_two_stream("ln", 3072, swap_on_main=True, gemms=8), 18),
-    Pair("two-stream-main-g2-rmsnorm", "multi-stream", "main-stream", 32, p_two_stream("rms", swap_on_main=True, gemms=2), 18),
-    Pair("two-stream-main-g4-rmsnorm", "multi-stream", "main-stream", 32, p_two_stream("rms", swap_on_main=True, gemms=4), 18),
-    Pair("two-stream-main-g6-rmsnorm-n3584", "multi-stream", "main-stream", 32, p_two_stream("rms", 3584, swap_on_main=True, gemms=6), 18),
-    Pair("two-stream-main-g2-small-gelu", "multi-stream", "main-stream", 32, p_two_stream("small-gelu", swap_on_main=True, gemms=2), 18),
-    Pair("two-stream-main-g4-small-gelu", "multi-stream", "main-stream", 32, p_two_stream("small-gelu", swap_on_main=True, gemms=4), 18),
-    Pair("two-stream-main-g6-small-gelu-n3584", "multi-stream", "main-stream", 32, p_two_stream("small-gelu", 3584, swap_on_main=True, gemms=6), 18),
+    Pair(f"two-stream-main-g{g}-{name}" + (f"-n{n}" if n != 4096 else ""), "multi-stream", "main-stream", 32,
+         p_two_stream(MAIN_STREAM_SWAPS[name], n, swap_on_main=True, gemms=g), 18)
+    for name, runs in (("gelu", ((3, 4096), (5, 4096), (8, 3072))), ("layernorm", ((3, 4096), (6, 4096), (8, 3072))),
+                       ("rmsnorm", ((2, 4096), (4, 4096), (6, 3584))), ("small-gelu", ((2, 4096), (4, 4096), (6, 3584))))
+    for g, n in runs
 ]
 
 
