@@ -57,8 +57,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _gpu_memory_given_back(request: pytest.FixtureRequest) -> Iterator[None]:
     """After a GPU test, this process's cached GPU memory goes back to the driver: the next test's own processes
     (verify's checker and candidate, ncu's measured run) need it. On an H100 (6 Dec 2026) every matmul verify run
-    after a test that drives a model out of memory failed, and one passed alone on an H200: the memory that test left
-    reserved here is the suspect, not yet confirmed on a GPU."""
+    after a test that drives a model out of memory failed; with this fixture, in the same order on an H100, they
+    passed."""
     yield
     if "gpu" in request.keywords and "torch" in sys.modules and sys.modules["torch"].cuda.is_initialized():
         gc.collect()

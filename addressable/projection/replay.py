@@ -53,6 +53,7 @@ from addressable.classify.taxonomy import load_taxonomy
 from addressable.core.names import distinct
 from addressable.trace.reader import Trace, load_trace, trace_format
 
+SYNC_KINDS = ("sync", "device_sync")  # `_call_kinds` of the calls that wait for GPU work by replay position
 STREAM_GAP_US = 5.0  # an op that starts within this of its stream predecessor's end was held back by it
 DEP_WINDOW_US = 5.0  # a cross-stream wait: the op starts within this of another stream's op end (either side:
 # an op can start while the kernel that held the GPU's SMs drains its last blocks)
@@ -231,12 +232,12 @@ def build_graph(trace: Trace) -> Graph:
     since_prev = np.where(ops.prev >= 0, ops.ts - ops.end[np.clip(ops.prev, 0, None)], np.inf)
     lat_typ, gap_typ = _typical_offsets(ops, lat, since_prev, launch, launched)
     recorded_dep, recorded_calls = _recorded_waits(ev[(ev["kind"] == "sync").to_numpy()], ops, cpu)
+    sync_calls = np.flatnonzero(np.isin(cpu.kind, SYNC_KINDS))
     dep, gpu_lat, gpu_gap, dep_gap, position = _gpu_edges(ops, anchor, anchor_ts, lat, since_prev, lat_typ, gap_typ,
-                                                          cpu.waits_on_streams, recorded_dep,
-                                                          np.flatnonzero(np.isin(cpu.kind, ["sync", "device_sync"])))
+                                                          cpu.waits_on_streams, recorded_dep, sync_calls)
 
-    waits, base, wake = _waits(cpu.ts, cpu.dur, cpu.name, cpu.kind, launch, position, ops.stream, ops.end, n_cpu,
-                               _returns_at_once(ops.name, launch, cpu.name), recorded_calls)
+    waits, base, wake = _waits(cpu.ts, cpu.dur, cpu.name, cpu.kind, sync_calls, launch, position, ops.stream, ops.end,
+                               n_cpu, _returns_at_once(ops.name, launch, cpu.name), recorded_calls)
     steps = _steps(trace, cpu.ts, cpu.end, t0)
     solo, share = _sharing(ops.ts, ops.end, ops.stream, ops.device, ops.kernel, _work(gpu, ops.order))
     launch_calls = np.unique(anchor[launched])
@@ -492,11 +493,11 @@ def _gpu_edges(ops: _GpuOps, anchor: np.ndarray, anchor_ts: np.ndarray, lat: np.
     for _ in range(LATER_WAIT_ROUNDS):  # a moved op moves its stream's later ops, and what waits for them
         later = np.flatnonzero((dep >= 0) & (position[np.clip(dep, 0, None)] >= position))
         want = position[dep[later]] + 1
-        # a synchronizing call strictly between: moving the op past it would take it out of what the call waits for
-        past_sync = np.searchsorted(sync_calls, position[later], "right") < np.searchsorted(sync_calls, want, "left")
-        if not (~past_sync).any():
+        # not past a synchronizing call strictly between: it would no longer wait for the moved op
+        movable = np.searchsorted(sync_calls, position[later], "right") >= np.searchsorted(sync_calls, want, "left")
+        if not movable.any():
             break
-        floor[later[~past_sync]] = np.maximum(floor[later[~past_sync]], want[~past_sync])
+        floor[later[movable]] = want[movable]  # want > position >= floor
         position = _segment_cummax(floor, ops.first_of_stream)
     bad_dep = (dep >= 0) & (position[np.clip(dep, 0, None)] >= position)
     if bad_dep.any():  # the op waited for is replayed later: hold the op back by its later other edge
@@ -652,7 +653,7 @@ def _sharing(start: np.ndarray, end: np.ndarray, stream: np.ndarray, device: np.
     return solo, share
 
 
-def _waits(cpu_ts: np.ndarray, cpu_dur: np.ndarray, cpu_name: np.ndarray, kind: np.ndarray,
+def _waits(cpu_ts: np.ndarray, cpu_dur: np.ndarray, cpu_name: np.ndarray, kind: np.ndarray, sync_calls: np.ndarray,
            launch: np.ndarray, position: np.ndarray, stream: np.ndarray, g_end: np.ndarray, n_cpu: int,
            at_once: np.ndarray, recorded: dict[int, np.ndarray]
            ) -> tuple[dict[int, np.ndarray], np.ndarray, np.ndarray]:
@@ -662,9 +663,8 @@ def _waits(cpu_ts: np.ndarray, cpu_dur: np.ndarray, cpu_name: np.ndarray, kind: 
     at once (`at_once`, per GPU op)."""
     cpu_end = cpu_ts + cpu_dur
     n_streams = int(stream.max()) + 1 if len(stream) else 0
-    # the last op of each stream replayed before each call: ops by position, per stream
+    # the last op of each stream replayed before each synchronizing call (`sync_calls`) or at it: by position
     waits: dict[int, np.ndarray] = {}
-    sync_calls = np.flatnonzero(np.isin(kind, ["sync", "device_sync"]))
     per_stream = [np.flatnonzero(stream == s) for s in range(n_streams)]
     for i in sync_calls:
         found = []
