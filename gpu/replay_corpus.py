@@ -511,7 +511,7 @@ class Pair:
     name: str
     regime: str
     swap: str  # what is swapped: tiny (one small module, every instance), mlp, block, optimizer, side-stream,
-    # main-stream (the swap on the main stream, beside side-stream work)
+    # main-stream (the swap on the main stream, beside side-stream work), every-stream (on each of two or three)
     part: int  # which device call captures it
     build: Callable[[], tuple[Variant, Variant, str]]
     est_s: float = 25.0  # wall seconds it needs (build, compile, timing, profiling), for the budget check
@@ -753,6 +753,51 @@ def p_two_stream(what: str, size: int = 4096, swap_on_main: bool = False, gemms:
                  f"stream {gemms} x bf16 {n}^2 GEMM+ReLU." if swap_on_main else
                  f"Two streams: main {gemms} x bf16 {n}^2 GEMM+ReLU; side stream {reps} x {what} over {shape} bf16, "
                  "eager vs fused.")
+        return Variant(make(fa, ta), ta), Variant(make(fb, tb), tb), about
+    return build
+
+
+def p_two_stream_mixed(what: str, size: int = 4096, gemms: int = 4, streams: int = 2):
+    """Each of `streams` streams runs `gemms` x (bf16 GEMM+ReLU, then the swapped work once over its own input), the
+    first on the main stream, the others on side streams (event waits both ways): each stream's kernels hold the
+    others' SMs in turns, and the swapped calls run on every stream (held-out 29)."""
+    def build():
+        n = size if not SMOKE else 64
+        torch.manual_seed(0)
+        ws = [torch.randn(n, n, device=DEV, dtype=torch.bfloat16) / math.sqrt(n) for _ in range(gemms)]
+        xs = [torch.randn(n, n, device=DEV, dtype=torch.bfloat16) for _ in range(streams)]
+        shape = {"gelu": (4 * n, n // 2), "ln": (2 * n, n // 2), "small-gelu": (256, 1024), "rms": (2 * n, n // 2)}[what]
+        swap_in = [torch.randn(*shape, device=DEV, dtype=torch.bfloat16) for _ in range(streams)]
+        lw, lb = torch.ones(shape[1], device=DEV, dtype=torch.bfloat16), torch.zeros(shape[1], device=DEV, dtype=torch.bfloat16)
+        sides = [torch.cuda.Stream() for _ in range(streams - 1)] if DEV == "cuda" else []
+        fns = {"ln": (lambda h: layer_norm_eager(h, lw, lb, 1e-5), lambda h: F.layer_norm(h, (shape[1],), lw, lb)),
+               "rms": (lambda h: rms_norm_eager(h, lw, 1e-6), lambda h: F.rms_norm(h, (shape[1],), lw, 1e-6))}
+        fa, fb = fns.get(what, (gelu_tanh_eager, lambda h: F.gelu(h, approximate="tanh")))
+
+        def make(fn, t):
+            def chain(i: int) -> torch.Tensor:
+                y, h = xs[i], swap_in[i]
+                for w in ws:
+                    y = torch.relu(y @ w)
+                    with t():
+                        h = fn(h)
+                return y.float().mean() + h.float().mean()
+
+            def step():
+                main = torch.cuda.current_stream() if DEV == "cuda" else None
+                outs = []
+                for i, side in enumerate(sides, start=1):
+                    side.wait_stream(main)
+                    with torch.cuda.stream(side):
+                        outs.append(chain(i))
+                outs.append(chain(0))
+                for side in sides:
+                    main.wait_stream(side)
+                return sum(outs)
+            return step
+        ta, tb = SwapTimer(), SwapTimer()
+        about = (f"{streams} streams, each {gemms} x (bf16 {n}^2 GEMM+ReLU, then {what} over {shape} bf16, eager vs "
+                 "fused), the side streams' launched first.")
         return Variant(make(fa, ta), ta), Variant(make(fb, tb), tb), about
     return build
 
@@ -1891,6 +1936,27 @@ PAIRS += [
 ]
 
 
+# part 33: held-out 29, 14 new pairs, registered on 6 Dec 2026 after held-out 28 was read (docs/replay.md): for the
+# replay's reading of a hold by another stream's draining kernel as a wait for it, with chains of waits on later
+# launches kept to the next synchronize (chosen on the 55 read two-stream pairs). First the class's next members:
+# streams that each run GEMMs and the swapped work in turns (two and three streams), then both single-swap layouts
+# at GEMM counts and sizes the corpus never ran
+PAIRS += [
+    Pair(f"{('two', 'three')[k - 2]}-stream-mixed-g{g}-{name}" + (f"-n{n}" if n != 4096 else ""), "multi-stream",
+         "every-stream", 33, p_two_stream_mixed(MAIN_STREAM_SWAPS[name], n, gemms=g, streams=k), 18)
+    for k, name, g, n in ((2, "gelu", 4, 3072), (2, "layernorm", 3, 4096), (2, "rmsnorm", 5, 3584),
+                          (2, "small-gelu", 4, 4096), (3, "gelu", 3, 3072), (3, "layernorm", 4, 3584),
+                          (3, "rmsnorm", 3, 4096))
+] + [
+    Pair(f"two-stream-n{n}-{name}-g{g}", "multi-stream", "side-stream", 33,
+         p_two_stream(MAIN_STREAM_SWAPS[name], n, gemms=g), 18)
+    for name, g, n in (("gelu", 5, 3456), ("layernorm", 6, 2944), ("rmsnorm", 4, 3200))
+] + [
+    Pair(f"two-stream-main-g{g}-{name}-n{n}", "multi-stream", "main-stream", 33,
+         p_two_stream(MAIN_STREAM_SWAPS[name], n, swap_on_main=True, gemms=g), 18)
+    for name, g, n in (("gelu", 7, 3584), ("layernorm", 4, 3328), ("rmsnorm", 5, 3840), ("small-gelu", 5, 3072))
+]
+
 def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
     the first of the regime dev in even regimes (sorted by name) and heldout in odd ones (halves balanced);
@@ -1909,12 +1975,13 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     in its input's dtype) heldout24, part 29 (GroupNorm training beyond ResNet-18, dtype-keeping BatchNorm training)
     heldout25, part 30 (two-stream swaps, the GPU's waits recorded) heldout26, part 31 (two-stream swaps again, for
     holds by other streams' kernels and the loss to sharing) heldout27, part 32 (main-stream two-stream swaps, for
-    waits on later launches) heldout28."""
+    waits on later launches) heldout28, part 33 (swaps on every stream of two or three, for holds by draining kernels)
+    heldout29."""
     named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11", 16: "heldout12", 17: "heldout13",
              18: "heldout14", 19: "heldout15", 20: "heldout16", 21: "heldout17",
              22: "heldout18", 23: "heldout19", 24: "heldout20", 25: "heldout21", 26: "heldout22",
              27: "heldout23", 28: "heldout24", 29: "heldout25", 30: "heldout26",
-             31: "heldout27", 32: "heldout28"}
+             31: "heldout27", 32: "heldout28", 33: "heldout29"}
     out = {p.name: named.get(p.part, f"heldout{p.part - 1}") for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):

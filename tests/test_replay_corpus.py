@@ -676,3 +676,13 @@ def test_part_32_is_held_out_28_main_stream_two_stream_swaps() -> None:
     rc = _module()
     new = [p for p in rc.PAIRS if p.part == 32]
     assert {p.swap for p in new} == {"main-stream"} and {p.regime for p in new} == {"multi-stream"}
+
+
+def test_part_33_is_held_out_29_swaps_on_every_stream_first() -> None:
+    """Streams that each run GEMMs and the swapped work in turns (two and three of them) first, then side-stream and
+    main-stream swaps at GEMM counts and sizes the corpus never ran, all heldout29, in one call's budget."""
+    _new_part(33, "heldout29", 14, ["two"] * 4 + ["three"] * 3 + ["two"] * 7, 0, 300)
+    rc = _module()
+    new = [p for p in rc.PAIRS if p.part == 33]
+    assert [p.swap for p in new] == ["every-stream"] * 7 + ["side-stream"] * 3 + ["main-stream"] * 4
+    assert {p.regime for p in new} == {"multi-stream"}

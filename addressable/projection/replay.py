@@ -57,7 +57,6 @@ SYNC_KINDS = ("sync", "device_sync")  # `_call_kinds` of the calls that wait for
 STREAM_GAP_US = 5.0  # an op that starts within this of its stream predecessor's end was held back by it
 DEP_WINDOW_US = 5.0  # a cross-stream wait: the op starts within this of another stream's op end (either side:
 # an op can start while the kernel that held the GPU's SMs drains its last blocks)
-LATER_WAIT_ROUNDS = 8  # passes moving ops after the later-launched ops they wait for (each pass: one more link)
 SMALL_CHUNK = 24  # chunks with fewer GPU ops than this replay op by op (cheaper than numpy calls)
 SHARE_ITERATIONS = 20  # at most this many replays to settle the durations of kernels that share the GPU
 SHARE_TOL_US = 0.01  # ... until no kernel's duration moves by more than this
@@ -234,7 +233,7 @@ def build_graph(trace: Trace) -> Graph:
     recorded_dep, recorded_calls = _recorded_waits(ev[(ev["kind"] == "sync").to_numpy()], ops, cpu)
     sync_calls = np.flatnonzero(np.isin(cpu.kind, SYNC_KINDS))
     dep, gpu_lat, gpu_gap, dep_gap, position = _gpu_edges(ops, anchor, anchor_ts, lat, since_prev, lat_typ, gap_typ,
-                                                          cpu.waits_on_streams, recorded_dep, sync_calls)
+                                                          cpu.waits_on_streams, recorded_dep, sync_calls, n_cpu)
 
     waits, base, wake = _waits(cpu.ts, cpu.dur, cpu.name, cpu.kind, sync_calls, launch, position, ops.stream, ops.end,
                                n_cpu, _returns_at_once(ops.name, launch, cpu.name), recorded_calls)
@@ -457,7 +456,7 @@ def _typical_offsets(ops: _GpuOps, lat: np.ndarray, since_prev: np.ndarray, laun
 
 def _gpu_edges(ops: _GpuOps, anchor: np.ndarray, anchor_ts: np.ndarray, lat: np.ndarray, since_prev: np.ndarray,
                lat_typ: float, gap_typ: float, waits_on_streams: bool, recorded_dep: np.ndarray,
-               sync_calls: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+               sync_calls: np.ndarray, n_cpu: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Each op's cross-stream wait (-1: none), the offsets of its launch, stream and cross-stream edges,
     and its chunk position: (dep, lat, gap, dep_gap, position).
 
@@ -469,8 +468,10 @@ def _gpu_edges(ops: _GpuOps, anchor: np.ndarray, anchor_ts: np.ndarray, lat: np.
     exact). An op is replayed after its anchor, its stream predecessors and the op it waits for: one that waits for
     an op the CPU launched later (a side stream's GEMM held by main-stream kernels launched after it) is replayed
     after that launch, it and its stream's later ops, at most up to the next synchronizing call (`sync_calls`), which
-    then waits for it too. A wait that would carry its op past a synchronizing call is dropped, and the op held back
-    by its later other edge instead.
+    then waits for it too, or the last of the `n_cpu` calls. Each move puts an op one call after the op it waits for,
+    so a chain of such waits spreads over the calls after its last launch; a wait that would carry its op past a
+    synchronizing call at or after its place, or past the last call, is dropped, and the op held back by its later
+    other edge instead.
     """
     a = anchor_ts + lat_typ
     b = np.where(ops.prev >= 0, ops.end[np.clip(ops.prev, 0, None)] + gap_typ, -np.inf)
@@ -478,7 +479,8 @@ def _gpu_edges(ops: _GpuOps, anchor: np.ndarray, anchor_ts: np.ndarray, lat: np.
     dep = recorded_dep.copy()
     if waits_on_streams:
         recorded_end = np.where(dep >= 0, ops.end[np.clip(dep, 0, None)], -np.inf)
-        inferred = _cross_stream_deps(ops.ts, ops.end, ops.stream, ops.device, a, np.maximum(b, recorded_end))
+        inferred = _cross_stream_deps(ops.ts, ops.end, ops.stream, ops.device, ops.kernel, a,
+                                      np.maximum(b, recorded_end))
         dep = np.where(dep >= 0, dep, inferred)
     c = np.where(dep >= 0, ops.end[np.clip(dep, 0, None)], -np.inf)
     binding = np.argmax(np.stack([a, b, c]), axis=0)
@@ -490,11 +492,14 @@ def _gpu_edges(ops: _GpuOps, anchor: np.ndarray, anchor_ts: np.ndarray, lat: np.
 
     floor = anchor.copy()
     position = _segment_cummax(floor, ops.first_of_stream)
-    for _ in range(LATER_WAIT_ROUNDS):  # a moved op moves its stream's later ops, and what waits for them
+    # a moved op moves its stream's later ops, and what waits for them: one link a pass, until none moves (every op
+    # waits for one that started before it, so the links form no cycle and a pass per op bounds the passes)
+    for _ in range(len(dep)):
         later = np.flatnonzero((dep >= 0) & (position[np.clip(dep, 0, None)] >= position))
         want = position[dep[later]] + 1
-        # not past a synchronizing call strictly between: it would no longer wait for the moved op
-        movable = np.searchsorted(sync_calls, position[later], "right") >= np.searchsorted(sync_calls, want, "left")
+        # not past a synchronizing call at or after its place (it would no longer wait for the op), nor the last call
+        movable = ((np.searchsorted(sync_calls, position[later], "left") >= np.searchsorted(sync_calls, want, "left"))
+                   & (want < n_cpu))
         if not movable.any():
             break
         floor[later[movable]] = want[movable]  # want > position >= floor
@@ -553,13 +558,16 @@ def _device_idle(ts: np.ndarray, end: np.ndarray, device: np.ndarray, since: np.
     return out
 
 
-def _cross_stream_deps(ts: np.ndarray, end: np.ndarray, stream: np.ndarray, device: np.ndarray,
+def _cross_stream_deps(ts: np.ndarray, end: np.ndarray, stream: np.ndarray, device: np.ndarray, kernel: np.ndarray,
                        launch_ready: np.ndarray, stream_ready: np.ndarray) -> np.ndarray:
     """For each op held back beyond its launch and its stream predecessor, the op of another stream
     (same device) whose end is nearest its start, within DEP_WINDOW_US: an event wait, or the kernel
-    whose blocks held the SMs (-1: none)."""
+    whose blocks held the SMs; failing that, the kernel of another stream that ran through the whole hold
+    (from the op's readiness to its start) and ended first after it: the op started as its blocks drained
+    (-1: none). Ops must be in stream order (`_GpuOps`)."""
     dep = np.full(len(ts), -1, np.int64)
-    held = np.flatnonzero(ts - np.maximum(launch_ready, stream_ready) > DEP_WINDOW_US)
+    ready = np.maximum(launch_ready, stream_ready)
+    held = np.flatnonzero(ts - ready > DEP_WINDOW_US)
     if not len(held):
         return dep
     by_end = np.lexsort((end, device))
@@ -573,6 +581,18 @@ def _cross_stream_deps(ts: np.ndarray, end: np.ndarray, stream: np.ndarray, devi
         cand = cand[(stream[cand] != stream[j]) & (ts[cand] < ts[j])]
         if len(cand):
             dep[j] = cand[np.argmin(np.abs(end[cand] - ts[j]))]
+    held = held[dep[held] < 0]
+    if not len(held):
+        return dep
+    holder, holder_end = np.full(len(held), -1, np.int64), np.full(len(held), np.inf)
+    seg = np.flatnonzero(np.r_[True, stream[1:] != stream[:-1], True])
+    for lo, hi in itertools.pairwise(seg):  # at most one op of a stream runs at any time: its last started by then
+        c = lo + np.searchsorted(ts[lo:hi], ready[held], "right") - 1
+        c = np.clip(c, lo, None)
+        ok = ((c >= lo) & (ts[c] <= ready[held]) & kernel[c] & (end[c] > ts[held]) & (stream[c] != stream[held])
+              & (device[c] == device[held]) & (end[c] < holder_end))
+        holder[ok], holder_end[ok] = c[ok], end[c[ok]]
+    dep[held] = holder
     return dep
 
 

@@ -261,6 +261,89 @@ def test_a_wait_for_a_later_launch_across_a_synchronize_is_not_kept(tmp_path: Pa
     assert replay(g, [Change(g.gpu_name == ELEM, k=2)]).gpu_start[gemm] == pytest.approx(original(g).gpu_start[gemm])
 
 
+def held_by_a_drain(tmp_path: Path, holder_start: float = 100.0, holder_end: float = 168.0):
+    """L (GEMM, stream 7) 10-110, then R (launched at 30) held until 160, while K (stream 8, launched at 5) ran from
+    `holder_start` to `holder_end`: R got the SMs as K's last blocks drained (8 us before its end), no recorded wait."""
+    tb = TraceBuilder()
+    tb.launch(5, 3, holder_start, holder_end - holder_start, stream=8, grid=[4096, 1, 1])  # K
+    tb.launch(10, 3, 10, 100, name=GEMM, grid=[132, 1, 1])  # L: 10-110
+    tb.call("cudaStreamWaitEvent", 20, 2)  # the trace's streams wait on events (none of them R's)
+    tb.launch(30, 3, 160, 10, grid=[64, 1, 1])  # R: 160-170
+    tb.call("cudaDeviceSynchronize", 40, 172 - 40)
+    tb.step(1, 0, 173)
+    return graph(tmp_path, tb)
+
+
+def test_an_op_held_while_another_streams_kernel_drained_waits_for_that_kernel(tmp_path: Path) -> None:
+    """R was ready at 110 (its stream) and started at 160, 8 us before K, which ran through the whole hold, ended:
+    K held the SMs. A what-if that shortens K frees R; one that holds the hold as a gap on R's stream does not."""
+    g = held_by_a_drain(tmp_path)
+    k, r = np.flatnonzero(g.gpu_stream != g.gpu_stream[np.flatnonzero(g.gpu_name == GEMM)[0]])[0], \
+        np.flatnonzero(g.gpu_dur == 10)[0]
+    assert g.gpu_dep[r] == k and g.gpu_dep_gap[r] == pytest.approx(-8)
+    base = original(g)
+    assert residual(g, base) == pytest.approx(0, abs=1e-12)
+    # K 4x faster: 100-117; R at 117 - 8 = 109, but its stream is busy to 110 (L's end): R starts there
+    rp = replay(g, [Change(np.arange(g.n_gpu) == k, k=4)])
+    lend = base.gpu_end[g.gpu_name == GEMM][0]
+    assert base.gpu_start[r] - lend == pytest.approx(50) and rp.gpu_start[r] - lend < 10
+
+
+def test_a_kernel_that_started_after_the_op_was_ready_did_not_hold_it(tmp_path: Path) -> None:
+    """K started at 130, after R was ready (110): K cannot have held R from the start of its hold, so R keeps the hold
+    as its stream gap and a faster K does not move it."""
+    g = held_by_a_drain(tmp_path, holder_start=130.0)
+    r = np.flatnonzero(g.gpu_dur == 10)[0]
+    assert g.gpu_dep[r] == -1
+    k = g.gpu_stream != g.gpu_stream[r]
+    assert replay(g, [Change(k, k=4)]).gpu_start[r] == pytest.approx(original(g).gpu_start[r])
+
+
+def held_in_turns(tmp_path: Path, tail: int, n: int = 10):
+    """Two streams that hold each other in turns (a side stream's GEMMs and ReLUs, launched first, beside the main
+    stream's kernels, launched after them; the corpus's main-stream swaps): G_i (GEMM) 100 us, then R_i, held until
+    K_i drains; K_i+1 held until R_i ends. Every wait is on an op launched later or after one that was. Then `tail`
+    more launches on the main stream (1 us kernels after the chain) and a device synchronize."""
+    tb = TraceBuilder()
+    tb.call("cudaStreamWaitEvent", 1, 1)  # the streams wait on events
+    s = 40.0 + 121.5 * np.arange(n)
+    for i in range(n):
+        tb.launch(2 + 2 * i, 0.5, s[i], 100, name=GEMM, grid=[132, 1, 1])  # G_i
+        tb.launch(3 + 2 * i, 0.5, s[i] + 110, 10, grid=[64, 1, 1])  # R_i: ready at s+100, held by K_i to s+110
+    for i in range(n):  # K_0 ready at once; K_i+1 ready at K_i's end (s_i + 112) and held to R_i's end + 2
+        tb.launch(30 + i, 0.5, s[i] + 0.5, 111.5, stream=8, grid=[4096, 1, 1])
+    end = s[-1] + 112
+    for i in range(tail):
+        tb.launch(40 + i, 0.5, end + 1.5 + 2.5 * i, 1, stream=8, grid=[1, 1, 1])
+    end = max(end + 2.5 * tail, s[-1] + 120)
+    tb.call("cudaDeviceSynchronize", 40 + tail, end + 1 - 40 - tail)
+    tb.step(1, 0, end + 2)
+    return graph(tmp_path, tb)
+
+
+def test_waits_on_later_launches_are_kept_along_a_chain_of_any_length(tmp_path: Path) -> None:
+    """R_i waits for K_i and K_i+1 for R_i: 19 links, each replayed one call after the one before. With calls enough
+    before the synchronize, every wait is kept (a fixed eight passes dropped the chain's last ones, their holds then
+    fixed gaps), and halving the K's moves the last R."""
+    g = held_in_turns(tmp_path, tail=30)
+    r = np.flatnonzero(g.gpu_dur == 10)
+    k = np.flatnonzero((g.gpu_stream != g.gpu_stream[r[0]]) & (g.gpu_dur > 100))
+    assert (g.gpu_dep[r] == k).all() and (g.gpu_dep[k[1:]] == r[:-1]).all()
+    assert residual(g) == pytest.approx(0, abs=1e-9)
+    faster = replay(g, [Change(np.isin(np.arange(g.n_gpu), k), k=2)])
+    assert faster.gpu_start[r[-1]] < original(g).gpu_start[r[-1]] - 100
+
+
+def test_a_chain_of_waits_stops_at_the_synchronize(tmp_path: Path) -> None:
+    """With the synchronize right after the last launch, the chain's links that would carry an op past it are dropped
+    (its holds stay gaps) and every op is still replayed, where they once moved past the last call and vanished."""
+    g = held_in_turns(tmp_path, tail=0)
+    sync = int(np.flatnonzero(g.cpu_name == "cudaDeviceSynchronize")[0])
+    assert g.gpu_position.max() <= sync and (g.gpu_dep[g.gpu_dur == 10] == -1).any()
+    base = original(g)
+    assert not np.isnan(base.gpu_end).any() and residual(g, base) == pytest.approx(0, abs=1e-9)
+
+
 def prefetch(tmp_path: Path, recorded: bool, resolved: bool = True, third_stream: bool = False):
     """A copy on stream 8 (10-70) that C on stream 7 waits for (an event), though C was held by A (18-118) instead;
     with `recorded`, the trace has the GPU's record of the wait, naming the awaited stream and record call where
