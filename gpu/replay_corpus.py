@@ -1957,6 +1957,26 @@ PAIRS += [
     for name, g, n in (("gelu", 7, 3584), ("layernorm", 4, 3328), ("rmsnorm", 5, 3840), ("small-gelu", 5, 3072))
 ]
 
+# part 34: held-out 30, 14 new pairs, registered on 6 Dec 2026 after held-out 29 was read (docs/replay.md): for the
+# replay's even split of the GPU between kernels that never ran beside another stream's kernel in the trace (the
+# profiler's slow launches kept the streams apart), chosen on the 69 read multi-stream pairs. Sizes where the profile
+# keeps the streams apart first: swaps on every stream of two or three, then side- and main-stream swaps
+PAIRS += [
+    Pair(f"{('two', 'three')[k - 2]}-stream-mixed-g{g}-{name}-n{n}", "multi-stream", "every-stream", 34,
+         p_two_stream_mixed(MAIN_STREAM_SWAPS[name], n, gemms=g, streams=k), 18)
+    for k, name, g, n in ((2, "gelu", 3, 2560), (2, "layernorm", 4, 3072), (2, "rmsnorm", 4, 2816),
+                          (2, "small-gelu", 3, 3584), (2, "gelu", 6, 2048), (3, "gelu", 4, 2560),
+                          (3, "small-gelu", 3, 3072), (3, "layernorm", 3, 2816))
+] + [
+    Pair(f"two-stream-n{n}-{name}-g{g}", "multi-stream", "side-stream", 34,
+         p_two_stream(MAIN_STREAM_SWAPS[name], n, gemms=g), 18)
+    for name, g, n in (("gelu", 6, 2176), ("rmsnorm", 5, 2432), ("layernorm", 3, 2688))
+] + [
+    Pair(f"two-stream-main-g{g}-{name}-n{n}", "multi-stream", "main-stream", 34,
+         p_two_stream(MAIN_STREAM_SWAPS[name], n, swap_on_main=True, gemms=g), 18)
+    for name, g, n in (("gelu", 3, 2560), ("rmsnorm", 4, 3072), ("layernorm", 5, 2560))
+]
+
 def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
     the first of the regime dev in even regimes (sorted by name) and heldout in odd ones (halves balanced);
@@ -1976,12 +1996,12 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     heldout25, part 30 (two-stream swaps, the GPU's waits recorded) heldout26, part 31 (two-stream swaps again, for
     holds by other streams' kernels and the loss to sharing) heldout27, part 32 (main-stream two-stream swaps, for
     waits on later launches) heldout28, part 33 (swaps on every stream of two or three, for holds by draining kernels)
-    heldout29."""
+    heldout29, part 34 (the same and two-stream swaps where the profile keeps the streams apart) heldout30."""
     named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11", 16: "heldout12", 17: "heldout13",
              18: "heldout14", 19: "heldout15", 20: "heldout16", 21: "heldout17",
              22: "heldout18", 23: "heldout19", 24: "heldout20", 25: "heldout21", 26: "heldout22",
              27: "heldout23", 28: "heldout24", 29: "heldout25", 30: "heldout26",
-             31: "heldout27", 32: "heldout28", 33: "heldout29"}
+             31: "heldout27", 32: "heldout28", 33: "heldout29", 34: "heldout30"}
     out = {p.name: named.get(p.part, f"heldout{p.part - 1}") for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):

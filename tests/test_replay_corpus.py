@@ -686,3 +686,12 @@ def test_part_33_is_held_out_29_swaps_on_every_stream_first() -> None:
     new = [p for p in rc.PAIRS if p.part == 33]
     assert [p.swap for p in new] == ["every-stream"] * 7 + ["side-stream"] * 3 + ["main-stream"] * 4
     assert {p.regime for p in new} == {"multi-stream"}
+
+
+def test_part_34_is_held_out_30_where_the_profile_keeps_the_streams_apart() -> None:
+    """Swaps on every stream of two or three first, then side-stream and main-stream swaps, at sizes and GEMM counts
+    the corpus never ran, all heldout30, in one call's budget."""
+    _new_part(34, "heldout30", 14, ["two"] * 5 + ["three"] * 3 + ["two"] * 6, 0, 300)
+    rc = _module()
+    new = [p for p in rc.PAIRS if p.part == 34]
+    assert [p.swap for p in new] == ["every-stream"] * 8 + ["side-stream"] * 3 + ["main-stream"] * 3
