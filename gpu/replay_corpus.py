@@ -36,6 +36,8 @@ The split into dev and heldout is fixed before any data exists: results/h200/rep
     python3 gpu/replay_corpus.py "$OUT" --part 17 --budget-s 350    # held-out 13: 17 new, other CNNs first
     python3 gpu/replay_corpus.py "$OUT" --part 18 --budget-s 420    # held-out 14: 15 new, seven more CNNs first
     python3 gpu/replay_corpus.py "$OUT" --part 19 --budget-s 400    # held-out 15: 11 new, ConvNeXt and Swin first
+    python3 gpu/replay_corpus.py "$OUT" --part N --budget-s 300     # parts 20-34: held-outs 16-30 (split.csv,
+                                                                    # each registered in docs/replay.md first)
     python3 gpu/replay_corpus.py OUT --smoke [--pairs NAME,...]     # tiny sizes on the CPU (the test)
 
 Writes OUT/corpus/part-N/ (NAME.json, NAME.{A,B}[.rR].json.gz, profiler_overhead.json, capture.log),
