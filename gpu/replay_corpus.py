@@ -66,7 +66,7 @@ import statistics  # noqa: E402
 import sys  # noqa: E402
 import tarfile  # noqa: E402
 import traceback  # noqa: E402
-from collections.abc import Callable  # noqa: E402
+from collections.abc import Callable, Sequence  # noqa: E402
 from dataclasses import dataclass, field, replace  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -1938,46 +1938,41 @@ PAIRS += [
 ]
 
 
+def multi_stream_pairs(part: int, mixed: Sequence[tuple[int, str, int, int]], side: Sequence[tuple[str, int, int]],
+                       main: Sequence[tuple[str, int, int]]) -> list[Pair]:
+    """A part's multi-stream pairs: swaps on every stream of k (k, swap, GEMMs, size), then side-stream and main-stream
+    swaps (swap, GEMMs, size); a size of 4096 goes unnamed."""
+    def sized(n: int) -> str:
+        return f"-n{n}" if n != 4096 else ""
+    return ([Pair(f"{('two', 'three')[k - 2]}-stream-mixed-g{g}-{name}{sized(n)}", "multi-stream", "every-stream", part,
+                  p_two_stream_mixed(MAIN_STREAM_SWAPS[name], n, gemms=g, streams=k), 18) for k, name, g, n in mixed]
+            + [Pair(f"two-stream-n{n}-{name}-g{g}", "multi-stream", "side-stream", part,
+                    p_two_stream(MAIN_STREAM_SWAPS[name], n, gemms=g), 18) for name, g, n in side]
+            + [Pair(f"two-stream-main-g{g}-{name}{sized(n)}", "multi-stream", "main-stream", part,
+                    p_two_stream(MAIN_STREAM_SWAPS[name], n, swap_on_main=True, gemms=g), 18) for name, g, n in main])
+
+
 # part 33: held-out 29, 14 new pairs, registered on 6 Dec 2026 after held-out 28 was read (docs/replay.md): for the
 # replay's reading of a hold by another stream's draining kernel as a wait for it, with chains of waits on later
 # launches kept to the next synchronize (chosen on the 55 read two-stream pairs). First the class's next members:
 # streams that each run GEMMs and the swapped work in turns (two and three streams), then both single-swap layouts
 # at GEMM counts and sizes the corpus never ran
-PAIRS += [
-    Pair(f"{('two', 'three')[k - 2]}-stream-mixed-g{g}-{name}" + (f"-n{n}" if n != 4096 else ""), "multi-stream",
-         "every-stream", 33, p_two_stream_mixed(MAIN_STREAM_SWAPS[name], n, gemms=g, streams=k), 18)
-    for k, name, g, n in ((2, "gelu", 4, 3072), (2, "layernorm", 3, 4096), (2, "rmsnorm", 5, 3584),
-                          (2, "small-gelu", 4, 4096), (3, "gelu", 3, 3072), (3, "layernorm", 4, 3584),
-                          (3, "rmsnorm", 3, 4096))
-] + [
-    Pair(f"two-stream-n{n}-{name}-g{g}", "multi-stream", "side-stream", 33,
-         p_two_stream(MAIN_STREAM_SWAPS[name], n, gemms=g), 18)
-    for name, g, n in (("gelu", 5, 3456), ("layernorm", 6, 2944), ("rmsnorm", 4, 3200))
-] + [
-    Pair(f"two-stream-main-g{g}-{name}-n{n}", "multi-stream", "main-stream", 33,
-         p_two_stream(MAIN_STREAM_SWAPS[name], n, swap_on_main=True, gemms=g), 18)
-    for name, g, n in (("gelu", 7, 3584), ("layernorm", 4, 3328), ("rmsnorm", 5, 3840), ("small-gelu", 5, 3072))
-]
+PAIRS += multi_stream_pairs(
+    33, mixed=((2, "gelu", 4, 3072), (2, "layernorm", 3, 4096), (2, "rmsnorm", 5, 3584), (2, "small-gelu", 4, 4096),
+               (3, "gelu", 3, 3072), (3, "layernorm", 4, 3584), (3, "rmsnorm", 3, 4096)),
+    side=(("gelu", 5, 3456), ("layernorm", 6, 2944), ("rmsnorm", 4, 3200)),
+    main=(("gelu", 7, 3584), ("layernorm", 4, 3328), ("rmsnorm", 5, 3840), ("small-gelu", 5, 3072)))
 
 # part 34: held-out 30, 14 new pairs, registered on 6 Dec 2026 after held-out 29 was read (docs/replay.md): for the
 # replay's even split of the GPU between kernels that never ran beside another stream's kernel in the trace (the
 # profiler's slow launches kept the streams apart), chosen on the 69 read multi-stream pairs. Sizes where the profile
 # keeps the streams apart first: swaps on every stream of two or three, then side- and main-stream swaps
-PAIRS += [
-    Pair(f"{('two', 'three')[k - 2]}-stream-mixed-g{g}-{name}-n{n}", "multi-stream", "every-stream", 34,
-         p_two_stream_mixed(MAIN_STREAM_SWAPS[name], n, gemms=g, streams=k), 18)
-    for k, name, g, n in ((2, "gelu", 3, 2560), (2, "layernorm", 4, 3072), (2, "rmsnorm", 4, 2816),
-                          (2, "small-gelu", 3, 3584), (2, "gelu", 6, 2048), (3, "gelu", 4, 2560),
-                          (3, "small-gelu", 3, 3072), (3, "layernorm", 3, 2816))
-] + [
-    Pair(f"two-stream-n{n}-{name}-g{g}", "multi-stream", "side-stream", 34,
-         p_two_stream(MAIN_STREAM_SWAPS[name], n, gemms=g), 18)
-    for name, g, n in (("gelu", 6, 2176), ("rmsnorm", 5, 2432), ("layernorm", 3, 2688))
-] + [
-    Pair(f"two-stream-main-g{g}-{name}-n{n}", "multi-stream", "main-stream", 34,
-         p_two_stream(MAIN_STREAM_SWAPS[name], n, swap_on_main=True, gemms=g), 18)
-    for name, g, n in (("gelu", 3, 2560), ("rmsnorm", 4, 3072), ("layernorm", 5, 2560))
-]
+PAIRS += multi_stream_pairs(
+    34, mixed=((2, "gelu", 3, 2560), (2, "layernorm", 4, 3072), (2, "rmsnorm", 4, 2816), (2, "small-gelu", 3, 3584),
+               (2, "gelu", 6, 2048), (3, "gelu", 4, 2560), (3, "small-gelu", 3, 3072), (3, "layernorm", 3, 2816)),
+    side=(("gelu", 6, 2176), ("rmsnorm", 5, 2432), ("layernorm", 3, 2688)),
+    main=(("gelu", 3, 2560), ("rmsnorm", 4, 3072), ("layernorm", 5, 2560)))
+
 
 def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
