@@ -36,7 +36,7 @@ The split into dev and heldout is fixed before any data exists: results/h200/rep
     python3 gpu/replay_corpus.py "$OUT" --part 17 --budget-s 350    # held-out 13: 17 new, other CNNs first
     python3 gpu/replay_corpus.py "$OUT" --part 18 --budget-s 420    # held-out 14: 15 new, seven more CNNs first
     python3 gpu/replay_corpus.py "$OUT" --part 19 --budget-s 400    # held-out 15: 11 new, ConvNeXt and Swin first
-    python3 gpu/replay_corpus.py "$OUT" --part N --budget-s 300     # parts 20-34: held-outs 16-30 (split.csv,
+    python3 gpu/replay_corpus.py "$OUT" --part N --budget-s 300     # parts 20-35: held-outs 16-31 (split.csv,
                                                                     # each registered in docs/replay.md first)
     python3 gpu/replay_corpus.py OUT --smoke [--pairs NAME,...]     # tiny sizes on the CPU (the test)
 
@@ -1973,6 +1973,15 @@ PAIRS += multi_stream_pairs(
     side=(("gelu", 6, 2176), ("rmsnorm", 5, 2432), ("layernorm", 3, 2688)),
     main=(("gelu", 3, 2560), ("rmsnorm", 4, 3072), ("layernorm", 5, 2560)))
 
+# part 35: held-out 31, 14 new pairs, registered on 6 Dec 2026 after held-out 30 was read (docs/replay.md): for the
+# replay's even split of memory bandwidth between bandwidth-bound kernels the profile kept apart (GEMMs keep theirs),
+# chosen on the 83 read multi-stream pairs. Swaps on every stream where the profile keeps the streams apart, some
+# mostly bandwidth-bound (GELU, LayerNorm, RMSNorm beside few GEMMs), some mostly GEMMs (the small GELU beside many)
+PAIRS += multi_stream_pairs(
+    35, mixed=((2, "gelu", 2, 3072), (2, "gelu", 3, 3328), (2, "gelu", 5, 2304), (2, "layernorm", 2, 3584),
+               (2, "layernorm", 5, 2304), (2, "rmsnorm", 3, 3328), (2, "rmsnorm", 2, 2560), (2, "small-gelu", 6, 3328),
+               (2, "small-gelu", 2, 2560), (3, "gelu", 2, 2816), (3, "rmsnorm", 4, 2304), (3, "small-gelu", 4, 2816)),
+    side=(("gelu", 4, 2944), ("layernorm", 4, 3456)), main=())
 
 def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
@@ -1993,12 +2002,13 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     heldout25, part 30 (two-stream swaps, the GPU's waits recorded) heldout26, part 31 (two-stream swaps again, for
     holds by other streams' kernels and the loss to sharing) heldout27, part 32 (main-stream two-stream swaps, for
     waits on later launches) heldout28, part 33 (swaps on every stream of two or three, for holds by draining kernels)
-    heldout29, part 34 (the same and two-stream swaps where the profile keeps the streams apart) heldout30."""
+    heldout29, part 34 (the same and two-stream swaps where the profile keeps the streams apart) heldout30, part 35
+    (swaps on every stream, bandwidth-bound or mostly GEMMs) heldout31."""
     named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11", 16: "heldout12", 17: "heldout13",
              18: "heldout14", 19: "heldout15", 20: "heldout16", 21: "heldout17",
              22: "heldout18", 23: "heldout19", 24: "heldout20", 25: "heldout21", 26: "heldout22",
              27: "heldout23", 28: "heldout24", 29: "heldout25", 30: "heldout26",
-             31: "heldout27", 32: "heldout28", 33: "heldout29", 34: "heldout30"}
+             31: "heldout27", 32: "heldout28", 33: "heldout29", 34: "heldout30", 35: "heldout31"}
     out = {p.name: named.get(p.part, f"heldout{p.part - 1}") for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):

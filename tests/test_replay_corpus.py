@@ -695,3 +695,12 @@ def test_part_34_is_held_out_30_where_the_profile_keeps_the_streams_apart() -> N
     rc = _module()
     new = [p for p in rc.PAIRS if p.part == 34]
     assert [p.swap for p in new] == ["every-stream"] * 8 + ["side-stream"] * 3 + ["main-stream"] * 3
+
+
+def test_part_35_is_held_out_31_swaps_on_every_stream_of_both_bandwidth_kinds() -> None:
+    """Swaps on every stream of two or three, mostly bandwidth-bound or mostly GEMMs, then two side-stream swaps, at
+    sizes and GEMM counts the corpus never ran, all heldout31, in one call's budget."""
+    _new_part(35, "heldout31", 14, ["two"] * 9 + ["three"] * 3 + ["two"] * 2, 0, 300)
+    rc = _module()
+    new = [p for p in rc.PAIRS if p.part == 35]
+    assert [p.swap for p in new] == ["every-stream"] * 12 + ["side-stream"] * 2

@@ -60,6 +60,8 @@ DEP_WINDOW_US = 5.0  # a cross-stream wait: the op starts within this of another
 SMALL_CHUNK = 24  # chunks with fewer GPU ops than this replay op by op (cheaper than numpy calls)
 SHARE_ITERATIONS = 20  # at most this many replays to settle the durations of kernels that share the GPU
 SHARE_TOL_US = 0.01  # ... until no kernel's duration moves by more than this
+UNSHARED_SHARE = 0.5  # kernels with no sharing in the trace, overlapped by the replay: an even split (two kernels
+# that overlap wholly each take their two solo times summed, as one after the other would)
 
 
 @cache
@@ -145,6 +147,22 @@ class Graph:
     def waiting_calls(self) -> np.ndarray:
         """The calls that wait for GPU work (`waits`' keys), sorted."""
         return np.sort(np.fromiter(self.waits, np.int64, len(self.waits)))
+
+    @cached_property
+    def bandwidth_bound(self) -> np.ndarray:
+        """The kernels of the taxonomy's replaceable class (elementwise, norms, reductions, ...), which memory
+        bandwidth bounds, unlike its library GEMMs, convolutions and attention."""
+        codes, names = distinct(self.gpu_name)
+        tax = load_taxonomy()
+        replaceable = np.array([tax.class_of(c) == "replaceable" for c in tax.classify(names)] + [False])
+        return self.gpu_kernel & replaceable[codes]
+
+    @cached_property
+    def unshared(self) -> np.ndarray:
+        """The bandwidth-bound kernels that never ran beside another stream's kernel in the trace: nothing says how
+        they share, and two of them at once share one memory bandwidth."""
+        over = _overlap(self.gpu_ts, self.gpu_ts + self.gpu_dur, self.gpu_stream, self.gpu_device, self.gpu_kernel)
+        return self.bandwidth_bound & (self.gpu_dur > 0) & (over <= SHARE_TOL_US)
 
 
 @dataclass
@@ -777,24 +795,32 @@ def replay(g: Graph, changes: Sequence[Change] = (), cpu_scale: Scale = 1.0) -> 
 
     Kernels that shared the GPU with other streams' kernels in the trace (`Graph.gpu_share` > 0) take
     their solo duration plus their share of the overlap the replay gives them, a loss never above the one they had
-    in the trace: with changes, the replay is repeated until those durations settle (a fixed point; the
-    unmodified graph is one).
+    in the trace. Bandwidth-bound kernels that never ran beside another stream's kernel there (`Graph.unshared`)
+    split what the replay overlaps them with of other streams' bandwidth-bound kernels evenly (`UNSHARED_SHARE`): the
+    profiler's slow launches can keep two streams apart that overlap at the unprofiled CPU's speed, and two such
+    kernels share one memory bandwidth (a GEMM beside one need not). The replay is repeated until those durations settle (a fixed point; the
+    unmodified graph at its own CPU speed is one).
     """
     s = _changed(g, changes, cpu_scale)
     r = _run(g, s, cpu_scale)
-    if not changes or not g.typical.get("n_shared_kernels"):
+    even = g.unshared
+    if not (changes and g.typical.get("n_shared_kernels")) and len(np.unique(g.gpu_stream[even])) < 2:
         return r
     # a changed kernel keeps its solo fraction (the group's k was measured under the same sharing)
     solo = np.where(g.gpu_dur > 0, s.gpu_dur * np.divide(g.gpu_solo, g.gpu_dur, out=np.ones(g.n_gpu),
                                                          where=g.gpu_dur > 0), 0.0)
-    shares = g.gpu_share > 0
+    share = np.where(even, UNSHARED_SHARE, g.gpu_share)
+    shares = share > 0
     # the loss to sharing measured in the trace is the most a kernel loses: a kernel that lost its whole overlap
     # there (share 1) would otherwise grow with a longer overlap, and the overlap with it, up to its partner's end
-    # (a 0.7 ms GEMM beside a communication kernel took 7 ms once a what-if moved it, in DeepSeek's public trace)
-    lost = g.gpu_dur - g.gpu_solo
+    # (a 0.7 ms GEMM beside a communication kernel took 7 ms once a what-if moved it, in DeepSeek's public trace);
+    # one that never shared loses at most its solo time (at an even split it cannot lose more)
+    lost = np.where(even, solo, g.gpu_dur - g.gpu_solo)
     for _ in range(SHARE_ITERATIONS):
         over = _overlap(r.gpu_start, r.gpu_end, g.gpu_stream, g.gpu_device, g.gpu_kernel)
-        dur = np.where(shares, solo + np.minimum(g.gpu_share * over, lost), s.gpu_dur)
+        if even.any():  # what they overlap of other streams' bandwidth-bound kernels
+            over = np.where(even, _overlap(r.gpu_start, r.gpu_end, g.gpu_stream, g.gpu_device, g.bandwidth_bound), over)
+        dur = np.where(shares, solo + np.minimum(share * over, lost), s.gpu_dur)
         if np.max(np.abs(dur - s.gpu_dur), initial=0.0) <= SHARE_TOL_US:
             break
         s.gpu_dur = dur

@@ -344,6 +344,42 @@ def test_a_chain_of_waits_stops_at_the_synchronize(tmp_path: Path) -> None:
     assert not np.isnan(base.gpu_end).any() and residual(g, base) == pytest.approx(0, abs=1e-9)
 
 
+def kept_apart_by_launches(tmp_path: Path, first: str = ELEM):
+    """K1 (stream 7, 5-95) and K2 (stream 8, 104-194, launched at 100): in the profile the CPU's slow launch of K2 kept
+    the two streams from running at once, so nothing in the trace says how they share the SMs."""
+    tb = TraceBuilder()
+    tb.call("cudaStreamWaitEvent", 0, 1)  # the streams wait on events
+    tb.launch(1, 1, 5, 90, name=first, grid=[4096, 1, 1])  # K1
+    tb.launch(100, 1, 104, 90, stream=8, grid=[4096, 1, 1])  # K2
+    tb.call("cudaDeviceSynchronize", 102, 94)
+    tb.step(1, 0, 197)
+    return graph(tmp_path, tb)
+
+
+def test_kernels_the_trace_kept_apart_split_the_gpu_where_the_replay_overlaps_them(tmp_path: Path) -> None:
+    """At a tenth of the CPU time K2 is launched at 11 and overlaps K1, both elementwise (bound by memory bandwidth):
+    each runs at half speed where they overlap (an even split: both take their solo times summed, as one after the
+    other), so the GPU's work spans 180 us, not the about 100 of two kernels each filling the GPU alone. At the
+    profile's own CPU speed nothing moves."""
+    g = kept_apart_by_launches(tmp_path)
+    assert g.unshared[g.gpu_kernel].all() and not g.gpu_share.any()
+    assert residual(g) == pytest.approx(0, abs=1e-12)
+    fast = replay(g, cpu_scale=0.1)
+    k1, k2 = np.argsort(g.gpu_ts)
+    assert fast.gpu_start[k2] < fast.gpu_end[k1]  # they overlap
+    assert fast.gpu_end.max() - fast.gpu_start.min() == pytest.approx(180, abs=1)
+    assert fast.gpu_end[k1] - fast.gpu_start[k1] > 150
+
+
+def test_a_gemm_the_trace_kept_apart_does_not_share_bandwidth(tmp_path: Path) -> None:
+    """With K1 a GEMM (bound by its math, not by memory bandwidth) the even split does not apply: brought together by
+    a faster CPU, the two kernels run at full speed each."""
+    g = kept_apart_by_launches(tmp_path, first=GEMM)
+    assert not g.unshared[g.gpu_name == GEMM].any() and g.unshared[g.gpu_name == ELEM].all()
+    fast = replay(g, cpu_scale=0.1)
+    assert np.allclose(fast.gpu_end - fast.gpu_start, g.gpu_dur)
+
+
 def prefetch(tmp_path: Path, recorded: bool, resolved: bool = True, third_stream: bool = False):
     """A copy on stream 8 (10-70) that C on stream 7 waits for (an event), though C was held by A (18-118) instead;
     with `recorded`, the trace has the GPU's record of the wait, naming the awaited stream and record call where
