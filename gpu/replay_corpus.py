@@ -705,6 +705,19 @@ def p_cnn(what: str):
     return build
 
 
+def eager_and_fused(what: str, width: int) -> tuple[Callable[[torch.Tensor], torch.Tensor],
+                                                    Callable[[torch.Tensor], torch.Tensor]]:
+    """The two-stream pairs' swapped work over rows of `width`, eager (A) and fused (B): LayerNorm ("ln"), RMSNorm
+    ("rms"), else the tanh GELU; the norms with unit weight and zero bias in bf16."""
+    lw = torch.ones(width, device=DEV, dtype=torch.bfloat16)
+    lb = torch.zeros(width, device=DEV, dtype=torch.bfloat16)
+    if what == "ln":
+        return lambda h: layer_norm_eager(h, lw, lb, 1e-5), lambda h: F.layer_norm(h, (width,), lw, lb)
+    if what == "rms":
+        return lambda h: rms_norm_eager(h, lw, 1e-6), lambda h: F.rms_norm(h, (width,), lw, 1e-6)
+    return gelu_tanh_eager, lambda h: F.gelu(h, approximate="tanh")
+
+
 def p_two_stream(what: str, size: int = 4096, swap_on_main: bool = False, gemms: int = 6):
     """Main stream: `gemms` bf16 GEMM+ReLU; side stream (event waits both ways): the swapped work. With
     `swap_on_main` the roles swap: the swapped work on the main stream, the GEMMs on the side stream, sized (held-out
@@ -719,11 +732,8 @@ def p_two_stream(what: str, size: int = 4096, swap_on_main: bool = False, gemms:
         shape, reps = {"gelu": ((8 * n, n // 2), 3), "ln": ((4 * n, n // 2), 3), "small-gelu": ((256, 1024), 12),
                        "rms": ((4 * n, n // 2), 3)}[what]
         swap_in = torch.randn(*shape, device=DEV, dtype=torch.bfloat16)
-        lw, lb = torch.ones(shape[1], device=DEV, dtype=torch.bfloat16), torch.zeros(shape[1], device=DEV, dtype=torch.bfloat16)
         side = torch.cuda.Stream() if DEV == "cuda" else None
-        fns = {"ln": (lambda h: layer_norm_eager(h, lw, lb, 1e-5), lambda h: F.layer_norm(h, (shape[1],), lw, lb)),
-               "rms": (lambda h: rms_norm_eager(h, lw, 1e-6), lambda h: F.rms_norm(h, (shape[1],), lw, 1e-6))}
-        fa, fb = fns.get(what, (gelu_tanh_eager, lambda h: F.gelu(h, approximate="tanh")))
+        fa, fb = eager_and_fused(what, shape[1])
 
         def make(fn, t):
             def gemm_chain():
@@ -770,11 +780,8 @@ def p_two_stream_mixed(what: str, size: int = 4096, gemms: int = 4, streams: int
         xs = [torch.randn(n, n, device=DEV, dtype=torch.bfloat16) for _ in range(streams)]
         shape = {"gelu": (4 * n, n // 2), "ln": (2 * n, n // 2), "small-gelu": (256, 1024), "rms": (2 * n, n // 2)}[what]
         swap_in = [torch.randn(*shape, device=DEV, dtype=torch.bfloat16) for _ in range(streams)]
-        lw, lb = torch.ones(shape[1], device=DEV, dtype=torch.bfloat16), torch.zeros(shape[1], device=DEV, dtype=torch.bfloat16)
         sides = [torch.cuda.Stream() for _ in range(streams - 1)] if DEV == "cuda" else []
-        fns = {"ln": (lambda h: layer_norm_eager(h, lw, lb, 1e-5), lambda h: F.layer_norm(h, (shape[1],), lw, lb)),
-               "rms": (lambda h: rms_norm_eager(h, lw, 1e-6), lambda h: F.rms_norm(h, (shape[1],), lw, 1e-6))}
-        fa, fb = fns.get(what, (gelu_tanh_eager, lambda h: F.gelu(h, approximate="tanh")))
+        fa, fb = eager_and_fused(what, shape[1])
 
         def make(fn, t):
             def chain(i: int) -> torch.Tensor:
