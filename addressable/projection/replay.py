@@ -60,8 +60,8 @@ DEP_WINDOW_US = 5.0  # a cross-stream wait: the op starts within this of another
 SMALL_CHUNK = 24  # chunks with fewer GPU ops than this replay op by op (cheaper than numpy calls)
 SHARE_ITERATIONS = 20  # at most this many replays to settle the durations of kernels that share the GPU
 SHARE_TOL_US = 0.01  # ... until no kernel's duration moves by more than this
-UNSHARED_SHARE = 0.5  # kernels with no sharing in the trace, overlapped by the replay: an even split (two kernels
-# that overlap wholly each take their two solo times summed, as one after the other would)
+UNSHARED_SHARE = 0.5  # bandwidth-bound kernels with no sharing in the trace, overlapped by the replay: an even split
+# (two kernels that overlap wholly each take their two solo times summed, as one after the other would)
 
 
 @cache
@@ -798,13 +798,13 @@ def replay(g: Graph, changes: Sequence[Change] = (), cpu_scale: Scale = 1.0) -> 
     in the trace. Bandwidth-bound kernels that never ran beside another stream's kernel there (`Graph.unshared`)
     split what the replay overlaps them with of other streams' bandwidth-bound kernels evenly (`UNSHARED_SHARE`): the
     profiler's slow launches can keep two streams apart that overlap at the unprofiled CPU's speed, and two such
-    kernels share one memory bandwidth (a GEMM beside one need not). The replay is repeated until those durations settle (a fixed point; the
-    unmodified graph at its own CPU speed is one).
+    kernels share one memory bandwidth (a GEMM beside one need not). The replay is repeated until those durations
+    settle (a fixed point; the unmodified graph at its own CPU speed is one).
     """
     s = _changed(g, changes, cpu_scale)
     r = _run(g, s, cpu_scale)
     even = g.unshared
-    if not (changes and g.typical.get("n_shared_kernels")) and len(np.unique(g.gpu_stream[even])) < 2:
+    if not (changes and g.typical.get("n_shared_kernels")) and not even.any():
         return r
     # a changed kernel keeps its solo fraction (the group's k was measured under the same sharing)
     solo = np.where(g.gpu_dur > 0, s.gpu_dur * np.divide(g.gpu_solo, g.gpu_dur, out=np.ones(g.n_gpu),
