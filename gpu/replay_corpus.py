@@ -1990,6 +1990,37 @@ PAIRS += multi_stream_pairs(
                (2, "small-gelu", 2, 2560), (3, "gelu", 2, 2816), (3, "rmsnorm", 4, 2304), (3, "small-gelu", 4, 2816)),
     side=(("gelu", 4, 2944), ("layernorm", 4, 3456)), main=())
 
+# part 36: held-out 32, 19 new pairs, registered on 6 Dec 2026 after held-out 31 was read (docs/replay.md), for the
+# CPU scale's fit shared by the step and the host time where the replayed step moves little with the scale
+# (replay.HOST_WEIGHTED, chosen on parts 1-35, all read). The class first: inference at models and batches no earlier
+# part ran where A's GPU about holds the step and B's CPU will, then side-stream swaps near that tie, then GPU-bound
+# CNN training (which the rule moves too)
+PAIRS += [
+    Pair("vit-infer-b136-d384-mlp", "infer-large", "mlp", 36, p_vit_s_mlp_infer(136), 20),
+    Pair("vit-infer-b152-d384-mlp", "infer-large", "mlp", 36, p_vit_s_mlp_infer(152), 20),
+    Pair("gpt-infer-b18-s256-gelu", "infer-large", "tiny", 36, p_decoder_gelu_infer(18), 20),
+    Pair("gpt-infer-b22-s256-gelu", "infer-large", "tiny", 36, p_decoder_gelu_infer(22), 20),
+    Pair("gpt-infer-b14-s512-gelu", "infer-large", "tiny", 36, p_decoder_gelu_infer(14, tokens=512), 20),
+    Pair("resnet18-infer-b68-bn", "cnn", "tiny", 36, p_bn(68, False), 15),
+    Pair("resnet18-infer-b84-bn", "cnn", "tiny", 36, p_bn(84, False), 15),
+    Pair("mobilenetv2-infer-b120-bn", "cnn", "tiny", 36, p_bn_net("mobilenet_v2", 120, "MobileNetV2", train=False), 25),
+    Pair("mobilenetv3l-infer-b120-bn", "cnn", "tiny", 36,
+         p_bn_net("mobilenet_v3_large", 120, "MobileNetV3-Large", train=False), 25),
+    Pair("efficientnetb0-infer-b120-bn", "cnn", "tiny", 36,
+         p_bn_net("efficientnet_b0", 120, "EfficientNet-B0", train=False), 30),
+    Pair("resnet34-infer-b104-bn", "cnn", "tiny", 36, p_bn_net("resnet34", 104, "ResNet-34", train=False), 20),
+    Pair("regnety400mf-infer-b152-bn", "cnn", "tiny", 36,
+         p_bn_net("regnet_y_400mf", 152, "RegNetY-400MF", train=False), 25),
+    Pair("resnet50-infer-b88-bn", "cnn", "tiny", 36, p_bn_net("resnet50", 88, "ResNet-50", train=False), 20),
+]
+PAIRS += multi_stream_pairs(36, mixed=(), side=(("gelu", 6, 2304), ("gelu", 5, 2048), ("layernorm", 5, 2432),
+                                                ("rmsnorm", 6, 2304)), main=())
+PAIRS += [
+    Pair("resnet18-train-b176-bnkd", "cnn", "tiny", 36, p_bn(176, True, same_dtype=True), 25),
+    Pair("resnet50-train-b64-bnkd", "cnn", "tiny", 36, p_bn_net("resnet50", 64, "ResNet-50", same_dtype=True), 40),
+]
+
+
 def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
     the first of the regime dev in even regimes (sorted by name) and heldout in odd ones (halves balanced);
@@ -2010,12 +2041,14 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     holds by other streams' kernels and the loss to sharing) heldout27, part 32 (main-stream two-stream swaps, for
     waits on later launches) heldout28, part 33 (swaps on every stream of two or three, for holds by draining kernels)
     heldout29, part 34 (the same and two-stream swaps where the profile keeps the streams apart) heldout30, part 35
-    (swaps on every stream, bandwidth-bound or mostly GEMMs) heldout31."""
+    (swaps on every stream, bandwidth-bound or mostly GEMMs) heldout31, part 36 (steps the GPU about holds, for the
+    CPU scale's fit shared with the host time) heldout32."""
     named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11", 16: "heldout12", 17: "heldout13",
              18: "heldout14", 19: "heldout15", 20: "heldout16", 21: "heldout17",
              22: "heldout18", 23: "heldout19", 24: "heldout20", 25: "heldout21", 26: "heldout22",
              27: "heldout23", 28: "heldout24", 29: "heldout25", 30: "heldout26",
-             31: "heldout27", 32: "heldout28", 33: "heldout29", 34: "heldout30", 35: "heldout31"}
+             31: "heldout27", 32: "heldout28", 33: "heldout29", 34: "heldout30", 35: "heldout31",
+             36: "heldout32"}
     out = {p.name: named.get(p.part, f"heldout{p.part - 1}") for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):

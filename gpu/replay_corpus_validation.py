@@ -38,7 +38,9 @@ the profiler's CPU overhead out are replayed (dispatch rule "typical" for kept l
            added after held-out 17, scored on held-out 18). A step with no backward fits it to the host time wherever
            one was measured with --host-first 1 (replay.HOST_FIRST, off in `project`: it holds only for a host time read
            at the step's host speed, as the corpus reads it; --host-window reads it as `profile` does; chosen on parts
-           1-26, held-out 23 scores it).
+           1-26, held-out 23 scores it). Where A's replayed step moves little with the CPU scale (the GPU alone nearly
+           holds it), the step's fit and the host time's share it, each weighted by its elasticity to the scale,
+           squared (replay.HOST_WEIGHTED, --host-weighted 0 turns it off; chosen on parts 1-35, held-out 32 scores it).
 The model was chosen on the dev half only (most pairs within 5%, then the lowest median |error|: given);
 the error models of given and uniform (intervals.fit_error_model: the 80% quantile of |removed_error|, the error on
 the step fraction removed, per detected regime; on the speedup's scale before held-out 13) are fitted on dev only, and only then are the held-out pairs scored, each held-out set
@@ -105,7 +107,8 @@ FALLBACK_MODEL = "uniform"  # what it runs for a target without them; both error
 HELD = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8",
         "heldout9", "heldout10", "heldout11", "heldout12", "heldout13", "heldout14",
         "heldout15", "heldout16", "heldout17", "heldout18", "heldout19", "heldout20", "heldout21", "heldout22",
-        "heldout23", "heldout24", "heldout25", "heldout26", "heldout27", "heldout28", "heldout29", "heldout30", "heldout31")  # parts 1-2's half, 3-9, 11, 14-35
+        "heldout23", "heldout24", "heldout25", "heldout26", "heldout27", "heldout28", "heldout29", "heldout30", "heldout31",
+        "heldout32")  # parts 1-2's half, 3-9, 11, 14-36
 DEV = ("dev", "dev2", "dev3", "dev4")  # parts 1-2's half, part 10, part 12, part 13
 # the statistic of A's unprofiled steps and of the swap group's profiler-free CPU the models read: the median, as
 # `project` reads a run (step_time_ms and host_time_ms are medians) and as the truth is taken (the median of rounds'
@@ -257,6 +260,9 @@ def host_sample(rounds: np.ndarray, kind: str, n: int) -> np.ndarray:
         return np.random.default_rng(0).choice(len(rounds), min(n, len(rounds)), replace=False)
     if kind == "window":
         return np.flatnonzero(rounds == rounds.max())[:n]
+    if kind == "repeats":  # three rounds spread over the run, n/3 steps after each: `profile`'s host steps per repeat
+        kept = np.unique(rounds)[np.linspace(0, len(np.unique(rounds)) - 1, 3).round().astype(int)]
+        return np.concatenate([np.flatnonzero(rounds == r)[-max(n // 3, 1):] for r in kept])
     each = [np.flatnonzero(rounds == r) for r in np.unique(rounds)]
     return np.concatenate([i[:n] if kind == "first" else i[-n:] for i in each])
 
@@ -420,7 +426,7 @@ def report(t: pd.DataFrame, truth: str = "quartile", fit_on: tuple[str, ...] = (
 def parse_host_sample(text: str) -> tuple[str, int] | None:
     """"first:3" -> ("first", 3); None where it names no sample (`--host-sample`)."""
     kind, _, n = text.partition(":")
-    return (kind, int(n)) if kind in ("first", "last", "random") and n.isdigit() and int(n) >= 1 else None
+    return (kind, int(n)) if kind in ("first", "last", "random", "repeats") and n.isdigit() and int(n) >= 1 else None
 
 
 def corpus_pairs(root: Path) -> list[tuple[Path, str]]:
@@ -429,7 +435,7 @@ def corpus_pairs(root: Path) -> list[tuple[Path, str]]:
 
 # the replay's constants a run may set, to scan them on the development data (default: the shipped ones)
 MODEL_CONSTANTS = {"spillover": "SPILLOVER", "backward_pool": "BACKWARD_POOL", "backward_pool_conv": "BACKWARD_POOL_CONV",
-                   "host_step_slack": "HOST_STEP_SLACK", "host_first": "HOST_FIRST"}
+                   "host_step_slack": "HOST_STEP_SLACK", "host_first": "HOST_FIRST", "host_weighted": "HOST_WEIGHTED"}
 # the statistic of A's host times (cpu_ms) the validation passes as host_us: the median, as `profile` records it
 HOST_QUANTILE = 0.5
 # A's host time over a sample of its steps (`host_sample`, `host_us`): (kind, n), None for every step; and whether
@@ -440,8 +446,9 @@ HOST_AT_STEP_SPEED = False
 
 def add_model_constants(ap: argparse.ArgumentParser) -> None:
     """--spillover, --backward-pool (a measured backward's weight on the uniform CPU scale, runs other than CNNs),
-    --backward-pool-conv (the same for a CNN), --host-step-slack and --host-first (1: a step with no backward fits
-    its scale to its host time wherever one was measured): replay's constants for this run."""
+    --backward-pool-conv (the same for a CNN), --host-step-slack, --host-first (1: a step with no backward fits
+    its scale to its host time wherever one was measured) and --host-weighted (0: the step alone fits its scale
+    wherever it can): replay's constants for this run."""
     for dest, name in MODEL_CONSTANTS.items():
         ap.add_argument(f"--{dest.replace('_', '-')}", dest=dest, type=float, default=None,
                         help=f"replay.{name} for this run (default {getattr(replay_module, name)})")
@@ -476,7 +483,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--host-at-step-speed", action="store_true", help="with --host-window or --host-sample: times "
                     "A's median step over those steps' own median step")
     ap.add_argument("--host-sample", default=None, metavar="KIND:N", help="read A's host time over a sample of its "
-                    "steps spread over the run: first:N or last:N (of every round), random:N (seeded)")
+                    "steps spread over the run: first:N or last:N (of every round), random:N (seeded), repeats:N "
+                    "(the last N/3 of three rounds spread over the run, as `profile` reads it after each repeat)")
     ap.add_argument("--drop-sync-records", action="store_true", help="drop the traces' records of the GPU's waits "
                     "(part 30 on) on load, their waits then inferred from timing: a reading beside the score")
     add_model_constants(ap)
@@ -489,7 +497,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     sample = parse_host_sample(args.host_sample) if args.host_sample else None
     if args.host_sample and (sample is None or args.host_window):
-        print(f"--host-sample: expected first:N, last:N or random:N with N at least 1, and no --host-window; got "
+        print(f"--host-sample: expected first:N, last:N, random:N or repeats:N with N at least 1, and no --host-window; got "
               f"{args.host_sample}", file=sys.stderr)
         return 2
     set_model_constants(args)

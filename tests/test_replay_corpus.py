@@ -704,3 +704,14 @@ def test_part_35_is_held_out_31_swaps_on_every_stream_of_both_bandwidth_kinds() 
     rc = _module()
     new = [p for p in rc.PAIRS if p.part == 35]
     assert [p.swap for p in new] == ["every-stream"] * 12 + ["side-stream"] * 2
+
+
+def test_part_36_is_held_out_32_steps_the_gpu_about_holds() -> None:
+    """Inference the GPU about holds first (ViT-S MLP, decoder GELU, then BatchNorm CNNs), then side-stream swaps near
+    that tie, then two GPU-bound training steps, at models and batches the corpus never ran, all heldout32, in one
+    call's budget."""
+    _new_part(36, "heldout32", 19, ["vit", "vit", "gpt", "gpt", "gpt"], 2, 480)
+    rc = _module()
+    new = [p for p in rc.PAIRS if p.part == 36]
+    assert [p.swap for p in new[13:17]] == ["side-stream"] * 4
+    assert all("infer" in p.name for p in new[:13]) and all("train" in p.name for p in new[17:])

@@ -105,10 +105,10 @@ def measurement(device: str, warmup: int | None = None, steps: int | None = None
 
 
 def cost_s(m: Measurement, step_s: float, cuda: bool) -> float:
-    """Expected seconds of m's repeats for a step of `step_s` (a profiled step costs PROFILED_STEP_COST steps), and on
-    a GPU the HOST_STEPS steps timed to their return after them."""
+    """Expected seconds of m's repeats for a step of `step_s` (a profiled step costs PROFILED_STEP_COST steps), on a
+    GPU with each repeat's HOST_STEPS steps timed to their return."""
     per_repeat = m.steps + PROFILED_STEP_COST * (m.profile_steps + (1 if cuda else 0))  # + CUPTI's warm-up step
-    return (m.repeats * per_repeat + (HOST_STEPS if cuda else 0)) * step_s
+    return m.repeats * (per_repeat + (HOST_STEPS if cuda else 0)) * step_s
 
 
 def fit_budget(m: Measurement, step_s: float, cuda: bool) -> Measurement:
@@ -159,7 +159,8 @@ class Measured:
     measurement: Measurement  # the counts run (after the budget)
     module_io: pd.DataFrame | None = None  # each module's external bytes over one step (scopes.module_io)
     module_cpu: pd.DataFrame | None = None  # each module's CPU time per step, profiler-free (scopes.module_cpu)
-    host_ms: list[float] | None = None  # each host step's CPU time to its return (`host_times`; on the GPU only)
+    # each host step's CPU time to its return, at the run's step speed (`host_times`, `at_step_speed`; GPU only)
+    host_ms: list[float] | None = None
 
 
 def timed(step: Step, n: int, cuda: bool, after: Callable[[int], None] | None = None,
@@ -226,8 +227,9 @@ def profiled(step: Step, n: int, cuda: bool, path: Path) -> list[float]:
 def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Path, tax: Taxonomy,
             progress: Callable[[str], None], record_io: bool = False, kept_in: Path | None = None,
             record_cpu: bool = False) -> Measured:
-    """Build the workload, warm it up, then per repeat: timed steps, profiled steps, a breakdown; then, on the
-    GPU, HOST_STEPS steps each timed to its return (`host_times`, the run's host_time_ms).
+    """Build the workload, warm it up, then per repeat: timed steps, on the GPU HOST_STEPS steps each timed to its
+    return (`host_times`; put at the run's step speed, `at_step_speed`: the run's host_time_ms), profiled steps and
+    a breakdown.
 
     The last repeat's trace is kept as workdir/trace.json.gz; its breakdown's source names it where it
     will be once the run folder is in place, `kept_in` (default: workdir, e.g. a temporary folder).
@@ -265,10 +267,15 @@ def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Pa
     meter = Progress(m.repeats * per_repeat, label)
     say = meter.log(progress)
     plain, step = step, meter.counting(step)
-    repeats, medians, rows, trace = [], [], [], workdir / TRACE_FILE
+    repeats, medians, rows, trace, hosts = [], [], [], workdir / TRACE_FILE, []
+    if cuda:
+        progress(f"{label}: after each repeat's timed steps, {HOST_STEPS} more each timed from an idle GPU to its "
+                 f"return (the step's CPU time)")
     for r in range(m.repeats):
         started = time.perf_counter()
         times = timed(step, m.steps, cuda)
+        if cuda:  # at the host speed of the steps just timed
+            hosts.append(host_times(plain, HOST_STEPS))
         path = workdir / f".trace.r{r}.json.gz"
         with _scopes(cfg, model):
             prof = profiled(step, m.profile_steps, cuda, path)
@@ -294,10 +301,8 @@ def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Pa
             f"{rec['addressable_fraction']:.1%} of {basis_words(b.basis)}, "
             f"{rec['addressable_fraction_wall']:.1%} of wall time ({duration(took)} with its trace analysis{left})")
     meter.close()
-    host = None
-    if cuda:
-        progress(f"{label}: {HOST_STEPS} steps from an idle GPU, each timed to its return (the step's CPU time)")
-        host = host_times(plain, HOST_STEPS)
+    step_ms = float(np.median([t for _, _, t, profiled_step in rows if not profiled_step]))
+    host = at_step_speed(hosts, medians, step_ms) if hosts else None
     cpu = None
     if record_cpu and not cfg.compile and isinstance(model, torch.nn.Module):
         progress(f"{label}: {CPU_STEPS} steps without the profiler, timing each module's CPU dispatch, and "
@@ -307,9 +312,17 @@ def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Pa
     return Measured(cfg, repeats, medians, steps, trace, m, io, cpu, host)
 
 
-# steps timed from an idle GPU to their return: the CPU's own time per step (host_time_ms), which the step time of
-# a step the GPU holds does not show; the replay fits the profiler's CPU overhead to it there (replay.fit_cpu_scale)
-HOST_STEPS = 10
+# steps timed from an idle GPU to their return after each repeat's timed steps: the CPU's own time per step
+# (host_time_ms), which the step time of a step the GPU holds does not show; the replay fits the profiler's CPU
+# overhead to it there (replay.fit_cpu_scale). The host's speed moves by up to 2x from second to second, and steps
+# timed apart from the step time missed it by 9% (robust SD) where the same steps agree to 0.1% (docs/replay.md)
+HOST_STEPS = 4
+
+
+def at_step_speed(hosts: list[list[float]], repeat_step_ms: list[float], step_ms: float) -> list[float]:
+    """Each repeat's host times put at the run's step speed: times the run's step time over that repeat's median step
+    (a step its CPU holds runs as fast as its host, so a repeat on a slow host reads both slow)."""
+    return [h * step_ms / r for hs, r in zip(hosts, repeat_step_ms, strict=True) for h in hs if r > 0]
 
 
 def host_times(step: Step, n: int) -> list[float]:

@@ -1148,6 +1148,21 @@ HOST_STEP_SLACK = 0.01
 HOST_FIRST = False
 
 
+# a step the replay's CPU scale moves little (the GPU alone nearly holds it) shares the scale's fit with its host time:
+# each fit's log scale weighted by how far its replayed time moves with the scale (its elasticity, squared), so a 1%
+# error in a step that moves 0.01% per 1% of scale cannot put the scale anywhere. Chosen on parts 1-35 of the
+# validation corpus (all read), before held-out 32 (docs/replay.md); off, the step alone fits wherever it can
+HOST_WEIGHTED = True
+ELASTICITY_STEP = 0.1  # the scale is moved by this factor each way to read a replayed time's elasticity
+
+
+def _elasticity(f: Callable[[float], float], x: float, lo: float, hi: float) -> float:
+    """d log f / d log x at x, from f at x / (1 + ELASTICITY_STEP) and at x * (1 + ELASTICITY_STEP), kept in [lo, hi]."""
+    a, b = max(lo, x / (1 + ELASTICITY_STEP)), min(hi, x * (1 + ELASTICITY_STEP))
+    fa, fb = f(a), f(b)
+    return float(np.log(fb / fa) / np.log(b / a)) if b > a and fa > 0 and fb > 0 else 0.0
+
+
 def fit_cpu_scale(g: Graph, step_us: float, lo: float = 0.05, hi: float = 4.0, rtol: float = 1e-3,
                   fixed: Sequence[tuple[np.ndarray, float]] = (), host_us: float | None = None,
                   host_first: bool = False) -> float:
@@ -1160,8 +1175,11 @@ def fit_cpu_scale(g: Graph, step_us: float, lo: float = 0.05, hi: float = 4.0, r
     A step that cannot get that short (the GPU alone takes longer) does not identify the scale: any scale
     up to where the CPU would hold the step replays alike. There `host_us`, the unprofiled time the step's
     CPU took to return (`host_span`), decides, as far as the replayed step stays within HOST_STEP_SLACK of its
-    least; without it the scale is the smallest (`cpu_scale_basis`). With `host_first` (a step with no backward:
-    `project_traces`), `host_us` fixes the scale wherever it is given, and the step only where it is not.
+    least; without it the scale is the smallest (`cpu_scale_basis`). A step that gets that short but barely moves
+    with the scale (the GPU alone nearly holds it) identifies it poorly: with `host_us` (and HOST_WEIGHTED) the two
+    fits' log scales are averaged, each weighted by its replayed time's elasticity to the scale, squared. With
+    `host_first` (a step with no backward: `project_traces`), `host_us` fixes the scale wherever it is given, and
+    the step only where it is not.
     """
     return _fitted(g, step_us, lo, hi, rtol, fixed, host_us, host_first)[0]
 
@@ -1169,7 +1187,8 @@ def fit_cpu_scale(g: Graph, step_us: float, lo: float = 0.05, hi: float = 4.0, r
 def cpu_scale_basis(g: Graph, step_us: float | None, fixed: Sequence[tuple[np.ndarray, float]] = (),
                     host_us: float | None = None, host_first: bool = False) -> str:
     """What `fit_cpu_scale` matched: "step" (the unprofiled step), "host" (the step's CPU time to return:
-    the GPU alone holds the step), "unidentified" (the GPU alone holds the step and no host time was
+    the GPU alone holds the step, or the host time moves with the scale more than the step does and weighs more in
+    the fit), "unidentified" (the GPU alone holds the step and no host time was
     measured: the scale is the smallest, and a what-if that frees the GPU finds the CPU too fast), or ""
     (no step time: the profiled CPU as it was)."""
     return _fitted(g, step_us, fixed=fixed, host_us=host_us, host_first=host_first)[1]
@@ -1192,7 +1211,16 @@ def _fitted(g: Graph, step_us: float | None, lo: float = 0.05, hi: float = 4.0, 
         return host(), "host"
     least = step_span(at(lo))
     if least < step_us:
-        return _solve(lambda x: step_span(at(x)), step_us, lo, hi, rtol), "step"
+        by_step = _solve(lambda x: step_span(at(x)), step_us, lo, hi, rtol)
+        if not (HOST_WEIGHTED and measured_host):
+            return by_step, "step"
+        by_host = host()
+        w_step = _elasticity(lambda x: step_span(at(x)), by_step, lo, hi) ** 2
+        w_host = _elasticity(lambda x: host_span(g, at(x), scales(g, x, fixed)), by_host, lo, hi) ** 2
+        if not w_host > 0:
+            return by_step, "step"
+        return (float(np.exp((w_step * np.log(by_step) + w_host * np.log(by_host)) / (w_step + w_host))),
+                "step" if w_step >= w_host else "host")
     if not measured_host:
         return lo, "unidentified"
     return min(host(), _solve(lambda x: step_span(at(x)), least * (1 + HOST_STEP_SLACK), lo, hi, rtol)), "host"

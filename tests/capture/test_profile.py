@@ -606,3 +606,15 @@ def test_a_runs_host_time_is_a_run_key_and_printed(tmp_path: Path) -> None:
         assert load_run(folder).host_time_ms == want
         printed = format_profile(ProfileResult(b, keys, folder, {"measurement": vars(m), "gpu": None}), "cpu")
         assert ("its CPU returns after 0.60 ms (median, from an idle GPU)" in printed) == (want is not None)
+
+
+def test_host_times_are_put_at_the_runs_step_speed() -> None:
+    """Each repeat's host steps run right after its timed steps, at the host speed those ran at: a repeat whose steps
+    took 2 ms against the run's 1 ms read its host times on a host twice as slow, so they count at half."""
+    from addressable.capture.measure import at_step_speed
+
+    got = at_step_speed([[1.8, 2.2], [0.9, 1.1]], [2.0, 1.0], 1.0)
+    assert got == pytest.approx([0.9, 1.1, 0.9, 1.1])
+    assert at_step_speed([[1.0]], [0.0], 1.0) == []  # a repeat with no step time says nothing
+    with pytest.raises(ValueError):
+        at_step_speed([[1.0], [1.0]], [1.0], 1.0)  # one median step per repeat of host times

@@ -59,13 +59,32 @@ def test_the_host_time_fixes_the_cpu_scale_the_step_time_cannot(tmp_path: Path) 
     assert without == pytest.approx(29.3)
 
 
-def test_a_step_the_cpu_holds_keeps_its_step_fit(tmp_path: Path) -> None:
-    """The launch-bound step (1000 us of CPU, 5 us kernels): the step time identifies the scale; a host time does
-    not move it."""
+def test_a_step_the_cpu_holds_is_fitted_by_its_step_and_its_host_time_alike(tmp_path: Path) -> None:
+    """The launch-bound step (1000 us of CPU, 5 us kernels): both its step and its host time move with the scale one
+    for one, so a host time read with the step (the same steps, one host speed) leaves the step's fit where it is,
+    and one that disagrees weighs as much: the fit is the two fits' geometric mean."""
     g = launch_bound(tmp_path)
     s = fit_cpu_scale(g, 500.0)
-    assert 0.45 < s < 0.55 and fit_cpu_scale(g, 500.0, host_us=900.0) == s
-    assert cpu_scale_basis(g, 500.0, host_us=900.0) == "step" and cpu_scale_basis(g, None) == ""
+    assert 0.45 < s < 0.55
+    agreeing = host_span(g, replay(g, cpu_scale=s), s)
+    assert fit_cpu_scale(g, 500.0, host_us=agreeing) == pytest.approx(s, rel=2e-3)
+    alone = fit_cpu_scale(g, 500.0, host_us=900.0, host_first=True)  # the host time's own fit
+    assert alone > 1.5 * s
+    assert fit_cpu_scale(g, 500.0, host_us=900.0) == pytest.approx(np.sqrt(s * alone), rel=0.02)
+    assert cpu_scale_basis(g, 500.0) == "step" and cpu_scale_basis(g, None) == ""
+
+
+def test_a_step_the_gpu_nearly_holds_takes_its_scale_from_its_host_time(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The GPU-bound step measured at 1030 us: the kernels alone replay at 1019 us, so the step reaches 1030 only at
+    about 1.9x the profiled CPU, and moves 11 us from 0.05x to 2x: a 1% error in it would move the scale 2-5x. The
+    host time (40 us: 0.4x) moves one for one and outweighs it (replay.HOST_WEIGHTED); without it the step decides."""
+    g = graph(tmp_path, gpu_bound())
+    scale = fit_cpu_scale(g, 1030.0, host_us=40.0)
+    assert scale == pytest.approx(0.4, rel=0.02) and cpu_scale_basis(g, 1030.0, host_us=40.0) == "host"
+    assert fit_cpu_scale(g, 1030.0) > 1.5 and cpu_scale_basis(g, 1030.0) == "step"  # no host time
+    monkeypatch.setattr(replay_module, "HOST_WEIGHTED", False)
+    assert fit_cpu_scale(g, 1030.0, host_us=40.0) > 1.5 and cpu_scale_basis(g, 1030.0, host_us=40.0) == "step"
 
 
 def test_a_step_with_no_backward_takes_its_scale_from_its_host_time_first(tmp_path: Path,
@@ -73,8 +92,10 @@ def test_a_step_with_no_backward_takes_its_scale_from_its_host_time_first(tmp_pa
     """The GPU-bound step measured at 1030 us: the kernels alone replay at 1019 us, so the step time fixes the scale
     only through the last 11 us (about 1.9x the profiled CPU), though the CPU returned after 40 us (0.4x). With
     replay.HOST_FIRST (off as shipped: `profile` reads its host time apart from its step time) and no backward, the
-    host time fixes it; a training step's trace (an autograd node) keeps the step's."""
+    host time fixes it; a training step's trace (an autograd node) keeps the step's (HOST_WEIGHTED off, which would
+    give both the host time's scale)."""
     none = lambda t, g: np.zeros(g.n_gpu, bool)  # noqa: E731
+    monkeypatch.setattr(replay_module, "HOST_WEIGHTED", False)
     shipped = project_traces([gpu_bound().write(tmp_path / "shipped.json")], [], none, 1030.0, 40.0)
     assert not isinstance(shipped, str) and shipped.cpu_scale_basis == "step"
     monkeypatch.setattr(replay_module, "HOST_FIRST", True)
