@@ -70,9 +70,9 @@ def test_budget_lowers_only_the_counts_not_given() -> None:
     slow = fit_budget(m, 0.7, cuda=True)  # llama3-8b inference: 85 steps of 0.7 s do not fit in 60 s
     assert (slow.steps, slow.profile_steps, slow.repeats) == (10, 5, 3)
     assert slow.estimate_s == pytest.approx(cost_s(slow, 0.7, True)) and slow.estimate_s <= 60
-    # 3 × (10 + 2 × (5 + 1)) steps, and the 10 host-time steps after them, of 0.7 s
-    assert slow.estimate_s == pytest.approx((3 * 22 + 10) * 0.7)
-    assert slow.plan() == "3 repeats × (10 timed + 5 profiled steps), about 53 s of steps"
+    # 3 × (10 + 2 × (5 + 1) steps, and each repeat's 4 host-time steps), of 0.7 s
+    assert slow.estimate_s == pytest.approx(3 * (22 + 4) * 0.7)
+    assert slow.plan() == "3 repeats × (10 timed + 5 profiled steps), about 55 s of steps"
     assert cost_s(slow, 0.7, cuda=False) == pytest.approx(3 * 20 * 0.7)  # no host-time steps on the CPU
     huge = fit_budget(m, 30.0, cuda=True)  # nothing fits: the least there is, 1 × (1 + 1)
     assert (huge.steps, huge.profile_steps, huge.repeats) == (1, 1, 1)
