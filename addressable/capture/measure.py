@@ -301,8 +301,8 @@ def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Pa
             f"{rec['addressable_fraction']:.1%} of {basis_words(b.basis)}, "
             f"{rec['addressable_fraction_wall']:.1%} of wall time ({duration(took)} with its trace analysis{left})")
     meter.close()
-    step_ms = float(np.median([t for _, _, t, profiled_step in rows if not profiled_step]))
-    host = at_step_speed(hosts, medians, step_ms) if hosts else None
+    run_step_ms = float(np.median([t for _, _, t, was_profiled in rows if not was_profiled]))
+    host = at_step_speed(hosts, medians, run_step_ms) if hosts else None
     cpu = None
     if record_cpu and not cfg.compile and isinstance(model, torch.nn.Module):
         progress(f"{label}: {CPU_STEPS} steps without the profiler, timing each module's CPU dispatch, and "
