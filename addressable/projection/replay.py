@@ -1203,8 +1203,11 @@ def _fitted(g: Graph, step_us: float | None, lo: float = 0.05, hi: float = 4.0, 
     def at(x: float) -> Replay:
         return replay(g, cpu_scale=scales(g, x, fixed))
 
+    def host_at(x: float) -> float:
+        return host_span(g, at(x), scales(g, x, fixed))
+
     def host() -> float:
-        return _solve(lambda x: host_span(g, at(x), scales(g, x, fixed)), host_us or 0.0, lo, hi, rtol)
+        return _solve(host_at, host_us or 0.0, lo, hi, rtol)
 
     measured_host = host_us is not None and host_us > 0
     if host_first and measured_host:
@@ -1216,7 +1219,7 @@ def _fitted(g: Graph, step_us: float | None, lo: float = 0.05, hi: float = 4.0, 
             return by_step, "step"
         by_host = host()
         w_step = _elasticity(lambda x: step_span(at(x)), by_step, lo, hi) ** 2
-        w_host = _elasticity(lambda x: host_span(g, at(x), scales(g, x, fixed)), by_host, lo, hi) ** 2
+        w_host = _elasticity(host_at, by_host, lo, hi) ** 2
         if not w_host > 0:
             return by_step, "step"
         return (float(np.exp((w_step * np.log(by_step) + w_host * np.log(by_host)) / (w_step + w_host))),
