@@ -261,7 +261,8 @@ def host_sample(rounds: np.ndarray, kind: str, n: int) -> np.ndarray:
     if kind == "window":
         return np.flatnonzero(rounds == rounds.max())[:n]
     if kind == "repeats":  # three rounds spread over the run, n/3 steps after each: `profile`'s host steps per repeat
-        kept = np.unique(rounds)[np.linspace(0, len(np.unique(rounds)) - 1, 3).round().astype(int)]
+        ran = np.unique(rounds)
+        kept = ran[np.linspace(0, len(ran) - 1, 3).round().astype(int)]
         return np.concatenate([np.flatnonzero(rounds == r)[-max(n // 3, 1):] for r in kept])
     each = [np.flatnonzero(rounds == r) for r in np.unique(rounds)]
     return np.concatenate([i[:n] if kind == "first" else i[-n:] for i in each])
