@@ -2020,6 +2020,58 @@ PAIRS += [
     Pair("resnet50-train-b64-bnkd", "cnn", "tiny", 36, p_bn_net("resnet50", 64, "ResNet-50", same_dtype=True), 40),
 ]
 
+# part 37: held-out 33, 22 new pairs, registered on 6 Dec 2026 after held-out 32 was read (docs/replay.md), with no
+# change to the model: the replay as it stands (HOST_WEIGHTED kept by held-out 32's rule), read on a sample of every
+# regime and swap kind at configurations no earlier part ran, one pair a regime first (as part 9), then a second
+# for the regimes the corpus holds most of (CNN training and inference, multi-stream, training)
+PAIRS += [
+    Pair("vit-b1-d512-mlp-4l", "enc-infer-b1", "mlp", 37, p_own_infer(
+        dict(d=512, layers=4, heads=8), dict(eager_act=True), dict(mlp="addmm_gelu"), MLP, 1,
+        "ViT-like (4 x d512) inference, batch 1, bf16: every MLP (Linear, eager tanh-GELU, Linear) vs Linear+GELU as "
+        "one cuBLASLt epilogue (torch._addmm_activation), then Linear."), 18),
+    Pair("gpt-b1-s160-d768-block", "dec-infer-b1", "block", 37, p_own_infer(
+        dict(d=768, layers=4, heads=12, tokens=160, **DEC), dict(norm="eager", eager_act=True, eager_attn=True), {},
+        Block, 1, "Decoder of our own (4 x d768), forward batch 1 x 160, bf16: every whole block swapped: eager "
+        "LayerNorms, eager causal attention, eager GELU vs nn.LayerNorm, SDPA, F.gelu."), 18),
+    Pair("gpt2-decode-b1-gelu-8l", "decode", "tiny", 37, p_hf_swap(
+        "gpt2", 8, GELUS, eager_gelu, fused_gelu, "decode",
+        "GPT-2 (8 layers, transformers) decode loop, batch 1, bf16: 16-token prompt + 8 greedy tokens; every MLP "
+        "GELU eager tanh-GELU vs F.gelu(tanh).", act="gelu_new"), 24),
+    own_train("gpt-train-b3-s208-block", "train-small", 37, "block", 3, 512, 4, 8, tokens=208),
+    own_train("gpt-train-b12-s192-mlp", "train-large", 37, "mlp", 12, 512, 4, 8, tokens=192, est_s=20),
+    Pair("resnet18-train-b26-bn", "cnn", "tiny", 37, p_bn(26, True), 18),
+    Pair("resnet18-infer-b40-bn", "cnn", "tiny", 37, p_bn(40, False), 15),
+    Pair("compiled-gelu-vit-b3-d512", "compiled", "tiny", 37, p_own_infer(
+        dict(d=512, layers=6, heads=8), dict(eager_act=True), dict(act="compiled"), GELU_MODS, 3,
+        "ViT-like (6 x d512) inference, batch 3, bf16: every MLP GELU eager vs the same function through "
+        "torch.compile (inductor)."), 30),
+    Pair("gpt-infer-b26-s256-gelu", "infer-large", "tiny", 37, p_decoder_gelu_infer(26), 20),
+    Pair("bert-b1-s112-gelu-4l", "enc-infer-b1", "tiny", 37, p_hf_swap(
+        "bert", 4, GELUS, eager_gelu, fused_gelu, "infer",
+        "BERT-base shapes cut to 4 layers (transformers), inference batch 1 x 112: every intermediate GELU eager "
+        "tanh-GELU vs F.gelu(tanh).", seq=112), 18),
+    Pair("llama-b1-s224-rmsnorm-3l", "dec-infer-b1", "tiny", 37, p_hf_swap(
+        "llama", 3, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "infer",
+        "Llama-3.2-1B shapes cut to 3 layers, forward batch 1 x 224, bf16: every RMSNorm eager (fp32 math) vs "
+        "nn.RMSNorm.", seq=224), 18),
+    Pair("llama-decode-b1-rmsnorm-3l", "decode", "tiny", 37, p_hf_swap(
+        "llama", 3, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "decode",
+        "Llama-3.2-1B shapes cut to 3 layers, decode loop, batch 1, bf16: every RMSNorm eager (fp32 math) vs "
+        "nn.RMSNorm."), 24),
+    Pair("llama-train-b2-s160-rmsnorm", "train-small", "tiny", 37, p_hf_swap(
+        "llama", 2, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "train",
+        "Llama-3.2-1B shapes cut to 2 layers, training b2 x 160, bf16 weights: every RMSNorm eager vs nn.RMSNorm.",
+        b=2, seq=160), 18),
+    own_train("vit-train-b20-d512-layernorm", "train-large", 37, "layernorm", 20, 512, 6, 8, est_s=20),
+    Pair("resnet34-train-b12-bn", "cnn", "tiny", 37, p_bn_net("resnet34", 12, "ResNet-34"), 25),
+    Pair("resnet18-gn-train-b20", "cnn", "tiny", 37, p_gn_train(20), 18),
+    Pair("resnet18-train-b24-adamw-foreach", "cnn", "optimizer", 37, p_adamw("resnet18", 24), 18),
+    Pair("densenet121-infer-b80-bn", "cnn", "tiny", 37, p_bn_net("densenet121", 80, "DenseNet-121", train=False), 30),
+    Pair("resnet18-gn-infer-b144", "cnn", "tiny", 37, p_gn_infer(144), 15),
+]
+PAIRS += multi_stream_pairs(37, mixed=((2, "layernorm", 3, 2944),), side=(("rmsnorm", 4, 2816),),
+                            main=(("layernorm", 7, 3328),))
+
 
 def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
@@ -2042,13 +2094,14 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     waits on later launches) heldout28, part 33 (swaps on every stream of two or three, for holds by draining kernels)
     heldout29, part 34 (the same and two-stream swaps where the profile keeps the streams apart) heldout30, part 35
     (swaps on every stream, bandwidth-bound or mostly GEMMs) heldout31, part 36 (steps the GPU about holds, for the
-    CPU scale's fit shared with the host time) heldout32."""
+    CPU scale's fit shared with the host time) heldout32, part 37 (the model as it stands, every regime)
+    heldout33."""
     named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11", 16: "heldout12", 17: "heldout13",
              18: "heldout14", 19: "heldout15", 20: "heldout16", 21: "heldout17",
              22: "heldout18", 23: "heldout19", 24: "heldout20", 25: "heldout21", 26: "heldout22",
              27: "heldout23", 28: "heldout24", 29: "heldout25", 30: "heldout26",
              31: "heldout27", 32: "heldout28", 33: "heldout29", 34: "heldout30", 35: "heldout31",
-             36: "heldout32"}
+             36: "heldout32", 37: "heldout33"}
     out = {p.name: named.get(p.part, f"heldout{p.part - 1}") for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):

@@ -715,3 +715,15 @@ def test_part_36_is_held_out_32_steps_the_gpu_about_holds() -> None:
     new = [p for p in rc.PAIRS if p.part == 36]
     assert [p.swap for p in new[13:17]] == ["side-stream"] * 4
     assert all("infer" in p.name for p in new[:13]) and all("train" in p.name for p in new[17:])
+
+
+def test_part_37_is_held_out_33_every_regime_with_the_model_as_it_stands() -> None:
+    """One pair a regime first (encoder and decoder batch 1, decode, small and large training, CNN training and
+    inference, compiled, large-batch inference), then a second for the regimes the corpus holds most of, and one
+    multi-stream swap of each kind, at configurations the corpus never ran, all heldout33, in one call's budget."""
+    _new_part(37, "heldout33", 22, ["vit", "gpt", "gpt2", "gpt", "gpt", "resnet18", "resnet18", "compiled", "gpt"],
+              8, 480)
+    rc = _module()
+    new = [p for p in rc.PAIRS if p.part == 37]
+    assert len({p.regime for p in new[:9]}) == 8 and {p.regime for p in new} == {p.regime for p in rc.PAIRS}
+    assert [p.swap for p in new[-3:]] == ["every-stream", "side-stream", "main-stream"]
