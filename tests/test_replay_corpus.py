@@ -727,3 +727,28 @@ def test_part_37_is_held_out_33_every_regime_with_the_model_as_it_stands() -> No
     new = [p for p in rc.PAIRS if p.part == 37]
     assert len({p.regime for p in new[:9]}) == 8 and {p.regime for p in new} == {p.regime for p in rc.PAIRS}
     assert [p.swap for p in new[-3:]] == ["every-stream", "side-stream", "main-stream"]
+
+
+def test_host_sample_noise_reads_a_slow_host_mode_as_profile_would(tmp_path: Path) -> None:
+    """A GPU-bound pair (step 20 ms throughout) whose host ran at 12 ms but at 18 ms in rounds 6 and 11 of 12: three
+    spread rounds (0, 6, 11) read the slow mode twice and their median is 18 ms (+50%) whatever the step says; twelve
+    read 12 ms. A corpus with no host times is a one-line error that writes nothing."""
+    import pandas as pd
+
+    part = tmp_path / "c" / "part-1"
+    part.mkdir(parents=True)
+    rounds = [r for r in range(12) for _ in range(8)]
+    cpu = [18.0 if r in (6, 11) else 12.0 for r in rounds]
+    (part / "p.json").write_text(json.dumps({"round": rounds, "cpu_ms": {"A": cpu}, "step_ms": {"A": [20.0] * 96}}))
+    out = tmp_path / "n.csv"
+    res = subprocess.run([sys.executable, str(ROOT / "gpu/host_sample_noise.py"), str(tmp_path / "c"), "--out", str(out)],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    s = pd.read_csv(out).set_index(["steps", "rounds", "reading"])
+    for reading in ("raw", "same", "other"):
+        assert s.loc[(12, 3, reading), "median_abs_error"] == pytest.approx(0.5)
+        assert s.loc[(12, 12, reading), "median_abs_error"] == pytest.approx(0.0)
+    assert (s.loc[(12, 3, "raw"), "over_10pct"], s.loc[(12, 12, "raw"), "over_10pct"]) == (1, 0)
+    res = subprocess.run([sys.executable, str(ROOT / "gpu/host_sample_noise.py"), str(tmp_path / "none"), "--out",
+                          str(tmp_path / "x.csv")], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and not (tmp_path / "x.csv").exists()
