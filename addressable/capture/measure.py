@@ -106,7 +106,7 @@ def measurement(device: str, warmup: int | None = None, steps: int | None = None
 
 def cost_s(m: Measurement, step_s: float, cuda: bool) -> float:
     """Expected seconds of m's repeats for a step of `step_s` (a profiled step costs PROFILED_STEP_COST steps), on a
-    GPU with each repeat's HOST_STEPS steps timed to their return."""
+    GPU with each repeat's HOST_STEPS steps timed to their return among them."""
     per_repeat = m.steps + PROFILED_STEP_COST * (m.profile_steps + (1 if cuda else 0))  # + CUPTI's warm-up step
     return m.repeats * (per_repeat + (HOST_STEPS if cuda else 0)) * step_s
 
@@ -227,9 +227,9 @@ def profiled(step: Step, n: int, cuda: bool, path: Path) -> list[float]:
 def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Path, tax: Taxonomy,
             progress: Callable[[str], None], record_io: bool = False, kept_in: Path | None = None,
             record_cpu: bool = False) -> Measured:
-    """Build the workload, warm it up, then per repeat: timed steps, on the GPU HOST_STEPS steps each timed to its
-    return (`host_times`; put at the run's step speed, `at_step_speed`: the run's host_time_ms), profiled steps and
-    a breakdown.
+    """Build the workload, warm it up, then per repeat: timed steps (on the GPU with HOST_STEPS steps spread through
+    them, each timed to its return, `host_times`; put at the run's step speed, `at_step_speed`: the run's
+    host_time_ms), profiled steps and a breakdown.
 
     The last repeat's trace is kept as workdir/trace.json.gz; its breakdown's source names it where it
     will be once the run folder is in place, `kept_in` (default: workdir, e.g. a temporary folder).
@@ -267,15 +267,17 @@ def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Pa
     meter = Progress(m.repeats * per_repeat, label)
     say = meter.log(progress)
     plain, step = step, meter.counting(step)
-    repeats, medians, rows, trace, hosts = [], [], [], workdir / TRACE_FILE, []
+    repeats, medians, rows, trace = [], [], [], workdir / TRACE_FILE
+    hosts: list[list[float]] = []  # one host step after each chunk of timed steps (`host_chunks`)
+    host_refs: list[float] = []  # ... and that chunk's median step: the host's speed then
     if cuda:
-        progress(f"{label}: after each repeat's timed steps, {HOST_STEPS} more each timed from an idle GPU to its "
-                 f"return (the step's CPU time)")
+        progress(f"{label}: among each repeat's timed steps, {HOST_STEPS} more spread through them, each timed from an "
+                 f"idle GPU to its return (the step's CPU time)")
     for r in range(m.repeats):
         started = time.perf_counter()
-        times = timed(step, m.steps, cuda)
-        if cuda:  # at the host speed of the steps just timed
-            hosts.append(host_times(plain, HOST_STEPS))
+        times, these, refs = timed_with_hosts(step, m.steps, cuda, lambda: host_times(plain, 1)[0],
+                                              HOST_STEPS if cuda else 0)
+        hosts, host_refs = hosts + these, host_refs + refs
         path = workdir / f".trace.r{r}.json.gz"
         with _scopes(cfg, model):
             prof = profiled(step, m.profile_steps, cuda, path)
@@ -302,7 +304,7 @@ def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Pa
             f"{rec['addressable_fraction_wall']:.1%} of wall time ({duration(took)} with its trace analysis{left})")
     meter.close()
     run_step_ms = float(np.median([t for _, _, t, was_profiled in rows if not was_profiled]))
-    host = at_step_speed(hosts, medians, run_step_ms) if hosts else None
+    host = at_step_speed(hosts, host_refs, run_step_ms) if hosts else None
     cpu = None
     if record_cpu and not cfg.compile and isinstance(model, torch.nn.Module):
         progress(f"{label}: {CPU_STEPS} steps without the profiler, timing each module's CPU dispatch, and "
@@ -312,17 +314,39 @@ def measure(spec: WorkloadSpec, cfg: WorkloadConfig, m: Measurement, workdir: Pa
     return Measured(cfg, repeats, medians, steps, trace, m, io, cpu, host)
 
 
-# steps timed from an idle GPU to their return after each repeat's timed steps: the CPU's own time per step
+# steps timed from an idle GPU to their return, spread through each repeat's timed steps: the CPU's own time per step
 # (host_time_ms), which the step time of a step the GPU holds does not show; the replay fits the profiler's CPU
 # overhead to it there (replay.fit_cpu_scale). The host's speed moves by up to 2x from second to second, and steps
-# timed apart from the step time missed it by 9% (robust SD) where the same steps agree to 0.1% (docs/replay.md)
+# timed apart from the step time missed it by 9% (robust SD) where the same steps agree to 0.1%; a slow mode lasts
+# seconds, so the moments sampled count more than the steps (gpu/host_sample_noise.py, docs/replay.md)
 HOST_STEPS = 4
 
 
-def at_step_speed(hosts: list[list[float]], repeat_step_ms: list[float], step_ms: float) -> list[float]:
-    """Each repeat's host times put at the run's step speed: times the run's step time over that repeat's median step
-    (a step its CPU holds runs as fast as its host, so a repeat on a slow host reads both slow)."""
-    return [h * step_ms / r for hs, r in zip(hosts, repeat_step_ms, strict=True) for h in hs if r > 0]
+def host_chunks(n_steps: int, host_steps: int) -> list[np.ndarray]:
+    """A repeat's timed steps cut into `host_steps` chunks as even as can be (none empty): a host step runs after
+    each chunk's last step."""
+    return list(np.array_split(np.arange(n_steps), min(host_steps, n_steps))) if host_steps and n_steps else []
+
+
+def timed_with_hosts(step: Step, n: int, cuda: bool, host: Callable[[], float], host_steps: int
+                     ) -> tuple[list[float], list[list[float]], list[float]]:
+    """n timed steps (`timed`) with a host step (`host`: its time) after each chunk of them (`host_chunks`): the step
+    times, each chunk's host times and the chunk's median step."""
+    chunks = host_chunks(n, host_steps)
+    chunk_of = {int(c[-1]): k for k, c in enumerate(chunks)}
+    hosts: list[list[float]] = [[] for _ in chunks]
+
+    def after(i: int) -> None:
+        if i in chunk_of:
+            hosts[chunk_of[i]].append(host())
+    times = timed(step, n, cuda, after=after if chunks else None)
+    return times, hosts, [float(np.median([times[i] for i in c])) for c in chunks]
+
+
+def at_step_speed(hosts: list[list[float]], ref_step_ms: list[float], step_ms: float) -> list[float]:
+    """Host times put at the run's step speed: each list times the run's step time over its reference, the median of
+    the timed steps just before it (a step its CPU holds runs as fast as its host, so a slow host reads both slow)."""
+    return [h * step_ms / r for hs, r in zip(hosts, ref_step_ms, strict=True) for h in hs if r > 0]
 
 
 def host_times(step: Step, n: int) -> list[float]:

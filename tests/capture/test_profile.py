@@ -8,6 +8,7 @@ import json
 import re
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -609,12 +610,37 @@ def test_a_runs_host_time_is_a_run_key_and_printed(tmp_path: Path) -> None:
 
 
 def test_host_times_are_put_at_the_runs_step_speed() -> None:
-    """Each repeat's host steps run right after its timed steps, at the host speed those ran at: a repeat whose steps
-    took 2 ms against the run's 1 ms read its host times on a host twice as slow, so they count at half."""
+    """Host steps run right after a chunk of timed steps, at the host speed those ran at: a chunk whose steps took
+    2 ms against the run's 1 ms read its host times on a host twice as slow, so they count at half."""
     from addressable.capture.measure import at_step_speed
 
     got = at_step_speed([[1.8, 2.2], [0.9, 1.1]], [2.0, 1.0], 1.0)
     assert got == pytest.approx([0.9, 1.1, 0.9, 1.1])
-    assert at_step_speed([[1.0]], [0.0], 1.0) == []  # a repeat with no step time says nothing
+    assert at_step_speed([[1.0]], [0.0], 1.0) == []  # a chunk with no step time says nothing
     with pytest.raises(ValueError):
-        at_step_speed([[1.0], [1.0]], [1.0], 1.0)  # one median step per repeat of host times
+        at_step_speed([[1.0], [1.0]], [1.0], 1.0)  # one median step per chunk of host times
+
+
+def test_host_steps_are_spread_through_the_timed_steps() -> None:
+    """A slow host mode lasts seconds, so host steps bunched after a repeat can all land in one (gpu/
+    host_sample_noise.py): each of HOST_STEPS chunks of the timed steps is followed by one host step, read against
+    that chunk's median step; fewer timed steps than host steps give one each, and none asked gives none."""
+    from addressable.capture.measure import host_chunks, timed_with_hosts
+
+    assert [c.tolist() for c in host_chunks(10, 4)] == [[0, 1, 2], [3, 4, 5], [6, 7], [8, 9]]
+    assert [c.tolist() for c in host_chunks(2, 4)] == [[0], [1]] and host_chunks(5, 0) == []
+    ran: list[str] = []
+    slow = iter([1.0] * 3 + [3.0] * 3 + [1.0] * 4)  # the second chunk's steps on a host 3x as slow
+
+    def step() -> None:
+        time.sleep(next(slow) / 1e3)
+        ran.append("s")
+
+    def host() -> float:
+        ran.append("h")
+        return 0.5 * len(ran)
+    times, hosts, refs = timed_with_hosts(step, 10, False, host, 4)
+    assert "".join(ran) == "sssh" + "sssh" + "ssh" + "ssh"
+    assert len(times) == 10 and [len(h) for h in hosts] == [1, 1, 1, 1]
+    assert refs[1] > 2 * refs[0] and refs[1] > 2 * refs[2]  # each host step has its own chunk's speed
+    assert timed_with_hosts(step, 0, False, host, 4) == ([], [], [])
