@@ -644,3 +644,28 @@ def test_host_steps_are_spread_through_the_timed_steps() -> None:
     assert len(times) == 10 and [len(h) for h in hosts] == [1, 1, 1, 1]
     assert refs[1] > 2 * refs[0] and refs[1] > 2 * refs[2]  # each host step has its own chunk's speed
     assert timed_with_hosts(step, 0, False, host, 4) == ([], [], [])
+
+
+def test_host_steps_run_between_the_gpus_timed_steps_after_it_drains(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On the GPU path (its events and synchronize stood in for here, as this machine has no GPU): each host step
+    (`host_times`, which drains the GPU itself) runs right after its chunk's last recorded step, and every timed
+    step keeps its two events."""
+    from addressable.capture import measure
+
+    log: list[str] = []
+
+    class Event:
+        def __init__(self, enable_timing: bool = False) -> None:
+            self.t = 0.0
+
+        def record(self) -> None:
+            log.append("r")
+
+        def elapsed_time(self, end: Event) -> float:
+            return 2.0
+    monkeypatch.setattr(measure.torch.cuda, "Event", Event)
+    monkeypatch.setattr(measure.torch.cuda, "synchronize", lambda: log.append("y"))
+    times, hosts, refs = measure.timed_with_hosts(lambda: log.append("s"), 4, True, lambda: log.append("h") or 1.0, 2)
+    assert (times, hosts, refs) == ([2.0] * 4, [[1.0], [1.0]], [2.0, 2.0])
+    # drain, two timed steps (each between its events), a host step, two more, drain, a host step, drain
+    assert "".join(log).replace("rsr", "S") == "ySShSSyhy"
