@@ -729,6 +729,15 @@ def test_part_37_is_held_out_33_every_regime_with_the_model_as_it_stands() -> No
     assert [p.swap for p in new[-3:]] == ["every-stream", "side-stream", "main-stream"]
 
 
+def test_part_38_is_held_out_34_where_the_replay_misses_most_in_sample() -> None:
+    """CPU-bound CNN training and whole-block transformer training, then co-limited BatchNorm inference, in turns, at
+    configurations the corpus never ran, all heldout34, in one call's budget."""
+    _new_part(38, "heldout34", 18, ["resnet18", "resnet18", "gpt", "resnet18"], 12, 450)
+    rc = _module()
+    new = [p for p in rc.PAIRS if p.part == 38]
+    assert sum(p.swap == "block" for p in new) == 4 and sum("infer" in p.name for p in new) == 6
+
+
 def test_host_sample_noise_reads_a_slow_host_mode_as_profile_would(tmp_path: Path) -> None:
     """A GPU-bound pair (step 20 ms throughout) whose host ran at 12 ms but at 18 ms in rounds 6 and 11 of 12: three
     spread rounds (0, 6, 11) read the slow mode twice and their median is 18 ms (+50%) whatever the step says; twelve
