@@ -21,25 +21,19 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from replay_corpus_validation import spread_rounds
+
 from addressable.core.atomic import write_text
 
 SAMPLES = ((12, 3), (12, 6), (12, 12), (24, 3), (24, 12), (48, 3), (48, 12), (96, 12))  # (steps, rounds)
 READINGS = ("same", "other", "raw")
 
 
-def sample(rounds: np.ndarray, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The last n/k steps of k rounds spread evenly over the run, and those rounds' other steps."""
-    ran = np.unique(rounds)
-    kept = ran[np.linspace(0, len(ran) - 1, min(k, len(ran))).round().astype(int)]
-    per = max(n // k, 1)
-    each = [np.flatnonzero(rounds == r) for r in kept]
-    return (np.concatenate([i[-per:] for i in each]),
-            np.concatenate([i[:-per] if len(i) > per else i for i in each]))
-
-
 def errors(cpu: np.ndarray, step: np.ndarray, rounds: np.ndarray, n: int, k: int) -> dict[str, float]:
     """Each reading's relative error against the median host time over every step."""
-    idx, rest = sample(rounds, n, k)
+    idx = spread_rounds(rounds, n, k)
+    each = [np.flatnonzero(rounds == r) for r in np.unique(rounds[idx])]
+    rest = np.concatenate([np.setdiff1d(i, idx) if len(i) > len(np.intersect1d(i, idx)) else i for i in each])
     host, every = float(np.median(cpu[idx])), float(np.median(cpu))
     run = float(np.median(step))
     return {"same": host * run / float(np.median(step[idx])) / every - 1,

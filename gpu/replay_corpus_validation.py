@@ -251,6 +251,13 @@ def host_us(meta: dict) -> float | None:
     return float(np.median(np.asarray(cpu, float)[steps])) * speed * 1e3
 
 
+def spread_rounds(rounds: np.ndarray, n: int, k: int) -> np.ndarray:
+    """Indices of the last n/k steps of each of k rounds spread evenly over the run (`rounds`: each step's round)."""
+    ran = np.unique(rounds)
+    kept = ran[np.linspace(0, len(ran) - 1, min(k, len(ran))).round().astype(int)]
+    return np.concatenate([np.flatnonzero(rounds == r)[-max(n // k, 1):] for r in kept])
+
+
 def host_sample(rounds: np.ndarray, kind: str, n: int) -> np.ndarray:
     """Indices of A's steps (`rounds`: each step's round) in a sample: the first n of the last round ("window", as
     `profile` reads its host time, in steps of their own apart from the timed ones), the first or last n of every
@@ -261,9 +268,7 @@ def host_sample(rounds: np.ndarray, kind: str, n: int) -> np.ndarray:
     if kind == "window":
         return np.flatnonzero(rounds == rounds.max())[:n]
     if kind == "repeats":  # three rounds spread over the run, n/3 steps after each: `profile`'s host steps per repeat
-        ran = np.unique(rounds)
-        kept = ran[np.linspace(0, len(ran) - 1, 3).round().astype(int)]
-        return np.concatenate([np.flatnonzero(rounds == r)[-max(n // 3, 1):] for r in kept])
+        return spread_rounds(rounds, n, 3)
     each = [np.flatnonzero(rounds == r) for r in np.unique(rounds)]
     return np.concatenate([i[:n] if kind == "first" else i[-n:] for i in each])
 
@@ -485,7 +490,8 @@ def main(argv: list[str] | None = None) -> int:
                     "A's median step over those steps' own median step")
     ap.add_argument("--host-sample", default=None, metavar="KIND:N", help="read A's host time over a sample of its "
                     "steps spread over the run: first:N or last:N (of every round), random:N (seeded), repeats:N "
-                    "(the last N/3 of three rounds spread over the run, as `profile` reads it after each repeat)")
+                    "(the last N/3 of three rounds spread over the run, as `profile` read it after each repeat until its host steps "
+                    "were spread through them)")
     ap.add_argument("--drop-sync-records", action="store_true", help="drop the traces' records of the GPU's waits "
                     "(part 30 on) on load, their waits then inferred from timing: a reading beside the score")
     add_model_constants(ap)

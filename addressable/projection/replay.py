@@ -1203,6 +1203,9 @@ def _fitted(g: Graph, step_us: float | None, lo: float = 0.05, hi: float = 4.0, 
     def at(x: float) -> Replay:
         return replay(g, cpu_scale=scales(g, x, fixed))
 
+    def step_at(x: float) -> float:
+        return step_span(at(x))
+
     def host_at(x: float) -> float:
         return host_span(g, at(x), scales(g, x, fixed))
 
@@ -1212,13 +1215,13 @@ def _fitted(g: Graph, step_us: float | None, lo: float = 0.05, hi: float = 4.0, 
     measured_host = host_us is not None and host_us > 0
     if host_first and measured_host:
         return host(), "host"
-    least = step_span(at(lo))
+    least = step_at(lo)
     if least < step_us:
-        by_step = _solve(lambda x: step_span(at(x)), step_us, lo, hi, rtol)
+        by_step = _solve(step_at, step_us, lo, hi, rtol)
         if not (HOST_WEIGHTED and measured_host):
             return by_step, "step"
         by_host = host()
-        w_step = _elasticity(lambda x: step_span(at(x)), by_step, lo, hi) ** 2
+        w_step = _elasticity(step_at, by_step, lo, hi) ** 2
         w_host = _elasticity(host_at, by_host, lo, hi) ** 2
         if not w_host > 0:
             return by_step, "step"
@@ -1226,7 +1229,7 @@ def _fitted(g: Graph, step_us: float | None, lo: float = 0.05, hi: float = 4.0, 
                 "step" if w_step >= w_host else "host")
     if not measured_host:
         return lo, "unidentified"
-    return min(host(), _solve(lambda x: step_span(at(x)), least * (1 + HOST_STEP_SLACK), lo, hi, rtol)), "host"
+    return min(host(), _solve(step_at, least * (1 + HOST_STEP_SLACK), lo, hi, rtol)), "host"
 
 
 CPU_BOUND_BELOW = 0.8  # GPU busy / step under this: the CPU (dispatch, launches) holds the step
