@@ -38,6 +38,7 @@ The split into dev and heldout is fixed before any data exists: results/h200/rep
     python3 gpu/replay_corpus.py "$OUT" --part 19 --budget-s 400    # held-out 15: 11 new, ConvNeXt and Swin first
     python3 gpu/replay_corpus.py "$OUT" --part N --budget-s 300     # parts 20-35: held-outs 16-31 (split.csv,
                                                                     # each registered in docs/replay.md first)
+    python3 gpu/replay_corpus.py "$OUT" --part N --budget-s 450     # parts 36-39: held-outs 32-35 (the same)
     python3 gpu/replay_corpus.py OUT --smoke [--pairs NAME,...]     # tiny sizes on the CPU (the test)
 
 Writes OUT/corpus/part-N/ (NAME.json, NAME.{A,B}[.rR].json.gz, profiler_overhead.json, capture.log),
@@ -2098,6 +2099,50 @@ PAIRS += [
     Pair("resnet34-infer-b88-bn", "cnn", "tiny", 38, p_bn_net("resnet34", 88, "ResNet-34", train=False), 20),
 ]
 
+# part 39: held-out 35, 20 new pairs, registered on 6 Dec 2026 after held-out 34 was read (docs/replay.md), with no
+# change to the model: the workloads the tool is for, not its worst cases. Every regime at configurations no earlier
+# part ran, led by the mission's own models (Llama-shaped RMSNorm at batch 1, in decode and in training; ResNet-50
+# training and inference), then encoder, decoder and ViT swaps, CNNs, an optimizer, a compiled region and one
+# multi-stream swap of each kind
+PAIRS += [
+    Pair("llama-b1-s192-rmsnorm-4l", "dec-infer-b1", "tiny", 39, p_hf_swap(
+        "llama", 4, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "infer",
+        "Llama-3.2-1B shapes cut to 4 layers, forward batch 1 x 192, bf16: every RMSNorm eager (fp32 math) vs "
+        "nn.RMSNorm.", seq=192), 18),
+    Pair("llama-decode-b1-rmsnorm-5l", "decode", "tiny", 39, p_hf_swap(
+        "llama", 5, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "decode",
+        "Llama-3.2-1B shapes cut to 5 layers, decode loop, batch 1, bf16: every RMSNorm eager (fp32 math) vs "
+        "nn.RMSNorm."), 24),
+    Pair("llama-train-b3-s128-rmsnorm", "train-small", "tiny", 39, p_hf_swap(
+        "llama", 2, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "train",
+        "Llama-3.2-1B shapes cut to 2 layers, training b3 x 128, bf16 weights: every RMSNorm eager vs nn.RMSNorm.",
+        b=3, seq=128), 18),
+    Pair("resnet50-train-b24-bn", "cnn", "tiny", 39, p_bn_net("resnet50", 24, "ResNet-50"), 30),
+    Pair("resnet50-infer-b80-bn", "cnn", "tiny", 39, p_bn_net("resnet50", 80, "ResNet-50", train=False), 20),
+    Pair("vit-b1-d768-layernorm-6l", "enc-infer-b1", "tiny", 39, p_own_infer(
+        dict(d=768, layers=6, heads=12), dict(norm="eager"), {}, NORMS, 1,
+        "ViT-like (6 x d768) inference, batch 1, bf16: every LayerNorm eager vs nn.LayerNorm."), 18),
+    Pair("gpt2-decode-b1-gelu-5l", "decode", "tiny", 39, p_hf_swap(
+        "gpt2", 5, GELUS, eager_gelu, fused_gelu, "decode",
+        "GPT-2 (5 layers, transformers) decode loop, batch 1, bf16: 16-token prompt + 8 greedy tokens; every MLP "
+        "GELU eager tanh-GELU vs F.gelu(tanh).", act="gelu_new"), 24),
+    own_train("gpt-train-b5-s160-mlp", "train-small", 39, "mlp", 5, 512, 4, 8, tokens=160),
+    own_train("vit-train-b28-d384-layernorm", "train-large", 39, "layernorm", 28, 384, 6, 6, est_s=20),
+    Pair("resnet18-train-b32-bnkd", "cnn", "tiny", 39, p_bn(32, True, same_dtype=True), 18),
+    Pair("resnet18-gn-train-b28", "cnn", "tiny", 39, p_gn_train(28), 18),
+    Pair("resnet18-train-b20-adamw-foreach", "cnn", "optimizer", 39, p_adamw("resnet18", 20), 18),
+    Pair("compiled-gelu-vit-b5-d384", "compiled", "tiny", 39, p_own_infer(
+        dict(d=384, layers=6, heads=6), dict(eager_act=True), dict(act="compiled"), GELU_MODS, 5,
+        "ViT-like (6 x d384) inference, batch 5, bf16: every MLP GELU eager vs the same function through "
+        "torch.compile (inductor)."), 30),
+    Pair("gpt-infer-b10-s384-gelu", "infer-large", "tiny", 39, p_decoder_gelu_infer(10, tokens=384), 20),
+    Pair("vit-infer-b64-d384-mlp", "infer-large", "mlp", 39, p_vit_s_mlp_infer(64), 20),
+    Pair("resnet18-infer-b24-bn", "cnn", "tiny", 39, p_bn(24, False), 15),
+    own_train("gpt-train-b16-s128-gelu", "train-large", 39, "gelu", 16, 512, 4, 8, tokens=128, est_s=20),
+]
+PAIRS += multi_stream_pairs(39, mixed=((2, "gelu", 5, 2816),), side=(("layernorm", 5, 3712),),
+                            main=(("rmsnorm", 6, 2688),))
+
 
 def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
@@ -2121,13 +2166,14 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     heldout29, part 34 (the same and two-stream swaps where the profile keeps the streams apart) heldout30, part 35
     (swaps on every stream, bandwidth-bound or mostly GEMMs) heldout31, part 36 (steps the GPU about holds, for the
     CPU scale's fit shared with the host time) heldout32, part 37 (the model as it stands, every regime)
-    heldout33, part 38 (the same, where it misses most in sample) heldout34."""
+    heldout33, part 38 (the same, where it misses most in sample) heldout34, part 39 (the same, the workloads the
+    tool is for) heldout35."""
     named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11", 16: "heldout12", 17: "heldout13",
              18: "heldout14", 19: "heldout15", 20: "heldout16", 21: "heldout17",
              22: "heldout18", 23: "heldout19", 24: "heldout20", 25: "heldout21", 26: "heldout22",
              27: "heldout23", 28: "heldout24", 29: "heldout25", 30: "heldout26",
              31: "heldout27", 32: "heldout28", 33: "heldout29", 34: "heldout30", 35: "heldout31",
-             36: "heldout32", 37: "heldout33", 38: "heldout34"}
+             36: "heldout32", 37: "heldout33", 38: "heldout34", 39: "heldout35"}
     out = {p.name: named.get(p.part, f"heldout{p.part - 1}") for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):

@@ -738,6 +738,16 @@ def test_part_38_is_held_out_34_where_the_replay_misses_most_in_sample() -> None
     assert sum(p.swap == "block" for p in new) == 4 and sum("infer" in p.name for p in new) == 6
 
 
+
+def test_part_39_is_held_out_35_on_the_workloads_the_tool_is_for() -> None:
+    """Llama-shaped RMSNorm swaps (batch 1, decode, training) and ResNet-50 first, then every other regime, one
+    multi-stream swap of each kind last: new pairs, all heldout35, in one call's budget."""
+    _new_part(39, "heldout35", 20, ["llama", "llama", "llama", "resnet50", "resnet50"], 8, 450)
+    rc = _module()
+    new = [p for p in rc.PAIRS if p.part == 39]
+    assert {p.regime for p in new} == {p.regime for p in rc.PAIRS if p.part < 3} | {"infer-large"}
+    assert [p.swap for p in new[-3:]] == ["every-stream", "side-stream", "main-stream"]
+
 def test_host_sample_noise_reads_a_slow_host_mode_as_profile_would(tmp_path: Path) -> None:
     """A GPU-bound pair (step 20 ms throughout) whose host ran at 12 ms but at 18 ms in rounds 6 and 11 of 12: three
     spread rounds (0, 6, 11) read the slow mode twice and their median is 18 ms (+50%) whatever the step says; twelve
