@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from addressable.verification.checks import Thresholds
 from addressable.verification.runner import VerifyResult, verify
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,10 +24,10 @@ FORGED = {"N": 1536}  # a lie of 75% of a call: as long as the harness's own per
 
 
 # Caught by timing statistics alone: on a shared 2-core CPU they are caught 5-6 times in 6
-# (results/cpu/verify_detection.csv), so the test allows two more runs (one was not enough: a full suite on 4 Dec 2026
-# missed cheat_intermittent_forgery twice in a row); a harness that stopped catching them misses all three. On a
-# GPU each is run once.
-BY_TIMING = {"cheat_repeat_input", "cheat_forged_report", "cheat_intermittent_forgery"}
+# (results/cpu/verify_detection.csv), so the test allows two more runs; a harness that stopped catching them misses
+# all three. On a GPU each is run once. cheat_intermittent_forgery is not among them: a run of it may pass, honestly
+# timed (test_a_lie_in_some_batches_fails_or_buys_nothing).
+BY_TIMING = {"cheat_repeat_input", "cheat_forged_report"}
 
 
 def _verify(problem: Path, candidate: str, overrides: dict, **kw) -> VerifyResult:
@@ -46,7 +47,6 @@ def _failed(r: VerifyResult) -> set[str]:
     (RELU, "cheat_patches_clock", SMALL_RELU, {"tampered"}, "tampered: time.perf_counter"),
     # beyond the list
     (MATMUL, "cheat_forged_report", FORGED, {"clock"}, "by the parent's wall clock"),
-    (MATMUL, "cheat_intermittent_forgery", FORGED, {"clock"}, "by the parent's wall clock"),
     (RELU, "cheat_fake_result", SMALL_RELU, set(), "malformed reply"),
     (RELU, "cheat_slows_reference", SMALL_RELU, {"tampered"}, "nn.Module _global_forward_hooks"),
     (MATMUL, "cheat_background_thread", CPU_MATMUL, set(), ""),
@@ -64,6 +64,31 @@ def test_each_cheat_fails_for_its_reason(problem: Path, candidate: str, override
         r = _verify(problem, candidate, overrides)
     assert r.verdict == "fail" and r.exit_code == 1 and r.speedup is None, r.reason
     assert failed <= _failed(r) and reason in r.reason, r.reason
+
+
+def test_a_lie_in_some_batches_fails_or_buys_nothing() -> None:
+    """cheat_intermittent_forgery reports 25% of its times in each timed batch with probability 0.6 (unseeded). Here
+    a set is 4 batches of 5 calls; `clock` compares median per-batch overheads, so it fails a set with 2 or more
+    forged batches and cannot see 1 or none, and a failed set is judged again pooled with a second (timing.py). A
+    first set holds at most one forged batch 18% of the time (0.4^4 + 4 x 0.6 x 0.4^3) and then passes, so about one
+    run in four passes (6 of 28 measured, docs/verification.md). Such a pass is honest: a lie in fewer than half the
+    batches moves the median call only to a lower quantile of the honest ones (such passes measured 0.98-1.06x; a
+    forged half gives 1.6x, three quarters 4x).
+    So each run must fail by the wall clock, or report a speedup that honest timing gives within the clock's
+    allowance: the candidate is the reference's own matmul, so honest timing gives 1 within the A/A spread
+    (clock_tol), and a lie that passes `clock` shortens the median call by at most its median allowance
+    (`overhead_allowance_median_ms`). Up to three runs, stopping at a fail: a harness that stopped catching a
+    forged half or more would pass it at 1.6-4x in about 4 runs of 5."""
+    tol = Thresholds().clock_tol
+    for _ in range(3):
+        r = _verify(MATMUL, "cheat_intermittent_forgery", FORGED)
+        if r.verdict == "fail":
+            assert r.exit_code == 1 and r.speedup is None and "clock" in _failed(r), r.reason
+            assert "by the parent's wall clock" in r.reason, r.reason
+            return
+        assert r.ref_ms and r.speedup is not None, r.reason
+        honest_ms = r.ref_ms / (1 + tol) - r.wall_clock["overhead_allowance_median_ms"]
+        assert r.speedup <= r.ref_ms / max(honest_ms, 1e-9), (r.speedup, r.wall_clock)
 
 
 def test_the_background_thread_is_caught_by_its_outputs_or_the_wall_clock() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -58,6 +60,30 @@ def test_load_on_both_sides_is_not_a_lie_but_a_lie_in_every_batch_or_in_most_is(
     assert figures["overhead_ms_candidate"] - figures["overhead_ms_reference"] < 0.02  # a clean low
 
 
+def test_a_second_set_is_judged_with_the_first_by_the_medians_and_alone_by_the_lows() -> None:
+    """A lie of 2.5 ms a call in 3 of 4 batches, then in 1 of 4: the second set alone passes (its median is
+    clean), both together fail by the medians (4 of 8). A checker's batch 2 ms low in the first set fails the
+    first set's lows; with a clean second set it is not the lowest any more (the lows are the last set's)."""
+    def one_set(cand_extra: list[float], timed_set: int, ref_extra: float = 0.0) -> list[BatchRecord]:
+        out = []
+        for i, c in enumerate(cand_extra):
+            low = ref_extra if i == 0 else 0.0
+            out.append(BatchRecord("ref", "timed", 5 * (2.5 + low) + 0.01 * i, [2.0] * 5, timed_set=timed_set))
+            out.append(BatchRecord("cand", "timed", 5 * (2.5 + c), [2.0] * 5, timed_set=timed_set))
+        return out
+
+    base = [BatchRecord("ref", "baseline", 5 * 2.5 + 0.01 * i, [2.0] * 5) for i in range(2)]
+    first, second = one_set([2.5, 2.52, 2.51, 0.0], 0), one_set([0.0, 2.5, 0.01, 0.0], 1)
+    assert timing_checks(base + first, 0.1, "cuda")[0]["clock"]["passed"] is False
+    assert timing_checks(base + [replace(b, timed_set=0) for b in second], 0.1, "cuda")[0]["clock"]["passed"] is True
+    pooled, figures = timing_checks(base + first + second, 0.1, "cuda")
+    assert pooled["clock"]["passed"] is False and pooled["clock"]["value"] == figures["overhead_excess_median_ms"]
+    assert figures["overhead_excess_median_ms"] > figures["overhead_allowance_median_ms"]
+    low_first = one_set([0.0] * 4, 0, ref_extra=-2.0)
+    assert timing_checks(base + low_first, 0.1, "cuda")[0]["clock"]["passed"] is False  # by that low
+    assert timing_checks(base + low_first + one_set([0.0] * 4, 1), 0.1, "cuda")[0]["clock"]["passed"] is True
+
+
 def test_a_slower_reference_is_reviewed_and_repeats_that_help_only_the_candidate_fail() -> None:
     checks, _ = timing_checks(_batches(ref_ms=3.0, ref_base_ms=2.0), 0.1, "cuda")
     assert checks["reference_timing"]["passed"] is None and checks["reference_timing"]["value"] == pytest.approx(1.5)
@@ -95,8 +121,9 @@ def test_timer_times_and_sketches_each_call() -> None:
 @pytest.mark.parametrize(("second_set_lies", "verdict"), [(False, "pass"), (True, "fail")])
 def test_a_timing_check_that_fails_once_is_timed_again_and_must_fail_again(
         monkeypatch: pytest.MonkeyPatch, name: str, second_set_lies: bool, verdict: str) -> None:
-    """Load lengthens some batches, a lie (or reuse) every one: a failed `clock` or `reuse` check gets a
-    second, independent set of its batches, and the verdict fails only when that set fails too."""
+    """Load lengthens some batches: a failed `clock` or `reuse` check gets a second set of its batches, and the
+    verdict fails only when the check fails again, judged for `clock` on both sets pooled (a lie told in some
+    batches only stays in the pooled median) and for `reuse` on the second set alone."""
     from pathlib import Path
 
     from addressable.verification import session
@@ -117,7 +144,9 @@ def test_a_timing_check_that_fails_once_is_timed_again_and_must_fail_again(
     root = Path(__file__).resolve().parents[2]
     r = verify(root / "examples" / "problems" / "05_relu.py", Path(__file__).parent / "zoo" / "honest_relu.py",
                overrides={"batch_size": 64, "dim": 128}, calls=6, warmup=1, isolate=False)
-    assert len(sets) == 2 and sets[1] and not any(b is a for b in sets[1] for a in sets[0]), sets  # the second set: new batches only
+    new = [b for b in sets[1] if not any(b is a for a in sets[0])]
+    assert len(sets) == 2 and new, sets  # the second set: new batches, with the first set's for `clock` only
+    assert len(new) == (len(sets[1]) - len(sets[0]) if name == "clock" else len(sets[1])), sets
     assert (r.verdict == "fail") == (verdict == "fail") and r.checks[name]["passed"] is (verdict == "pass"), r.reason
     assert r.wall_clock["first_set"][name]["passed"] is False  # (a loaded CPU may add a review for noisy timing)
 
