@@ -771,3 +771,36 @@ def test_host_sample_noise_reads_a_slow_host_mode_as_profile_would(tmp_path: Pat
     res = subprocess.run([sys.executable, str(ROOT / "gpu/host_sample_noise.py"), str(tmp_path / "none"), "--out",
                           str(tmp_path / "x.csv")], capture_output=True, text=True, timeout=120)
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and not (tmp_path / "x.csv").exists()
+
+
+def test_saving_decomposition_splits_a_step_saving_into_the_module_spans_and_the_rest(tmp_path: Path) -> None:
+    """A CPU-held pair: A's step 20 ms, B's 10 ms; the swap's forward saves 3 ms (4 - 1) and its backward 5 ms (A's
+    6 ms a step, B's 0.5 ms a call x 2 calls, read at the run's speed), so 2 ms (20%) is the rest. A pair whose GPU
+    holds its step is left out, and a corpus with no such pair is a one-line error that writes nothing."""
+    import pandas as pd
+
+    part = tmp_path / "c" / "part-12"
+    part.mkdir(parents=True)
+    back = {"A": {"cpu_us_steps": [6000.0, 6600.0], "step_ms": [20.0, 22.0]},
+            "B": {"cpu_us_steps": [1000.0, 1100.0], "calls_steps": [2, 2], "step_ms": [10.0, 11.0]}}
+    meta = {"step_ms": {"A": [20.0] * 5, "B": [10.0] * 5}, "swap_cpu_ms": {"A": [4.0] * 5, "B": [1.0] * 5},
+            "cpu_ms": {"A": [19.8] * 5}, "backward_pass": back}
+    (part / "p.json").write_text(json.dumps(meta))
+    (part / "gpu-held.json").write_text(json.dumps({**meta, "cpu_ms": {"A": [12.0] * 5}}))
+    val = tmp_path / "v.csv"
+    pd.DataFrame({"pair": ["p"], "measured": [2.0], "given": [2.1]}).to_csv(val, index=False)
+    out = tmp_path / "d.csv"
+    script = str(ROOT / "gpu/saving_decomposition.py")
+    res = subprocess.run([sys.executable, script, str(tmp_path / "c"), "--validation", str(val), "--out", str(out)],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    t = pd.read_csv(out)
+    assert list(t.pair) == ["p"]
+    row = t.iloc[0]
+    assert (row.forward_ms, row.backward_ms, row.rest_ms) == pytest.approx((3.0, 5.0, 2.0))
+    assert row.rest_share == pytest.approx(0.2) and row.given_error == pytest.approx(0.05)
+    (part / "p.json").unlink()
+    empty = tmp_path / "e.csv"
+    res = subprocess.run([sys.executable, script, str(tmp_path / "c"), "--out", str(empty)],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and "no pair" in res.stderr and "Traceback" not in res.stderr and not empty.exists()
