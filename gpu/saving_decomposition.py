@@ -3,10 +3,12 @@
 Per pair whose capture timed the swapped modules' backward interleaved (part 12 on) and whose host holds A's step
 (A's host time over its step at least --host-share): A's unprofiled step less B's (the medians) against the swap's
 profiler-free forward saving (the swap group's CPU, A's less B's) and its backward saving (the interleaved pass, each
-step read at the host's speed beside it, as `given` reads it). The rest is what neither module span holds: the work
-around the swapped modules that the swap also removed, which `given` models as replay.SPILLOVER of the CPU the swap
-removes. With the validation's table (--validation), each pair's `given` error beside it, and a direct estimate of
-B's step, A's less (forward + backward saving) x (1 + s), scored on the even and the odd parts apart against `given`.
+step read at the host's speed beside it, as `given` reads it). The rest is what neither module span holds: work
+around the swapped modules that the swap also removed, or what reading the spans and the steps in different passes
+misses; `given` models it as replay.SPILLOVER of the CPU the swap removes. With the validation's table (--validation),
+each pair's `given` error and the log of its backward's profiler-free CPU scale over the rest's beside it, and a
+direct estimate of B's step, A's less (forward + backward saving) x (1 + s), scored on the even and the odd parts
+apart against `given`.
 
     python gpu/saving_decomposition.py results/h200/replay_corpus --validation \\
         results/h200/replay_corpus/validation_fit_all.csv [--out outputs/saving_decomposition.csv]
@@ -90,13 +92,15 @@ def main(argv: list[str] | None = None) -> int:
         if not args.validation.is_file():
             print(f"--validation: {args.validation} is not a file", file=sys.stderr)
             return 2
-        v = pd.read_csv(args.validation, usecols=["pair", "measured", "given"])
+        v = pd.read_csv(args.validation, usecols=["pair", "measured", "given", "backward_scale", "rest_scale"])
         t = t.merge(v, on="pair")
         t["given_error"] = t.given / t.measured - 1
+        t["log_backward_over_rest_scale"] = np.log(t.backward_scale / t.rest_scale)
     q = t.rest_share.quantile([0.25, 0.5, 0.75])
     print(f"{len(t)} pairs: the rest's share of the step saving, quartiles {q.iloc[0]:.3f} {q.iloc[1]:.3f} {q.iloc[2]:.3f}")
     if "given_error" in t:
-        print(f"correlation of the rest's share with given's error: {t.rest_share.corr(t.given_error):+.2f}")
+        print(f"correlation of the rest's share with given's error: {t.rest_share.corr(t.given_error):+.2f}, with "
+              f"log(backward scale / rest scale): {t.rest_share.corr(t.log_backward_over_rest_scale):+.2f}")
         print(direct(t).to_string(index=False, float_format=lambda x: f"{x:.4f}"))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     write_text(args.out, t.to_csv(index=False, float_format="%.5g"))

@@ -788,7 +788,8 @@ def test_saving_decomposition_splits_a_step_saving_into_the_module_spans_and_the
     (part / "p.json").write_text(json.dumps(meta))
     (part / "gpu-held.json").write_text(json.dumps({**meta, "cpu_ms": {"A": [12.0] * 5}}))
     val = tmp_path / "v.csv"
-    pd.DataFrame({"pair": ["p"], "measured": [2.0], "given": [2.1]}).to_csv(val, index=False)
+    pd.DataFrame({"pair": ["p"], "measured": [2.0], "given": [2.1], "backward_scale": [0.5], "rest_scale": [0.5]}
+                 ).to_csv(val, index=False)
     out = tmp_path / "d.csv"
     script = str(ROOT / "gpu/saving_decomposition.py")
     res = subprocess.run([sys.executable, script, str(tmp_path / "c"), "--validation", str(val), "--out", str(out)],
@@ -799,6 +800,7 @@ def test_saving_decomposition_splits_a_step_saving_into_the_module_spans_and_the
     row = t.iloc[0]
     assert (row.forward_ms, row.backward_ms, row.rest_ms) == pytest.approx((3.0, 5.0, 2.0))
     assert row.rest_share == pytest.approx(0.2) and row.given_error == pytest.approx(0.05)
+    assert row.log_backward_over_rest_scale == pytest.approx(0.0)
     (part / "p.json").unlink()
     empty = tmp_path / "e.csv"
     res = subprocess.run([sys.executable, script, str(tmp_path / "c"), "--out", str(empty)],
