@@ -17,6 +17,7 @@ each line has the 1-minute load average.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -51,14 +52,19 @@ def describe(batches: list[BatchRecord], result: tuple[dict[str, Any], dict[str,
     t_ref = statistics.median(t for b in ref for t in b.times)
     excess = [b.overhead - o_ref for b in cand]
     checks, figures = result
-    return {"checks": {k: v for k, v in checks.items()}, "excess_med": figures.get("overhead_excess_median_ms"),
+    return {"checks": dict(checks), "excess_med": figures.get("overhead_excess_median_ms"),
             "ref_ms": t_ref, "excess": [round(e, 3) for e in excess],
             "ratio": [round(statistics.fmean(b.times) / t_ref, 3) for b in cand],
             "forged": sum(e > 0.5 * t_ref for e in excess), "batches": [asdict(b) for b in batches]}
 
 
-def main() -> None:
-    out, runs, cases = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out", type=Path, help="JSON lines, appended to")
+    ap.add_argument("runs", type=int)
+    ap.add_argument("cases", nargs="+", choices=sorted(CASES))
+    args = ap.parse_args(argv)
+    out, runs, cases = args.out, args.runs, args.cases
     judged: list[tuple[list[BatchRecord], Any]] = []
     original = session.timing_checks
 
@@ -67,7 +73,7 @@ def main() -> None:
         judged.append((list(batches), result))
         return result
 
-    session.timing_checks = recording  # type: ignore[assignment]
+    session.timing_checks = recording
     with out.open("a") as f:
         for i in range(runs):
             for case in cases:
@@ -84,7 +90,8 @@ def main() -> None:
                 f.flush()
                 brief = [(s["forged"], s["checks"].get("clock", {}).get("passed"), s["excess"]) for s in sets]
                 print(case, r.verdict, r.speedup and round(r.speedup, 2), row["load"], brief, flush=True)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
