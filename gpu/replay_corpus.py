@@ -39,6 +39,8 @@ The split into dev and heldout is fixed before any data exists: results/h200/rep
     python3 gpu/replay_corpus.py "$OUT" --part N --budget-s 300     # parts 20-35: held-outs 16-31 (split.csv,
                                                                     # each registered in docs/replay.md first)
     python3 gpu/replay_corpus.py "$OUT" --part N --budget-s 450     # parts 36-39: held-outs 32-35 (the same)
+    python3 gpu/replay_corpus.py "$OUT" --part 40 --budget-s 540    # dev5: held-outs 34-35's training, backward spread
+    python3 gpu/replay_corpus.py "$OUT" --part 41 --budget-s 450    # held-out 36: 17 new, CPU-bound training
     python3 gpu/replay_corpus.py OUT --smoke [--pairs NAME,...]     # tiny sizes on the CPU (the test)
 
 Writes OUT/corpus/part-N/ (NAME.json, NAME.{A,B}[.rR].json.gz, profiler_overhead.json, capture.log),
@@ -2143,6 +2145,48 @@ PAIRS += [
 PAIRS += multi_stream_pairs(39, mixed=((2, "gelu", 5, 2816),), side=(("layernorm", 5, 3712),),
                             main=(("rmsnorm", 6, 2688),))
 
+# part 40: development data for reading the backward spread over the timing (`backward_spread`, new in part 40,
+# beside the end-of-pair pass it is compared with): held-outs 34-35's training pairs (read before), every one whose
+# host holds A's step (A's host time at least 0.9 of its step), the optimizer pair (no module backward) excepted,
+# captured again
+RECAPTURED_40 = ("resnet18-train-b28-bn", "resnet18-gn-train-b18", "gpt-train-b6-s128-block", "mobilenetv2-train-b24-bn",
+                 "resnet50-train-b16-bn", "vit-train-b12-d512-block", "efficientnetb0-train-b10-bn",
+                 "resnet34-train-b16-bnkd", "vit-train-b24-d384-block", "regnety400mf-train-b20-bn",
+                 "resnet18-train-b36-bnkd", "gpt-train-b4-s96-block", "gpt-train-b16-s128-gelu", "gpt-train-b5-s160-mlp",
+                 "resnet18-gn-train-b28", "resnet18-train-b32-bnkd", "resnet50-train-b24-bn",
+                 "vit-train-b28-d384-layernorm")
+_BY_NAME = {p.name: p for p in PAIRS}
+PAIRS += [replace(_BY_NAME[n], name=f"{n}-r40", part=40) for n in RECAPTURED_40]
+
+# part 41: held-out 36, 17 new pairs, registered on 6 Dec 2026 with part 40 and before either was captured
+# (docs/replay.md): CPU-bound training at configurations no earlier part ran, every swap kind, CNNs first, and two
+# co-limited CNN inference pairs; scored once, with the backward's reading chosen on part 40
+PAIRS += [
+    Pair("resnet18-train-b40-bn", "cnn", "tiny", 41, p_bn(40, True), 18),
+    Pair("resnet18-gn-train-b32", "cnn", "tiny", 41, p_gn_train(32), 18),
+    Pair("resnet18-train-b44-bnkd", "cnn", "tiny", 41, p_bn(44, True, same_dtype=True), 18),
+    Pair("resnet50-train-b20-bn", "cnn", "tiny", 41, p_bn_net("resnet50", 20, "ResNet-50"), 30),
+    Pair("resnet34-train-b24-bn", "cnn", "tiny", 41, p_bn_net("resnet34", 24, "ResNet-34"), 25),
+    Pair("mobilenetv2-train-b32-bn", "cnn", "tiny", 41, p_bn_net("mobilenet_v2", 32, "MobileNetV2"), 30),
+    Pair("efficientnetb0-train-b14-bn", "cnn", "tiny", 41, p_bn_net("efficientnet_b0", 14, "EfficientNet-B0"), 30),
+    Pair("regnety400mf-train-b28-bn", "cnn", "tiny", 41, p_bn_net("regnet_y_400mf", 28, "RegNetY-400MF"), 30),
+    own_train("gpt-train-b5-s112-block", "train-small", 41, "block", 5, 512, 4, 8, tokens=112),
+    own_train("vit-train-b18-d384-block", "train-large", 41, "block", 18, 384, 6, 6),
+    own_train("vit-train-b18-d512-layernorm", "train-large", 41, "layernorm", 18, 512, 6, 8),
+    own_train("gpt-train-b7-s160-gelu", "train-small", 41, "gelu", 7, 512, 4, 8, tokens=160),
+    own_train("gpt-train-b7-s192-mlp", "train-small", 41, "mlp", 7, 512, 4, 8, tokens=192),
+    Pair("llama-train-b2-s192-rmsnorm", "train-small", "tiny", 41, p_hf_swap(
+        "llama", 2, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "train",
+        "Llama-3.2-1B shapes cut to 2 layers, training b2 x 192, bf16 weights: every RMSNorm eager vs nn.RMSNorm.",
+        b=2, seq=192), 18),
+    Pair("bert-train-b4-s112-gelu", "train-small", "tiny", 41, p_hf_swap(
+        "bert", 4, GELUS, eager_gelu, fused_gelu, "train",
+        "BERT-base shapes cut to 4 layers, training b4 x 112, bf16 autocast, SGD: every intermediate GELU eager "
+        "tanh-GELU vs F.gelu(tanh).", b=4, seq=112), 18),
+    Pair("resnet18-infer-b32-bn", "cnn", "tiny", 41, p_bn(32, False), 15),
+    Pair("resnet34-infer-b72-bn", "cnn", "tiny", 41, p_bn_net("resnet34", 72, "ResNet-34", train=False), 20),
+]
+
 
 def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
@@ -2167,13 +2211,15 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     (swaps on every stream, bandwidth-bound or mostly GEMMs) heldout31, part 36 (steps the GPU about holds, for the
     CPU scale's fit shared with the host time) heldout32, part 37 (the model as it stands, every regime)
     heldout33, part 38 (the same, where it misses most in sample) heldout34, part 39 (the same, the workloads the
-    tool is for) heldout35."""
+    tool is for) heldout35, part 40 (held-outs 34-35's CPU-bound training pairs again, the backward also read spread
+    over the timing) dev5 and part 41 (new CPU-bound training pairs) heldout36."""
     named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11", 16: "heldout12", 17: "heldout13",
              18: "heldout14", 19: "heldout15", 20: "heldout16", 21: "heldout17",
              22: "heldout18", 23: "heldout19", 24: "heldout20", 25: "heldout21", 26: "heldout22",
              27: "heldout23", 28: "heldout24", 29: "heldout25", 30: "heldout26",
              31: "heldout27", 32: "heldout28", 33: "heldout29", 34: "heldout30", 35: "heldout31",
-             36: "heldout32", 37: "heldout33", 38: "heldout34", 39: "heldout35"}
+             36: "heldout32", 37: "heldout33", 38: "heldout34", 39: "heldout35", 40: "dev5",
+             41: "heldout36"}
     out = {p.name: named.get(p.part, f"heldout{p.part - 1}") for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):
@@ -2208,8 +2254,10 @@ def ratio_ci(times: dict[str, list], rounds: list[int]) -> tuple[list[float], fl
     return ratios, 1.96 * statistics.stdev(ratios) / math.sqrt(len(ratios)) / statistics.fmean(ratios)
 
 
-def measure(a: Variant, b: Variant, seconds: float, rec: dict, min_rounds: int = 6) -> None:
-    """Rounds of interleaved steps (AB, BA, ...) until the A/B ratio is known to TARGET_CI or `seconds` pass."""
+def measure(a: Variant, b: Variant, seconds: float, rec: dict, min_rounds: int = 6, spread: dict | None = None
+            ) -> None:
+    """Rounds of interleaved steps (AB, BA, ...) until the A/B ratio is known to TARGET_CI or `seconds` pass; with
+    `spread` (part 40 on), each round followed by hooked steps of A and B, interleaved (`hooked_steps`)."""
     t0 = time.perf_counter()
     first = rec["round"][-1] + 1 if rec["round"] else 0
     pair_s = (timed(a)[0] + timed(b)[0]) / 1e3
@@ -2223,6 +2271,8 @@ def measure(a: Variant, b: Variant, seconds: float, rec: dict, min_rounds: int =
                 rec["cpu_ms"][key].append(cpu_ms)
                 rec["swap_cpu_ms"][key].append(swap_ms)
             rec["round"].append(r)
+        if spread is not None:
+            hooked_steps(a, b, max(SPREAD_MIN_STEPS, per_round // SPREAD_EVERY), spread, r)
         r += 1
         _, ci = ratio_ci(rec["step_ms"], rec["round"])
         if (r - first >= min_rounds and ci < TARGET_CI) or time.perf_counter() - t0 > seconds:
@@ -2279,29 +2329,50 @@ def module_cpu(v: Variant, steps: int) -> dict:
             "backward_modules": backward}
 
 
-def backward_pass(a: Variant, b: Variant, steps: int) -> dict:
-    """Profiler-free and interleaved (A, B, then B, A, ...) as the timed steps are: each step's backward CPU of the
-    marked modules (the span of each call's autograd nodes, scopes.module_backward_cpu hooking the marked modules
-    alone) and the step's time, so that a slow mode of the host holds A and B alike (part 12 on)."""
-    marked = {k: [m for model in v.models for m in model.modules() if isinstance(m, Marked)]
-              for k, v in (("A", a), ("B", b))}
-    out: dict = {k: {"cpu_us_steps": [], "calls_steps": [], "step_ms": [], "cpu_ms": [], "swap_cpu_ms": []} for k in "AB"}
-    if not marked["A"] or not marked["B"]:
-        return {}
+def marked_modules(v: Variant) -> list[nn.Module]:
+    return [m for model in v.models for m in model.modules() if isinstance(m, Marked)]
+
+
+def hooked_steps(a: Variant, b: Variant, steps: int, out: dict, r: int | None = None) -> None:
+    """`steps` profiler-free steps of each variant, interleaved (A, B, then B, A, ...), each under
+    scopes.module_backward_cpu hooking the marked modules alone: per step the marked modules' backward span, its
+    calls, the step's time, its CPU time and the marked forwards' CPU time, appended to out[key] (with the timing
+    round `r`, where given)."""
+    marked = {"A": marked_modules(a), "B": marked_modules(b)}
     for i in range(steps):
         for key, v in (("A", a), ("B", b)) if i % 2 == 0 else (("B", b), ("A", a)):
             with scopes.module_backward_cpu(v.models[0], only=marked[key]) as rec:
                 step_ms, cpu_ms, swap_ms = timed(v)
             t = rec.table(1)
-            out[key]["cpu_us_steps"].append(round(float(t["backward_cpu_us_per_step"].sum()), 1))
-            out[key]["calls_steps"].append(float(t["backward_calls_per_step"].sum()))
-            out[key]["step_ms"].append(round(step_ms, 4))
-            out[key]["cpu_ms"].append(round(cpu_ms, 4))  # part 13 on: the step's CPU, and the marked forwards' (their
-            out[key]["swap_cpu_ms"].append(round(swap_ms, 4))  # perf_counter timer, inside the hooks), in that step
+            o = out[key]
+            o["cpu_us_steps"].append(round(float(t["backward_cpu_us_per_step"].sum()), 1))
+            o["calls_steps"].append(float(t["backward_calls_per_step"].sum()))
+            o["step_ms"].append(round(step_ms, 4))
+            o["cpu_ms"].append(round(cpu_ms, 4))  # part 13 on: the step's CPU, and the marked forwards' (their
+            o["swap_cpu_ms"].append(round(swap_ms, 4))  # perf_counter timer, inside the hooks), in that step
+            if r is not None:
+                o["round"].append(r)
+
+
+def hooked_record(rounds: bool = False) -> dict:
+    keys = ("cpu_us_steps", "calls_steps", "step_ms", "cpu_ms", "swap_cpu_ms") + (("round",) if rounds else ())
+    return {k: {x: [] for x in keys} for k in "AB"}
+
+
+def backward_pass(a: Variant, b: Variant, steps: int) -> dict:
+    """Profiler-free and interleaved (A, B, then B, A, ...) as the timed steps are: each step's backward CPU of the
+    marked modules (the span of each call's autograd nodes, scopes.module_backward_cpu hooking the marked modules
+    alone) and the step's time, so that a slow mode of the host holds A and B alike (part 12 on)."""
+    if not marked_modules(a) or not marked_modules(b):
+        return {}
+    out = hooked_record()
+    hooked_steps(a, b, steps, out)
     return out
 
 
 BACKWARD_PASS_STEPS = 30  # interleaved steps of each variant in `backward_pass`
+SPREAD_FROM = 40  # parts from here on also read the backward spread over the timing (`backward_spread`)
+SPREAD_EVERY, SPREAD_MIN_STEPS = 3, 4  # hooked steps of each variant after a round: its steps over 3, at least 4
 
 
 def trace_name(name: str, key: str, r: int) -> str:
@@ -2326,12 +2397,13 @@ def capture_pair(p: Pair, d: Path, split: str, seconds: float) -> dict:
         raise RuntimeError(f"nothing marked as swap_group in a step (calls per step {calls}): the swap matched no module")
     rec: dict = {"step_ms": {"A": [], "B": []}, "cpu_ms": {"A": [], "B": []}, "swap_cpu_ms": {"A": [], "B": []},
                  "round": []}
-    measure(a, b, 0.75 * seconds, rec)
+    spread = hooked_record(rounds=True) if p.part >= SPREAD_FROM and marked_modules(a) and marked_modules(b) else None
+    measure(a, b, 0.75 * seconds, rec, spread=spread)
     n_before = len(rec["round"])
     for r in range(PROFILE_ROUNDS):  # A, B, A, B: clock drift between windows hits both alike
         for key, v in (("A", a), ("B", b)):
             profile_steps(v.step, d / trace_name(p.name, key, r), sync_records=p.part >= SYNC_RECORDS_FROM)
-    measure(a, b, 0.25 * seconds, rec, min_rounds=2)  # after profiling: drift shows as a change
+    measure(a, b, 0.25 * seconds, rec, min_rounds=2, spread=spread)  # after profiling: drift shows as a change
     hooks = {key: module_cpu(v, 5 if not SMOKE else 2) for key, v in (("A", a), ("B", b))}
     backward = backward_pass(a, b, BACKWARD_PASS_STEPS if not SMOKE else 2) if p.part >= 12 else {}
     ratios, ci = ratio_ci(rec["step_ms"], rec["round"])
@@ -2340,6 +2412,7 @@ def capture_pair(p: Pair, d: Path, split: str, seconds: float) -> dict:
             **rec, "steps_before_profiling": n_before, "step_ms_median": med,
             "step_ms_p25": {k: statistics.quantiles(v, n=4, method="inclusive")[0] for k, v in rec["step_ms"].items()},
             "ratio_rounds": ratios, "ratio_ci95": ci, "module_cpu": hooks, "backward_pass": backward,
+            "backward_spread": spread or {},
             "swap_calls_per_step": calls,
             "device": torch.cuda.get_device_name() if DEV == "cuda" else "cpu", "torch": torch.__version__,
             "profiled_steps": PROFILED_STEPS, "profile_rounds": PROFILE_ROUNDS,
@@ -2351,7 +2424,9 @@ def capture_pair(p: Pair, d: Path, split: str, seconds: float) -> dict:
             "recorded steps; module_cpu: a profiler-free pass with global forward hooks (inclusive CPU time), then "
             "(part 10 on) twice as many steps timing each module's backward (backward_modules: per call, the span of "
             "its autograd nodes, scopes.module_backward_cpu; cpu_us_steps: each step's); backward_pass (part 12 on): the marked "
-            "modules' backward span per step, hooks on them alone, A and B interleaved step by step as the timed steps are"}
+            "modules' backward span per step, hooks on them alone, A and B interleaved step by step as the timed steps are; "
+            "backward_spread (part 40 on): the same reading in hooked steps after every timing round (SPREAD_EVERY, "
+            "SPREAD_MIN_STEPS), each step's round kept, so that it is read over the host's states the timed steps saw"}
     for k in ("step_ms", "cpu_ms", "swap_cpu_ms"):  # 0.1 us is below the timer's noise; keeps the file small
         meta[k] = {v: [round(t, 4) for t in ts] for v, ts in meta[k].items()}
     (d / f"{p.name}.json").write_text(json.dumps(meta, indent=1))

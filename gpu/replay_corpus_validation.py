@@ -108,8 +108,8 @@ HELD = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "
         "heldout9", "heldout10", "heldout11", "heldout12", "heldout13", "heldout14",
         "heldout15", "heldout16", "heldout17", "heldout18", "heldout19", "heldout20", "heldout21", "heldout22",
         "heldout23", "heldout24", "heldout25", "heldout26", "heldout27", "heldout28", "heldout29", "heldout30", "heldout31",
-        "heldout32", "heldout33", "heldout34", "heldout35")  # parts 1-2's half, 3-9, 11, 14-39
-DEV = ("dev", "dev2", "dev3", "dev4")  # parts 1-2's half, part 10, part 12, part 13
+        "heldout32", "heldout33", "heldout34", "heldout35", "heldout36")  # parts 1-2's half, 3-9, 11, 14-39, 41
+DEV = ("dev", "dev2", "dev3", "dev4", "dev5")  # parts 1-2's half, part 10, part 12, part 13, part 40
 # the statistic of A's unprofiled steps and of the swap group's profiler-free CPU the models read: the median, as
 # `project` reads a run (step_time_ms and host_time_ms are medians) and as the truth is taken (the median of rounds'
 # ratios of medians); the lower quartile (rv.STEP_QUANTILE) until held-out 20, when it was the one input the product
@@ -118,6 +118,9 @@ Q = 0.5
 # the statistic of the backward pass's steps (min: its steps run apart from the interleaved timing, and a slow mode
 # of the host can hold most of them; chosen on part 10, dev2, with replay.SPILLOVER)
 BACKWARD_Q = 0.0
+# which hooked steps give the backward's profiler-free CPU: "pass", the interleaved pass after the timing (part 12 on),
+# or "spread", the hooked steps after every timing round (part 40 on; the pass where a capture lacks them)
+BACKWARD_SOURCE = "pass"
 
 
 def swap_ranges(trace: Trace) -> pd.DataFrame:
@@ -286,11 +289,12 @@ def backward_inputs(meta: dict) -> tuple[float, float] | None:
 
 
 def interleaved_backward(meta: dict, step_a: float) -> tuple[float, float] | None:
-    """(A's swap-group backward CPU per step, B's per call), µs, from the interleaved backward pass (part 12 on):
-    each step's reading over the host's speed in that A/B pair of steps (A's step there over its timed steps'
+    """(A's swap-group backward CPU per step, B's per call), µs, from the interleaved backward pass (part 12 on;
+    with BACKWARD_SOURCE "spread", the hooked steps after every timing round where the capture has them, part 40
+    on): each step's reading over the host's speed in that A/B pair of steps (A's step there over its timed steps'
     median, `step_a` ms), the median over the pairs; None for a capture without the pass. B is read
     against A's step beside it, not its own: B's unprofiled step is what the projection is scored on."""
-    bp = meta.get("backward_pass") or {}
+    bp = (BACKWARD_SOURCE == "spread" and meta.get("backward_spread")) or meta.get("backward_pass") or {}
     a, b = bp.get("A"), bp.get("B")
     if not a or not b or not a["cpu_us_steps"] or not b["calls_steps"][0]:
         return None
@@ -467,7 +471,7 @@ def set_model_constants(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    global HOST_QUANTILE, Q, HOST_AT_STEP_SPEED, HOST_SAMPLE
+    global HOST_QUANTILE, Q, HOST_AT_STEP_SPEED, HOST_SAMPLE, BACKWARD_SOURCE
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("corpus", type=Path)
     ap.add_argument("--out", type=Path, default=Path("outputs/replay_corpus/validation.csv"))
@@ -494,6 +498,10 @@ def main(argv: list[str] | None = None) -> int:
                     "were spread through them)")
     ap.add_argument("--drop-sync-records", action="store_true", help="drop the traces' records of the GPU's waits "
                     "(part 30 on) on load, their waits then inferred from timing: a reading beside the score")
+    ap.add_argument("--backward-source", choices=["pass", "spread"], default=BACKWARD_SOURCE,
+                    help="the hooked steps a measured backward is read from: the interleaved pass after the timing "
+                    "(part 12 on) or the steps after every timing round (part 40 on; the pass where a capture lacks "
+                    f"them); default {BACKWARD_SOURCE}")
     add_model_constants(ap)
     args = ap.parse_args(argv)
     if args.jobs < 1:
@@ -510,6 +518,7 @@ def main(argv: list[str] | None = None) -> int:
     set_model_constants(args)
     HOST_QUANTILE, Q = args.host_quantile, args.step_quantile
     HOST_AT_STEP_SPEED = args.host_at_step_speed
+    BACKWARD_SOURCE = args.backward_source
     HOST_SAMPLE = ("window", args.host_window) if args.host_window else sample
     rv.DROP_SYNC_RECORDS = args.drop_sync_records
     pairs = corpus_pairs(args.corpus)

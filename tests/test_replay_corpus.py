@@ -748,6 +748,59 @@ def test_part_39_is_held_out_35_on_the_workloads_the_tool_is_for() -> None:
     assert {p.regime for p in new} == {p.regime for p in rc.PAIRS if p.part < 3} | {"infer-large"}
     assert [p.swap for p in new[-3:]] == ["every-stream", "side-stream", "main-stream"]
 
+def test_part_40_captures_held_outs_34_35s_cpu_bound_training_again_and_part_41_is_held_out_36() -> None:
+    """Part 40 (dev5) is every training pair of parts 38-39 whose host held A's step in its capture (A's host time at
+    least 0.9 of its step, the committed validation table), the optimizer pair excepted, under new names and the same
+    builds; part 41 (heldout36) is new CPU-bound training pairs, CNNs first, and two co-limited CNN inference pairs."""
+    rc = _module()
+    split = rc.split_of(rc.PAIRS)
+    by_name = {p.name: p for p in rc.PAIRS}
+    again = [p for p in rc.PAIRS if p.part == 40]
+    with open(ROOT / "results/h200/replay_corpus/validation_fit_all.csv", newline="") as f:
+        rows = {r["pair"]: r for r in csv.DictReader(f)}
+    held = {n for n, r in rows.items() if r["split"] in ("heldout34", "heldout35") and "train" in n
+            and float(r["cpu_share_a"]) >= 0.9 and r["swap"] != "optimizer"}
+    assert {p.name.removesuffix("-r40") for p in again} == held and len(held) == 18
+    assert {split[p.name] for p in again} == {"dev5"} and sum(p.est_s for p in again) + 30 < 540
+    for p in again:
+        first = by_name[p.name.removesuffix("-r40")]
+        assert (p.build, p.regime, p.swap) == (first.build, first.regime, first.swap)
+    _new_part(41, "heldout36", 17, ["resnet18", "resnet18", "resnet18", "resnet50", "resnet34"], 15, 450)
+    assert {p.swap for p in rc.PAIRS if p.part == 41} == {"tiny", "block", "mlp"}
+
+
+@pytest.mark.slow
+def test_part_40_on_reads_the_backward_after_every_timing_round(tmp_path: Path) -> None:
+    """From part 40 the hooked steps also run after every round of the timing (`backward_spread`): as many of A as of
+    B in each round, each step's round kept, the same fields as the end-of-pair pass (which stays), and the
+    validation reads them with --backward-source spread (the pass where a capture has none)."""
+    res, files = _run(tmp_path, "--pairs", "gpt-train-b16-s128-gelu-r40")
+    assert res.returncode == 0, res.stderr[-2000:]
+    meta = json.loads(files["part-x/gpt-train-b16-s128-gelu-r40.json"])
+    spread, timed_rounds = meta["backward_spread"], set(meta["round"])
+    for k in "AB":
+        steps = spread[k]["round"]
+        assert set(steps) == timed_rounds and steps == sorted(steps)
+        assert min(Counter(steps).values()) >= 4  # SPREAD_MIN_STEPS
+        assert {len(v) for v in spread[k].values()} == {len(steps)}
+        assert all(0 < f < c <= s for f, c, s in zip(spread[k]["swap_cpu_ms"], spread[k]["cpu_ms"], spread[k]["step_ms"],
+                                                      strict=True))
+    assert spread["A"]["round"] == spread["B"]["round"] and len(meta["backward_pass"]["A"]["step_ms"]) == 2
+    assert np.median(spread["A"]["cpu_us_steps"]) > np.median(spread["B"]["cpu_us_steps"]) > 0
+    spec = importlib.util.spec_from_file_location("replay_corpus_validation", ROOT / "gpu/replay_corpus_validation.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    step_a = float(np.median(meta["step_ms"]["A"]))
+    read = {}
+    for source in ("pass", "spread"):
+        mod.BACKWARD_SOURCE = source
+        read[source] = mod.interleaved_backward(meta, step_a)
+        assert mod.interleaved_backward({**meta, "backward_spread": {}}, step_a) == read.get("pass")
+    mode = np.asarray(spread["A"]["step_ms"]) / step_a
+    assert read["spread"][0] == pytest.approx(float(np.median(np.asarray(spread["A"]["cpu_us_steps"]) / mode)))
+    assert read["spread"] != read["pass"]
+
+
 def test_host_sample_noise_reads_a_slow_host_mode_as_profile_would(tmp_path: Path) -> None:
     """A GPU-bound pair (step 20 ms throughout) whose host ran at 12 ms but at 18 ms in rounds 6 and 11 of 12: three
     spread rounds (0, 6, 11) read the slow mode twice and their median is 18 ms (+50%) whatever the step says; twelve
@@ -806,3 +859,48 @@ def test_saving_decomposition_splits_a_step_saving_into_the_module_spans_and_the
     res = subprocess.run([sys.executable, script, str(tmp_path / "c"), "--out", str(empty)],
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 2 and "no pair" in res.stderr and "Traceback" not in res.stderr and not empty.exists()
+
+
+def test_backward_reading_noise_reads_each_source_and_the_move_between_captures(tmp_path: Path) -> None:
+    """A's hooked steps read 5 ms of backward in a 20 ms step (a share of 0.25) in the end-of-pair pass and 4 ms in the
+    steps after each round; a second capture (-r40) reads 6 ms: a move of +20%. Steps that all read alike have no
+    bootstrap noise. A corpus with no hooked steps, or --repeats that matches nothing, is a one-line error that
+    writes nothing."""
+    import pandas as pd
+
+    def hooked(span_us: float, n: int = 6) -> dict:
+        return {"A": {"cpu_us_steps": [span_us] * n, "calls_steps": [2.0] * n, "step_ms": [20.0] * n},
+                "B": {"cpu_us_steps": [500.0] * n, "calls_steps": [2.0] * n, "step_ms": [10.0] * n}}
+
+    base = {"step_ms": {"A": [20.0] * 5, "B": [10.0] * 5}}
+    for part, name, meta in ((38, "p", {**base, "backward_pass": hooked(5000.0)}),
+                             (40, "p-r40", {**base, "backward_pass": hooked(6000.0),
+                                            "backward_spread": hooked(4000.0, 8)})):
+        (tmp_path / "c" / f"part-{part}").mkdir(parents=True)
+        (tmp_path / "c" / f"part-{part}" / f"{name}.json").write_text(json.dumps(meta))
+    script = str(ROOT / "gpu/backward_reading_noise.py")
+
+    def run(*args: str) -> tuple[subprocess.CompletedProcess, Path]:
+        out = tmp_path / f"o{len(list(tmp_path.glob('o*.csv')))}.csv"
+        res = subprocess.run([sys.executable, script, str(tmp_path / "c"), *args, "--out", str(out)],
+                             capture_output=True, text=True, timeout=120)
+        return res, out
+
+    res, out = run()
+    assert res.returncode == 0, res.stderr[-2000:]
+    t = pd.read_csv(out).set_index("pair")
+    assert t.share.to_dict() == pytest.approx({"p": 0.25, "p-r40": 0.30}) and (t.noise == 0).all()
+    res, out = run("--source", "spread")
+    t = pd.read_csv(out).set_index("pair")
+    assert t.share.to_dict() == pytest.approx({"p": 0.25, "p-r40": 0.20}) and t.steps.to_dict() == {"p": 6, "p-r40": 8}
+    res, out = run("--repeats", ":-r40")
+    assert res.returncode == 0, res.stderr[-2000:]
+    r = pd.read_csv(out)
+    assert list(r.pair) == ["p"] and r.move.iloc[0] == pytest.approx(0.2) and "1 pairs captured twice" in res.stdout
+    res, out = run("--repeats=-r12:-r13")
+    assert res.returncode == 2 and "no pair captured" in res.stderr and "Traceback" not in res.stderr
+    assert not out.exists()
+    for f in (tmp_path / "c").rglob("*.json"):
+        f.unlink()
+    res, out = run()
+    assert res.returncode == 2 and "no pair with a hooked" in res.stderr and not out.exists()
