@@ -548,8 +548,13 @@ def main(argv: list[str] | None = None) -> int:
     t["model"] = PROJECT_MODEL
     src = f"{args.out} (fitted on {'+'.join(fit_on)}, model {{}}, truth {args.truth})"
     # given's regimes are project's for it (" large backward": replay.LARGE_BACKWARD_SHARE); uniform's the trace's
-    ours = {m: intervals_of(t, m, p, src.format(m), fit_on, col)
-            for m, p, col in ((PROJECT_MODEL, "", "regime_given"), (FALLBACK_MODEL, "uniform_", "regime_detected"))}
+    try:
+        ours = {m: intervals_of(t, m, p, src.format(m), fit_on, col)
+                for m, p, col in ((PROJECT_MODEL, "", "regime_given"), (FALLBACK_MODEL, "uniform_", "regime_detected"))}
+    except AddressableError as e:  # e.g. no pair of the --fit-on splits under the corpus
+        print(f"{e} (--fit-on {args.fit_on}; splits under {args.corpus}: {', '.join(sorted(set(t.split)))})",
+              file=sys.stderr)
+        return 2
     report(t, args.truth, fit_on)
     print("error model (dev): " + "; ".join(f"{m}: " + ", ".join(f"{r} {e.width(r):.1%}" for r in sorted(e.n_dev))
                                             for m, e in ours.items()))
