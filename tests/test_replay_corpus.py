@@ -904,3 +904,51 @@ def test_backward_reading_noise_reads_each_source_and_the_move_between_captures(
         f.unlink()
     res, out = run()
     assert res.returncode == 2 and "no pair with a hooked" in res.stderr and not out.exists()
+
+
+def _cast_trace(path: Path, casts_outside: int) -> None:
+    """One profiled step: a swap_group call holding one cast, then `casts_outside` casts after it in the forward,
+    then the backward (an autograd engine op) with one more cast, which is not the forward's."""
+    ev = [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 0, "dur": 1000, "pid": 1, "tid": 1},
+          {"ph": "X", "cat": "user_annotation", "name": "swap_group", "ts": 10, "dur": 50, "pid": 1, "tid": 1},
+          {"ph": "X", "cat": "cpu_op", "name": "aten::_to_copy", "ts": 20, "dur": 5, "pid": 1, "tid": 1}]
+    ev += [{"ph": "X", "cat": "cpu_op", "name": "aten::_to_copy", "ts": 100 + 20 * i, "dur": 7, "pid": 1, "tid": 1}
+           for i in range(casts_outside)]
+    ev += [{"ph": "X", "cat": "cpu_op", "name": "autograd::engine::evaluate_function: ToCopyBackward0", "ts": 600,
+            "dur": 50, "pid": 1, "tid": 2},
+           {"ph": "X", "cat": "cpu_op", "name": "aten::_to_copy", "ts": 610, "dur": 9, "pid": 1, "tid": 2}]
+    with gzip.open(path, "wt") as f:
+        json.dump({"traceEvents": ev}, f)
+
+
+def test_consumer_casts_counts_the_forwards_casts_outside_the_swapped_module(tmp_path: Path) -> None:
+    """A's forward casts its module's output three times outside the module (7 µs each), B's none: 3 removed, 21 µs;
+    the cast inside the module and the backward's are not counted. Beside the validation's table, the CPU-bound CNN
+    training pairs split by whether their swap removed such casts; a corpus with no pair is a one-line error that
+    writes nothing."""
+    import pandas as pd
+
+    part = tmp_path / "c" / "part-40"
+    part.mkdir(parents=True)
+    for name, outside in (("p", 3), ("q", 0)):
+        _cast_trace(part / f"{name}.A.json.gz", outside)
+        _cast_trace(part / f"{name}.B.json.gz", 0)
+    val = tmp_path / "v.csv"
+    pd.DataFrame({"pair": ["p", "q"], "measured": [2.0, 2.0], "given": [2.0, 2.2],
+                  "regime_given": ["cpu-bound conv training measured backward"] * 2}).to_csv(val, index=False)
+    out = tmp_path / "o.csv"
+    script = str(ROOT / "gpu/consumer_casts.py")
+    res = subprocess.run([sys.executable, script, str(tmp_path / "c"), "--validation", str(val), "--out", str(out),
+                          "--jobs", "1"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    t = pd.read_csv(out).set_index("pair")
+    assert t.loc["p", ["casts_a", "casts_b", "removed_casts", "cast_us_a"]].tolist() == pytest.approx([3, 0, 3, 21])
+    assert t.loc["q", "removed_casts"] == 0 and t.loc["q", "given_error"] == pytest.approx(0.1)
+    assert "2 pairs; the swap removed forward casts outside its module in 1" in res.stdout
+    assert "even casts removed      1" in res.stdout and "even  none removed      1" in res.stdout
+    for f in part.iterdir():
+        f.unlink()
+    empty = tmp_path / "e.csv"
+    res = subprocess.run([sys.executable, script, str(tmp_path / "c"), "--out", str(empty)],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and "no pair" in res.stderr and "Traceback" not in res.stderr and not empty.exists()
