@@ -39,7 +39,7 @@ def reading(meta: dict, rng: np.random.Generator) -> dict[str, float] | None:
     read = rcv.interleaved_backward(meta, step_a)
     if read is None:
         return None
-    source = (rcv.BACKWARD_SOURCE == "spread" and meta.get("backward_spread")) or meta["backward_pass"]
+    source = rcv.hooked_backward_steps(meta)
     a = source["A"]
     per_step = np.asarray(a["cpu_us_steps"], float) / (np.asarray(a["step_ms"], float) / step_a)
     boot = np.median(rng.choice(per_step, (RESAMPLES, len(per_step))), axis=1)

@@ -43,13 +43,13 @@ def forward_casts(path: Path) -> tuple[float, float]:
     ts, tid = casts["ts"].to_numpy(float), casts["tid"].to_numpy(np.int64)
     outside = rv.inside(ts, tid, groups["ts"].to_numpy(float), (groups["ts"] + groups["dur"]).to_numpy(float),
                         groups["tid"].to_numpy(np.int64)) < 0
+    e, dur = engine["ts"].to_numpy(float), casts["dur"].to_numpy(float)
     n = us = 0.0
     for s0, d in zip(steps["ts"].to_numpy(float), steps["dur"].to_numpy(float), strict=True):
-        e = engine["ts"].to_numpy(float)
         forward_end = float(e[(e >= s0) & (e < s0 + d)].min(initial=s0 + d))
         hit = outside & (ts >= s0) & (ts < forward_end)
         n += float(hit.sum())
-        us += float(casts["dur"].to_numpy(float)[hit].sum())
+        us += float(dur[hit].sum())
     k = max(len(steps), 1)
     return n / k, us / k
 

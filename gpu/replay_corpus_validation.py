@@ -288,13 +288,19 @@ def backward_inputs(meta: dict) -> tuple[float, float] | None:
     return qa, qb / b["calls_per_step"]
 
 
+def hooked_backward_steps(meta: dict) -> dict:
+    """The capture's hooked steps BACKWARD_SOURCE names: those after every timing round ("spread", where the capture
+    has them) or the interleaved pass after the timing; {} for a capture with neither."""
+    return (BACKWARD_SOURCE == "spread" and meta.get("backward_spread")) or meta.get("backward_pass") or {}
+
+
 def interleaved_backward(meta: dict, step_a: float) -> tuple[float, float] | None:
     """(A's swap-group backward CPU per step, B's per call), µs, from the interleaved backward pass (part 12 on;
     with BACKWARD_SOURCE "spread", the hooked steps after every timing round where the capture has them, part 40
     on): each step's reading over the host's speed in that A/B pair of steps (A's step there over its timed steps'
     median, `step_a` ms), the median over the pairs; None for a capture without the pass. B is read
     against A's step beside it, not its own: B's unprofiled step is what the projection is scored on."""
-    bp = (BACKWARD_SOURCE == "spread" and meta.get("backward_spread")) or meta.get("backward_pass") or {}
+    bp = hooked_backward_steps(meta)
     a, b = bp.get("A"), bp.get("B")
     if not a or not b or not a["cpu_us_steps"] or not b["calls_steps"][0]:
         return None
