@@ -2188,6 +2188,42 @@ PAIRS += [
 ]
 
 
+# part 42: held-out 37, 17 new pairs, registered on 6 Dec 2026 before the consumer-cast term (`given` removing the
+# casts a swap saves its module's consumers, docs/replay.md) was chosen on the development splits: CPU-bound training
+# whose swap removes its consumers' casts (plain eager BatchNorm, eager tanh-GELU) or removes none (dtype-keeping
+# BatchNorm, GroupNorm, LayerNorm, RMSNorm, a block), CNNs first, then a co-limited CNN inference pair, batch-1
+# encoder inference and a decode loop; scored once, with whichever model the rule chose
+PAIRS += [
+    Pair("resnet18-train-b48-bn", "cnn", "tiny", 42, p_bn(48, True), 18),
+    Pair("resnet18-train-b20-bnkd", "cnn", "tiny", 42, p_bn(20, True, same_dtype=True), 18),
+    Pair("resnet18-gn-train-b36", "cnn", "tiny", 42, p_gn_train(36), 18),
+    Pair("resnet34-train-b20-bn", "cnn", "tiny", 42, p_bn_net("resnet34", 20, "ResNet-34"), 25),
+    Pair("resnet50-train-b28-bn", "cnn", "tiny", 42, p_bn_net("resnet50", 28, "ResNet-50"), 30),
+    Pair("mobilenetv2-train-b40-bn", "cnn", "tiny", 42, p_bn_net("mobilenet_v2", 40, "MobileNetV2"), 30),
+    Pair("resnet34-train-b24-bnkd", "cnn", "tiny", 42, p_bn_net("resnet34", 24, "ResNet-34", same_dtype=True), 25),
+    Pair("efficientnetb0-train-b18-bn", "cnn", "tiny", 42, p_bn_net("efficientnet_b0", 18, "EfficientNet-B0"), 30),
+    own_train("gpt-train-b9-s128-gelu", "train-small", 42, "gelu", 9, 512, 4, 8, tokens=128),
+    Pair("bert-train-b6-s96-gelu", "train-small", "tiny", 42, p_hf_swap(
+        "bert", 4, GELUS, eager_gelu, fused_gelu, "train",
+        "BERT-base shapes cut to 4 layers, training b6 x 96, bf16 autocast, SGD: every intermediate GELU eager "
+        "tanh-GELU vs F.gelu(tanh).", b=6, seq=96), 18),
+    own_train("gpt-train-b6-s176-mlp", "train-small", 42, "mlp", 6, 512, 4, 8, tokens=176),
+    own_train("vit-train-b22-d384-layernorm", "train-large", 42, "layernorm", 22, 384, 6, 6),
+    own_train("gpt-train-b3-s240-block", "train-small", 42, "block", 3, 512, 4, 8, tokens=240),
+    Pair("llama-train-b4-s96-rmsnorm", "train-small", "tiny", 42, p_hf_swap(
+        "llama", 2, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "train",
+        "Llama-3.2-1B shapes cut to 2 layers, training b4 x 96, bf16 weights: every RMSNorm eager vs nn.RMSNorm.",
+        b=4, seq=96), 18),
+    Pair("resnet18-infer-b60-bn", "cnn", "tiny", 42, p_bn(60, False), 15),
+    Pair("vit-b1-d640-layernorm-8l", "enc-infer-b1", "tiny", 42, p_own_infer(
+        dict(d=640, layers=8, heads=10), dict(norm="eager"), {}, NORMS, 1,
+        "ViT-like (8 x d640) inference, batch 1, bf16: every LayerNorm eager vs nn.LayerNorm."), 18),
+    Pair("gpt2-decode-b1-gelu-7l", "decode", "tiny", 42, p_hf_swap(
+        "gpt2", 7, GELUS, eager_gelu, fused_gelu, "decode",
+        "GPT-2 (7 layers, transformers) decode loop, batch 1, bf16: 16-token prompt + 8 greedy tokens; every MLP "
+        "GELU eager tanh-GELU vs F.gelu(tanh).", act="gelu_new"), 24),
+]
+
 def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
     the first of the regime dev in even regimes (sorted by name) and heldout in odd ones (halves balanced);
@@ -2212,14 +2248,15 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     CPU scale's fit shared with the host time) heldout32, part 37 (the model as it stands, every regime)
     heldout33, part 38 (the same, where it misses most in sample) heldout34, part 39 (the same, the workloads the
     tool is for) heldout35, part 40 (held-outs 34-35's CPU-bound training pairs again, the backward also read spread
-    over the timing) dev5 and part 41 (new CPU-bound training pairs) heldout36."""
+    over the timing) dev5, part 41 (new CPU-bound training pairs) heldout36 and part 42 (CPU-bound training whose swap
+    removes its consumers' casts or removes none, for the consumer-cast term) heldout37."""
     named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11", 16: "heldout12", 17: "heldout13",
              18: "heldout14", 19: "heldout15", 20: "heldout16", 21: "heldout17",
              22: "heldout18", 23: "heldout19", 24: "heldout20", 25: "heldout21", 26: "heldout22",
              27: "heldout23", 28: "heldout24", 29: "heldout25", 30: "heldout26",
              31: "heldout27", 32: "heldout28", 33: "heldout29", 34: "heldout30", 35: "heldout31",
              36: "heldout32", 37: "heldout33", 38: "heldout34", 39: "heldout35", 40: "dev5",
-             41: "heldout36"}
+             41: "heldout36", 42: "heldout37"}
     out = {p.name: named.get(p.part, f"heldout{p.part - 1}") for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):

@@ -769,6 +769,17 @@ def test_part_40_captures_held_outs_34_35s_cpu_bound_training_again_and_part_41_
     assert {p.swap for p in rc.PAIRS if p.part == 41} == {"tiny", "block", "mlp"}
 
 
+def test_part_42_is_held_out_37_swaps_that_remove_their_consumers_casts_and_swaps_that_remove_none() -> None:
+    """Part 42 (heldout37): new pairs, CPU-bound CNN training first (plain eager BatchNorm, whose float32 output its
+    consumers cast back; dtype-keeping BatchNorm and GroupNorm, which leave them none), then transformer training
+    (eager tanh-GELU among them) and three inference pairs, fitting one device call."""
+    rc = _module()
+    _new_part(42, "heldout37", 17, ["resnet18", "resnet18", "resnet18", "resnet34", "resnet50"], 14, 450)
+    names = [p.name for p in rc.PAIRS if p.part == 42]
+    assert {n.rsplit("-", 1)[1] for n in names if n.startswith("resnet") and "train" in n} == {"bn", "bnkd", "b36"}
+    assert sum(n.endswith("-gelu") for n in names) == 2
+
+
 @pytest.mark.slow
 def test_part_40_on_reads_the_backward_after_every_timing_round(tmp_path: Path) -> None:
     """From part 40 the hooked steps also run after every round of the timing (`backward_spread`): as many of A as of
