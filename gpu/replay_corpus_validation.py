@@ -88,6 +88,7 @@ from addressable.projection.replay import (
     ReplayProjection,
     WhatIf,
     backward_group_cpu,
+    consumer_casts,
     fit_cpu_scale,
     group_cpu,
     has_backward,
@@ -121,6 +122,11 @@ BACKWARD_Q = 0.0
 # which hooked steps give the backward's profiler-free CPU: "pass", the interleaved pass after the timing (part 12 on),
 # or "spread", the hooked steps after every timing round (part 40 on; the pass where a capture lacks them)
 BACKWARD_SOURCE = "pass"
+# the consumer-cast term (replay.consumer_casts, registered before part 42): where a pair's swap removes its module's
+# consumers' casts (swap_dtypes.csv: A's modules return a dtype other than their input's, B's their input's), given
+# also removes those casts; CASTS_REMOVED holds each pair's verdict (--consumer-casts reads it)
+CONSUMER_CASTS = False
+CASTS_REMOVED: dict[str, bool] = {}
 
 
 def swap_ranges(trace: Trace) -> pd.DataFrame:
@@ -152,12 +158,26 @@ def speedup(g: Graph, changes: list[Change], scale: float | np.ndarray) -> float
     return replay(g, changes, scale).speedup_over(replay(g, cpu_scale=scale))[0]
 
 
+def casts_removed(dtypes: pd.DataFrame) -> dict[str, bool]:
+    """Per pair of swap_dtypes.csv: whether its swap removes its module's consumers' casts (A's modules return a dtype
+    other than their input's, B's return their input's; a pair whose probe failed removes none)."""
+    d = dtypes.fillna("")
+    ok = (d["error"] == "") & (d["a_in"] != "") & (d["b_in"] != "")
+    return dict(zip(d["pair"], ok & (d["a_out"] != d["a_in"]) & (d["b_out"] == d["b_in"]), strict=True))
+
+
+def cast_whatif() -> WhatIf:
+    """The consumers' casts of the swap group's output (replay.consumer_casts) gone, with their launches."""
+    return WhatIf(lambda t, g: consumer_casts(g, t, swap_ranges(t)), 1.0, 1.0, 1.0, 0.0)
+
+
 def whatifs(changes: list[Change], forward: bool, cpu: Callable[[Trace, Graph], GroupCpu] | None,
-            after: float | None) -> list[WhatIf]:
+            after: float | None, casts: bool = False) -> list[WhatIf]:
     """The measured what-if as project_traces takes it: one WhatIf per part (forward first, when the group
     has forward kernels), the forward one with the group's CPU calibration and the replacement's CPU per call,
-    the backward one's launches at the forward's measured scale."""
-    return [WhatIf(lambda t, g, c=c: c.mask, c.k, c.k, c.k, c.kernels_after, lambda t, g, c=c: c.calls,
+    the backward one's launches at the forward's measured scale; with `casts`, the consumers' casts removed
+    before them (`cast_whatif`)."""
+    return [cast_whatif()] * casts + [WhatIf(lambda t, g, c=c: c.mask, c.k, c.k, c.k, c.kernels_after, lambda t, g, c=c: c.calls,
                    cpu if forward and i == 0 else None, after if forward and i == 0 else None,
                    cpu if forward and i > 0 else None)
             for i, c in enumerate(changes)]
@@ -194,7 +214,9 @@ def round_models(a: Path, b: Path, meta: dict, step_a: float, costs: tuple[float
     # measured CPU time per call (the replacement's, like k), the part of it in launches as in A's ranges
     after = float(np.quantile(swap["B"], Q)) * 1e3 / max(meta["swap_calls_per_step"]["B"], 1) if swap else None
     cal = (lambda t, g: group_cpu(g, t, swap_ranges(t), unprof)) if swap else None
-    res = projected(ta, whatifs(changes, forward, cal, after), step_a * 1e3, host)
+    casts = CONSUMER_CASTS and CASTS_REMOVED.get(meta["pair"], False)
+    row["casts_removed"] = casts
+    res = projected(ta, whatifs(changes, forward, cal, after, casts), step_a * 1e3, host)
     row["given_v4"] = res.speedup_wall  # the geometric mean of the two backward hypotheses (held-outs 6-8)
     row["given_v3"] = res.speedup_wall_hypotheses[0]  # the backward at the forward's scale (scored on held-outs 5-6)
     row["given_lo"], row["given_hi"] = min(res.speedup_wall_hypotheses), max(res.speedup_wall_hypotheses)
@@ -213,7 +235,7 @@ def round_models(a: Path, b: Path, meta: dict, step_a: float, costs: tuple[float
         """given with the backward measured: (A's backward per step, B's per call)."""
         def bcal(t: Trace, g: Graph) -> GroupCpu:
             return backward_group_cpu(g, t, swap_ranges(t), bwd[0])
-        wis = whatifs(changes, forward, cal, after)
+        wis = whatifs(changes, forward, cal, after, casts)
         wis[-1] = dataclasses.replace(wis[-1], cpu=bcal, cpu_after_us=bwd[1], scale_like=None, backward=True)
         return projected(ta, wis, step_a * 1e3, host), bcal(ta, ga).scale
 
@@ -477,7 +499,7 @@ def set_model_constants(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    global HOST_QUANTILE, Q, HOST_AT_STEP_SPEED, HOST_SAMPLE, BACKWARD_SOURCE
+    global HOST_QUANTILE, Q, HOST_AT_STEP_SPEED, HOST_SAMPLE, BACKWARD_SOURCE, CONSUMER_CASTS, CASTS_REMOVED
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("corpus", type=Path)
     ap.add_argument("--out", type=Path, default=Path("outputs/replay_corpus/validation.csv"))
@@ -508,8 +530,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="the hooked steps a measured backward is read from: the interleaved pass after the timing "
                     "(part 12 on) or the steps after every timing round (part 40 on; the pass where a capture lacks "
                     f"them); default {BACKWARD_SOURCE}")
+    ap.add_argument("--consumer-casts", action="store_true", help="given also removes the casts a swap saves its "
+                    "module's consumers, where CORPUS/swap_dtypes.csv says it does (replay.consumer_casts)")
     add_model_constants(ap)
     args = ap.parse_args(argv)
+    dtypes = args.corpus / "swap_dtypes.csv"
+    if args.consumer_casts and not dtypes.is_file():
+        print(f"--consumer-casts: {dtypes} is not a file (gpu/swap_dtypes.py writes it)", file=sys.stderr)
+        return 2
+    CONSUMER_CASTS = args.consumer_casts
+    CASTS_REMOVED = casts_removed(pd.read_csv(dtypes, dtype=str)) if args.consumer_casts else {}
     if args.jobs < 1:
         print("--jobs: must be at least 1", file=sys.stderr)
         return 2
