@@ -331,49 +331,28 @@ def test_the_interleaved_backward_pass_times_both_variants_step_by_step(tmp_path
     assert min(bwd["A"]["cpu_us_steps"]) > min(bwd["B"]["cpu_us_steps"]) > 0
 
 
+# one pair of each builder family of held-outs 2-7 (those parts were captured long since; one run keeps their builds
+# and their swaps' smaller op counts checked without a capture per part): the pair, its split, and how many times
+# B's ops in the swap group A's exceed
+LATER_PARTS = {
+    "llama-decode-b1-rope": ("heldout2", 1),  # the cached rotary table launches fewer ops than recomputing it
+    "vit-b1-d640-layernorm": ("heldout3", 2),  # eager LayerNorm: 9 ops, nn.LayerNorm: 1
+    "resnet18-infer-b8-bn": ("heldout4", 2),  # eager BatchNorm (running stats): several ops, nn.BatchNorm2d: 1
+    "gpt-b1-s192-d768-block": ("heldout6", 2),  # a whole eager block against nn.LayerNorm, SDPA, F.gelu
+    "resnet18-gn-train-b4": ("heldout7", 1),  # eager GroupNorm against nn.GroupNorm, in training
+}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize(("split", "pairs", "fewer", "factor"), [
-    # the cached rotary table launches fewer ops than recomputing it
-    ("heldout2", ["gpt-train-b4-s128-dropout-add", "llama-decode-b1-rope", "resnet18-gn-infer-b8",
-                  "vit-train-b4-adamw-foreach"], "llama-decode-b1-rope", 1),
-    # eager LayerNorm: 9 ops, nn.LayerNorm: 1
-    ("heldout3", ["vit-b1-d640-layernorm", "gpt-train-b32-s128-dropout-add", "two-stream-n3072-layernorm",
-                  "compiled-rmsnorm-llama-b1-s64", "llama-decode-b1-silu-8l"], "vit-b1-d640-layernorm", 2),
-    # eager BatchNorm (running stats): several ops, nn.BatchNorm2d: 1
-    ("heldout4", ["resnet18-infer-b8-bn", "bert-train-b2-s128-gelu", "two-stream-n2560-rmsnorm",
-                  "llama-decode-b1-rmsnorm-6l"], "resnet18-infer-b8-bn", 2),
-    # eager LayerNorm: 9 ops, nn.LayerNorm: 1
-    ("heldout5", ["bert-b1-s64-layernorm-6l", "resnet18-train-b16-bn", "llama-train-b1-s128-rmsnorm",
-                  "two-stream-n3072-small-gelu"], "bert-b1-s64-layernorm-6l", 2),
-    # a whole eager block (LayerNorms, attention, GELU) against nn.LayerNorm, SDPA, F.gelu
-    ("heldout6", ["gpt-b1-s192-d768-block", "gpt-train-b4-s128-mlp", "vit-b1-d640-mlp-8l",
-                  "two-stream-n2816-layernorm"], "gpt-b1-s192-d768-block", 2),
-    # eager GroupNorm (several ops) against nn.GroupNorm, in training; a whole eager block in training
-    ("heldout7", ["resnet18-gn-train-b4", "gpt-train-b8-s256-block", "vit-b1-d512-block-6l",
-                  "two-stream-n3328-layernorm"], "vit-b1-d512-block-6l", 2),
-    # a whole eager block in training; eager GroupNorm in training at batch 2
-    ("heldout8", ["gpt-train-b2-s128-block", "resnet18-gn-train-b2", "gpt-b1-s128-d640-block",
-                  "two-stream-n2304-rmsnorm"], "gpt-b1-s128-d640-block", 2),
-    # training only, the backward timed: a whole eager block, eager BatchNorm, eager attention
-    ("heldout9", ["gpt-train-b4-s128-block", "resnet18-train-b3-bn", "vit-train-b6-d512-attention"],
-     "gpt-train-b4-s128-block", 2),
-])
-def test_smoke_run_of_the_later_held_out_parts(tmp_path: Path, split: str, pairs: list[str], fewer: str,
-                                               factor: int) -> None:
-    res, files = _run(tmp_path, "--pairs", ",".join(pairs))
+def test_smoke_run_of_the_later_held_out_parts(tmp_path: Path) -> None:
+    res, files = _run(tmp_path, "--pairs", ",".join(LATER_PARTS))
     assert res.returncode == 0, res.stderr[-2000:]
-    assert f"{len(pairs)} of {len(pairs)} pairs captured" in res.stdout
-    for name in pairs:
+    assert f"{len(LATER_PARTS)} of {len(LATER_PARTS)} pairs captured" in res.stdout
+    for name, (split, factor) in LATER_PARTS.items():
         meta = json.loads(files[f"part-x/{name}.json"])
         assert meta["split"] == split and meta["swap_calls_per_step"]["A"] > 0 < meta["swap_calls_per_step"]["B"]
-    ops = {k: _ops_in_swap_group(files[f"part-x/{fewer}.{k}.json.gz"]) for k in "AB"}
-    assert ops["B"] > 0 and ops["A"] > factor * ops["B"]
-    if split == "heldout9":  # the swapped modules' backward nodes, timed profiler-free: the eager ones cost more
-        bwd = {k: json.loads(files[f"part-x/{fewer}.json"])["module_cpu"][k]["backward_modules"]["Marked"] for k in "AB"}
-        assert bwd["A"]["calls_per_step"] == bwd["B"]["calls_per_step"] > 0
-        assert len(bwd["A"]["cpu_us_steps"]) == len(bwd["B"]["cpu_us_steps"]) >= 4
-        # the medians: a step's CPU time moves with the host (one of A's steps once fell below one of B's under load)
-        assert np.median(bwd["A"]["cpu_us_steps"]) > np.median(bwd["B"]["cpu_us_steps"]) > 0
+        ops = {k: _ops_in_swap_group(files[f"part-x/{name}.{k}.json.gz"]) for k in "AB"}
+        assert ops["B"] > 0 and ops["A"] > factor * ops["B"], (name, ops)
 
 
 @pytest.mark.slow

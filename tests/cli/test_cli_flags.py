@@ -48,24 +48,37 @@ def test_each_flag_means_one_thing() -> None:
         assert all(isinstance(p.type, click.Path) and not p.type.dir_okay for p in _options(flag).values()), flag
 
 
-@pytest.mark.parametrize(("args", "old", "new"), [
-    (["verify", "{ref}", "{cand}", "--runs", "2", "--trials", "2", "--warmup", "0", "--device", "cpu"], "--runs", "--calls"),
-    (["dlrm-bench", "time", "10", "--small", "--device", "cpu", "--warmup", "0", "--repeats", "2", "--out", "{out}"],
-     "--repeats", "--calls"),
-])
-def test_old_spellings_still_work_and_warn(tmp_path: Path, args: list[str], old: str, new: str) -> None:
-    files = {"ref": ROOT / "tests" / "verification" / "zoo" / "softmax_long.py",
-             "cand": ROOT / "tests" / "verification" / "zoo" / "honest_torch.py", "out": tmp_path / "t.csv"}
-    res = CliRunner().invoke(main, [a.format(**files) for a in args])
-    # verify: pass (0), or review (3) when two timed calls on a loaded machine look too fast or too noisy
-    # (an honest candidate timed at 27x under a load average of 5); either way the old spelling worked
-    assert res.exit_code in ((0, 3) if args[0] == "verify" else (0,)), res.output
-    assert f"warning: {old} is deprecated here and goes in the next release; use {new}" in res.stderr
-    if args[0] == "dlrm-bench":
-        assert "warning: --out is deprecated here and goes in the next release; use --csv" in res.stderr
-        assert pd.read_csv(files["out"])["problem"].tolist() == ["10_sigmoid_bce_loss"]
-    else:
-        assert "median of 2" in res.stdout  # --runs 2 reached verify as its number of timed calls
+class _Reached(Exception):
+    """Raised by a stand-in for verification.runner.verify once it has the arguments the CLI passed."""
+
+
+def test_old_verify_spelling_still_works_and_warns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`verify --runs 2` reaches the verifier as calls=2, with the warning: the flag's meaning, not a verdict (an
+    honest candidate's timing on a loaded machine can fail its clock check, which says nothing about the flag)."""
+    from addressable.verification import runner
+
+    seen: dict = {}
+
+    def reached(reference: Path, candidate: Path, **kw: object) -> None:
+        seen.update(kw)
+        raise _Reached
+    monkeypatch.setattr(runner, "verify", reached)
+    zoo = ROOT / "tests" / "verification" / "zoo"
+    res = CliRunner().invoke(main, ["verify", str(zoo / "softmax_long.py"), str(zoo / "honest_torch.py"), "--runs", "2",
+                                    "--trials", "2", "--warmup", "0", "--device", "cpu"])
+    assert isinstance(res.exception, _Reached), res.output
+    assert seen["calls"] == 2 and seen["trials"] == 2 and seen["warmup"] == 0
+    assert "warning: --runs is deprecated here and goes in the next release; use --calls" in res.stderr
+
+
+def test_old_dlrm_bench_spelling_still_works_and_warns(tmp_path: Path) -> None:
+    out = tmp_path / "t.csv"
+    res = CliRunner().invoke(main, ["dlrm-bench", "time", "10", "--small", "--device", "cpu", "--warmup", "0",
+                                    "--repeats", "2", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "warning: --repeats is deprecated here and goes in the next release; use --calls" in res.stderr
+    assert "warning: --out is deprecated here and goes in the next release; use --csv" in res.stderr
+    assert pd.read_csv(out)["problem"].tolist() == ["10_sigmoid_bce_loss"]
 
 
 def test_old_spellings_are_hidden_from_help() -> None:
