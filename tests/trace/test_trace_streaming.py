@@ -83,7 +83,7 @@ def test_streamed_equals_whole(traces, whole, name: str, chunk_bytes: int) -> No
     _assert_same(_load(traces[name], chunk_bytes), whole[name])
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(chunk_bytes=st.integers(1, 1 << 17), name=st.sampled_from(["small", "compact", "tricky"]))
 def test_any_chunk_size(traces, whole, chunk_bytes: int, name: str) -> None:
     _assert_same(_load(traces[name], chunk_bytes), whole[name])
