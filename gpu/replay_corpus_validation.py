@@ -87,13 +87,16 @@ from addressable.projection.replay import (
     GroupCpu,
     ReplayProjection,
     WhatIf,
+    _clock,
+    _outermost,
+    _range_index,
     backward_group_cpu,
-    consumer_casts,
     fit_cpu_scale,
     group_cpu,
     has_backward,
     is_convnet,
     project_traces,
+    range_of,
     regime_of,
     replay,
     scales,
@@ -157,6 +160,54 @@ def deprofiled(trace: Trace, g: Graph, per_op: float, per_launch: float) -> Grap
 def speedup(g: Graph, changes: list[Change], scale: float | np.ndarray) -> float:
     return replay(g, changes, scale).speedup_over(replay(g, cpu_scale=scale))[0]
 
+
+# the consumer-cast term (--consumer-casts; registered before part 42, not taken by its rule: docs/replay.md)
+CAST_OP = "aten::_to_copy"  # a cast that copies (`aten::to` to the same dtype returns its input and calls none)
+AUTOGRAD_ENGINE = "autograd::engine"  # the prefix of the backward's node ops
+
+
+def consumer_casts(g: Graph, trace: Trace, ranges: pd.DataFrame) -> np.ndarray:
+    """Mask over GPU ops: the casts a module's consumers make of its output, the work a replacement returning its
+    input's dtype removes outside the module (an eager norm returning float32 under autocast makes the next layer
+    cast it back). For each forward call (`ranges`: ts, dur, tid), the first outermost `aten::_to_copy` on its
+    thread after the call ends and before the next call starts, outside the backward (autocast casts a layer's
+    input before its weights; an `aten::to` to the dtype a tensor has copies nothing and is passed over), and the
+    autograd nodes that cast its gradient back (its sequence number): the kernels they launched."""
+    ev = trace.events
+    if ranges.empty or not g.n_cpu:
+        return np.zeros(g.n_gpu, bool)
+    ops = ev.loc[(ev["kind"] == "cpu_op").to_numpy(), ["name", "ts", "dur", "tid", "sequence"]]
+    ops = ops.assign(tid=ops["tid"].to_numpy(dtype=np.int64, na_value=-1))
+    names = ops["name"].astype(str)
+    engine = ops[names.str.startswith(AUTOGRAD_ENGINE).to_numpy()]
+    casts = ops[(names == CAST_OP).to_numpy()]
+    casts = casts[_outermost(casts)]
+    c_ts, c_tid = casts["ts"].to_numpy(float), casts["tid"].to_numpy(np.int64)
+    e_ts = engine["ts"].to_numpy(float)
+    in_backward = _range_index(c_ts, c_tid, e_ts, e_ts + engine["dur"].to_numpy(float),
+                               engine["tid"].to_numpy(np.int64), nested=True) >= 0
+    casts = casts[~in_backward & (range_of(c_ts, c_tid, ranges.reset_index(drop=True)) < 0)]
+    chosen = []
+    for tid, calls in ranges.assign(tid=ranges["tid"].to_numpy(dtype=np.int64, na_value=-1)).groupby("tid"):
+        mine = casts[casts["tid"].to_numpy() == tid].sort_values("ts")
+        start = np.sort(calls["ts"].to_numpy(float))
+        end = (calls["ts"] + calls["dur"]).to_numpy(float)[np.argsort(calls["ts"].to_numpy(float))]
+        nxt = np.r_[start[1:], np.inf]
+        at = np.searchsorted(mine["ts"].to_numpy(float), end, "left")
+        ok = at < len(mine)
+        ok[ok] &= mine["ts"].to_numpy(float)[at[ok]] < nxt[ok]
+        chosen.append(mine.iloc[np.unique(at[ok])])
+    picked = pd.concat(chosen) if chosen else casts.iloc[:0]
+    seq = picked["sequence"].dropna().to_numpy(float)
+    back = engine[np.isin(engine["sequence"].to_numpy(float), seq)] if len(seq) else engine.iloc[:0]
+    spans = pd.concat([picked, back])[["ts", "dur", "tid"]]
+    if spans.empty:
+        return np.zeros(g.n_gpu, bool)
+    tid = ev["tid"].to_numpy(dtype=np.int64, na_value=-1)[g.cpu_row]
+    s_ts = spans["ts"].to_numpy(float)
+    call = _range_index(g.cpu_ts + _clock(g, trace), tid, s_ts, s_ts + spans["dur"].to_numpy(float),
+                        spans["tid"].to_numpy(np.int64), nested=True) >= 0
+    return g.gpu_launched & call[g.gpu_anchor]
 
 def casts_removed(dtypes: pd.DataFrame) -> dict[str, bool]:
     """Per pair of swap_dtypes.csv: whether its swap removes its module's consumers' casts (A's modules return a dtype

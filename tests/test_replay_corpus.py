@@ -16,6 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from addressable.projection.replay import load_graph
+from addressable.trace.reader import load_trace
+from tests.projection.test_replay import BASE, TraceBuilder
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "gpu" / "replay_corpus.py"
 
@@ -942,3 +946,49 @@ def test_consumer_casts_counts_the_forwards_casts_outside_the_swapped_module(tmp
     res = subprocess.run([sys.executable, script, str(tmp_path / "c"), "--out", str(empty)],
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 2 and "no pair" in res.stderr and "Traceback" not in res.stderr and not empty.exists()
+
+
+def _validation():
+    spec = importlib.util.spec_from_file_location("replay_corpus_validation", ROOT / "gpu/replay_corpus_validation.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _op(tb: TraceBuilder, name: str, ts: float, dur: float, seq: int | None = None) -> None:
+    args = {"Sequence number": seq} if seq is not None else {}
+    tb.events.append({"ph": "X", "cat": "cpu_op", "name": name, "pid": 10, "tid": 1, "ts": BASE + ts, "dur": dur,
+                      "args": args})
+
+
+def test_consumer_casts_are_the_first_copying_cast_after_each_call_and_its_gradients_cast_back(tmp_path: Path) -> None:
+    """Three calls of the module (100-300, 600-800, 1000-1100). After the first, the next layer casts its input
+    (350, sequence 7) and then its weight (400, sequence 8); after the second an `aten::to` to the same dtype copies
+    nothing (820) and the next cast (850, sequence 9) is the consumer's; after the third the only cast is in the
+    backward. The backward's node for sequence 7 casts a gradient back, the one for sequence 8 a weight's: the
+    consumer casts are the kernels of 350, 850 and node 7, and nothing else."""
+    tb = TraceBuilder()
+    for start in (100, 600, 1000):
+        tb.launch(start + 10, 5, start + 20, 5)  # the module's own kernel
+    for ts, seq in ((350, 7), (400, 8), (850, 9)):
+        _op(tb, "aten::to", ts - 2, 20, seq)
+        _op(tb, "aten::_to_copy", ts - 1, 18, seq)
+        tb.launch(ts + 5, 4, ts + 10, 3, op="aten::copy_")
+    _op(tb, "aten::to", 820, 1, 10)
+    tb.launch(450, 5, 460, 30, op="aten::mm")  # the next layer's GEMM
+    for ts, seq in ((1500, 7), (1600, 8)):
+        _op(tb, "autograd::engine::evaluate_function: ToCopyBackward0", ts, 40, seq)
+        _op(tb, "aten::_to_copy", ts + 5, 20, None)
+        tb.launch(ts + 10, 4, ts + 15, 3, op="aten::copy_")
+    for start, dur in ((100, 200), (600, 200), (1000, 100)):
+        tb.scope("nn.Module: act (EagerGELU)", start, dur)
+    tb.step(1, 0, 2000)
+    cv = _validation()
+    trace, g, why = load_graph(load_trace(tb.write(tmp_path / "t.json"), runtime=True))
+    assert g is not None, why
+    ev = trace.events
+    ranges = ev[(ev["name"] == "nn.Module: act (EagerGELU)").to_numpy()]
+    mask = cv.consumer_casts(g, trace, ranges)
+    starts = np.round(g.gpu_ts - g.gpu_ts.min() + 120).astype(int)  # the first kernel starts at 120
+    assert sorted(starts[mask].tolist()) == [360, 860, 1515]  # the kernels of the casts at 350, 850 and node 7
+    assert not cv.consumer_casts(g, trace, ranges.iloc[:0]).any()

@@ -15,10 +15,10 @@ import pytest
 from addressable.classify.breakdown import breakdown_of_trace
 from addressable.projection import intervals
 from addressable.projection.project import project
-from addressable.projection.replay import WhatIf, consumer_casts, group_cpu, load_graph, project_traces
+from addressable.projection.replay import WhatIf, group_cpu, load_graph, project_traces
 from addressable.runs.folder import MODULE_CPU_FILE, write_breakdown
 from addressable.trace.reader import load_trace
-from tests.projection.test_replay import BASE, TraceBuilder
+from tests.projection.test_replay import TraceBuilder
 
 SCOPE = "nn.Module: act (EagerGELU)"
 
@@ -355,41 +355,3 @@ def test_a_bad_backward_cpu_us_after_is_one_line(tmp_path: Path) -> None:
     w = "target,speedup,kernels_after,cpu_us_after,backward_cpu_us_after\nmodule:EagerGELU,1,1,40,-3\n"
     with pytest.raises(AddressableError, match="row 1: backward_cpu_us_after must be a number of µs >= 0"):
         project([run], wins(tmp_path, w))
-
-
-def _op(tb: TraceBuilder, name: str, ts: float, dur: float, seq: int | None = None) -> None:
-    args = {"Sequence number": seq} if seq is not None else {}
-    tb.events.append({"ph": "X", "cat": "cpu_op", "name": name, "pid": 10, "tid": 1, "ts": BASE + ts, "dur": dur,
-                      "args": args})
-
-
-def test_consumer_casts_are_the_first_copying_cast_after_each_call_and_its_gradients_cast_back(tmp_path: Path) -> None:
-    """Three calls of the module (100-300, 600-800, 1000-1100). After the first, the next layer casts its input
-    (350, sequence 7) and then its weight (400, sequence 8); after the second an `aten::to` to the same dtype copies
-    nothing (820) and the next cast (850, sequence 9) is the consumer's; after the third the only cast is in the
-    backward. The backward's node for sequence 7 casts a gradient back, the one for sequence 8 a weight's: the
-    consumer casts are the kernels of 350, 850 and node 7, and nothing else."""
-    tb = TraceBuilder()
-    for start in (100, 600, 1000):
-        tb.launch(start + 10, 5, start + 20, 5)  # the module's own kernel
-    for ts, seq in ((350, 7), (400, 8), (850, 9)):
-        _op(tb, "aten::to", ts - 2, 20, seq)
-        _op(tb, "aten::_to_copy", ts - 1, 18, seq)
-        tb.launch(ts + 5, 4, ts + 10, 3, op="aten::copy_")
-    _op(tb, "aten::to", 820, 1, 10)
-    tb.launch(450, 5, 460, 30, op="aten::mm")  # the next layer's GEMM
-    for ts, seq in ((1500, 7), (1600, 8)):
-        _op(tb, "autograd::engine::evaluate_function: ToCopyBackward0", ts, 40, seq)
-        _op(tb, "aten::_to_copy", ts + 5, 20, None)
-        tb.launch(ts + 10, 4, ts + 15, 3, op="aten::copy_")
-    for start, dur in ((100, 200), (600, 200), (1000, 100)):
-        tb.scope(SCOPE, start, dur)
-    tb.step(1, 0, 2000)
-    trace, g, why = load_graph(load_trace(tb.write(tmp_path / "t.json"), runtime=True))
-    assert g is not None, why
-    ev = trace.events
-    ranges = ev[(ev["name"] == SCOPE).to_numpy()]
-    mask = consumer_casts(g, trace, ranges)
-    starts = np.round(g.gpu_ts - g.gpu_ts.min() + 120).astype(int)  # the first kernel starts at 120
-    assert sorted(starts[mask].tolist()) == [360, 860, 1515]  # the kernels of the casts at 350, 850 and node 7
-    assert not consumer_casts(g, trace, ranges.iloc[:0]).any()
