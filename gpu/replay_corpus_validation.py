@@ -125,9 +125,9 @@ BACKWARD_Q = 0.0
 # which hooked steps give the backward's profiler-free CPU: "pass", the interleaved pass after the timing (part 12 on),
 # or "spread", the hooked steps after every timing round (part 40 on; the pass where a capture lacks them)
 BACKWARD_SOURCE = "pass"
-# the consumer-cast term (replay.consumer_casts, registered before part 42): where a pair's swap removes its module's
-# consumers' casts (swap_dtypes.csv: A's modules return a dtype other than their input's, B's their input's), given
-# also removes those casts; CASTS_REMOVED holds each pair's verdict (--consumer-casts reads it)
+# the consumer-cast term (`consumer_casts`, registered before part 42, not taken by its rule): where a pair's swap
+# removes its module's consumers' casts (swap_dtypes.csv: A's modules return a dtype other than their input's, B's
+# their input's), given also removes those casts; CASTS_REMOVED holds each pair's verdict (--consumer-casts reads it)
 CONSUMER_CASTS = False
 CASTS_REMOVED: dict[str, bool] = {}
 
@@ -218,7 +218,7 @@ def casts_removed(dtypes: pd.DataFrame) -> dict[str, bool]:
 
 
 def cast_whatif() -> WhatIf:
-    """The consumers' casts of the swap group's output (replay.consumer_casts) gone, with their launches."""
+    """The consumers' casts of the swap group's output (`consumer_casts`) gone, with their launches."""
     return WhatIf(lambda t, g: consumer_casts(g, t, swap_ranges(t)), 1.0, 1.0, 1.0, 0.0)
 
 
@@ -582,7 +582,7 @@ def main(argv: list[str] | None = None) -> int:
                     "(part 12 on) or the steps after every timing round (part 40 on; the pass where a capture lacks "
                     f"them); default {BACKWARD_SOURCE}")
     ap.add_argument("--consumer-casts", action="store_true", help="given also removes the casts a swap saves its "
-                    "module's consumers, where CORPUS/swap_dtypes.csv says it does (replay.consumer_casts)")
+                    "module's consumers, where CORPUS/swap_dtypes.csv says it does (consumer_casts)")
     add_model_constants(ap)
     args = ap.parse_args(argv)
     dtypes = args.corpus / "swap_dtypes.csv"
