@@ -3,8 +3,9 @@
 The consumer-cast term (replay_corpus_validation.consumer_casts, docs/replay.md; registered, not taken) applies
 where a swap removes its module's consumers' casts: A's modules return a dtype other than their input's (an eager
 norm returning float32 under bf16 autocast) and B's return their input's. Which way a module goes depends on its
-ops and autocast's lists, not on the sizes, so every pair is built at the smoke sizes on the device it ran on, run for one step with a forward hook
-on its marked modules, and each side's most common (input dtype, output dtype) is kept, with how many calls.
+ops and autocast's lists, not on the sizes, so every pair is built at the smoke sizes on the device it ran on, run
+for one step with a forward hook on its marked modules, and each side's most common (input dtype, output dtype) is
+kept, with how many calls.
 
     python3 gpu/swap_dtypes.py results/h200/replay_corpus/swap_dtypes.csv [--parts 42,10,...] [--budget-s 500]
 """
