@@ -992,3 +992,19 @@ def test_consumer_casts_are_the_first_copying_cast_after_each_call_and_its_gradi
     starts = np.round(g.gpu_ts - g.gpu_ts.min() + 120).astype(int)  # the first kernel starts at 120
     assert sorted(starts[mask].tolist()) == [360, 860, 1515]  # the kernels of the casts at 350, 850 and node 7
     assert not cv.consumer_casts(g, trace, ranges.iloc[:0]).any()
+
+
+def test_a_swap_removes_its_consumers_casts_only_where_a_widened_the_dtype_and_b_kept_it() -> None:
+    """swap_dtypes.csv's verdict per pair: A's modules took bfloat16 and returned float32 while B's returned what they
+    took (removes); both kept it, or B widened too (GroupNorm under autocast), or nothing was recorded, or the probe
+    failed (removes none)."""
+    import pandas as pd
+
+    rows = pd.DataFrame([("bn", "bfloat16", "float32", "bfloat16", "bfloat16", ""),
+                         ("bnkd", "bfloat16", "bfloat16", "bfloat16", "bfloat16", ""),
+                         ("gn", "bfloat16", "float32", "bfloat16", "float32", ""),
+                         ("stream", "", "", "", "", ""),
+                         ("broken", "bfloat16", "float32", "bfloat16", "bfloat16", "RuntimeError: x")],
+                        columns=["pair", "a_in", "a_out", "b_in", "b_out", "error"])
+    assert _validation().casts_removed(rows) == {"bn": True, "bnkd": False, "gn": False, "stream": False,
+                                                 "broken": False}
