@@ -127,8 +127,7 @@ BACKWARD_Q = 0.0
 BACKWARD_SOURCE = "pass"
 # the consumer-cast term (`consumer_casts`, registered before part 42, not taken by its rule): where a pair's swap
 # removes its module's consumers' casts (swap_dtypes.csv: A's modules return a dtype other than their input's, B's
-# their input's), given also removes those casts; CASTS_REMOVED holds each pair's verdict (--consumer-casts reads it)
-CONSUMER_CASTS = False
+# their input's), given also removes those casts: each pair's verdict, read by --consumer-casts (empty: the term is off)
 CASTS_REMOVED: dict[str, bool] = {}
 
 
@@ -190,12 +189,11 @@ def consumer_casts(g: Graph, trace: Trace, ranges: pd.DataFrame) -> np.ndarray:
     chosen = []
     for tid, calls in ranges.assign(tid=ranges["tid"].to_numpy(dtype=np.int64, na_value=-1)).groupby("tid"):
         mine = casts[casts["tid"].to_numpy() == tid].sort_values("ts")
-        start = np.sort(calls["ts"].to_numpy(float))
-        end = (calls["ts"] + calls["dur"]).to_numpy(float)[np.argsort(calls["ts"].to_numpy(float))]
-        nxt = np.r_[start[1:], np.inf]
-        at = np.searchsorted(mine["ts"].to_numpy(float), end, "left")
+        calls = calls.sort_values("ts")
+        start, m_ts = calls["ts"].to_numpy(float), mine["ts"].to_numpy(float)
+        at = np.searchsorted(m_ts, start + calls["dur"].to_numpy(float), "left")  # the first cast after each call
         ok = at < len(mine)
-        ok[ok] &= mine["ts"].to_numpy(float)[at[ok]] < nxt[ok]
+        ok[ok] &= m_ts[at[ok]] < np.r_[start[1:], np.inf][ok]  # before the next call starts
         chosen.append(mine.iloc[np.unique(at[ok])])
     picked = pd.concat(chosen) if chosen else casts.iloc[:0]
     seq = picked["sequence"].dropna().to_numpy(float)
@@ -208,6 +206,7 @@ def consumer_casts(g: Graph, trace: Trace, ranges: pd.DataFrame) -> np.ndarray:
     call = _range_index(g.cpu_ts + _clock(g, trace), tid, s_ts, s_ts + spans["dur"].to_numpy(float),
                         spans["tid"].to_numpy(np.int64), nested=True) >= 0
     return g.gpu_launched & call[g.gpu_anchor]
+
 
 def casts_removed(dtypes: pd.DataFrame) -> dict[str, bool]:
     """Per pair of swap_dtypes.csv: whether its swap removes its module's consumers' casts (A's modules return a dtype
@@ -228,10 +227,11 @@ def whatifs(changes: list[Change], forward: bool, cpu: Callable[[Trace, Graph], 
     has forward kernels), the forward one with the group's CPU calibration and the replacement's CPU per call,
     the backward one's launches at the forward's measured scale; with `casts`, the consumers' casts removed
     before them (`cast_whatif`)."""
-    return [cast_whatif()] * casts + [WhatIf(lambda t, g, c=c: c.mask, c.k, c.k, c.k, c.kernels_after, lambda t, g, c=c: c.calls,
-                   cpu if forward and i == 0 else None, after if forward and i == 0 else None,
-                   cpu if forward and i > 0 else None)
-            for i, c in enumerate(changes)]
+    parts = [WhatIf(lambda t, g, c=c: c.mask, c.k, c.k, c.k, c.kernels_after, lambda t, g, c=c: c.calls,
+                    cpu if forward and i == 0 else None, after if forward and i == 0 else None,
+                    cpu if forward and i > 0 else None)
+             for i, c in enumerate(changes)]
+    return [cast_whatif(), *parts] if casts else parts
 
 
 def projected(ta: Trace, wis: list[WhatIf], step_us: float, host_us: float | None) -> ReplayProjection:
@@ -265,8 +265,7 @@ def round_models(a: Path, b: Path, meta: dict, step_a: float, costs: tuple[float
     # measured CPU time per call (the replacement's, like k), the part of it in launches as in A's ranges
     after = float(np.quantile(swap["B"], Q)) * 1e3 / max(meta["swap_calls_per_step"]["B"], 1) if swap else None
     cal = (lambda t, g: group_cpu(g, t, swap_ranges(t), unprof)) if swap else None
-    casts = CONSUMER_CASTS and CASTS_REMOVED.get(meta["pair"], False)
-    row["casts_removed"] = casts
+    casts = CASTS_REMOVED.get(meta["pair"], False)
     res = projected(ta, whatifs(changes, forward, cal, after, casts), step_a * 1e3, host)
     row["given_v4"] = res.speedup_wall  # the geometric mean of the two backward hypotheses (held-outs 6-8)
     row["given_v3"] = res.speedup_wall_hypotheses[0]  # the backward at the forward's scale (scored on held-outs 5-6)
@@ -550,7 +549,7 @@ def set_model_constants(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    global HOST_QUANTILE, Q, HOST_AT_STEP_SPEED, HOST_SAMPLE, BACKWARD_SOURCE, CONSUMER_CASTS, CASTS_REMOVED
+    global HOST_QUANTILE, Q, HOST_AT_STEP_SPEED, HOST_SAMPLE, BACKWARD_SOURCE, CASTS_REMOVED
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("corpus", type=Path)
     ap.add_argument("--out", type=Path, default=Path("outputs/replay_corpus/validation.csv"))
@@ -589,7 +588,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.consumer_casts and not dtypes.is_file():
         print(f"--consumer-casts: {dtypes} is not a file (gpu/swap_dtypes.py writes it)", file=sys.stderr)
         return 2
-    CONSUMER_CASTS = args.consumer_casts
     CASTS_REMOVED = casts_removed(pd.read_csv(dtypes, dtype=str)) if args.consumer_casts else {}
     if args.jobs < 1:
         print("--jobs: must be at least 1", file=sys.stderr)
