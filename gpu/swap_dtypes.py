@@ -18,10 +18,13 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import replay_corpus as rc
+
+from addressable.core.atomic import write_text
 
 FIELDS = ("pair", "part", "a_in", "a_out", "a_calls", "b_in", "b_out", "b_calls", "device", "error")
 
@@ -98,8 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{p.name}: {rows[-1].get('a_in')}->{rows[-1].get('a_out')} | {rows[-1].get('b_in')}->"
               f"{rows[-1].get('b_out')} {rows[-1]['error']}", flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    lines = [",".join(FIELDS)] + [",".join(str(r.get(f, "")).replace(",", ";") for f in FIELDS) for r in rows]
-    args.out.write_text("\n".join(lines) + "\n")
+    write_text(args.out, pd.DataFrame(rows).reindex(columns=list(FIELDS)).to_csv(index=False))
     print(f"wrote {args.out}: {len(rows)} pairs, {sum(bool(r['error']) for r in rows)} failed")
     return 0
 

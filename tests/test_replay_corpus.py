@@ -1008,3 +1008,21 @@ def test_a_swap_removes_its_consumers_casts_only_where_a_widened_the_dtype_and_b
                         columns=["pair", "a_in", "a_out", "b_in", "b_out", "error"])
     assert _validation().casts_removed(rows) == {"bn": True, "bnkd": False, "gn": False, "stream": False,
                                                  "broken": False}
+
+
+@pytest.mark.slow
+def test_swap_dtypes_records_each_sides_dtypes_and_refuses_an_unknown_part(tmp_path: Path) -> None:
+    """On the CPU (autocast off) a bf16 inference pair's marked LayerNorms take and return bfloat16 on both sides,
+    every call of the step counted; a part the corpus lacks is a one-line error and writes nothing."""
+    import pandas as pd
+
+    script, out = str(ROOT / "gpu/swap_dtypes.py"), tmp_path / "d.csv"
+    res = subprocess.run([sys.executable, script, str(out), "--pairs", "vit-b1-d640-layernorm-8l"],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    row = pd.read_csv(out, keep_default_na=False).iloc[0]
+    assert (row["pair"], row["part"], row["error"]) == ("vit-b1-d640-layernorm-8l", 42, "")
+    assert {row[c] for c in ("a_in", "a_out", "b_in", "b_out")} == {"bfloat16"} and row["a_calls"] == row["b_calls"] > 0
+    bad = subprocess.run([sys.executable, script, str(tmp_path / "x.csv"), "--parts", "999"], capture_output=True,
+                         text=True, timeout=300)
+    assert bad.returncode == 2 and "unknown pairs or parts: 999" in bad.stderr and not (tmp_path / "x.csv").exists()
