@@ -2224,6 +2224,42 @@ PAIRS += [
         "GELU eager tanh-GELU vs F.gelu(tanh).", act="gelu_new"), 24),
 ]
 
+# part 43: held-out 38, 17 new pairs, registered on 7 Dec 2026 before the CNN training constants (replay.SPILLOVER_CONV,
+# replay.BACKWARD_POOL_CONV, with and without the consumer-cast term) were scanned on every pair read so far (parts
+# 1-42; docs/replay.md): CPU-bound CNN training first, each of the three dtype families (dtype-keeping BatchNorm, plain
+# eager BatchNorm whose float32 output its consumers cast back, GroupNorm), then transformer training (eager tanh-GELU
+# among them), a co-limited CNN inference pair and a decode loop; scored once, with whichever model the rule chose
+PAIRS += [
+    Pair("resnet18-train-b28-bnkd", "cnn", "tiny", 43, p_bn(28, True, same_dtype=True), 18),
+    Pair("resnet18-train-b52-bnkd", "cnn", "tiny", 43, p_bn(52, True, same_dtype=True), 18),
+    Pair("resnet50-train-b20-bnkd", "cnn", "tiny", 43, p_bn_net("resnet50", 20, "ResNet-50", same_dtype=True), 30),
+    Pair("mobilenetv2-train-b28-bnkd", "cnn", "tiny", 43,
+         p_bn_net("mobilenet_v2", 28, "MobileNetV2", same_dtype=True), 30),
+    Pair("resnet18-gn-train-b40", "cnn", "tiny", 43, p_gn_train(40), 18),
+    Pair("resnet34-gn-train-b16", "cnn", "tiny", 43, p_gn_net("resnet34", 16, "ResNet-34"), 30),
+    Pair("resnet18-train-b56-bn", "cnn", "tiny", 43, p_bn(56, True), 18),
+    Pair("resnet34-train-b32-bn", "cnn", "tiny", 43, p_bn_net("resnet34", 32, "ResNet-34"), 25),
+    Pair("regnety400mf-train-b24-bn", "cnn", "tiny", 43, p_bn_net("regnet_y_400mf", 24, "RegNetY-400MF"), 30),
+    Pair("efficientnetb0-train-b22-bn", "cnn", "tiny", 43, p_bn_net("efficientnet_b0", 22, "EfficientNet-B0"), 30),
+    own_train("gpt-train-b8-s144-gelu", "train-small", 43, "gelu", 8, 512, 4, 8, tokens=144),
+    Pair("bert-train-b5-s128-gelu", "train-small", "tiny", 43, p_hf_swap(
+        "bert", 4, GELUS, eager_gelu, fused_gelu, "train",
+        "BERT-base shapes cut to 4 layers, training b5 x 128, bf16 autocast, SGD: every intermediate GELU eager "
+        "tanh-GELU vs F.gelu(tanh).", b=5, seq=128), 18),
+    own_train("vit-train-b26-d384-layernorm", "train-large", 43, "layernorm", 26, 384, 6, 6),
+    own_train("gpt-train-b4-s208-block", "train-small", 43, "block", 4, 512, 4, 8, tokens=208),
+    Pair("llama-train-b3-s160-rmsnorm", "train-small", "tiny", 43, p_hf_swap(
+        "llama", 2, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "train",
+        "Llama-3.2-1B shapes cut to 2 layers, training b3 x 160, bf16 weights: every RMSNorm eager vs nn.RMSNorm.",
+        b=3, seq=160), 18),
+    Pair("resnet34-infer-b56-bn", "cnn", "tiny", 43, p_bn_net("resnet34", 56, "ResNet-34", train=False), 20),
+    Pair("gpt2-decode-b1-gelu-9l", "decode", "tiny", 43, p_hf_swap(
+        "gpt2", 9, GELUS, eager_gelu, fused_gelu, "decode",
+        "GPT-2 (9 layers, transformers) decode loop, batch 1, bf16: 16-token prompt + 8 greedy tokens; every MLP "
+        "GELU eager tanh-GELU vs F.gelu(tanh).", act="gelu_new"), 24),
+]
+
+
 def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
     the first of the regime dev in even regimes (sorted by name) and heldout in odd ones (halves balanced);
@@ -2249,14 +2285,15 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     heldout33, part 38 (the same, where it misses most in sample) heldout34, part 39 (the same, the workloads the
     tool is for) heldout35, part 40 (held-outs 34-35's CPU-bound training pairs again, the backward also read spread
     over the timing) dev5, part 41 (new CPU-bound training pairs) heldout36 and part 42 (CPU-bound training whose swap
-    removes its consumers' casts or removes none, for the consumer-cast term) heldout37."""
+    removes its consumers' casts or removes none, for the consumer-cast term) heldout37 and part 43 (CPU-bound CNN training of
+    the three dtype families first, for the CNN training constants chosen on every read pair) heldout38."""
     named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11", 16: "heldout12", 17: "heldout13",
              18: "heldout14", 19: "heldout15", 20: "heldout16", 21: "heldout17",
              22: "heldout18", 23: "heldout19", 24: "heldout20", 25: "heldout21", 26: "heldout22",
              27: "heldout23", 28: "heldout24", 29: "heldout25", 30: "heldout26",
              31: "heldout27", 32: "heldout28", 33: "heldout29", 34: "heldout30", 35: "heldout31",
              36: "heldout32", 37: "heldout33", 38: "heldout34", 39: "heldout35", 40: "dev5",
-             41: "heldout36", 42: "heldout37"}
+             41: "heldout36", 42: "heldout37", 43: "heldout38"}
     out = {p.name: named.get(p.part, f"heldout{p.part - 1}") for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):

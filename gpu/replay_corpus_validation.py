@@ -67,6 +67,7 @@ import argparse
 import concurrent.futures
 import dataclasses
 import json
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -112,7 +113,7 @@ HELD = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "
         "heldout9", "heldout10", "heldout11", "heldout12", "heldout13", "heldout14",
         "heldout15", "heldout16", "heldout17", "heldout18", "heldout19", "heldout20", "heldout21", "heldout22",
         "heldout23", "heldout24", "heldout25", "heldout26", "heldout27", "heldout28", "heldout29", "heldout30", "heldout31",
-        "heldout32", "heldout33", "heldout34", "heldout35", "heldout36", "heldout37")  # parts 1-2's half, 3-9, 11, 14-39, 41-42
+        "heldout32", "heldout33", "heldout34", "heldout35", "heldout36", "heldout37", "heldout38")  # parts 1-2's half, 3-9, 11, 14-39, 41-43
 DEV = ("dev", "dev2", "dev3", "dev4", "dev5")  # parts 1-2's half, part 10, part 12, part 13, part 40
 # the statistic of A's unprofiled steps and of the swap group's profiler-free CPU the models read: the median, as
 # `project` reads a run (step_time_ms and host_time_ms are medians) and as the truth is taken (the median of rounds'
@@ -522,7 +523,7 @@ def corpus_pairs(root: Path) -> list[tuple[Path, str]]:
 
 
 # the replay's constants a run may set, to scan them on the development data (default: the shipped ones)
-MODEL_CONSTANTS = {"spillover": "SPILLOVER", "backward_pool": "BACKWARD_POOL", "backward_pool_conv": "BACKWARD_POOL_CONV",
+MODEL_CONSTANTS = {"spillover": "SPILLOVER", "spillover_conv": "SPILLOVER_CONV", "backward_pool": "BACKWARD_POOL", "backward_pool_conv": "BACKWARD_POOL_CONV",
                    "host_step_slack": "HOST_STEP_SLACK", "host_first": "HOST_FIRST", "host_weighted": "HOST_WEIGHTED"}
 # the statistic of A's host times (cpu_ms) the validation passes as host_us: the median, as `profile` records it
 HOST_QUANTILE = 0.5
@@ -533,7 +534,7 @@ HOST_AT_STEP_SPEED = False
 
 
 def add_model_constants(ap: argparse.ArgumentParser) -> None:
-    """--spillover, --backward-pool (a measured backward's weight on the uniform CPU scale, runs other than CNNs),
+    """--spillover, --spillover-conv (the same for a CNN's measured backward), --backward-pool (a measured backward's weight on the uniform CPU scale, runs other than CNNs),
     --backward-pool-conv (the same for a CNN), --host-step-slack, --host-first (1: a step with no backward fits
     its scale to its host time wherever one was measured) and --host-weighted (0: the step alone fits its scale
     wherever it can): replay's constants for this run."""
@@ -580,6 +581,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="the hooked steps a measured backward is read from: the interleaved pass after the timing "
                     "(part 12 on) or the steps after every timing round (part 40 on; the pass where a capture lacks "
                     f"them); default {BACKWARD_SOURCE}")
+    ap.add_argument("--corpus-regime", default=None, help="read only the pairs the corpus files under this regime "
+                    "(their JSON's `regime`, split.csv's: cnn, train-small, ...), to scan a constant that touches them alone")
+    ap.add_argument("--pairs", default=None, metavar="REGEX", help="read only the pairs whose name this matches "
+                    "(re.search)")
     ap.add_argument("--consumer-casts", action="store_true", help="given also removes the casts a swap saves its "
                     "module's consumers, where CORPUS/swap_dtypes.csv says it does (consumer_casts)")
     add_model_constants(ap)
@@ -613,10 +618,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"--fit-on: unknown splits {', '.join(sorted(unknown)) or '(none given)'}; known: {', '.join((*DEV, *HELD))}",
               file=sys.stderr)
         return 2
-    if args.dev_only:
-        pairs = [(f, n) for f, n in pairs if json.loads((f / f"{n}.json").read_text()).get("split", "dev") in fit_on]
+    try:
+        named = re.compile(args.pairs) if args.pairs else None
+    except re.error as e:
+        print(f"--pairs: not a regular expression: {e}", file=sys.stderr)
+        return 2
+    metas = {(f, n): json.loads((f / f"{n}.json").read_text()) for f, n in pairs}
+    pairs = [(f, n) for f, n in pairs
+             if (not args.dev_only or metas[f, n].get("split", "dev") in fit_on)
+             and (args.corpus_regime is None or metas[f, n].get("regime") == args.corpus_regime)
+             and (named is None or named.search(n))]
     if not pairs:
-        print(f"no pairs (NAME.A.json.gz) under {args.corpus}", file=sys.stderr)
+        print(f"no pairs (NAME.A.json.gz) under {args.corpus}"
+              + (" that --dev-only, --corpus-regime and --pairs keep" if args.dev_only or args.corpus_regime or named else ""),
+              file=sys.stderr)
         return 2
     rows = []
     try:

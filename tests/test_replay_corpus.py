@@ -1026,3 +1026,15 @@ def test_swap_dtypes_records_each_sides_dtypes_and_refuses_an_unknown_part(tmp_p
     bad = subprocess.run([sys.executable, script, str(tmp_path / "x.csv"), "--parts", "999"], capture_output=True,
                          text=True, timeout=300)
     assert bad.returncode == 2 and "unknown pairs or parts: 999" in bad.stderr and not (tmp_path / "x.csv").exists()
+
+
+def test_part_43_is_held_out_38_cnn_training_of_each_dtype_family_first() -> None:
+    """Part 43 (heldout38): new pairs, CPU-bound CNN training first, each dtype family (dtype-keeping BatchNorm, plain
+    eager BatchNorm, GroupNorm), then transformer training and two inference pairs, fitting one device call."""
+    rc = _module()
+    _new_part(43, "heldout38", 17, ["resnet18", "resnet18", "resnet50", "mobilenetv2", "resnet18", "resnet34"], 15, 450)
+    names = [p.name for p in rc.PAIRS if p.part == 43]
+    cnn = [n for n in names if "train" in n and n.split("-")[0] in ("resnet18", "resnet34", "resnet50", "mobilenetv2",
+                                                                   "regnety400mf", "efficientnetb0")]
+    assert sum(n.endswith("-bnkd") for n in cnn) == 4 and sum(n.endswith("-bn") for n in cnn) == 4
+    assert sum("-gn-" in n for n in cnn) == 2
