@@ -49,7 +49,7 @@ import numpy as np
 import pandas as pd
 
 from addressable.classify.modules import backward_nodes, backward_spans
-from addressable.classify.taxonomy import load_taxonomy
+from addressable.classify.taxonomy import default_taxonomy
 from addressable.core.names import distinct
 from addressable.trace.reader import Trace, load_trace, trace_format
 
@@ -153,7 +153,7 @@ class Graph:
         """The kernels of the taxonomy's replaceable class (elementwise, norms, reductions, ...), which memory
         bandwidth bounds, unlike its library GEMMs, convolutions and attention."""
         codes, names = distinct(self.gpu_name)
-        tax = load_taxonomy()
+        tax = default_taxonomy()
         replaceable = np.array([tax.class_of(c) == "replaceable" for c in tax.classify(names)] + [False])
         return self.gpu_kernel & replaceable[codes]
 
@@ -329,7 +329,7 @@ def _gpu_ops(gpu: pd.DataFrame, rows: np.ndarray, t0: float) -> _GpuOps:
     name_codes = gpu["name"].cat.codes.to_numpy()
     kinds = gpu["name"].cat.categories.astype(str)
     # kernels that share the SMs: not copies, memsets or collectives (a collective's time is its peers')
-    solo_kind = np.isin(load_taxonomy().classify(list(kinds)).to_numpy(), ["communication", "memory"])
+    solo_kind = np.isin(default_taxonomy().classify(list(kinds)).to_numpy(), ["communication", "memory"])
     kernel = ((gpu["cat"].astype(str).to_numpy() == "kernel") & ~solo_kind[name_codes])[order]
     n = len(ts)
     first_of_stream = np.ones(n, bool)
