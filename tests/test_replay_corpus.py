@@ -1038,3 +1038,46 @@ def test_part_43_is_held_out_38_cnn_training_of_each_dtype_family_first() -> Non
                                                                    "regnety400mf", "efficientnetb0")]
     assert sum(n.endswith("-bnkd") for n in cnn) == 4 and sum(n.endswith("-bn") for n in cnn) == 4
     assert sum("-gn-" in n for n in cnn) == 2
+
+
+def test_the_cnn_constants_choice_puts_each_candidates_cnn_rows_over_the_right_base(tmp_path: Path) -> None:
+    """Each candidate's CNN training rows replace the base's, the base being all_term.csv with the term on and the
+    table of `given` as it stands with it off; the table ranks by pairs within ±5%, then the median |error|."""
+    import pandas as pd
+
+    spec = importlib.util.spec_from_file_location("cnn_constants_scan", ROOT / "gpu/cnn_constants_scan.py")
+    assert spec and spec.loader
+    scan = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(scan)
+    pairs = ["cnn-a", "cnn-b", "gpt-c", "gpt-d"]
+    stands = pd.DataFrame({"pair": pairs, "given_error": [0.08, 0.01, 0.02, 0.09]})
+    pd.DataFrame({"pair": pairs, "given_error": [0.5, 0.5, 0.03, 0.01]}).to_csv(tmp_path / "all_term.csv", index=False)
+    for term in (False, True):
+        for s in scan.SPILLS:
+            for w in scan.POOLS:
+                # the CNN rows: within for one candidate per term, out for the rest
+                good = (s, w) == (0.05, 0.25)
+                pd.DataFrame({"pair": ["cnn-a", "cnn-b"], "given_error": [0.02 if good else 0.2, 0.01]}).to_csv(
+                    scan.cnn_run(tmp_path, term, s, w), index=False)
+    t = scan.choice_table(tmp_path, stands)
+    assert len(t) == 2 * len(scan.SPILLS) * len(scan.POOLS)
+    best = t.iloc[0]
+    # with the term: cnn-a 0.02, cnn-b 0.01, gpt-c 0.03, gpt-d 0.01: 4 within; without it gpt-d's 0.09 stays out
+    assert (bool(best.consumer_casts), best.spillover_conv, best.backward_pool_conv, best.within_5pct) == (
+        True, 0.05, 0.25, 4)
+    stood = t[(~t.consumer_casts) & (t.spillover_conv == 0.1) & (t.backward_pool_conv == 0.5)].iloc[0]
+    assert (stood.within_5pct, stood.cnn_training_pairs) == (2, "")
+    assert t.within_5pct.is_monotonic_decreasing
+
+
+def test_the_validation_reads_only_the_pairs_its_filters_keep(tmp_path: Path) -> None:
+    """--corpus-regime and --pairs keep the pairs whose JSON regime and name match; none kept is a one-line error."""
+    script = str(ROOT / "gpu/replay_corpus_validation.py")
+    res = subprocess.run([sys.executable, script, str(ROOT / "results/h200/replay_corpus"), "--corpus-regime", "cnn",
+                          "--pairs", "^nothing-is-named-so$", "--out", str(tmp_path / "v.csv")],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 2 and "that --dev-only, --corpus-regime and --pairs keep" in res.stderr
+    assert not (tmp_path / "v.csv").exists()
+    bad = subprocess.run([sys.executable, script, str(ROOT / "results/h200/replay_corpus"), "--pairs", "(",
+                          "--out", str(tmp_path / "v.csv")], capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and bad.stderr.startswith("--pairs: not a regular expression")
