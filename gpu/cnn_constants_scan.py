@@ -3,11 +3,12 @@ rule registered before held-out 38, docs/replay.md).
 
 Every candidate is scored on every read pair of the corpus (parts 1-42). The two constants touch only a CNN's
 measured backward, so each candidate's CNN training pairs (`--corpus-regime cnn --pairs=-train-`) are run on their
-own; the other pairs' errors come from one run of all pairs with the term on (ALL_TERM) and from the run of `given`
-as it stands (--as-it-stands, validation_fit_all.csv) with it off. Writes OUT/cnn_{on,off}_S_W.csv, OUT/all_term.csv
-and the choice table OUT/cnn_constants_choice.csv (most pairs within ±5%, then the lowest median |error|, first).
+own; the other pairs' errors come from one run of all pairs with the term on (all_term.csv) and one of `given` as it
+stood before the scan (all_stands.csv: no term, SPILLOVER_CONV 0.1, BACKWARD_POOL_CONV 0.5), every run naming its
+constants. Writes those, OUT/cnn_{on,off}_S_W.csv and the choice table OUT/cnn_constants_choice.csv (most pairs within
+±5%, then the lowest median |error|, first).
 
-    python gpu/cnn_constants_scan.py results/h200/replay_corpus OUT [--jobs 2]   # about 50 min on 2 cores
+    python gpu/cnn_constants_scan.py results/h200/replay_corpus OUT [--jobs 2]   # about an hour on 2 cores
 """
 
 from __future__ import annotations
@@ -38,9 +39,14 @@ def cnn_run(out_dir: Path, term: bool, spill: float, pool: float) -> Path:
     return out_dir / f"cnn_{'on' if term else 'off'}_{spill:g}_{pool:g}.csv"
 
 
-def choice_table(out_dir: Path, as_it_stands: pd.DataFrame) -> pd.DataFrame:
-    """Each candidate's within ±5%, median and max |error| over the pairs of `as_it_stands`."""
-    off = as_it_stands[["pair", "given_error"]]
+def flags(term: bool, spill: float, pool: float) -> list[str]:
+    return ["--consumer-casts" if term else "--no-consumer-casts", "--spillover-conv", str(spill),
+            "--backward-pool-conv", str(pool)]
+
+
+def choice_table(out_dir: Path) -> pd.DataFrame:
+    """Each candidate's within ±5%, median and max |error| over the pairs of all_stands.csv."""
+    off = pd.read_csv(out_dir / "all_stands.csv")[["pair", "given_error"]]
     on = pd.read_csv(out_dir / "all_term.csv")[["pair", "given_error"]]
     rows = [dict(consumer_casts=False, spillover_conv=AS_IT_STANDS[1], backward_pool_conv=AS_IT_STANDS[2],
                  errors=off.given_error, cnn=None)]
@@ -69,25 +75,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("corpus", type=Path)
     ap.add_argument("out_dir", type=Path)
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--as-it-stands", type=Path, default=None,
-                    help="the validation table of given as it stands on every pair (default CORPUS/validation_fit_all.csv)")
     args = ap.parse_args(argv)
-    stands = args.as_it_stands or args.corpus / "validation_fit_all.csv"
-    if not stands.is_file():
-        print(f"--as-it-stands: {stands} is not a file", file=sys.stderr)
+    if not (args.corpus / "swap_dtypes.csv").is_file():
+        print(f"{args.corpus}: no swap_dtypes.csv (a validation corpus has one: gpu/swap_dtypes.py)", file=sys.stderr)
         return 2
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    if not (args.out_dir / "all_term.csv").is_file():
-        validate(args.corpus, args.out_dir / "all_term.csv", args.jobs, "--consumer-casts")
-    for term in (False, True):
-        for s in SPILLS:
-            for w in POOLS:
-                out = cnn_run(args.out_dir, term, s, w)
-                if (term, s, w) != AS_IT_STANDS and not out.is_file():
-                    validate(args.corpus, out, args.jobs, *(["--consumer-casts"] if term else []),
-                             "--spillover-conv", str(s), "--backward-pool-conv", str(w), "--corpus-regime", "cnn",
-                             "--pairs=-train-")
-    table = choice_table(args.out_dir, pd.read_csv(stands))
+    runs = [(args.out_dir / name, flags(term, *AS_IT_STANDS[1:]))
+            for name, term in (("all_stands.csv", False), ("all_term.csv", True))]
+    runs += [(cnn_run(args.out_dir, term, s, w), [*flags(term, s, w), "--corpus-regime", "cnn", "--pairs=-train-"])
+             for term in (False, True) for s in SPILLS for w in POOLS if (term, s, w) != AS_IT_STANDS]
+    for out, run_flags in runs:
+        if not out.is_file():
+            try:
+                validate(args.corpus, out, args.jobs, *run_flags)
+            except subprocess.CalledProcessError:
+                print(f"the validation failed for {out.name}: {out.with_suffix('.log')}", file=sys.stderr)
+                return 2
+    table = choice_table(args.out_dir)
     table.to_csv(args.out_dir / "cnn_constants_choice.csv", index=False)
     print(table.to_string(index=False))
     return 0

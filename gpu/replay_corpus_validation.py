@@ -88,16 +88,13 @@ from addressable.projection.replay import (
     GroupCpu,
     ReplayProjection,
     WhatIf,
-    _clock,
-    _outermost,
-    _range_index,
     backward_group_cpu,
+    consumer_casts,
     fit_cpu_scale,
     group_cpu,
     has_backward,
     is_convnet,
     project_traces,
-    range_of,
     regime_of,
     replay,
     scales,
@@ -126,9 +123,10 @@ BACKWARD_Q = 0.0
 # which hooked steps give the backward's profiler-free CPU: "pass", the interleaved pass after the timing (part 12 on),
 # or "spread", the hooked steps after every timing round (part 40 on; the pass where a capture lacks them)
 BACKWARD_SOURCE = "pass"
-# the consumer-cast term (`consumer_casts`, registered before part 42, not taken by its rule): where a pair's swap
+# the consumer-cast term (replay.consumer_casts, taken by the rule registered before held-out 38): where a pair's swap
 # removes its module's consumers' casts (swap_dtypes.csv: A's modules return a dtype other than their input's, B's
-# their input's), given also removes those casts: each pair's verdict, read by --consumer-casts (empty: the term is off)
+# their input's), given also removes those casts, as `project` does for a win whose output_dtype says so: each pair's
+# verdict (empty: the term is off, --no-consumer-casts or a corpus without swap_dtypes.csv)
 CASTS_REMOVED: dict[str, bool] = {}
 
 
@@ -161,52 +159,7 @@ def speedup(g: Graph, changes: list[Change], scale: float | np.ndarray) -> float
     return replay(g, changes, scale).speedup_over(replay(g, cpu_scale=scale))[0]
 
 
-# the consumer-cast term (--consumer-casts; registered before part 42, not taken by its rule: docs/replay.md)
-CAST_OP = "aten::_to_copy"  # a cast that copies (`aten::to` to the same dtype returns its input and calls none)
-AUTOGRAD_ENGINE = "autograd::engine"  # the prefix of the backward's node ops
-
-
-def consumer_casts(g: Graph, trace: Trace, ranges: pd.DataFrame) -> np.ndarray:
-    """Mask over GPU ops: the casts a module's consumers make of its output, the work a replacement returning its
-    input's dtype removes outside the module (an eager norm returning float32 under autocast makes the next layer
-    cast it back). For each forward call (`ranges`: ts, dur, tid), the first outermost `aten::_to_copy` on its
-    thread after the call ends and before the next call starts, outside the backward (autocast casts a layer's
-    input before its weights; an `aten::to` to the dtype a tensor has copies nothing and is passed over), and the
-    autograd nodes that cast its gradient back (its sequence number): the kernels they launched."""
-    ev = trace.events
-    if ranges.empty or not g.n_cpu:
-        return np.zeros(g.n_gpu, bool)
-    ops = ev.loc[(ev["kind"] == "cpu_op").to_numpy(), ["name", "ts", "dur", "tid", "sequence"]]
-    ops = ops.assign(tid=ops["tid"].to_numpy(dtype=np.int64, na_value=-1))
-    names = ops["name"].astype(str)
-    engine = ops[names.str.startswith(AUTOGRAD_ENGINE).to_numpy()]
-    casts = ops[(names == CAST_OP).to_numpy()]
-    casts = casts[_outermost(casts)]
-    c_ts, c_tid = casts["ts"].to_numpy(float), casts["tid"].to_numpy(np.int64)
-    e_ts = engine["ts"].to_numpy(float)
-    in_backward = _range_index(c_ts, c_tid, e_ts, e_ts + engine["dur"].to_numpy(float),
-                               engine["tid"].to_numpy(np.int64), nested=True) >= 0
-    casts = casts[~in_backward & (range_of(c_ts, c_tid, ranges.reset_index(drop=True)) < 0)]
-    chosen = []
-    for tid, calls in ranges.assign(tid=ranges["tid"].to_numpy(dtype=np.int64, na_value=-1)).groupby("tid"):
-        mine = casts[casts["tid"].to_numpy() == tid].sort_values("ts")
-        calls = calls.sort_values("ts")
-        start, m_ts = calls["ts"].to_numpy(float), mine["ts"].to_numpy(float)
-        at = np.searchsorted(m_ts, start + calls["dur"].to_numpy(float), "left")  # the first cast after each call
-        ok = at < len(mine)
-        ok[ok] &= m_ts[at[ok]] < np.r_[start[1:], np.inf][ok]  # before the next call starts
-        chosen.append(mine.iloc[np.unique(at[ok])])
-    picked = pd.concat(chosen) if chosen else casts.iloc[:0]
-    seq = picked["sequence"].dropna().to_numpy(float)
-    back = engine[np.isin(engine["sequence"].to_numpy(float), seq)] if len(seq) else engine.iloc[:0]
-    spans = pd.concat([picked, back])[["ts", "dur", "tid"]]
-    if spans.empty:
-        return np.zeros(g.n_gpu, bool)
-    tid = ev["tid"].to_numpy(dtype=np.int64, na_value=-1)[g.cpu_row]
-    s_ts = spans["ts"].to_numpy(float)
-    call = _range_index(g.cpu_ts + _clock(g, trace), tid, s_ts, s_ts + spans["dur"].to_numpy(float),
-                        spans["tid"].to_numpy(np.int64), nested=True) >= 0
-    return g.gpu_launched & call[g.gpu_anchor]
+# the consumer-cast term (--consumer-casts: replay.consumer_casts where swap_dtypes.csv says the swap removes the casts)
 
 
 def casts_removed(dtypes: pd.DataFrame) -> dict[str, bool]:
@@ -585,15 +538,19 @@ def main(argv: list[str] | None = None) -> int:
                     "(their JSON's `regime`, split.csv's: cnn, train-small, ...), to scan a constant that touches them alone")
     ap.add_argument("--pairs", default=None, metavar="REGEX", help="read only the pairs whose name this matches "
                     "(re.search)")
-    ap.add_argument("--consumer-casts", action="store_true", help="given also removes the casts a swap saves its "
-                    "module's consumers, where CORPUS/swap_dtypes.csv says it does (consumer_casts)")
+    ap.add_argument("--consumer-casts", action=argparse.BooleanOptionalAction, default=None,
+                    help="given also removes the casts a swap saves its module's consumers, where CORPUS/swap_dtypes.csv "
+                         "says it does (replay.consumer_casts; default: on where the corpus has that file)")
     add_model_constants(ap)
     args = ap.parse_args(argv)
     dtypes = args.corpus / "swap_dtypes.csv"
     if args.consumer_casts and not dtypes.is_file():
         print(f"--consumer-casts: {dtypes} is not a file (gpu/swap_dtypes.py writes it)", file=sys.stderr)
         return 2
-    CASTS_REMOVED = casts_removed(pd.read_csv(dtypes, dtype=str)) if args.consumer_casts else {}
+    casts = dtypes.is_file() if args.consumer_casts is None else args.consumer_casts
+    if args.consumer_casts is None and not casts:
+        print(f"no {dtypes.name} under {args.corpus}: given runs without the consumer-cast term", file=sys.stderr)
+    CASTS_REMOVED = casts_removed(pd.read_csv(dtypes, dtype=str)) if casts else {}
     if args.jobs < 1:
         print("--jobs: must be at least 1", file=sys.stderr)
         return 2

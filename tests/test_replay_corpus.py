@@ -16,9 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from addressable.projection.replay import load_graph
 from addressable.trace.reader import load_trace
-from tests.projection.test_replay import BASE, TraceBuilder
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "gpu" / "replay_corpus.py"
@@ -471,7 +469,6 @@ def test_the_validation_reads_wait_records_and_can_drop_them(tmp_path: Path) -> 
     import pandas as pd
 
     from addressable.projection.replay import build_graph
-    from addressable.trace.reader import load_trace
     plain, recorded = _mini_corpus(tmp_path / "plain"), _mini_corpus(tmp_path / "recorded")
     assert [_with_wait_records(recorded / "part-1" / f"two-stream-gelu.{k}.json.gz") for k in "AB"] == [6, 6]
     edges = [int((build_graph(load_trace(c / "part-1" / "two-stream-gelu.A.json.gz", runtime=True)).gpu_dep >= 0).sum())
@@ -955,45 +952,6 @@ def _validation():
     return mod
 
 
-def _op(tb: TraceBuilder, name: str, ts: float, dur: float, seq: int | None = None) -> None:
-    args = {"Sequence number": seq} if seq is not None else {}
-    tb.events.append({"ph": "X", "cat": "cpu_op", "name": name, "pid": 10, "tid": 1, "ts": BASE + ts, "dur": dur,
-                      "args": args})
-
-
-def test_consumer_casts_are_the_first_copying_cast_after_each_call_and_its_gradients_cast_back(tmp_path: Path) -> None:
-    """Three calls of the module (100-300, 600-800, 1000-1100). After the first, the next layer casts its input
-    (350, sequence 7) and then its weight (400, sequence 8); after the second an `aten::to` to the same dtype copies
-    nothing (820) and the next cast (850, sequence 9) is the consumer's; after the third the only cast is in the
-    backward. The backward's node for sequence 7 casts a gradient back, the one for sequence 8 a weight's: the
-    consumer casts are the kernels of 350, 850 and node 7, and nothing else."""
-    tb = TraceBuilder()
-    for start in (100, 600, 1000):
-        tb.launch(start + 10, 5, start + 20, 5)  # the module's own kernel
-    for ts, seq in ((350, 7), (400, 8), (850, 9)):
-        _op(tb, "aten::to", ts - 2, 20, seq)
-        _op(tb, "aten::_to_copy", ts - 1, 18, seq)
-        tb.launch(ts + 5, 4, ts + 10, 3, op="aten::copy_")
-    _op(tb, "aten::to", 820, 1, 10)
-    tb.launch(450, 5, 460, 30, op="aten::mm")  # the next layer's GEMM
-    for ts, seq in ((1500, 7), (1600, 8)):
-        _op(tb, "autograd::engine::evaluate_function: ToCopyBackward0", ts, 40, seq)
-        _op(tb, "aten::_to_copy", ts + 5, 20, None)
-        tb.launch(ts + 10, 4, ts + 15, 3, op="aten::copy_")
-    for start, dur in ((100, 200), (600, 200), (1000, 100)):
-        tb.scope("nn.Module: act (EagerGELU)", start, dur)
-    tb.step(1, 0, 2000)
-    cv = _validation()
-    trace, g, why = load_graph(load_trace(tb.write(tmp_path / "t.json"), runtime=True))
-    assert g is not None, why
-    ev = trace.events
-    ranges = ev[(ev["name"] == "nn.Module: act (EagerGELU)").to_numpy()]
-    mask = cv.consumer_casts(g, trace, ranges)
-    starts = np.round(g.gpu_ts - g.gpu_ts.min() + 120).astype(int)  # the first kernel starts at 120
-    assert sorted(starts[mask].tolist()) == [360, 860, 1515]  # the kernels of the casts at 350, 850 and node 7
-    assert not cv.consumer_casts(g, trace, ranges.iloc[:0]).any()
-
-
 def test_a_swap_removes_its_consumers_casts_only_where_a_widened_the_dtype_and_b_kept_it() -> None:
     """swap_dtypes.csv's verdict per pair: A's modules took bfloat16 and returned float32 while B's returned what they
     took (removes); both kept it, or B widened too (GroupNorm under autocast), or nothing was recorded, or the probe
@@ -1041,8 +999,9 @@ def test_part_43_is_held_out_38_cnn_training_of_each_dtype_family_first() -> Non
 
 
 def test_the_cnn_constants_choice_puts_each_candidates_cnn_rows_over_the_right_base(tmp_path: Path) -> None:
-    """Each candidate's CNN training rows replace the base's, the base being all_term.csv with the term on and the
-    table of `given` as it stands with it off; the table ranks by pairs within ±5%, then the median |error|."""
+    """Each candidate's CNN training rows replace the base's, the base being all_term.csv with the term on and
+    all_stands.csv (`given` as it stood) with it off; the table ranks by pairs within ±5%, then the median |error|.
+    A corpus without swap_dtypes.csv is a one-line error."""
     import pandas as pd
 
     spec = importlib.util.spec_from_file_location("cnn_constants_scan", ROOT / "gpu/cnn_constants_scan.py")
@@ -1050,7 +1009,8 @@ def test_the_cnn_constants_choice_puts_each_candidates_cnn_rows_over_the_right_b
     scan = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(scan)
     pairs = ["cnn-a", "cnn-b", "gpt-c", "gpt-d"]
-    stands = pd.DataFrame({"pair": pairs, "given_error": [0.08, 0.01, 0.02, 0.09]})
+    pd.DataFrame({"pair": pairs, "given_error": [0.08, 0.01, 0.02, 0.09]}).to_csv(tmp_path / "all_stands.csv",
+                                                                                index=False)
     pd.DataFrame({"pair": pairs, "given_error": [0.5, 0.5, 0.03, 0.01]}).to_csv(tmp_path / "all_term.csv", index=False)
     for term in (False, True):
         for s in scan.SPILLS:
@@ -1059,7 +1019,7 @@ def test_the_cnn_constants_choice_puts_each_candidates_cnn_rows_over_the_right_b
                 good = (s, w) == (0.05, 0.25)
                 pd.DataFrame({"pair": ["cnn-a", "cnn-b"], "given_error": [0.02 if good else 0.2, 0.01]}).to_csv(
                     scan.cnn_run(tmp_path, term, s, w), index=False)
-    t = scan.choice_table(tmp_path, stands)
+    t = scan.choice_table(tmp_path)
     assert len(t) == 2 * len(scan.SPILLS) * len(scan.POOLS)
     best = t.iloc[0]
     # with the term: cnn-a 0.02, cnn-b 0.01, gpt-c 0.03, gpt-d 0.01: 4 within; without it gpt-d's 0.09 stays out
@@ -1068,6 +1028,9 @@ def test_the_cnn_constants_choice_puts_each_candidates_cnn_rows_over_the_right_b
     stood = t[(~t.consumer_casts) & (t.spillover_conv == 0.1) & (t.backward_pool_conv == 0.5)].iloc[0]
     assert (stood.within_5pct, stood.cnn_training_pairs) == (2, "")
     assert t.within_5pct.is_monotonic_decreasing
+    bad = subprocess.run([sys.executable, str(ROOT / "gpu/cnn_constants_scan.py"), str(tmp_path), str(tmp_path / "o")],
+                         capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "no swap_dtypes.csv" in bad.stderr and not (tmp_path / "o").exists()
 
 
 def test_the_validation_reads_only_the_pairs_its_filters_keep(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ import torch
 from torch.nn.modules import module as nn_module
 from torch.utils import _pytree as pytree
 
-from addressable.runs.folder import BACKWARD_CPU_COLUMNS, MODULE_CPU_COLUMNS
+from addressable.runs.folder import BACKWARD_CPU_COLUMNS, DTYPE_COLUMNS, MODULE_CPU_COLUMNS
 
 PREFIX = "nn.Module: "
 IO_COLUMNS = ["module", "class", "calls", "input_bytes", "output_bytes", "param_bytes", "forward_bytes",
@@ -285,11 +285,13 @@ def module_io(model: torch.nn.Module | None = None) -> Iterator[ModuleIO]:
 
 class ModuleCpu:
     """Each module's inclusive CPU time (perf_counter from its forward's start to its end, hooks of the
-    modules inside it included) and calls, summed over the steps run under `module_cpu`."""
+    modules inside it included) and calls, summed over the steps run under `module_cpu`; and the dtypes its first
+    call took and returned (`first_float_dtype`), read after its clock stops, once per module."""
 
     def __init__(self, model: torch.nn.Module | None) -> None:
         self.names = _Names(model)
         self.rows: dict[tuple[str, str], list[float]] = {}
+        self.dtypes: dict[tuple[str, str], tuple[str, str]] = {}
 
     def pre(self, module: torch.nn.Module, args: Any) -> None:
         q = self.names.name(module)
@@ -300,15 +302,29 @@ class ModuleCpu:
         open_ = self.names.stack()
         if open_:
             q, t0 = open_.pop()
-            row = self.rows.setdefault((q, type(module).__name__), [0, 0.0])
+            key = (q, type(module).__name__)
+            row = self.rows.setdefault(key, [0, 0.0])
             row[0] += 1
             row[1] += t - t0
+            if key not in self.dtypes:
+                self.dtypes[key] = (first_float_dtype(args), first_float_dtype(output))
 
     def table(self, steps: int) -> pd.DataFrame:
-        """MODULE_CPU_COLUMNS, one row per module (qualified name as the scopes name it), per step of `steps`."""
+        """MODULE_CPU_COLUMNS and DTYPE_COLUMNS, one row per module (qualified name as the scopes name it), per step
+        of `steps`."""
         n = max(steps, 1)
-        rows = [(q, c, calls / n, seconds / n * 1e6) for (q, c), (calls, seconds) in self.rows.items()]
-        return pd.DataFrame(rows, columns=list(MODULE_CPU_COLUMNS))
+        rows = [(q, c, calls / n, seconds / n * 1e6, *self.dtypes.get((q, c), ("", "")))
+                for (q, c), (calls, seconds) in self.rows.items()]
+        return pd.DataFrame(rows, columns=[*MODULE_CPU_COLUMNS, *DTYPE_COLUMNS])
+
+
+def first_float_dtype(value: Any) -> str:
+    """The dtype of the first floating-point tensor in a forward's arguments or output, as torch names it without
+    `torch.` (`bfloat16`); "" where there is none."""
+    for leaf in pytree.tree_leaves(value):
+        if isinstance(leaf, torch.Tensor) and leaf.is_floating_point():
+            return str(leaf.dtype).removeprefix("torch.")
+    return ""
 
 
 @contextmanager

@@ -109,6 +109,7 @@ class Group:
     kernels_after: float = math.nan  # kernels per call after the replacement (NaN: unchanged)
     cpu_us_after: float = math.nan  # the replacement's CPU time per forward call, profiler-free (NaN: not given)
     backward_cpu_us_after: float = math.nan  # its backward's CPU time per call, profiler-free (NaN: not given)
+    output_dtype: str = ""  # the dtype the replacement returns ("": the module's)
 
 
 @dataclass
@@ -280,15 +281,18 @@ def _combine(table: pd.DataFrame, targets: list[Target | None], combine: str) ->
             best = rows.iloc[i]
             k, lo, hi, names = best["speedup"], best["speedup_lo"], best["speedup_hi"], [best["target"]]
             n_after, cpu_after, bwd_after = after.iloc[i], cpu.iloc[i], bwd.iloc[i]
+            dtype = best.get("output_dtype", "")
         else:
             k, lo, hi = (float(statistics.median(rows[c])) for c in ("speedup", "speedup_lo", "speedup_hi"))
             names = list(dict.fromkeys(rows["target"]))
             n_after = float(round(after.median())) if after.notna().any() else math.nan
             cpu_after, bwd_after = (float(x.median()) if x.notna().any() else math.nan for x in (cpu, bwd))
+            dtypes = set(rows["output_dtype"]) if "output_dtype" in rows else {""}
+            dtype = dtypes.pop() if len(dtypes) == 1 else ""  # rows that disagree: the module's
         target = targets[idx[0]]
         assert target is not None  # by_key holds used targets only
         groups.append(Group(target, rows["row"].tolist(), names, float(k), float(lo), float(hi),
-                            float(n_after), float(cpu_after), float(bwd_after)))
+                            float(n_after), float(cpu_after), float(bwd_after), dtype if isinstance(dtype, str) else ""))
     return groups
 
 
@@ -467,6 +471,36 @@ def _given_inputs(run: Run, grp: Group) -> tuple[set[str], float, float] | str:
             float(backward.sum()) if backward.notna().all() else math.nan)
 
 
+def _casts_removed(run: Run, heads: set[str], output_dtype: str) -> bool | str:
+    """Whether the replacement removes the casts the heads' consumers made of their output: each head module
+    returned a dtype other than the one it took (module_cpu.csv's dtypes) and the replacement returns the one it
+    took (the win's output_dtype); or why that cannot be told."""
+    if not output_dtype or run.module_cpu is None:
+        return False
+    rows = run.module_cpu[run.module_cpu["module"].isin(heads)]
+    took, returned = set(rows["input_dtype"]), set(rows["output_dtype"])
+    if "" in took | returned:
+        return "output_dtype given, but module_cpu.csv records no dtypes for it (profile it again to get them)"
+    if returned == {output_dtype}:
+        return False
+    if took != {output_dtype}:
+        return (f"output_dtype {output_dtype} is not the dtype the module took ({', '.join(sorted(took))}): "
+                "its consumers' casts are left as they are")
+    return True
+
+
+def _consumer_casts(heads: set[str]) -> replay_model.Select:
+    """The casts the heads' consumers made of their output (replay.consumer_casts over the heads' scopes)."""
+    cache: dict[int, np.ndarray] = {}
+
+    def select(trace: Trace, g: replay_model.Graph) -> np.ndarray:
+        if id(g) not in cache:
+            sc = scope_ranges(trace.events)
+            cache[id(g)] = replay_model.consumer_casts(g, trace, sc[sc["module"].isin(heads)])
+        return cache[id(g)]
+    return select
+
+
 def _calibration(heads: set[str], unprofiled_us: float, backward: bool = False) -> Calibration:
     """The group's forward calls (the head modules' scopes) against their profiler-free CPU time, per graph; with
     `backward`, the backward of those calls against the backward's (replay.backward_group_cpu)."""
@@ -509,8 +543,10 @@ def _whatifs(run: Run, groups: list[Group], owner: Callable[[Trace, replay_model
     (the backward) are a second what-if: measured like the forward where module_cpu.csv timed the heads'
     backward and the win gives backward_cpu_us_after (the rest of the CPU then spills, replay.SPILLOVER; a CNN's
     measured backward scale is pooled toward the step's, replay.BACKWARD_POOL_CONV), else replayed under two
-    hypotheses (its launches at the forward's measured scale, and the rest's)."""
-    whatifs, given, fallback = [], [], []
+    hypotheses (its launches at the forward's measured scale, and the rest's). Where the win's output_dtype
+    says the replacement returns the dtype the module took and the module returned another, the casts its
+    consumers made of its output go too (`_casts_removed`, replay.consumer_casts)."""
+    whatifs, given, fallback, untold = [], [], [], []
     for i, grp in enumerate(groups):
         after = None if math.isnan(grp.kernels_after) else grp.kernels_after
         inputs = _given_inputs(run, grp)
@@ -529,13 +565,18 @@ def _whatifs(run: Run, groups: list[Group], owner: Callable[[Trace, replay_model
             bcal = _calibration(heads, backward_us, backward=True)
             whatifs.append(replay_model.WhatIf(_select(owner, i, cal, False), grp.k, grp.k_lo, grp.k_hi, after,
                                                _calls(bcal), bcal, grp.backward_cpu_us_after, backward=True))
+        casts = _casts_removed(run, heads, grp.output_dtype)
+        if isinstance(casts, str):
+            untold.append(f"{grp.target.group}: {casts}")
+        elif casts:
+            whatifs.append(replay_model.WhatIf(_consumer_casts(heads), 1.0, 1.0, 1.0, 0.0))
         given.append(grp.target.group)
     model = "given" if given and not fallback else "mixed" if given else "uniform"
     wanted = run.module_cpu is not None or any(not math.isnan(g.cpu_us_after) for g in groups)
     note = "" if not fallback or not wanted else (
         "replay CPU model " + (f"{GIVEN_WORDS} for {', '.join(given)}; " if given else "")
         + f"{UNIFORM_WORDS} for {'; '.join(fallback)}")
-    return whatifs, model, note
+    return whatifs, model, "; ".join(x for x in (note, *untold) if x)
 
 
 def _model_error(run: Run, res: replay_model.ReplayProjection, unprofiled: float | None,

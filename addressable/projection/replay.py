@@ -1092,6 +1092,54 @@ def backward_group_cpu(g: Graph, trace: Trace, calls: pd.DataFrame, unprofiled_u
     return GroupCpu(gc.calls, gc.scale, gc.share, np.where(gc.op_call >= 0, call[np.maximum(gc.op_call, 0)], -1))
 
 
+
+CAST_OP = "aten::_to_copy"  # a cast that copies (`aten::to` to the same dtype returns its input and calls none)
+AUTOGRAD_ENGINE = "autograd::engine"  # the prefix of the backward's node ops
+
+
+def consumer_casts(g: Graph, trace: Trace, ranges: pd.DataFrame) -> np.ndarray:
+    """Mask over GPU ops: the casts a module's consumers make of its output, the work a replacement returning its
+    input's dtype removes outside the module (an eager norm returning float32 under autocast makes the next layer
+    cast it back). For each forward call (`ranges`: ts, dur, tid), the first outermost `aten::_to_copy` on its
+    thread after the call ends and before the next call starts, outside the backward (autocast casts a layer's
+    input before its weights; an `aten::to` to the dtype a tensor has copies nothing and is passed over), and the
+    autograd nodes that cast its gradient back (its sequence number): the kernels they launched."""
+    ev = trace.events
+    if ranges.empty or not g.n_cpu:
+        return np.zeros(g.n_gpu, bool)
+    ops = ev.loc[(ev["kind"] == "cpu_op").to_numpy(), ["name", "ts", "dur", "tid", "sequence"]]
+    ops = ops.assign(tid=ops["tid"].to_numpy(dtype=np.int64, na_value=-1))
+    names = ops["name"].astype(str)
+    engine = ops[names.str.startswith(AUTOGRAD_ENGINE).to_numpy()]
+    casts = ops[(names == CAST_OP).to_numpy()]
+    casts = casts[_outermost(casts)]
+    c_ts, c_tid = casts["ts"].to_numpy(float), casts["tid"].to_numpy(np.int64)
+    e_ts = engine["ts"].to_numpy(float)
+    in_backward = _range_index(c_ts, c_tid, e_ts, e_ts + engine["dur"].to_numpy(float),
+                               engine["tid"].to_numpy(np.int64), nested=True) >= 0
+    casts = casts[~in_backward & (range_of(c_ts, c_tid, ranges.reset_index(drop=True)) < 0)]
+    chosen = []
+    for tid, calls in ranges.assign(tid=ranges["tid"].to_numpy(dtype=np.int64, na_value=-1)).groupby("tid"):
+        mine = casts[casts["tid"].to_numpy() == tid].sort_values("ts")
+        calls = calls.sort_values("ts")
+        start, m_ts = calls["ts"].to_numpy(float), mine["ts"].to_numpy(float)
+        at = np.searchsorted(m_ts, start + calls["dur"].to_numpy(float), "left")  # the first cast after each call
+        ok = at < len(mine)
+        ok[ok] &= m_ts[at[ok]] < np.r_[start[1:], np.inf][ok]  # before the next call starts
+        chosen.append(mine.iloc[np.unique(at[ok])])
+    picked = pd.concat(chosen) if chosen else casts.iloc[:0]
+    seq = picked["sequence"].dropna().to_numpy(float)
+    back = engine[np.isin(engine["sequence"].to_numpy(float), seq)] if len(seq) else engine.iloc[:0]
+    spans = pd.concat([picked, back])[["ts", "dur", "tid"]]
+    if spans.empty:
+        return np.zeros(g.n_gpu, bool)
+    tid = ev["tid"].to_numpy(dtype=np.int64, na_value=-1)[g.cpu_row]
+    s_ts = spans["ts"].to_numpy(float)
+    call = _range_index(g.cpu_ts + _clock(g, trace), tid, s_ts, s_ts + spans["dur"].to_numpy(float),
+                        spans["tid"].to_numpy(np.int64), nested=True) >= 0
+    return g.gpu_launched & call[g.gpu_anchor]
+
+
 def calls_in_ranges(g: Graph, trace: Trace, name: str) -> np.ndarray:
     """Mask over CPU calls: the call starts inside a CPU range named `name` (record_function) on its thread."""
     ev = trace.events
@@ -1246,9 +1294,10 @@ LARGE_BACKWARD_SHARE = 0.3
 # dispatch speeds up the work around it; chosen on part 10 of the validation corpus (dev2, 18 training pairs)
 # before held-out 9 was captured (docs/replay.md)
 SPILLOVER = 0.1
-# the same for a CNN (`is_convnet`), where the removed CPU is an eager norm's: held at SPILLOVER until a scan on the
-# corpus's read pairs (parts 1-42) chooses otherwise (docs/replay.md, held-out 38)
-SPILLOVER_CONV = 0.1
+# the same for a CNN (`is_convnet`): none, with the consumer-cast term (`consumer_casts`) taking the casts a swap saves
+# its module's consumers, which the spill had stood in for; chosen with BACKWARD_POOL_CONV and the term on every pair of
+# parts 1-42 of the validation corpus before held-out 38 was captured (gpu/cnn_constants_scan.py, docs/replay.md)
+SPILLOVER_CONV = 0.0
 # a measured backward's CPU scale is pooled toward the uniform fit's (the whole step's), scale^(1-w) * uniform^w:
 # the profiler-free pass reads an eager CNN norm's backward low and unsteadily. w for a CNN (`is_convnet`), chosen
 # on parts 10-17 of the validation corpus (and checked across their halves) before held-out 14; 0 for the rest,

@@ -14,6 +14,10 @@ Targets in wins.csv, resolved in this order:
                    Optional column `backward_cpu_us_after`: the replacement's backward CPU time per call in
                    µs, profiler-free (capture.scopes.backward_cpu_us); with module_cpu.csv's backward
                    columns, `given` replays the module's backward as measured, not under two hypotheses.
+                   Optional column `output_dtype`: the dtype the replacement returns (`bfloat16`, ...), where
+                   it is not the module's; where the module returned a wider dtype than it took (an eager
+                   norm returning float32 under autocast) and the replacement returns the one it took,
+                   `given` also removes the casts its consumers made of its output (replay.consumer_casts).
   `re:REGEX`       kernels of the run whose kernels.csv name matches REGEX (re.search, case-sensitive;
                    write (?i) for case-insensitive).
   a category       a taxonomy category (case-insensitive), e.g. `softmax`.
@@ -54,7 +58,10 @@ KERNELBENCH_LEVEL2 = Path(__file__).with_name("kernelbench_level2.yaml")
 REGEX_PREFIX = "re:"
 REQUIRED_COLUMNS = ("target", "speedup")
 OPTIONAL_COLUMNS = ("verified", "source", "notes", "speedup_lo", "speedup_hi", "kernels_after", "cpu_us_after",
-                    "backward_cpu_us_after")
+                    "backward_cpu_us_after", "output_dtype")
+# the floating dtypes a module may return, as torch names them (`torch.` is dropped)
+DTYPES = ("float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
+          "float8_e5m2fnuz")
 _TRUE = {"true", "t", "yes", "y", "1"}
 _FALSE = {"false", "f", "no", "n", "0"}
 
@@ -137,7 +144,7 @@ def parse_wins(raw: pd.DataFrame, source: str = "wins") -> pd.DataFrame:
     """Validate a raw wins table; the whole file is rejected on the first bad row.
 
     Returns row (1-based data row), target, speedup, speedup_lo, speedup_hi, kernels_after, cpu_us_after,
-    backward_cpu_us_after, verified, source, notes.
+    backward_cpu_us_after, output_dtype ("" where not given), verified, source, notes.
     A `row` column in `raw` (e.g. a table this function returned) is ignored and renumbered.
     """
     if raw.empty and not len(raw.columns):
@@ -167,6 +174,7 @@ def parse_wins(raw: pd.DataFrame, source: str = "wins") -> pd.DataFrame:
                      "cpu_us_after": _cpu_us_after(r.get("cpu_us_after"), where),
                      "backward_cpu_us_after": _cpu_us_after(r.get("backward_cpu_us_after"), where,
                                                             "backward_cpu_us_after"),
+                     "output_dtype": _output_dtype(r.get("output_dtype"), where),
                      "verified": _verified(r.get("verified"), where),
                      "source": "" if _empty(r.get("source")) else str(r["source"]).strip(),
                      "notes": "" if _empty(r.get("notes")) else str(r["notes"]).strip()})
@@ -222,6 +230,16 @@ def _cpu_us_after(v: Any, where: str, column: str = "cpu_us_after") -> float:
     if not (math.isfinite(us) and us >= 0):
         raise AddressableError(f"{where}: {column} must be a number of µs >= 0, got '{v}'")
     return us
+
+
+def _output_dtype(v: Any, where: str) -> str:
+    """The dtype a replacement returns, as torch names it ("" where not given)."""
+    if _empty(v):
+        return ""
+    name = str(v).strip().lower().removeprefix("torch.")
+    if name not in DTYPES:
+        raise AddressableError(f"{where}: output_dtype '{v}' is not a floating dtype (one of {', '.join(DTYPES)})")
+    return name
 
 
 def _verified(v: Any, where: str) -> bool:

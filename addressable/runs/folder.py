@@ -68,7 +68,7 @@ def write_run(folder: str | Path, b: Breakdown, keys: dict[str, Any], steps: pd.
     if module_io is not None:
         write_module_io(folder / MODULE_IO_FILE, module_io)
     if module_cpu is not None:
-        cols = [*MODULE_CPU_COLUMNS, *(c for c in BACKWARD_CPU_COLUMNS if c in module_cpu.columns)]
+        cols = [*MODULE_CPU_COLUMNS, *(c for c in (*BACKWARD_CPU_COLUMNS, *DTYPE_COLUMNS) if c in module_cpu.columns)]
         write_text(folder / MODULE_CPU_FILE, module_cpu[cols].to_csv(index=False))
     return folder
 
@@ -77,11 +77,15 @@ MODULE_CPU_FILE = "module_cpu.csv"  # each module's CPU time per step, profiler-
 MODULE_CPU_COLUMNS = ("module", "class", "calls_per_step", "cpu_us_per_step")
 # the backward's (capture.scopes.module_backward_cpu): optional, empty for a module no backward ran through
 BACKWARD_CPU_COLUMNS = ("backward_calls_per_step", "backward_cpu_us_per_step")
+# the dtypes of the first floating tensor each module's calls mostly took and returned (capture.scopes.module_cpu):
+# optional, "" where a module took or returned none, and in a file written before they were recorded
+DTYPE_COLUMNS = ("input_dtype", "output_dtype")
 
 
 def read_module_cpu(folder: str | Path) -> pd.DataFrame | None:
-    """A run folder's module_cpu.csv (module, class, calls_per_step, cpu_us_per_step, and the backward's
-    BACKWARD_CPU_COLUMNS: NaN where no backward was timed); None when it has none."""
+    """A run folder's module_cpu.csv (module, class, calls_per_step, cpu_us_per_step, the backward's
+    BACKWARD_CPU_COLUMNS: NaN where no backward was timed, and DTYPE_COLUMNS: "" where none was recorded); None
+    when it has none."""
     path = Path(folder) / MODULE_CPU_FILE
     if not path.is_file():
         return None
@@ -98,7 +102,9 @@ def read_module_cpu(folder: str | Path) -> pd.DataFrame | None:
         if bad.any():
             raise AddressableError(f"{path}: {c} on row {int(bad.to_numpy().argmax()) + 1} is not a number >= 0")
         table[c] = v
-    return table[[*MODULE_CPU_COLUMNS, *BACKWARD_CPU_COLUMNS]]
+    for c in DTYPE_COLUMNS:
+        table[c] = table[c].astype(str).str.strip() if c in table.columns else ""
+    return table[[*MODULE_CPU_COLUMNS, *BACKWARD_CPU_COLUMNS, *DTYPE_COLUMNS]]
 
 
 MODULE_IO_FILE = "module_io.json"

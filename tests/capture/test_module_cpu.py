@@ -56,8 +56,9 @@ def test_module_cpu_times_each_module_inclusively_by_qualified_name() -> None:
         for _ in range(3):
             net(x)
     t = rec.table(3).set_index("module")
-    assert list(t.columns) == ["class", "calls_per_step", "cpu_us_per_step"]
+    assert list(t.columns) == ["class", "calls_per_step", "cpu_us_per_step", "input_dtype", "output_dtype"]
     assert set(t.index) == {"", "0", "1", "1.0", "1.1"} and t.loc["1.0", "class"] == "Sleep"
+    assert set(t["input_dtype"]) == set(t["output_dtype"]) == {"float32"}
     assert (t["calls_per_step"] == 1.0).all()
     for leaf in ("1.0", "1.1"):  # the sleep, and little more
         assert SLEEP_S * 1e6 <= t.loc[leaf, "cpu_us_per_step"] < SLEEP_S * 1e6 + 3000
@@ -67,6 +68,28 @@ def test_module_cpu_times_each_module_inclusively_by_qualified_name() -> None:
         pass
     net(x)
     assert rec.table(3).equals(rec.table(3)) and not rec2.rows
+
+
+class Widen(torch.nn.Module):
+    """An eager norm's dtype under autocast: it takes bfloat16 and returns float32."""
+
+    def forward(self, x: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
+        return x.float() * scale
+
+
+def test_module_cpu_records_the_dtypes_each_module_took_and_returned() -> None:
+    """The first floating tensor of the arguments and of the output, as torch names the dtype; a module that took
+    or returned no floating tensor records ""; the first call decides (a later one in float32 changes nothing)."""
+    net = torch.nn.Sequential(Widen(), torch.nn.Identity())
+    ids = torch.nn.Embedding(4, 2)
+    with module_cpu(torch.nn.ModuleDict({"net": net, "ids": ids})) as rec:
+        net(torch.ones(2, 2, dtype=torch.bfloat16))
+        net(torch.ones(2, 2))
+        ids(torch.tensor([1, 2]))
+    t = rec.table(1).set_index("module")
+    assert tuple(t.loc["net.0", ["input_dtype", "output_dtype"]]) == ("bfloat16", "float32")
+    assert tuple(t.loc["net.1", ["input_dtype", "output_dtype"]]) == ("float32", "float32")
+    assert tuple(t.loc["ids", ["input_dtype", "output_dtype"]]) == ("", "float32")
 
 
 def test_module_backward_cpu_times_the_nodes_each_call_created() -> None:
@@ -173,8 +196,10 @@ def test_profile_writes_module_cpu_csv_after_the_profiled_steps(tmp_path: Path) 
     run = sleepy_run(tmp_path, module_cpu=True)
     t = read_module_cpu(run)
     assert t is not None and list(t.columns) == ["module", "class", "calls_per_step", "cpu_us_per_step",
-                                                 "backward_calls_per_step", "backward_cpu_us_per_step"]
+                                                 "backward_calls_per_step", "backward_cpu_us_per_step",
+                                                 "input_dtype", "output_dtype"]
     assert t["backward_cpu_us_per_step"].isna().all()  # an inference step runs no backward
+    assert set(t["input_dtype"]) == set(t["output_dtype"]) == {"float32"}  # written and read back
     row = t.set_index("module").loc["1"]
     assert row["class"] == "Sleep" and row["calls_per_step"] == 1.0
     assert 4000 <= row["cpu_us_per_step"] < 7000

@@ -15,10 +15,10 @@ import pytest
 from addressable.classify.breakdown import breakdown_of_trace
 from addressable.projection import intervals
 from addressable.projection.project import project
-from addressable.projection.replay import WhatIf, group_cpu, load_graph, project_traces
+from addressable.projection.replay import WhatIf, consumer_casts, group_cpu, load_graph, project_traces
 from addressable.runs.folder import MODULE_CPU_FILE, write_breakdown
 from addressable.trace.reader import load_trace
-from tests.projection.test_replay import TraceBuilder
+from tests.projection.test_replay import BASE, TraceBuilder
 
 SCOPE = "nn.Module: act (EagerGELU)"
 
@@ -204,7 +204,7 @@ def test_a_measured_backward_is_replayed_like_a_forward_and_the_rest_spills(tmp_
     (scale 0.5), fused into one launch whose measured backward CPU is 40 us: 60 us of the step's CPU goes. The
     forward keeps act's 0.5, so the rest (calls 0, 1, 6 and 9: 310 us profiled) is fitted to r = 458/310 (the
     90 us before call 0 at the median per-call scale, 0.5: 45 + 310 r + 200 + 100 = 803), and the step
-    becomes 743 us. The rest then spills SPILLOVER x 60 us (6 us at 0.1): 737 us."""
+    becomes 743 us. The rest then spills SPILLOVER x 60 us (6 us at 0.1): 737 us; in a CNN's run SPILLOVER_CONV."""
     from addressable.projection import replay
     trace, _, fwd = forward_whatif(tmp_path)
     ev = trace.events
@@ -225,6 +225,14 @@ def test_a_measured_backward_is_replayed_like_a_forward_and_the_rest_spills(tmp_
     monkeypatch.setattr(replay, "SPILLOVER", 0.0)
     res = project_traces([trace], [fwd, measured], none, 803.0)
     assert not isinstance(res, str) and res.speedup_wall == pytest.approx(803 / 743, rel=1e-3)
+    # a CNN's measured backward spills SPILLOVER_CONV (unpooled here), not SPILLOVER
+    monkeypatch.setattr(replay, "is_convnet", lambda t: True)
+    monkeypatch.setattr(replay, "BACKWARD_POOL_CONV", 0.0)
+    for conv, step in ((0.0, 743), (0.1, 737)):
+        monkeypatch.setattr(replay, "SPILLOVER_CONV", conv)
+        res = project_traces([trace], [fwd, measured], none, 803.0)
+        assert not isinstance(res, str) and res.speedup_wall == pytest.approx(803 / step, rel=1e-3)
+    monkeypatch.undo()
     # without the replacement's backward CPU nothing is measured after the swap: no spill, no regime
     monkeypatch.setattr(replay, "SPILLOVER", 0.1)
     res = project_traces([trace], [fwd, WhatIf(bwd_ops, 1.0, 1.0, 1.0, 1.0, calls, bcal, backward=True)], none, 803.0)
@@ -253,6 +261,7 @@ def test_a_cnns_measured_backward_is_pooled_toward_the_uniform_scale(tmp_path: P
     none = lambda t, gg: np.zeros(gg.n_gpu, bool)  # noqa: E731
     monkeypatch.setattr(replay, "BACKWARD_POOL_CONV", 0.5)
     monkeypatch.setattr(replay, "BACKWARD_POOL", 0.0)
+    monkeypatch.setattr(replay, "SPILLOVER_CONV", replay.SPILLOVER)  # the pooling alone tells the runs apart
     plain = project_traces([trace], [fwd, measured(100.0)], none, 803.0)
     monkeypatch.setattr(replay, "is_convnet", lambda t: True)
     cnn = project_traces([trace], [fwd, measured(100.0)], none, 803.0)
@@ -355,3 +364,73 @@ def test_a_bad_backward_cpu_us_after_is_one_line(tmp_path: Path) -> None:
     w = "target,speedup,kernels_after,cpu_us_after,backward_cpu_us_after\nmodule:EagerGELU,1,1,40,-3\n"
     with pytest.raises(AddressableError, match="row 1: backward_cpu_us_after must be a number of µs >= 0"):
         project([run], wins(tmp_path, w))
+
+
+def _op(tb: TraceBuilder, name: str, ts: float, dur: float, seq: int | None = None) -> None:
+    args = {"Sequence number": seq} if seq is not None else {}
+    tb.events.append({"ph": "X", "cat": "cpu_op", "name": name, "pid": 10, "tid": 1, "ts": BASE + ts, "dur": dur,
+                      "args": args})
+
+
+def test_consumer_casts_are_the_first_copying_cast_after_each_call_and_its_gradients_cast_back(tmp_path: Path) -> None:
+    """Three calls of the module (100-300, 600-800, 1000-1100). After the first, the next layer casts its input
+    (350, sequence 7) and then its weight (400, sequence 8); after the second an `aten::to` to the same dtype copies
+    nothing (820) and the next cast (850, sequence 9) is the consumer's; after the third the only cast is in the
+    backward. The backward's node for sequence 7 casts a gradient back, the one for sequence 8 a weight's: the
+    consumer casts are the kernels of 350, 850 and node 7, and nothing else."""
+    tb = TraceBuilder()
+    for start in (100, 600, 1000):
+        tb.launch(start + 10, 5, start + 20, 5)  # the module's own kernel
+    for ts, seq in ((350, 7), (400, 8), (850, 9)):
+        _op(tb, "aten::to", ts - 2, 20, seq)
+        _op(tb, "aten::_to_copy", ts - 1, 18, seq)
+        tb.launch(ts + 5, 4, ts + 10, 3, op="aten::copy_")
+    _op(tb, "aten::to", 820, 1, 10)
+    tb.launch(450, 5, 460, 30, op="aten::mm")  # the next layer's GEMM
+    for ts, seq in ((1500, 7), (1600, 8)):
+        _op(tb, "autograd::engine::evaluate_function: ToCopyBackward0", ts, 40, seq)
+        _op(tb, "aten::_to_copy", ts + 5, 20, None)
+        tb.launch(ts + 10, 4, ts + 15, 3, op="aten::copy_")
+    for start, dur in ((100, 200), (600, 200), (1000, 100)):
+        tb.scope(SCOPE, start, dur)
+    tb.step(1, 0, 2000)
+    trace, g, why = load_graph(load_trace(tb.write(tmp_path / "t.json"), runtime=True))
+    assert g is not None, why
+    ev = trace.events
+    ranges = ev[(ev["name"] == SCOPE).to_numpy()]
+    mask = consumer_casts(g, trace, ranges)
+    starts = np.round(g.gpu_ts - g.gpu_ts.min() + 120).astype(int)  # the first kernel starts at 120
+    assert sorted(starts[mask].tolist()) == [360, 860, 1515]  # the kernels of the casts at 350, 850 and node 7
+    assert not consumer_casts(g, trace, ranges.iloc[:0]).any()
+
+
+def test_output_dtype_removes_the_consumers_cast_where_the_module_widened_its_dtype(tmp_path: Path) -> None:
+    """scoped_trace with call 6 (600-700, right after act's calls) a cast of act's output (`aten::_to_copy`).
+    test_given_by_hand's replacement (k 1, one kernel, 250 us a call) makes the step 853 us; where act took bfloat16
+    and returned float32 and the win says the replacement returns bfloat16, the cast and its 100 us go too: 753.
+    Returning float32 changes nothing; with no dtypes recorded the cast stays, and a line says why."""
+    tb = TraceBuilder()
+    for i in range(10):
+        tb.launch(100 * i + 90, 10, 100 * i + 98, 5,
+                  op="aten::mul" if 2 <= i <= 5 else "aten::_to_copy" if i == 6 else "aten::add")
+    tb.scope(SCOPE, 200, 400)
+    tb.step(1, 0, 1000)
+    folder = run_folder(tmp_path, 803.0, 200.0)
+    (folder / "trace.json.gz").write_bytes(gzip.compress(tb.write(tmp_path / "cast.json").read_bytes()))
+    cpu = pd.read_csv(folder / MODULE_CPU_FILE)
+
+    def projected(output_dtype: str, dtypes: tuple[str, str] | None) -> tuple[float, list[str]]:
+        t = cpu if dtypes is None else cpu.assign(input_dtype=[dtypes[0], "float32"], output_dtype=[dtypes[1], "float32"])
+        t.to_csv(folder / MODULE_CPU_FILE, index=False)
+        p = project([folder], wins(tmp_path, f"target,speedup,kernels_after,cpu_us_after,output_dtype\n"
+                                              f"module:EagerGELU,1,1,250,{output_dtype}\n"))
+        return float(p.runs.iloc[0]["speedup_wall"]), p.warnings
+
+    assert projected("", ("bfloat16", "float32"))[0] == pytest.approx(803 / 853, rel=2e-3)
+    assert projected("bfloat16", ("bfloat16", "float32"))[0] == pytest.approx(803 / 753, rel=2e-3)
+    assert projected("float32", ("bfloat16", "float32"))[0] == pytest.approx(803 / 853, rel=2e-3)
+    speedup, warnings = projected("bfloat16", None)
+    assert speedup == pytest.approx(803 / 853, rel=2e-3)
+    assert any("records no dtypes" in w for w in warnings)
+    speedup, warnings = projected("float16", ("bfloat16", "float32"))  # a third dtype: not modelled, said
+    assert speedup == pytest.approx(803 / 853, rel=2e-3) and any("not the dtype the module took" in w for w in warnings)

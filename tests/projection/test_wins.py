@@ -38,3 +38,18 @@ def test_cpu_us_after_is_optional_and_checked(tmp_path: Path) -> None:
         path.write_text(f"target,speedup,cpu_us_after\nmodule:A,2,{bad}\n")
         with pytest.raises(AddressableError, match=f"row 1: cpu_us_after.*{words}|cpu_us_after '{bad}' is {words}"):
             load_wins(path)
+
+
+def test_output_dtype_is_optional_and_a_floating_dtype(tmp_path: Path) -> None:
+    import pytest
+
+    from addressable.core.errors import AddressableError
+
+    path = tmp_path / "wins.csv"
+    path.write_text("target,speedup,output_dtype\nmodule:A,2,bfloat16\nmodule:B,3,\nmodule:C,2, torch.Float16\n")
+    t = load_wins(path)
+    assert t["output_dtype"].tolist() == ["bfloat16", "", "float16"] and t.attrs["warnings"] == []
+    for bad in ("int8", "half-ish", "1"):
+        path.write_text(f"target,speedup,output_dtype\nmodule:A,2,{bad}\n")
+        with pytest.raises(AddressableError, match=f"row 1: output_dtype '{bad}' is not a floating dtype"):
+            load_wins(path)
