@@ -41,6 +41,7 @@ The split into dev and heldout is fixed before any data exists: results/h200/rep
     python3 gpu/replay_corpus.py "$OUT" --part N --budget-s 450     # parts 36-39: held-outs 32-35 (the same)
     python3 gpu/replay_corpus.py "$OUT" --part 40 --budget-s 540    # dev5: held-outs 34-35's training, backward spread
     python3 gpu/replay_corpus.py "$OUT" --part 41 --budget-s 450    # held-out 36: 17 new, CPU-bound training
+    python3 gpu/replay_corpus.py "$OUT" --part 43 --budget-s 440    # held-out 38: 17 new, CNN training first
     python3 gpu/replay_corpus.py OUT --smoke [--pairs NAME,...]     # tiny sizes on the CPU (the test)
 
 Writes OUT/corpus/part-N/ (NAME.json, NAME.{A,B}[.rR].json.gz, profiler_overhead.json, capture.log),

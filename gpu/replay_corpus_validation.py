@@ -543,14 +543,6 @@ def main(argv: list[str] | None = None) -> int:
                          "says it does (replay.consumer_casts; default: on where the corpus has that file)")
     add_model_constants(ap)
     args = ap.parse_args(argv)
-    dtypes = args.corpus / "swap_dtypes.csv"
-    if args.consumer_casts and not dtypes.is_file():
-        print(f"--consumer-casts: {dtypes} is not a file (gpu/swap_dtypes.py writes it)", file=sys.stderr)
-        return 2
-    casts = dtypes.is_file() if args.consumer_casts is None else args.consumer_casts
-    if args.consumer_casts is None and not casts:
-        print(f"no {dtypes.name} under {args.corpus}: given runs without the consumer-cast term", file=sys.stderr)
-    CASTS_REMOVED = casts_removed(pd.read_csv(dtypes, dtype=str)) if casts else {}
     if args.jobs < 1:
         print("--jobs: must be at least 1", file=sys.stderr)
         return 2
@@ -562,6 +554,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"--host-sample: expected first:N, last:N, random:N or repeats:N with N at least 1, and no --host-window; got "
               f"{args.host_sample}", file=sys.stderr)
         return 2
+    dtypes = args.corpus / "swap_dtypes.csv"
+    if args.consumer_casts and not dtypes.is_file():
+        print(f"--consumer-casts: {dtypes} is not a file (gpu/swap_dtypes.py writes it)", file=sys.stderr)
+        return 2
+    casts = dtypes.is_file() if args.consumer_casts is None else args.consumer_casts
+    CASTS_REMOVED = casts_removed(pd.read_csv(dtypes, dtype=str)) if casts else {}
     set_model_constants(args)
     HOST_QUANTILE, Q = args.host_quantile, args.step_quantile
     HOST_AT_STEP_SPEED = args.host_at_step_speed
@@ -590,6 +588,8 @@ def main(argv: list[str] | None = None) -> int:
               + (" that --dev-only, --corpus-regime and --pairs keep" if args.dev_only or args.corpus_regime or named else ""),
               file=sys.stderr)
         return 2
+    if args.consumer_casts is None and not casts:
+        print(f"no {dtypes.name} under {args.corpus}: given runs without the consumer-cast term", file=sys.stderr)
     rows = []
     try:
         # workers are forked after the constants above are set, so they replay with them

@@ -1,6 +1,6 @@
 """The dtypes each corpus pair's swapped modules take and return, A and B (the GPU at tiny sizes, a few minutes).
 
-The consumer-cast term (replay_corpus_validation.consumer_casts, docs/replay.md; registered, not taken) applies
+The consumer-cast term (replay.consumer_casts, docs/replay.md; `given` runs it since held-out 38's rule) applies
 where a swap removes its module's consumers' casts: A's modules return a dtype other than their input's (an eager
 norm returning float32 under bf16 autocast) and B's return their input's. Which way a module goes depends on its
 ops and autocast's lists, not on the sizes, so every pair is built at the smoke sizes on the device it ran on, run
