@@ -1092,7 +1092,6 @@ def backward_group_cpu(g: Graph, trace: Trace, calls: pd.DataFrame, unprofiled_u
     return GroupCpu(gc.calls, gc.scale, gc.share, np.where(gc.op_call >= 0, call[np.maximum(gc.op_call, 0)], -1))
 
 
-
 CAST_OP = "aten::_to_copy"  # a cast that copies (`aten::to` to the same dtype returns its input and calls none)
 AUTOGRAD_ENGINE = "autograd::engine"  # the prefix of the backward's node ops
 
