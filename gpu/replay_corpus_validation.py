@@ -578,11 +578,16 @@ def main(argv: list[str] | None = None) -> int:
     except re.error as e:
         print(f"--pairs: not a regular expression: {e}", file=sys.stderr)
         return 2
-    metas = {(f, n): json.loads((f / f"{n}.json").read_text()) for f, n in pairs}
-    pairs = [(f, n) for f, n in pairs
-             if (not args.dev_only or metas[f, n].get("split", "dev") in fit_on)
-             and (args.corpus_regime is None or metas[f, n].get("regime") == args.corpus_regime)
-             and (named is None or named.search(n))]
+    def kept(folder: Path, name: str) -> bool:
+        if named is not None and not named.search(name):
+            return False
+        if not args.dev_only and args.corpus_regime is None:
+            return True
+        meta = json.loads((folder / f"{name}.json").read_text())
+        return ((not args.dev_only or meta.get("split", "dev") in fit_on)
+                and (args.corpus_regime is None or meta.get("regime") == args.corpus_regime))
+
+    pairs = [(f, n) for f, n in pairs if kept(f, n)]
     if not pairs:
         print(f"no pairs (NAME.A.json.gz) under {args.corpus}"
               + (" that --dev-only, --corpus-regime and --pairs keep" if args.dev_only or args.corpus_regime or named else ""),

@@ -281,18 +281,18 @@ def _combine(table: pd.DataFrame, targets: list[Target | None], combine: str) ->
             best = rows.iloc[i]
             k, lo, hi, names = best["speedup"], best["speedup_lo"], best["speedup_hi"], [best["target"]]
             n_after, cpu_after, bwd_after = after.iloc[i], cpu.iloc[i], bwd.iloc[i]
-            dtype = best.get("output_dtype", "")
+            dtype = str(best["output_dtype"])
         else:
             k, lo, hi = (float(statistics.median(rows[c])) for c in ("speedup", "speedup_lo", "speedup_hi"))
             names = list(dict.fromkeys(rows["target"]))
             n_after = float(round(after.median())) if after.notna().any() else math.nan
             cpu_after, bwd_after = (float(x.median()) if x.notna().any() else math.nan for x in (cpu, bwd))
-            dtypes = set(rows["output_dtype"]) if "output_dtype" in rows else {""}
+            dtypes = set(rows["output_dtype"])
             dtype = dtypes.pop() if len(dtypes) == 1 else ""  # rows that disagree: the module's
         target = targets[idx[0]]
         assert target is not None  # by_key holds used targets only
         groups.append(Group(target, rows["row"].tolist(), names, float(k), float(lo), float(hi),
-                            float(n_after), float(cpu_after), float(bwd_after), dtype if isinstance(dtype, str) else ""))
+                            float(n_after), float(cpu_after), float(bwd_after), dtype))
     return groups
 
 
