@@ -5,7 +5,7 @@ honest candidates, over repeated rounds (the figures of docs/verification.md's "
 
 Each round verifies three honest candidates (ReLU small and large, a 768² matmul) and three cheats (repeated-input
 reuse on a 1024² matmul, a forged timing report on a 1536² matmul, the same forged in 60% of batches), contained, 20 timed calls each; one CSV row
-per verification with its verdict, whether the first set of timed batches failed `clock`, whether `reuse`
+per verification with its verdict, its speedup, whether the first set of timed batches failed `clock`, whether `reuse`
 failed, and the 1-minute load average. Results depend on the machine's load: give it with the figures.
 """
 
@@ -44,6 +44,7 @@ def main() -> None:
                          "first_clock_failed": "clock" in first, "first_reuse_failed": "reuse" in first,
                          "clock_failed": r.checks.get("clock", {}).get("passed") is False,
                          "reuse_failed": r.checks.get("reuse", {}).get("passed") is False,
+                         "speedup": None if r.speedup is None else round(r.speedup, 3),
                          "reason": r.reason[:120], "load": round(os.getloadavg()[0], 2),
                          "seconds": round(time.perf_counter() - t0, 1)})
             print(rows[-1], flush=True)

@@ -220,6 +220,15 @@ def _helper_command(role: str, scratch: Path, exchange: Path, writable: list[Pat
     return cmd
 
 
+def helper_env(scratch: Path, device: str) -> dict[str, str]:
+    """A helper's scrubbed environment; on the CPU, one intra-op thread (OMP_NUM_THREADS=1), so that the
+    reference and the candidate time their work rather than a fight with other processes for the cores."""
+    env = scrubbed_env(scratch, [PACKAGE_ROOT])
+    if device == "cpu":
+        env["OMP_NUM_THREADS"] = "1"
+    return env
+
+
 def _run_isolated(spec: dict[str, Any], timeout: float, box: Sandbox,
                   progress: Callable[[str], None]) -> dict[str, Any]:
     """The session with the checker and the candidate's process as contained subprocesses."""
@@ -233,12 +242,12 @@ def _run_isolated(spec: dict[str, Any], timeout: float, box: Sandbox,
         inputs = [Path(spec["problem"]), Path(spec["candidate"])]
         deadline = time.monotonic() + timeout
         checker = Remote(_helper_command("reference", dirs["checker"], dirs["exchange"], [dirs["checker"]], box, inputs),
-                         scrubbed_env(dirs["checker"], [PACKAGE_ROOT]), dirs["checker"], root / "checker.err", deadline)
+                         helper_env(dirs["checker"], spec["device"]), dirs["checker"], root / "checker.err", deadline)
         worker = None
         try:
             worker = Remote(_helper_command("candidate", dirs["scratch"], dirs["exchange"],
                                             [dirs["scratch"], dirs["exchange"]], box, inputs),
-                            scrubbed_env(dirs["scratch"], [PACKAGE_ROOT]), dirs["scratch"], root / "candidate.err", deadline)
+                            helper_env(dirs["scratch"], spec["device"]), dirs["scratch"], root / "candidate.err", deadline)
             result = Session(spec, checker, worker, progress).run()
         finally:
             for helper in (worker, checker):

@@ -30,6 +30,7 @@ from addressable.verification.runner import (
     Thresholds,
     VerifyResult,
     batch_exit_code,
+    helper_env,
     verify,
     verify_batch,
 )
@@ -641,6 +642,9 @@ def test_candidates_get_a_scratch_folder_and_a_scrubbed_environment(monkeypatch:
     assert env["CUDA_VISIBLE_DEVICES"] == "0" and env["OMP_NUM_THREADS"] == "2"
     assert not {"GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "ADDRESSABLE_TEST_PLAIN", "TORCH_DEVICE_KEY"} & set(env)
     assert env["PYTHONPATH"].split(os.pathsep)[0] == "/pkg"
+    # the helpers time one intra-op thread on the CPU, the user's setting elsewhere
+    assert helper_env(tmp_path, "cpu")["OMP_NUM_THREADS"] == "1"
+    assert helper_env(tmp_path, "cuda")["OMP_NUM_THREADS"] == "2"
     # compiler caches go to scratch even where the machine's environment points them elsewhere
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "/tmp/torchinductor_root")
     env = scrubbed_env(tmp_path, ["/pkg"])

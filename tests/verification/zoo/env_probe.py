@@ -1,4 +1,5 @@
-"""Honest only when contained: softmax, times 0 if it sees a secret, the user's HOME or a cwd outside its scratch."""
+"""Honest only when contained: softmax, times 0 if it sees a secret, the user's HOME, a cwd outside its scratch,
+or (on the CPU) more than one intra-op thread."""
 
 import os
 from pathlib import Path
@@ -10,7 +11,9 @@ from torch import nn
 def _contained() -> bool:
     leaked = [k for k in os.environ if "TOKEN" in k or "SECRET" in k or k == "ADDRESSABLE_TEST_PLAIN"]
     home = Path(os.environ.get("HOME", "/")).resolve()
-    return not leaked and Path.cwd().resolve() == home and os.environ.get("TMPDIR", "").startswith(str(home))
+    one_thread = torch.cuda.is_available() or torch.get_num_threads() == 1
+    return (not leaked and one_thread and Path.cwd().resolve() == home
+            and os.environ.get("TMPDIR", "").startswith(str(home)))
 
 
 class ModelNew(nn.Module):
