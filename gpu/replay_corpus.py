@@ -42,6 +42,7 @@ The split into dev and heldout is fixed before any data exists: results/h200/rep
     python3 gpu/replay_corpus.py "$OUT" --part 40 --budget-s 540    # dev5: held-outs 34-35's training, backward spread
     python3 gpu/replay_corpus.py "$OUT" --part 41 --budget-s 450    # held-out 36: 17 new, CPU-bound training
     python3 gpu/replay_corpus.py "$OUT" --part 43 --budget-s 440    # held-out 38: 17 new, CNN training first
+    python3 gpu/replay_corpus.py "$OUT" --part 44 --budget-s 400    # held-out 39: 17 new, every regime
     python3 gpu/replay_corpus.py OUT --smoke [--pairs NAME,...]     # tiny sizes on the CPU (the test)
 
 Writes OUT/corpus/part-N/ (NAME.json, NAME.{A,B}[.rR].json.gz, profiler_overhead.json, capture.log),
@@ -2260,6 +2261,45 @@ PAIRS += [
         "GELU eager tanh-GELU vs F.gelu(tanh).", act="gelu_new"), 24),
 ]
 
+# part 44: held-out 39, 17 new pairs, registered on 7 Dec 2026 after held-out 38 was read (docs/replay.md), with no
+# change to the model: `given` as it stands (the consumer-cast term, SPILLOVER_CONV 0, BACKWARD_POOL_CONV 0.5), read
+# on every regime at configurations no earlier part ran, CPU-bound CNN training first (held-out 38's two misses were
+# plain eager BatchNorm, one in a RegNetY), then a co-limited CNN inference pair, transformer training, batch-1 and
+# decode inference, a compiled region, large-batch inference and both two-stream layouts
+PAIRS += [
+    Pair("resnet18-train-b40-bnkd", "cnn", "tiny", 44, p_bn(40, True, same_dtype=True), 18),
+    Pair("regnety400mf-train-b32-bn", "cnn", "tiny", 44, p_bn_net("regnet_y_400mf", 32, "RegNetY-400MF"), 30),
+    Pair("resnet50-train-b36-bn", "cnn", "tiny", 44, p_bn_net("resnet50", 36, "ResNet-50"), 30),
+    Pair("resnet18-gn-train-b44", "cnn", "tiny", 44, p_gn_train(44), 18),
+    Pair("mobilenetv2-train-b36-bn", "cnn", "tiny", 44, p_bn_net("mobilenet_v2", 36, "MobileNetV2"), 30),
+    Pair("resnet18-train-b28-adamw-foreach", "cnn", "optimizer", 44, p_adamw("resnet18", 28), 18),
+    Pair("resnet34-infer-b92-bn", "cnn", "tiny", 44, p_bn_net("resnet34", 92, "ResNet-34", train=False), 20),
+    own_train("gpt-train-b6-s160-gelu", "train-small", 44, "gelu", 6, 512, 4, 8, tokens=160),
+    own_train("vit-train-b18-d448-mlp", "train-large", 44, "mlp", 18, 448, 6, 7, est_s=20),
+    Pair("llama-train-b2-s224-rmsnorm", "train-small", "tiny", 44, p_hf_swap(
+        "llama", 2, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "train",
+        "Llama-3.2-1B shapes cut to 2 layers, training b2 x 224, bf16 weights: every RMSNorm eager vs nn.RMSNorm.",
+        b=2, seq=224), 18),
+    Pair("bert-b1-s144-gelu-4l", "enc-infer-b1", "tiny", 44, p_hf_swap(
+        "bert", 4, GELUS, eager_gelu, fused_gelu, "infer",
+        "BERT-base shapes cut to 4 layers (transformers), inference batch 1 x 144: every intermediate GELU eager "
+        "tanh-GELU vs F.gelu(tanh).", seq=144), 18),
+    Pair("llama-b1-s192-rmsnorm-3l", "dec-infer-b1", "tiny", 44, p_hf_swap(
+        "llama", 3, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "infer",
+        "Llama-3.2-1B shapes cut to 3 layers, forward batch 1 x 192, bf16: every RMSNorm eager (fp32 math) vs "
+        "nn.RMSNorm.", seq=192), 18),
+    Pair("llama-decode-b1-rmsnorm-7l", "decode", "tiny", 44, p_hf_swap(
+        "llama", 7, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "decode",
+        "Llama-3.2-1B shapes cut to 7 layers, decode loop, batch 1, bf16: every RMSNorm eager (fp32 math) vs "
+        "nn.RMSNorm."), 24),
+    Pair("compiled-gelu-vit-b4-d448", "compiled", "tiny", 44, p_own_infer(
+        dict(d=448, layers=6, heads=7), dict(eager_act=True), dict(act="compiled"), GELU_MODS, 4,
+        "ViT-like (6 x d448) inference, batch 4, bf16: every MLP GELU eager vs the same function through "
+        "torch.compile (inductor)."), 30),
+    Pair("gpt-infer-b18-s320-gelu", "infer-large", "tiny", 44, p_decoder_gelu_infer(18, tokens=320), 20),
+]
+PAIRS += multi_stream_pairs(44, mixed=(), side=(("gelu", 4, 2560),), main=(("layernorm", 6, 3200),))
+
 
 def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
@@ -2286,15 +2326,16 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     heldout33, part 38 (the same, where it misses most in sample) heldout34, part 39 (the same, the workloads the
     tool is for) heldout35, part 40 (held-outs 34-35's CPU-bound training pairs again, the backward also read spread
     over the timing) dev5, part 41 (new CPU-bound training pairs) heldout36 and part 42 (CPU-bound training whose swap
-    removes its consumers' casts or removes none, for the consumer-cast term) heldout37 and part 43 (CPU-bound CNN training of
-    the three dtype families first, for the CNN training constants chosen on every read pair) heldout38."""
+    removes its consumers' casts or removes none, for the consumer-cast term) heldout37, part 43 (CPU-bound CNN training of
+    the three dtype families first, for the CNN training constants chosen on every read pair) heldout38 and part 44
+    (the model as it stands after held-out 38, every regime) heldout39."""
     named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11", 16: "heldout12", 17: "heldout13",
              18: "heldout14", 19: "heldout15", 20: "heldout16", 21: "heldout17",
              22: "heldout18", 23: "heldout19", 24: "heldout20", 25: "heldout21", 26: "heldout22",
              27: "heldout23", 28: "heldout24", 29: "heldout25", 30: "heldout26",
              31: "heldout27", 32: "heldout28", 33: "heldout29", 34: "heldout30", 35: "heldout31",
              36: "heldout32", 37: "heldout33", 38: "heldout34", 39: "heldout35", 40: "dev5",
-             41: "heldout36", 42: "heldout37", 43: "heldout38"}
+             41: "heldout36", 42: "heldout37", 43: "heldout38", 44: "heldout39"}
     out = {p.name: named.get(p.part, f"heldout{p.part - 1}") for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):

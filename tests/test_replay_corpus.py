@@ -1044,3 +1044,13 @@ def test_the_validation_reads_only_the_pairs_its_filters_keep(tmp_path: Path) ->
     bad = subprocess.run([sys.executable, script, str(ROOT / "results/h200/replay_corpus"), "--pairs", "(",
                           "--out", str(tmp_path / "v.csv")], capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and bad.stderr.startswith("--pairs: not a regular expression")
+
+
+def test_part_44_is_held_out_39_every_regime_under_the_model_as_it_stands() -> None:
+    """Part 44 (heldout39): new pairs over every regime (infer-large too), CPU-bound CNN training first (held-out 38
+    missed two plain eager BatchNorm pairs), fitting one device call."""
+    rc = _module()
+    _new_part(44, "heldout39", 17, ["resnet18", "regnety400mf", "resnet50", "resnet18", "mobilenetv2"], 9, 450)
+    new = [p for p in rc.PAIRS if p.part == 44]
+    assert {p.regime for p in new} == {p.regime for p in rc.PAIRS if p.part < 3} | {"infer-large"}
+    assert [p.swap for p in new[-2:]] == ["side-stream", "main-stream"]
