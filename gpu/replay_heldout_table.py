@@ -5,8 +5,9 @@
         --with results/h200/replay_corpus/validation_rounds_heldout14.csv:heldout14,...
 
 Prints `given`'s median |error|, max, pairs within ±5% and inside the 80% interval over the set, over its pairs by
-the scale's basis (step or host) and by co-limited or not, over the sets given with --with and the set together,
-then one markdown row per pair (regime, basis, measured, cpu shares, given, unpooled, interval), as the tables of
+the scale's basis (step or host) and by co-limited or not, over the sets given with --with and the set together
+(and those split by whether the measured speed-up is known to ±2%, issue 27's requirement of the truth), then one
+markdown row per pair (regime, basis, measured, cpu shares, given, unpooled, interval), as the tables of
 held-outs 17-19 in docs/replay.md. CPU only, seconds.
 """
 
@@ -19,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 WITHIN = 0.05
+TRUTH_CI = 0.02  # issue 27: the truth known to ±2% (95%)
 
 
 def summary(t: pd.DataFrame, label: str) -> str:
@@ -59,7 +61,11 @@ def report(table: Path, split: str, unpooled: Path | None = None, others: list[t
     lines += [summary(t[co], "  co-limited"), summary(t[~co], "  the others")] if co.any() else []
     if others:
         sets = [_of_split(pd.read_csv(p), s) for p, s in others]
-        lines.append(summary(pd.concat([*sets, t]), f"with {', '.join(s for _, s in others)}"))
+        every = pd.concat([*sets, t])
+        lines.append(summary(every, f"with {', '.join(s for _, s in others)}"))
+        known = every["measured_ci95"] <= TRUTH_CI
+        lines += [summary(every[known], f"  truth known to ±{TRUTH_CI:.0%}"),
+                  summary(every[~known], f"  truth wider than ±{TRUTH_CI:.0%}")]
     u = pd.read_csv(unpooled).set_index("pair") if unpooled else None
     return "\n".join([*lines, "", *rows(t, u)])
 

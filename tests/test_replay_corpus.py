@@ -564,12 +564,15 @@ def test_the_heldout_table_counts_a_set_and_its_classes(tmp_path: Path) -> None:
                       row("b", "heldout9", -0.10, "host", "co-limited", False),
                       row("c", "heldout9", 0.03, "host", "gpu-bound", True),
                       row("d", "heldout8", 0.50, "step", "cpu-bound", False)])
+    t.loc[3, "measured_ci95"] = 0.05
     t.to_csv(tmp_path / "v.csv", index=False)
     out = mod.report(tmp_path / "v.csv", "heldout9", tmp_path / "v.csv", [(tmp_path / "v.csv", "heldout8")])
     lines = out.splitlines()
     assert lines[0] == "heldout9: 3 pairs, median |error| 3.0%, max 10.0%, 2 of 3 within ±5%, 2 of 3 (67%) inside"
     assert "  scale from host: 2 pairs, median |error| 6.5%" in out and "  co-limited: 1 pairs" in out
     assert "with heldout8: 4 pairs, median |error| 6.5%, max 50.0%, 2 of 4 within ±5%, 2 of 4 (50%) inside" in out
+    assert "  truth known to ±2%: 3 pairs, median |error| 3.0%" in out
+    assert "  truth wider than ±2%: 1 pairs, median |error| 50.0%" in out
     assert sum(x.startswith("| ") for x in lines) == 3
     assert "| b | cnn (co-limited) | host | 2.000× (±1.0%) | 0.99 / 0.98 | 1.800× (-10.0%) | 1.800× (-10.0%) | " \
            "1.800–2.200 | **no** |" in lines
