@@ -160,9 +160,6 @@ def speedup(g: Graph, changes: list[Change], scale: float | np.ndarray) -> float
     return replay(g, changes, scale).speedup_over(replay(g, cpu_scale=scale))[0]
 
 
-# the consumer-cast term (--consumer-casts: replay.consumer_casts where swap_dtypes.csv says the swap removes the casts)
-
-
 def casts_removed(dtypes: pd.DataFrame) -> dict[str, bool]:
     """Per pair of swap_dtypes.csv: whether its swap removes its module's consumers' casts (A's modules return a dtype
     other than their input's, B's return their input's; a pair whose probe failed removes none)."""

@@ -77,7 +77,7 @@ MODULE_CPU_FILE = "module_cpu.csv"  # each module's CPU time per step, profiler-
 MODULE_CPU_COLUMNS = ("module", "class", "calls_per_step", "cpu_us_per_step")
 # the backward's (capture.scopes.module_backward_cpu): optional, empty for a module no backward ran through
 BACKWARD_CPU_COLUMNS = ("backward_calls_per_step", "backward_cpu_us_per_step")
-# the dtypes of the first floating tensor each module's calls mostly took and returned (capture.scopes.module_cpu):
+# the dtypes of the first floating tensor each module's first call took and returned (capture.scopes.ModuleCpu):
 # optional, "" where a module took or returned none, and in a file written before they were recorded
 DTYPE_COLUMNS = ("input_dtype", "output_dtype")
 
