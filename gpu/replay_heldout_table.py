@@ -5,8 +5,8 @@
         --with results/h200/replay_corpus/validation_rounds_heldout14.csv:heldout14,...
 
 Prints `given`'s median |error|, max, pairs within ±5% and inside the 80% interval over the set, over its pairs by
-the scale's basis (step or host) and by co-limited or not, over the sets given with --with and the set together
-(and those split by whether the measured speed-up is known to ±2%, issue 27's requirement of the truth), then one
+the scale's basis (step or host), by co-limited or not and by whether the measured speed-up is known to ±2% (issue
+27's requirement of the truth), over the sets given with --with and the set together (split the same way), then one
 markdown row per pair (regime, basis, measured, cpu shares, given, unpooled, interval), as the tables of
 held-outs 17-19 in docs/replay.md. CPU only, seconds.
 """
@@ -45,6 +45,13 @@ def rows(t: pd.DataFrame, unpooled: pd.DataFrame | None) -> list[str]:
     return out
 
 
+def _by_truth(t: pd.DataFrame, lead: str) -> list[str]:
+    """Summary lines of the pairs whose measured speed-up is known to TRUTH_CI and of the others."""
+    known = t["measured_ci95"] <= TRUTH_CI
+    return [summary(t[known], f"{lead}truth known to ±{TRUTH_CI:.0%}"),
+            summary(t[~known], f"{lead}truth wider than ±{TRUTH_CI:.0%}")]
+
+
 def _of_split(t: pd.DataFrame, split: str) -> pd.DataFrame:
     return t[t["split"] == split]
 
@@ -59,13 +66,12 @@ def report(table: Path, split: str, unpooled: Path | None = None, others: list[t
     basis = t.get("cpu_scale_basis", pd.Series("", index=t.index))  # scored before the host time: no column
     lines += [summary(t[basis == b], f"  scale from {b}") for b in ("step", "host") if (basis == b).any()]
     lines += [summary(t[co], "  co-limited"), summary(t[~co], "  the others")] if co.any() else []
+    lines += _by_truth(t, "  ")
     if others:
         sets = [_of_split(pd.read_csv(p), s) for p, s in others]
         every = pd.concat([*sets, t])
         lines.append(summary(every, f"with {', '.join(s for _, s in others)}"))
-        known = every["measured_ci95"] <= TRUTH_CI
-        lines += [summary(every[known], f"  truth known to ±{TRUTH_CI:.0%}"),
-                  summary(every[~known], f"  truth wider than ±{TRUTH_CI:.0%}")]
+        lines += _by_truth(every, "  together, ")
     u = pd.read_csv(unpooled).set_index("pair") if unpooled else None
     return "\n".join([*lines, "", *rows(t, u)])
 

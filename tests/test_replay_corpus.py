@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tarfile
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -342,6 +343,7 @@ LATER_PARTS = {
     "resnet18-infer-b8-bn": ("heldout4", 2),  # eager BatchNorm (running stats): several ops, nn.BatchNorm2d: 1
     "gpt-b1-s192-d768-block": ("heldout6", 2),  # a whole eager block against nn.LayerNorm, SDPA, F.gelu
     "resnet18-gn-train-b4": ("heldout7", 1),  # eager GroupNorm against nn.GroupNorm, in training
+    "resnet18-gn-train-b48": ("heldout40", 1),  # the same, timed on while its truth is wider than ±2%
 }
 
 
@@ -355,6 +357,11 @@ def test_smoke_run_of_the_later_held_out_parts(tmp_path: Path) -> None:
         assert meta["split"] == split and meta["swap_calls_per_step"]["A"] > 0 < meta["swap_calls_per_step"]["B"]
         ops = {k: _ops_in_swap_group(files[f"part-x/{name}.{k}.json.gz"]) for k in "AB"}
         assert ops["B"] > 0 and ops["A"] > factor * ops["B"], (name, ops)
+        if split == "heldout40":  # --smoke times a pair for 0.5 s, then for up to 5 x 0.5 s more while wider than ±2%
+            assert meta["truth_ci_target"] == 0.02
+            assert meta["ratio_ci95"] <= 0.02 or meta["extended_s"] > 2.5, (meta["ratio_ci95"], meta["extended_s"])
+        else:
+            assert meta["truth_ci_target"] is None and meta["extended_s"] < 0.05
 
 
 @pytest.mark.slow
@@ -565,16 +572,19 @@ def test_the_heldout_table_counts_a_set_and_its_classes(tmp_path: Path) -> None:
                       row("c", "heldout9", 0.03, "host", "gpu-bound", True),
                       row("d", "heldout8", 0.50, "step", "cpu-bound", False)])
     t.loc[3, "measured_ci95"] = 0.05
+    t.loc[1, "measured_ci95"] = 0.03
     t.to_csv(tmp_path / "v.csv", index=False)
     out = mod.report(tmp_path / "v.csv", "heldout9", tmp_path / "v.csv", [(tmp_path / "v.csv", "heldout8")])
     lines = out.splitlines()
     assert lines[0] == "heldout9: 3 pairs, median |error| 3.0%, max 10.0%, 2 of 3 within ±5%, 2 of 3 (67%) inside"
     assert "  scale from host: 2 pairs, median |error| 6.5%" in out and "  co-limited: 1 pairs" in out
     assert "with heldout8: 4 pairs, median |error| 6.5%, max 50.0%, 2 of 4 within ±5%, 2 of 4 (50%) inside" in out
-    assert "  truth known to ±2%: 3 pairs, median |error| 3.0%" in out
-    assert "  truth wider than ±2%: 1 pairs, median |error| 50.0%" in out
+    assert "  truth known to ±2%: 2 pairs, median |error| 2.0%, max 3.0%, 2 of 2 within ±5%, 2 of 2 (100%) inside" in lines
+    assert "  truth wider than ±2%: 1 pairs, median |error| 10.0%" in out
+    assert "  together, truth known to ±2%: 2 pairs, median |error| 2.0%" in out
+    assert "  together, truth wider than ±2%: 2 pairs, median |error| 30.0%" in out
     assert sum(x.startswith("| ") for x in lines) == 3
-    assert "| b | cnn (co-limited) | host | 2.000× (±1.0%) | 0.99 / 0.98 | 1.800× (-10.0%) | 1.800× (-10.0%) | " \
+    assert "| b | cnn (co-limited) | host | 2.000× (±3.0%) | 0.99 / 0.98 | 1.800× (-10.0%) | 1.800× (-10.0%) | " \
            "1.800–2.200 | **no** |" in lines
     with pytest.raises(SystemExit, match="no pair of split heldout7"):
         mod.report(tmp_path / "v.csv", "heldout7")
@@ -1057,3 +1067,47 @@ def test_part_44_is_held_out_39_every_regime_under_the_model_as_it_stands() -> N
     new = [p for p in rc.PAIRS if p.part == 44]
     assert {p.regime for p in new} == {p.regime for p in rc.PAIRS if p.part < 3} | {"infer-large"}
     assert [p.swap for p in new[-2:]] == ["side-stream", "main-stream"]
+
+
+def test_part_45_is_held_out_40_every_regime_its_wide_truths_timed_on() -> None:
+    """Part 45 (heldout40): new pairs over every regime, CPU-bound CNN training first, then GPU-bound CNN inference
+    (where truths were widest); its pairs are timed on while their truth is wider than ±2%, earlier parts' are not."""
+    rc = _module()
+    _new_part(45, "heldout40", 19, ["resnet18", "regnety400mf", "mobilenetv2", "resnet50", "resnet18"], 10, 1000)
+    new = [p for p in rc.PAIRS if p.part == 45]
+    assert {p.regime for p in new} == {p.regime for p in rc.PAIRS if p.part < 3} | {"infer-large"}
+    assert [p.name for p in new[6:8]] == ["resnet34-infer-b68-bn", "resnet50-infer-b76-bn"]
+    assert (rc.EXTEND_FROM, rc.TRUTH_CI) == (45, 0.02)
+
+
+def test_timing_goes_on_until_the_ratio_is_known_to_its_target_or_its_time_is_spent() -> None:
+    """measure: a steady pair stops once its A/B ratio is known to the target; a pair whose A flips between two
+    speeds from round to round is timed until its seconds are spent, and no round longer."""
+    import time
+
+    rc = _module()
+    rc.DEV = "cpu"  # sync() is a no-op
+
+    def variant(ms: Callable[[int], float]) -> object:  # its i-th step sleeps ms(i) milliseconds
+        calls = iter(range(10**9))
+        return rc.Variant(lambda: time.sleep(ms(next(calls)) / 1e3), rc.SwapTimer())
+
+    def rec() -> dict:
+        return {"step_ms": {"A": [], "B": []}, "cpu_ms": {"A": [], "B": []}, "swap_cpu_ms": {"A": [], "B": []},
+                "round": []}
+
+    steady = rec()
+    t0 = time.perf_counter()
+    rc.measure(variant(lambda i: 4.0), variant(lambda i: 2.0), 20.0, steady, min_rounds=1, target=rc.TRUTH_CI)
+    _, ci = rc.ratio_ci(steady["step_ms"], steady["round"])
+    assert ci <= rc.TRUTH_CI and time.perf_counter() - t0 < 10
+    # under 12.5 ms a pair, 40 steps of each a round, after one step of each that sizes the round: A's steps take
+    # 4 ms in even rounds and 8 ms in odd ones, so the rounds' ratios never settle
+    flipping = rec()
+    t0 = time.perf_counter()
+    rc.measure(variant(lambda i: 8.0 if (i - 1) // 40 % 2 else 4.0), variant(lambda i: 2.0), 3.0, flipping,
+               min_rounds=1, target=rc.TRUTH_CI)
+    took = time.perf_counter() - t0
+    ratios, ci = rc.ratio_ci(flipping["step_ms"], flipping["round"])
+    assert ci > rc.TRUTH_CI and 3.0 < took < 5.0 and len(ratios) >= 3
+    assert max(ratios) > 1.5 * min(ratios)
