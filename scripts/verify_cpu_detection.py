@@ -6,11 +6,14 @@ honest candidates, over repeated rounds (the figures of docs/verification.md's "
 Each round verifies three honest candidates (ReLU small and large, a 768² matmul) and three cheats (repeated-input
 reuse on a 1024² matmul, a forged timing report on a 1536² matmul, the same forged in 60% of batches), contained, 20 timed calls each; one CSV row
 per verification with its verdict, its speedup, whether the first set of timed batches failed `clock`, whether `reuse`
-failed, and the 1-minute load average. Results depend on the machine's load: give it with the figures.
+failed, and the 1-minute load average; beside it, OUT.wall_clock.jsonl keeps each verification's timed batches
+(`wall_clock`), so that a change to the timing checks can be replayed on them (`timing.timing_checks`). Results depend on
+the machine's load: give it with the figures.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -35,6 +38,7 @@ def main() -> None:
     """Run ROUNDS rounds of every case; write OUT.csv and print each row."""
     rounds, out = int(sys.argv[1]), Path(sys.argv[2])
     rows = []
+    batches = out.with_suffix(".wall_clock.jsonl").open("w")
     for i in range(rounds):
         for case, candidate, problem, overrides in CASES:
             t0 = time.perf_counter()
@@ -48,6 +52,8 @@ def main() -> None:
                          "reason": r.reason[:120], "load": round(os.getloadavg()[0], 2),
                          "seconds": round(time.perf_counter() - t0, 1)})
             print(rows[-1], flush=True)
+            batches.write(json.dumps({"round": i, "case": case, "verdict": r.verdict, "wall_clock": r.wall_clock}) + "\n")
+            batches.flush()
     pd.DataFrame(rows).to_csv(out, index=False)
 
 

@@ -35,6 +35,18 @@ def _verify(problem: Path, candidate: str, overrides: dict, **kw) -> VerifyResul
                   calls=kw.pop("calls", 20), timeout=kw.pop("timeout", 300), **kw)
 
 
+def _verify_honest(problem: Path, candidate: str, overrides: dict, **kw) -> VerifyResult:
+    """`_verify` for a candidate that is honest about time, whose test is about another check: a CPU verification
+    whose one failed check is `clock` is run once more. On a loaded 2-core CPU the harness's own overhead (3-5 ms a
+    call beside a 0.2 ms ReLU) can differ between the two processes by more than the clock's 1 ms floor: two such
+    false fails in whole-suite runs (docs/verification.md), none in 36 honest verifications beside the corpus
+    validation (load 2-3, results/cpu/verify_threads/under_scoring.csv)."""
+    r = _verify(problem, candidate, overrides, **kw)
+    if kw.get("device", "cpu") == "cpu" and r.verdict == "fail" and _failed(r) == {"clock"}:
+        r = _verify(problem, candidate, overrides, **kw)
+    return r
+
+
 def _failed(r: VerifyResult) -> set[str]:
     return {k for k, v in r.checks.items() if v["passed"] is False}
 
@@ -97,7 +109,7 @@ def test_the_background_thread_is_caught_by_its_outputs_or_the_wall_clock() -> N
 
 
 def test_bf16_inputs_are_reviewed_as_lower_precision() -> None:
-    r = _verify(RELU, "cheat_bf16_inputs", SMALL_RELU)
+    r = _verify_honest(RELU, "cheat_bf16_inputs", SMALL_RELU)
     assert r.verdict == "review" and r.exit_code == 3, r.reason
     assert "lower precision than the reference" in r.reason and "consistent with bf16" in r.reason
     assert r.checks["precision"]["passed"] is None and r.checks["rel_fro"]["passed"] is True
@@ -106,7 +118,7 @@ def test_bf16_inputs_are_reviewed_as_lower_precision() -> None:
 @pytest.mark.parametrize("candidate", ["cheat_tf32", "cheat_cuda_graph", "honest_cuda_graph", "honest_matmul"])
 def test_gpu_only_tricks_are_honest_on_the_cpu(candidate: str) -> None:
     """TF32 and CUDA graphs do not exist on the CPU: these are plain matmuls there and must pass."""
-    r = _verify(MATMUL, candidate, {"N": 256}, calls=20)
+    r = _verify_honest(MATMUL, candidate, {"N": 256}, calls=20)
     assert r.verdict in ("pass", "review") and not _failed(r), r.reason
     assert r.checks["precision"]["passed"] is True and r.checks["tampered"]["passed"] is True
 
