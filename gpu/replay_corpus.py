@@ -44,6 +44,7 @@ The split into dev and heldout is fixed before any data exists: results/h200/rep
     python3 gpu/replay_corpus.py "$OUT" --part 43 --budget-s 440    # held-out 38: 17 new, CNN training first
     python3 gpu/replay_corpus.py "$OUT" --part 44 --budget-s 400    # held-out 39: 17 new, every regime
     python3 gpu/replay_corpus.py "$OUT" --part 45 --budget-s 520    # held-out 40: 19 new, wide truths timed on
+    python3 gpu/replay_corpus.py "$OUT" --part 46 --budget-s 505    # held-out 41: 19 new, the same rules
     python3 gpu/replay_corpus.py OUT --smoke [--pairs NAME,...]     # tiny sizes on the CPU (the test)
 
 Writes OUT/corpus/part-N/ (NAME.json, NAME.{A,B}[.rR].json.gz, profiler_overhead.json, capture.log),
@@ -2348,6 +2349,50 @@ PAIRS += [
 ]
 PAIRS += multi_stream_pairs(45, mixed=(), side=(("layernorm", 5, 2816),), main=(("gelu", 3, 2688),))
 
+# part 46: held-out 41, 19 new pairs, registered on 7 Dec 2026 after held-out 40 was read (docs/replay.md), with no
+# change to the model or to the measurement (wide truths timed on, as for part 45): every regime at configurations no
+# earlier part ran, CPU-bound CNN training first (held-out 40's one miss was plain eager BatchNorm in MobileNetV2), then
+# GPU-bound CNN inference, transformer training, batch-1 and decode inference, a compiled region, large-batch
+# inference and both two-stream layouts
+PAIRS += [
+    Pair("mobilenetv2-train-b52-bn", "cnn", "tiny", 46, p_bn_net("mobilenet_v2", 52, "MobileNetV2"), 30),
+    Pair("regnety400mf-train-b40-bn", "cnn", "tiny", 46, p_bn_net("regnet_y_400mf", 40, "RegNetY-400MF"), 30),
+    Pair("resnet50-train-b44-bn", "cnn", "tiny", 46, p_bn_net("resnet50", 44, "ResNet-50"), 30),
+    Pair("efficientnetb0-train-b30-bn", "cnn", "tiny", 46, p_bn_net("efficientnet_b0", 30, "EfficientNet-B0"), 30),
+    Pair("resnet18-train-b64-bnkd", "cnn", "tiny", 46, p_bn(64, True, same_dtype=True), 18),
+    Pair("resnet34-gn-train-b20", "cnn", "tiny", 46, p_gn_net("resnet34", 20, "ResNet-34"), 30),
+    Pair("resnet18-infer-b76-bn", "cnn", "tiny", 46, p_bn(76, False), 15),
+    Pair("mobilenetv2-infer-b84-bn", "cnn", "tiny", 46, p_bn_net("mobilenet_v2", 84, "MobileNetV2", train=False), 20),
+    own_train("gpt-train-b5-s176-gelu", "train-small", 46, "gelu", 5, 512, 4, 8, tokens=176),
+    own_train("vit-train-b24-d448-mlp", "train-large", 46, "mlp", 24, 448, 6, 7, est_s=20),
+    Pair("llama-train-b2-s256-rmsnorm", "train-small", "tiny", 46, p_hf_swap(
+        "llama", 2, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "train",
+        "Llama-3.2-1B shapes cut to 2 layers, training b2 x 256, bf16 weights: every RMSNorm eager vs nn.RMSNorm.",
+        b=2, seq=256), 18),
+    Pair("bert-train-b3-s192-gelu", "train-small", "tiny", 46, p_hf_swap(
+        "bert", 4, GELUS, eager_gelu, fused_gelu, "train",
+        "BERT-base shapes cut to 4 layers, training b3 x 192, bf16 autocast, SGD: every intermediate GELU eager "
+        "tanh-GELU vs F.gelu(tanh).", b=3, seq=192), 18),
+    Pair("bert-b1-s176-gelu-5l", "enc-infer-b1", "tiny", 46, p_hf_swap(
+        "bert", 5, GELUS, eager_gelu, fused_gelu, "infer",
+        "BERT-base shapes cut to 5 layers (transformers), inference batch 1 x 176: every intermediate GELU eager "
+        "tanh-GELU vs F.gelu(tanh).", seq=176), 18),
+    Pair("llama-b1-s160-rmsnorm-5l", "dec-infer-b1", "tiny", 46, p_hf_swap(
+        "llama", 5, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "infer",
+        "Llama-3.2-1B shapes cut to 5 layers, forward batch 1 x 160, bf16: every RMSNorm eager (fp32 math) vs "
+        "nn.RMSNorm.", seq=160), 18),
+    Pair("llama-decode-b1-rmsnorm-9l", "decode", "tiny", 46, p_hf_swap(
+        "llama", 9, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "decode",
+        "Llama-3.2-1B shapes cut to 9 layers, decode loop, batch 1, bf16: every RMSNorm eager (fp32 math) vs "
+        "nn.RMSNorm."), 24),
+    Pair("compiled-gelu-vit-b8-d512", "compiled", "tiny", 46, p_own_infer(
+        dict(d=512, layers=6, heads=8), dict(eager_act=True), dict(act="compiled"), GELU_MODS, 8,
+        "ViT-like (6 x d512) inference, batch 8, bf16: every MLP GELU eager vs the same function through "
+        "torch.compile (inductor)."), 30),
+    Pair("gpt-infer-b22-s304-gelu", "infer-large", "tiny", 46, p_decoder_gelu_infer(22, tokens=304), 20),
+]
+PAIRS += multi_stream_pairs(46, mixed=(), side=(("gelu", 6, 3072),), main=(("rmsnorm", 4, 2944),))
+
 
 def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
@@ -2377,14 +2422,15 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     removes its consumers' casts or removes none, for the consumer-cast term) heldout37, part 43 (CPU-bound CNN training of
     the three dtype families first, for the CNN training constants chosen on every read pair) heldout38 and part 44
     (the model as it stands after held-out 38, every regime) heldout39 and part 45 (the same after held-out 39, a pair's
-    timing going on while its truth is wider than +-2%) heldout40."""
+    timing going on while its truth is wider than +-2%) heldout40 and part 46 (the same again after held-out 40) heldout41."""
     named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11", 16: "heldout12", 17: "heldout13",
              18: "heldout14", 19: "heldout15", 20: "heldout16", 21: "heldout17",
              22: "heldout18", 23: "heldout19", 24: "heldout20", 25: "heldout21", 26: "heldout22",
              27: "heldout23", 28: "heldout24", 29: "heldout25", 30: "heldout26",
              31: "heldout27", 32: "heldout28", 33: "heldout29", 34: "heldout30", 35: "heldout31",
              36: "heldout32", 37: "heldout33", 38: "heldout34", 39: "heldout35", 40: "dev5",
-             41: "heldout36", 42: "heldout37", 43: "heldout38", 44: "heldout39", 45: "heldout40"}
+             41: "heldout36", 42: "heldout37", 43: "heldout38", 44: "heldout39", 45: "heldout40",
+             46: "heldout41"}
     out = {p.name: named.get(p.part, f"heldout{p.part - 1}") for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):

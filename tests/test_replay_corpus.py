@@ -1111,3 +1111,13 @@ def test_timing_goes_on_until_the_ratio_is_known_to_its_target_or_its_time_is_sp
     ratios, ci = rc.ratio_ci(flipping["step_ms"], flipping["round"])
     assert ci > rc.TRUTH_CI and 3.0 < took < 5.0 and len(ratios) >= 3
     assert max(ratios) > 1.5 * min(ratios)
+
+
+def test_part_46_is_held_out_41_the_same_rules_again() -> None:
+    """Part 46 (heldout41): new pairs over every regime, CPU-bound CNN training first (plain eager BatchNorm in
+    MobileNetV2, held-out 40's one miss, leads), its wide truths timed on as part 45's were."""
+    rc = _module()
+    _new_part(46, "heldout41", 19, ["mobilenetv2", "regnety400mf", "resnet50", "efficientnetb0", "resnet18"], 10, 1000)
+    new = [p for p in rc.PAIRS if p.part == 46]
+    assert {p.regime for p in new} == {p.regime for p in rc.PAIRS if p.part < 3} | {"infer-large"}
+    assert min(p.part for p in new) >= rc.EXTEND_FROM
