@@ -6,7 +6,8 @@ nothing else changed; both mark the swapped module with record_function('swap_gr
     ratio of A to B is known to +-1% (95%, over the rounds) or the pair's time is spent; every step's
     synchronised time (step_ms), the time at which the step's Python returned (cpu_ms, the CPU's
     dispatch time when the GPU keeps up), the swap group's own CPU time (swap_cpu_ms, perf_counter
-    around the marked module) and the round of each step are kept;
+    around the marked module) and the round of each step are kept; from part 45 on, a pair still wider than +-2%
+    (TRUTH_CI, issue 27's truth) after its timing is timed on for up to EXTEND x --pair-s more (extended_s);
   - two profiled windows per variant, alternating A, B, A, B (one warm-up step, 2 recorded steps each;
     NAME.A.json.gz is round 0, NAME.A.r1.json.gz round 1), so gpu/replay_validation.py reads them;
   - a profiler-free pass with global forward hooks and perf_counter alone: each module class's CPU
