@@ -38,22 +38,22 @@ def main() -> None:
     """Run ROUNDS rounds of every case; write OUT.csv and print each row."""
     rounds, out = int(sys.argv[1]), Path(sys.argv[2])
     rows = []
-    batches = out.with_suffix(".wall_clock.jsonl").open("w")
-    for i in range(rounds):
-        for case, candidate, problem, overrides in CASES:
-            t0 = time.perf_counter()
-            r = verify(problem, ZOO / f"{candidate}.py", overrides=overrides, device="cpu", calls=20, timeout=300)
-            first = r.wall_clock.get("first_set", {})
-            rows.append({"round": i, "case": case, "verdict": r.verdict,
-                         "first_clock_failed": "clock" in first, "first_reuse_failed": "reuse" in first,
-                         "clock_failed": r.checks.get("clock", {}).get("passed") is False,
-                         "reuse_failed": r.checks.get("reuse", {}).get("passed") is False,
-                         "speedup": None if r.speedup is None else round(r.speedup, 3),
-                         "reason": r.reason[:120], "load": round(os.getloadavg()[0], 2),
-                         "seconds": round(time.perf_counter() - t0, 1)})
-            print(rows[-1], flush=True)
-            batches.write(json.dumps({"round": i, "case": case, "verdict": r.verdict, "wall_clock": r.wall_clock}) + "\n")
-            batches.flush()
+    with out.with_suffix(".wall_clock.jsonl").open("w") as batches:
+        for i in range(rounds):
+            for case, candidate, problem, overrides in CASES:
+                t0 = time.perf_counter()
+                r = verify(problem, ZOO / f"{candidate}.py", overrides=overrides, device="cpu", calls=20, timeout=300)
+                first = r.wall_clock.get("first_set", {})
+                rows.append({"round": i, "case": case, "verdict": r.verdict,
+                             "first_clock_failed": "clock" in first, "first_reuse_failed": "reuse" in first,
+                             "clock_failed": r.checks.get("clock", {}).get("passed") is False,
+                             "reuse_failed": r.checks.get("reuse", {}).get("passed") is False,
+                             "speedup": None if r.speedup is None else round(r.speedup, 3),
+                             "reason": r.reason[:120], "load": round(os.getloadavg()[0], 2),
+                             "seconds": round(time.perf_counter() - t0, 1)})
+                print(rows[-1], flush=True)
+                batches.write(json.dumps({"round": i, "case": case, "verdict": r.verdict, "wall_clock": r.wall_clock}) + "\n")
+                batches.flush()
     pd.DataFrame(rows).to_csv(out, index=False)
 
 

@@ -40,7 +40,7 @@ def _verify_honest(problem: Path, candidate: str, overrides: dict, **kw) -> Veri
     whose one failed check is `clock` is run once more. On a loaded 2-core CPU the harness's own overhead (3-5 ms a
     call beside a 0.2 ms ReLU) can differ between the two processes by more than the clock's 1 ms floor: two such
     false fails in whole-suite runs (docs/verification.md), none in 36 honest verifications beside the corpus
-    validation (load 2-3, results/cpu/verify_threads/under_scoring.csv)."""
+    validation (load 1.2-4.0, results/cpu/verify_threads/under_scoring.csv)."""
     r = _verify(problem, candidate, overrides, **kw)
     if kw.get("device", "cpu") == "cpu" and r.verdict == "fail" and _failed(r) == {"clock"}:
         r = _verify(problem, candidate, overrides, **kw)
