@@ -46,6 +46,10 @@ The split into dev and heldout is fixed before any data exists: results/h200/rep
     python3 gpu/replay_corpus.py "$OUT" --part 44 --budget-s 400    # held-out 39: 17 new, every regime
     python3 gpu/replay_corpus.py "$OUT" --part 45 --budget-s 520    # held-out 40: 19 new, wide truths timed on
     python3 gpu/replay_corpus.py "$OUT" --part 46 --budget-s 505    # held-out 41: 19 new, the same rules
+    python3 gpu/replay_corpus.py "$OUT" --pairs NAME,... --budget-s 480  # held-out 42 (part 47): 17 new, in two calls,
+                                                                    # each side's swapped modules also timed alone
+    python3 gpu/replay_corpus.py OUT --isolated --pairs NAME,...    # swapped modules timed alone beside the step's
+                                                                    # reading, nothing else (OUT/isolated/)
     python3 gpu/replay_corpus.py OUT --smoke [--pairs NAME,...]     # tiny sizes on the CPU (the test)
 
 Writes OUT/corpus/part-N/ (NAME.json, NAME.{A,B}[.rR].json.gz, profiler_overhead.json, capture.log),
@@ -82,6 +86,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 from torch.profiler import ProfilerActivity, profile, record_function, schedule  # noqa: E402
+from torch.utils import _pytree as pytree  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -2394,6 +2399,46 @@ PAIRS += [
 ]
 PAIRS += multi_stream_pairs(46, mixed=(), side=(("gelu", 6, 3072),), main=(("rmsnorm", 4, 2944),))
 
+# part 47: held-out 42, 17 new pairs, registered on 7 Dec 2026 after held-out 41 was read whole (docs/replay.md), with
+# no change to the model: the same rules (wide truths timed on), and each side's swapped modules also timed alone
+# (`isolated_cpu`, ISOLATED_FROM), so that the projection is scored from B's inputs as a user measures them
+# (wins.csv's cpu_us_after and backward_cpu_us_after, timed alone: given_isolated, given_calibrated) beside B's inputs
+# as the step measures them (given). Every regime at configurations no earlier part ran, in two calls of about half
+# each (CPU-bound CNN training split between them)
+PAIRS += [
+    Pair("mobilenetv2-train-b48-bn", "cnn", "tiny", 47, p_bn_net("mobilenet_v2", 48, "MobileNetV2"), 30),
+    Pair("resnet50-train-b52-bn", "cnn", "tiny", 47, p_bn_net("resnet50", 52, "ResNet-50"), 30),
+    own_train("gpt-train-b6-s192-gelu", "train-small", 47, "gelu", 6, 512, 4, 8, tokens=192),
+    Pair("bert-b1-s208-gelu-4l", "enc-infer-b1", "tiny", 47, p_hf_swap(
+        "bert", 4, GELUS, eager_gelu, fused_gelu, "infer",
+        "BERT-base shapes cut to 4 layers (transformers), inference batch 1 x 208: every intermediate GELU eager "
+        "tanh-GELU vs F.gelu(tanh).", seq=208), 18),
+    Pair("resnet18-infer-b92-bn", "cnn", "tiny", 47, p_bn(92, False), 15),
+    Pair("llama-decode-b1-rmsnorm-10l", "decode", "tiny", 47, p_hf_swap(
+        "llama", 10, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "decode",
+        "Llama-3.2-1B shapes cut to 10 layers, decode loop, batch 1, bf16: every RMSNorm eager (fp32 math) vs "
+        "nn.RMSNorm."), 24),
+    Pair("compiled-gelu-vit-b7-d448", "compiled", "tiny", 47, p_own_infer(
+        dict(d=448, layers=6, heads=7), dict(eager_act=True), dict(act="compiled"), GELU_MODS, 7,
+        "ViT-like (6 x d448) inference, batch 7, bf16: every MLP GELU eager vs the same function through "
+        "torch.compile (inductor)."), 30),
+    Pair("resnet18-gn-train-b52", "cnn", "tiny", 47, p_gn_train(52), 18),
+    Pair("efficientnetb0-train-b34-bn", "cnn", "tiny", 47, p_bn_net("efficientnet_b0", 34, "EfficientNet-B0"), 30),
+    Pair("resnet18-train-b52-bn", "cnn", "tiny", 47, p_bn(52, True), 18),
+    Pair("llama-train-b3-s192-rmsnorm", "train-small", "tiny", 47, p_hf_swap(
+        "llama", 2, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "train",
+        "Llama-3.2-1B shapes cut to 2 layers, training b3 x 192, bf16 weights: every RMSNorm eager vs nn.RMSNorm.",
+        b=3, seq=192), 18),
+    own_train("vit-train-b20-d448-mlp", "train-large", 47, "mlp", 20, 448, 6, 7, est_s=20),
+    Pair("llama-b1-s176-rmsnorm-4l", "dec-infer-b1", "tiny", 47, p_hf_swap(
+        "llama", 4, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "infer",
+        "Llama-3.2-1B shapes cut to 4 layers, forward batch 1 x 176, bf16: every RMSNorm eager (fp32 math) vs "
+        "nn.RMSNorm.", seq=176), 18),
+    Pair("resnet34-infer-b84-bn", "cnn", "tiny", 47, p_bn_net("resnet34", 84, "ResNet-34", train=False), 20),
+    Pair("gpt-infer-b24-s272-gelu", "infer-large", "tiny", 47, p_decoder_gelu_infer(24, tokens=272), 20),
+]
+PAIRS += multi_stream_pairs(47, mixed=(), side=(("rmsnorm", 4, 3328),), main=(("gelu", 5, 2816),))
+
 
 def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
@@ -2423,7 +2468,8 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     removes its consumers' casts or removes none, for the consumer-cast term) heldout37, part 43 (CPU-bound CNN training of
     the three dtype families first, for the CNN training constants chosen on every read pair) heldout38 and part 44
     (the model as it stands after held-out 38, every regime) heldout39 and part 45 (the same after held-out 39, a pair's
-    timing going on while its truth is wider than +-2%) heldout40 and part 46 (the same again after held-out 40) heldout41."""
+    timing going on while its truth is wider than +-2%) heldout40 and part 46 (the same again after held-out 40) heldout41 and part 47 (the same, each side's swapped
+    modules also timed alone, as a user times a win's inputs) heldout42."""
     named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11", 16: "heldout12", 17: "heldout13",
              18: "heldout14", 19: "heldout15", 20: "heldout16", 21: "heldout17",
              22: "heldout18", 23: "heldout19", 24: "heldout20", 25: "heldout21", 26: "heldout22",
@@ -2431,7 +2477,7 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
              31: "heldout27", 32: "heldout28", 33: "heldout29", 34: "heldout30", 35: "heldout31",
              36: "heldout32", 37: "heldout33", 38: "heldout34", 39: "heldout35", 40: "dev5",
              41: "heldout36", 42: "heldout37", 43: "heldout38", 44: "heldout39", 45: "heldout40",
-             46: "heldout41"}
+             46: "heldout41", 47: "heldout42"}
     out = {p.name: named.get(p.part, f"heldout{p.part - 1}") for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):
@@ -2582,6 +2628,84 @@ def backward_pass(a: Variant, b: Variant, steps: int) -> dict:
     return out
 
 
+ISOLATED_FROM = 47  # parts from here on also time each side's marked modules alone, as a user times a win's inputs
+ISOLATED_LEAVES = (torch.Tensor, int, float, bool, str, type(None))  # what a call may take to be timed alone
+
+
+def _call_key(inner: nn.Module, args: tuple, kwargs: dict, context: tuple) -> tuple | None:
+    """What makes two calls of the same class time alike: their tensors' shapes, dtypes and grad, the context;
+    None for a call taking anything but tensors and plain values (a cache would grow as it is called again)."""
+    leaves = pytree.tree_leaves((args, kwargs))
+    if not all(isinstance(x, ISOLATED_LEAVES) for x in leaves):
+        return None
+    return (type(inner).__name__, tuple((tuple(x.shape), str(x.dtype), x.requires_grad) if isinstance(x, torch.Tensor)
+                                        else repr(x) for x in leaves), tuple(sorted(kwargs)), context)
+
+
+class _Bound(nn.Module):
+    """A module called with the keyword arguments its call had (scopes.forward_cpu_us passes positional ones)."""
+
+    def __init__(self, inner: nn.Module, kwargs: dict):
+        super().__init__()
+        self.inner, self.kwargs = inner, kwargs
+
+    def forward(self, *args):
+        return self.inner(*args, **self.kwargs)
+
+
+def isolated_cpu(v: Variant) -> dict:
+    """Each marked module timed alone, as a user times a replacement for wins.csv: `scopes.forward_cpu_us` and, where
+    the step trains, `scopes.backward_cpu_us` (each the lower quartile of 50 calls), on the inputs its calls had in
+    one step (copies, detached, keeping requires_grad), under that call's grad mode, inference mode and autocast; one
+    timing per distinct call (class, input shapes and dtypes, context), weighted by its calls per step (part 47 on)."""
+    seen: dict[tuple, list] = {}
+    skipped = 0
+
+    def pre(mod: nn.Module, args: tuple, kwargs: dict) -> None:
+        nonlocal skipped
+        context = (torch.is_grad_enabled(), torch.is_inference_mode_enabled(), torch.is_autocast_enabled(DEV),
+                   str(torch.get_autocast_dtype(DEV)))
+        key = _call_key(mod.inner, args, kwargs, context)
+        if key is None:
+            skipped += 1
+        elif key in seen:
+            seen[key][1] += 1
+        else:
+            copy = pytree.tree_map_only(
+                torch.Tensor, lambda x: x.detach().clone().requires_grad_(x.requires_grad), (args, kwargs))
+            seen[key] = [(mod.inner, *copy, context), 1]
+
+    handles = [m.register_forward_pre_hook(pre, with_kwargs=True) for m in marked_modules(v)]
+    try:
+        v.step()
+        sync()
+    finally:
+        for h in handles:
+            h.remove()
+    rows = []
+    for (inner, args, kwargs, (grad, inference, autocast, dtype)), calls in seen.values():
+        module = _Bound(inner, kwargs) if kwargs else inner
+        ctx = contextlib.ExitStack()
+        ctx.enter_context(torch.inference_mode() if inference else torch.set_grad_enabled(grad))
+        ctx.enter_context(torch.autocast(DEV, dtype=getattr(torch, dtype.removeprefix("torch.")), enabled=autocast))
+        with ctx:
+            forward = scopes.forward_cpu_us(module, *args)
+            backward = math.nan
+            if grad and not inference:
+                with contextlib.suppress(ValueError):  # its outputs need no grad: nothing to run backward on
+                    backward = scopes.backward_cpu_us(module, *args)
+        rows.append({"module": type(inner).__name__, "calls_per_step": calls, "forward_us": round(forward, 2),
+                     "backward_us": None if math.isnan(backward) else round(backward, 2)})
+    sync()
+    calls = sum(r["calls_per_step"] for r in rows)
+    timed_back = [r for r in rows if r["backward_us"] is not None]
+    back_calls = sum(r["calls_per_step"] for r in timed_back)
+    return {"forward_us_per_call": sum(r["forward_us"] * r["calls_per_step"] for r in rows) / calls if calls else None,
+            "backward_us_per_call": (sum(r["backward_us"] * r["calls_per_step"] for r in timed_back) / back_calls
+                                     if back_calls else None),
+            "calls_per_step": calls, "calls_skipped": skipped, "calls": rows}
+
+
 BACKWARD_PASS_STEPS = 30  # interleaved steps of each variant in `backward_pass`
 SPREAD_FROM = 40  # parts from here on also read the backward spread over the timing (`backward_spread`)
 SPREAD_EVERY, SPREAD_MIN_STEPS = 3, 4  # hooked steps of each variant after a round: its steps over 3, at least 4
@@ -2623,13 +2747,14 @@ def capture_pair(p: Pair, d: Path, split: str, seconds: float, extend_s: float =
     extended_s = time.perf_counter() - t_extend
     hooks = {key: module_cpu(v, 5 if not SMOKE else 2) for key, v in (("A", a), ("B", b))}
     backward = backward_pass(a, b, BACKWARD_PASS_STEPS if not SMOKE else 2) if p.part >= 12 else {}
+    isolated = {key: isolated_cpu(v) for key, v in (("A", a), ("B", b))} if p.part >= ISOLATED_FROM else {}
     ratios, ci = ratio_ci(rec["step_ms"], rec["round"])
     med = {k: statistics.median(v) for k, v in rec["step_ms"].items()}
     meta = {"pair": p.name, "regime": p.regime, "swap": p.swap, "split": split, "part": p.part, "description": desc,
             **rec, "steps_before_profiling": n_before, "step_ms_median": med,
             "step_ms_p25": {k: statistics.quantiles(v, n=4, method="inclusive")[0] for k, v in rec["step_ms"].items()},
             "ratio_rounds": ratios, "ratio_ci95": ci, "module_cpu": hooks, "backward_pass": backward,
-            "backward_spread": spread or {},
+            "backward_spread": spread or {}, "isolated_cpu": isolated,
             "swap_calls_per_step": calls, "extended_s": extended_s,
             "truth_ci_target": TRUTH_CI if p.part >= EXTEND_FROM else None,
             "device": torch.cuda.get_device_name() if DEV == "cuda" else "cpu", "torch": torch.__version__,
@@ -2645,11 +2770,68 @@ def capture_pair(p: Pair, d: Path, split: str, seconds: float, extend_s: float =
             "its autograd nodes, scopes.module_backward_cpu; cpu_us_steps: each step's); backward_pass (part 12 on): the marked "
             "modules' backward span per step, hooks on them alone, A and B interleaved step by step as the timed steps are; "
             "backward_spread (part 40 on): the same reading in hooked steps after every timing round (SPREAD_EVERY, "
-            "SPREAD_MIN_STEPS), each step's round kept, so that it is read over the host's states the timed steps saw"}
+            "SPREAD_MIN_STEPS), each step's round kept, so that it is read over the host's states the timed steps saw; "
+            "isolated_cpu (part 47 on): each side's marked modules timed alone, as a user times a win's cpu_us_after "
+            "and backward_cpu_us_after (scopes.forward_cpu_us, scopes.backward_cpu_us), after everything else"}
     for k in ("step_ms", "cpu_ms", "swap_cpu_ms"):  # 0.1 us is below the timer's noise; keeps the file small
         meta[k] = {v: [round(t, 4) for t in ts] for v, ts in meta[k].items()}
     (d / f"{p.name}.json").write_text(json.dumps(meta, indent=1))
     return meta
+
+
+def isolated_pair(p: Pair, d: Path, seconds: float) -> dict:
+    """--isolated: a pair's marked modules timed alone (`isolated_cpu`) beside what the step measures of them, the swap
+    group's forward CPU (interleaved rounds, as a capture times them, for up to `seconds`) and its backward
+    (`backward_pass`); no profiling, no truth. Writes NAME.isolated.json."""
+    t0 = time.perf_counter()
+    a, b, _ = p.build()
+    for _ in range(3):
+        a.step()
+        b.step()
+    sync()
+    calls = {}
+    for key, v in (("A", a), ("B", b)):
+        c0 = v.timer.calls
+        v.step()
+        calls[key] = v.timer.calls - c0
+    rec: dict = {"step_ms": {"A": [], "B": []}, "cpu_ms": {"A": [], "B": []}, "swap_cpu_ms": {"A": [], "B": []},
+                 "round": []}
+    measure(a, b, seconds, rec, min_rounds=3)
+    meta = {"pair": p.name, "part": p.part, **rec, "swap_calls_per_step": calls,
+            "backward_pass": backward_pass(a, b, 10 if not SMOKE else 2),
+            "isolated_cpu": {key: isolated_cpu(v) for key, v in (("A", a), ("B", b))},
+            "device": torch.cuda.get_device_name() if DEV == "cuda" else "cpu", "torch": torch.__version__,
+            "wall_s": time.perf_counter() - t0}
+    (d / f"{p.name}.isolated.json").write_text(json.dumps(meta, indent=1))
+    return meta
+
+
+def run_isolated(out: Path, selected: list[Pair], budget_s: float) -> int:
+    """--isolated over the selected pairs, into OUT/isolated/ (isolated.log there), within --budget-s."""
+    d = out / "isolated"
+    d.mkdir(parents=True, exist_ok=True)
+    done = 0
+    for p in selected:
+        if budget_s - (time.time() - T_START) < 20:
+            log(f"pair {p.name}: SKIPPED (budget); not read: {len(selected) - done} pairs")
+            break
+        try:
+            m = isolated_pair(p, d, 4.0 if not SMOKE else 0.5)
+            n = m["swap_calls_per_step"]
+            situ = {k: statistics.median(m["swap_cpu_ms"][k]) * 1e3 / max(n[k], 1) for k in "AB"}
+            iso = {k: m["isolated_cpu"][k]["forward_us_per_call"] for k in "AB"}
+            log(f"pair {p.name}: forward us/call in the step A {situ['A']:.1f} B {situ['B']:.1f}, alone A "
+                f"{iso['A'] or math.nan:.1f} B {iso['B'] or math.nan:.1f} ({m['wall_s']:.1f}s)")
+            done += 1
+        except Exception as e:  # one failing pair must not lose the others
+            log(f"pair {p.name}: FAILED {type(e).__name__}: {str(e)[:300]}")
+            traceback.print_exc()
+        gc.collect()
+        if DEV == "cuda":
+            torch.cuda.empty_cache()
+    (d / "isolated.log").write_text("\n".join(LOG) + "\n")
+    log(f"isolated: {done} of {len(selected)} pairs read, {time.time() - T_START:.0f}s")
+    return 0
 
 
 # ------------------------------------------------------------------------------------------ profiler cost
@@ -2789,6 +2971,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget-s", type=float, default=450.0, help="wall seconds for the whole process")
     ap.add_argument("--pair-s", type=float, default=12.0, help="at most this long timing one pair")
     ap.add_argument("--smoke", action="store_true", help="tiny sizes on the CPU")
+    ap.add_argument("--isolated", action="store_true", help="time the pairs' marked modules alone beside the step's "
+                    "reading of them (isolated_pair), nothing else: OUT/isolated/")
     args = ap.parse_args(argv)
     SMOKE = args.smoke
     DEV = "cuda" if torch.cuda.is_available() and not SMOKE else "cpu"
@@ -2805,6 +2989,8 @@ def main(argv: list[str] | None = None) -> int:
             raise TimeoutError
         signal.signal(signal.SIGALRM, alarm)
         signal.alarm(int(max(30, args.budget_s - (time.time() - T_START) + 20)))
+    if args.isolated:
+        return run_isolated(args.out, selected, args.budget_s)
     return run(args.out, args.part if not names else "x", selected, args.budget_s, args.pair_s if not SMOKE else 0.5)
 
 

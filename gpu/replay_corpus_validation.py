@@ -102,6 +102,8 @@ from addressable.projection.replay import (
 )
 from addressable.trace.reader import Trace
 
+# given from B's inputs as a user measures them (part 47 on, `user_inputs`), scored beside it; their interval prefixes
+USER_MODELS = {"given_isolated": "isolated_", "given_calibrated": "calibrated_"}
 MODELS = ("uniform", "own", "module", "event", "given", "given_uniform", "given_v1", "given_v2", "given_v3", "given_v4",
           "given_v5")
 PROJECT_MODEL = "given"  # what `project --model replay` runs where a target has both inputs (project_traces)
@@ -111,7 +113,7 @@ HELD = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "
         "heldout15", "heldout16", "heldout17", "heldout18", "heldout19", "heldout20", "heldout21", "heldout22",
         "heldout23", "heldout24", "heldout25", "heldout26", "heldout27", "heldout28", "heldout29", "heldout30", "heldout31",
         "heldout32", "heldout33", "heldout34", "heldout35", "heldout36", "heldout37", "heldout38",
-        "heldout39", "heldout40", "heldout41")  # parts 1-2's half, 3-9, 11, 14-39, 41-46
+        "heldout39", "heldout40", "heldout41", "heldout42")  # parts 1-2's half, 3-9, 11, 14-39, 41-47
 DEV = ("dev", "dev2", "dev3", "dev4", "dev5")  # parts 1-2's half, part 10, part 12, part 13, part 40
 # the statistic of A's unprofiled steps and of the swap group's profiler-free CPU the models read: the median, as
 # `project` reads a run (step_time_ms and host_time_ms are medians) and as the truth is taken (the median of rounds'
@@ -233,8 +235,8 @@ def round_models(a: Path, b: Path, meta: dict, step_a: float, costs: tuple[float
     # call, and the rest spilling (replay.SPILLOVER); elsewhere the two hypotheses (given_v4)
     row["given"], row["regime_given"], row["backward_cpu_share"] = res.speedup_wall, res.regime, res.backward_cpu_share
     row["backward_scale"] = np.nan
-    def measured(bwd: tuple[float, float]) -> tuple[ReplayProjection, float]:
-        """given with the backward measured: (A's backward per step, B's per call)."""
+    def measured(bwd: tuple[float, float], after: float | None = after) -> tuple[ReplayProjection, float]:
+        """given with the backward measured: (A's backward per step, B's per call); B's forward per call `after`."""
         def bcal(t: Trace, g: Graph) -> GroupCpu:
             return backward_group_cpu(g, t, swap_ranges(t), bwd[0])
         wis = whatifs(changes, forward, cal, after, casts)
@@ -256,6 +258,14 @@ def round_models(a: Path, b: Path, meta: dict, step_a: float, costs: tuple[float
     if least is not None or interleaved is not None:
         row["given"], row["regime_given"], row["backward_cpu_share"] = rb.speedup_wall, rb.regime, rb.backward_cpu_share
         row["given_lo"] = row["given_hi"] = rb.speedup_wall  # one hypothesis: the backward was measured
+    # given_isolated, given_calibrated: given with B's inputs as a user measures a win's (part 47 on, `user_inputs`)
+    step_bwd = interleaved if interleaved is not None else least
+    for kind, (fwd_us, bwd_us) in (user_inputs(meta, after, step_bwd) if swap and forward else {}).items():
+        if step_bwd is None:
+            row[f"given_{kind}"] = projected(ta, whatifs(changes, forward, cal, fwd_us, casts), step_a * 1e3,
+                                             host).speedup_wall
+        elif not np.isnan(bwd_us):
+            row[f"given_{kind}"] = measured((step_bwd[0], bwd_us), fwd_us)[0].speedup_wall
     ge = deprofiled(ta, ga, *costs)
     row.update(event=speedup(ge, changes, fit_cpu_scale(ge, step_a * 1e3, host_us=host, host_first=host_first)))
     row["regime_detected"] = regime_of(ga, step_a * 1e3, has_backward(ta), is_convnet(ta))
@@ -312,6 +322,39 @@ def backward_inputs(meta: dict) -> tuple[float, float] | None:
     return qa, qb / b["calls_per_step"]
 
 
+def _per_call(side: dict, classes: set[str]) -> float:
+    """A module_cpu pass's inclusive forward CPU per call (µs) over the modules of these classes; NaN if none ran."""
+    rows = [side.get("modules", {}).get(c) for c in classes]
+    rows = [r for r in rows if r and r["calls_per_step"]]
+    return (sum(r["cpu_us_per_step"] for r in rows) / sum(r["calls_per_step"] for r in rows)) if rows else float("nan")
+
+
+def user_inputs(meta: dict, after: float | None, step_bwd: tuple[float, float] | None) -> dict[str, tuple[float, float]]:
+    """B's forward and backward CPU per call (µs) as a user's path gives them, on the basis `given` reads (the forward
+    on the swap group's timer, `after`), where the capture timed the swapped modules alone (`isolated_cpu`, part 47 on):
+      isolated    the replacement timed alone (`scopes.forward_cpu_us`, `backward_cpu_us`: what wins.csv asks for):
+                  `after` less what the step's hooks pass (module_cpu, as `profile` times the original) read of it
+                  beyond its time alone; the backward as timed alone;
+      calibrated  the same, each alone time multiplied by the original's in the step (the hooks pass; the backward pass)
+                  over the original's alone: the original module, timed alone by the same method, says how far
+                  timing alone reads under the step on that host.
+    {} without the timings; a backward NaN where none was timed."""
+    iso, passes = meta.get("isolated_cpu") or {}, meta.get("module_cpu") or {}
+    if after is None or not iso.get("A") or not iso.get("B") or not iso["B"].get("forward_us_per_call"):
+        return {}
+    hook, alone, back = {}, {}, {}
+    for side in "AB":
+        hook[side] = _per_call(passes.get(side, {}), {c["module"] for c in iso[side]["calls"]})
+        alone[side] = float(iso[side]["forward_us_per_call"] or np.nan)
+        back[side] = float(iso[side].get("backward_us_per_call") or np.nan)
+    if np.isnan(hook["B"]):
+        return {}
+    a_step_back = step_bwd[0] / max(meta["swap_calls_per_step"]["A"], 1) if step_bwd is not None else np.nan
+    return {"isolated": (after - (hook["B"] - alone["B"]), back["B"]),
+            "calibrated": (after - (hook["B"] - alone["B"] * hook["A"] / alone["A"]),
+                           back["B"] * a_step_back / back["A"])}
+
+
 def hooked_backward_steps(meta: dict) -> dict:
     """The capture's hooked steps BACKWARD_SOURCE names: those after every timing round ("spread", where the capture
     has them) or the interleaved pass after the timing; {} for a capture with neither."""
@@ -354,6 +397,9 @@ def validate_pair(folder: Path, name: str, costs: tuple[float, float], truth: st
     the lower quartile of A's pooled unprofiled steps over B's; "rounds", the median of the interleaved
     rounds' A/B ratios)."""
     meta = json.loads((folder / f"{name}.json").read_text())
+    study = ISOLATED_FROM / f"{name}.isolated.json" if ISOLATED_FROM is not None else None
+    if study is not None and not meta.get("isolated_cpu") and study.is_file():  # timed alone later, in another call
+        meta["isolated_cpu"] = json.loads(study.read_text())["isolated_cpu"]
     step_a = float(np.quantile(meta["step_ms"]["A"], Q))
     qa, qb = (float(np.quantile(meta["step_ms"][x], rv.STEP_QUANTILE)) for x in "AB")  # the "quartile" truth's
     per_round = pd.DataFrame([round_models(a, b, meta, step_a, costs) for a, b in rv.rounds_of(folder, name)])
@@ -374,6 +420,10 @@ def validate_pair(folder: Path, name: str, costs: tuple[float, float], truth: st
             row[col] = float(per_round[col].median())
     for m in MODELS:
         row[f"{m}_min"], row[f"{m}_max"] = per_round[m].min(), per_round[m].max()
+        row[f"{m}_error"] = row[m] / row["measured"] - 1
+    for m in USER_MODELS:  # NaN where the capture did not time the modules alone
+        x = per_round[m] if m in per_round else pd.Series(np.nan, index=per_round.index)
+        row[m], row[f"{m}_min"], row[f"{m}_max"] = float(x.median()), x.min(), x.max()
         row[f"{m}_error"] = row[m] / row["measured"] - 1
     if "given_lo" in per_round:  # given's own interval spans both backward hypotheses
         row["given_min"] = min(row["given_min"], per_round["given_lo"].min())
@@ -420,6 +470,18 @@ def intervals_of(t: pd.DataFrame, m: str, prefix: str, source: str, fit_on: tupl
     model.heldout_max = {r: float(e) for r, e in errors.max().items()}
     model.heldout_n = {r: int(n) for r, n in errors.size().items()}
     return model
+
+
+def user_intervals(t: pd.DataFrame, floor: float) -> None:
+    """Each user-input model's 80% interval (PREFIXlo, PREFIXhi, PREFIXinside; USER_MODELS' prefixes): given's
+    half-width for the pair's regime around its point, as `project` widens a projection from a user's inputs; NaN
+    where it was not measured."""
+    for m, prefix in USER_MODELS.items():
+        bounds = [intervals.widen(r[m], r[f"{m}_min"], r[f"{m}_max"], r["half_width"], r["step_noise"], floor)
+                  if pd.notna(r[m]) else (np.nan, np.nan) for _, r in t.iterrows()]
+        t[f"{prefix}lo"], t[f"{prefix}hi"] = [b[0] for b in bounds], [b[1] for b in bounds]
+        t[f"{prefix}inside"] = ((t[f"{prefix}lo"] <= t["measured"]) & (t["measured"] <= t[f"{prefix}hi"])).where(
+            t[m].notna())
 
 
 def report(t: pd.DataFrame, truth: str = "quartile", fit_on: tuple[str, ...] = ("dev",)) -> None:
@@ -476,6 +538,8 @@ def corpus_pairs(root: Path) -> list[tuple[Path, str]]:
 # the replay's constants a run may set, to scan them on the development data (default: the shipped ones)
 MODEL_CONSTANTS = {"spillover": "SPILLOVER", "spillover_conv": "SPILLOVER_CONV", "backward_pool": "BACKWARD_POOL", "backward_pool_conv": "BACKWARD_POOL_CONV",
                    "host_step_slack": "HOST_STEP_SLACK", "host_first": "HOST_FIRST", "host_weighted": "HOST_WEIGHTED"}
+# a folder of `gpu/replay_corpus.py --isolated` readings (NAME.isolated.json) for captures without isolated_cpu
+ISOLATED_FROM: Path | None = None
 # the statistic of A's host times (cpu_ms) the validation passes as host_us: the median, as `profile` records it
 HOST_QUANTILE = 0.5
 # A's host time over a sample of its steps (`host_sample`, `host_us`): (kind, n), None for every step; and whether
@@ -501,7 +565,7 @@ def set_model_constants(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    global HOST_QUANTILE, Q, HOST_AT_STEP_SPEED, HOST_SAMPLE, BACKWARD_SOURCE, CASTS_REMOVED
+    global HOST_QUANTILE, Q, HOST_AT_STEP_SPEED, HOST_SAMPLE, BACKWARD_SOURCE, CASTS_REMOVED, ISOLATED_FROM
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("corpus", type=Path)
     ap.add_argument("--out", type=Path, default=Path("outputs/replay_corpus/validation.csv"))
@@ -539,6 +603,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--consumer-casts", action=argparse.BooleanOptionalAction, default=None,
                     help="given also removes the casts a swap saves its module's consumers, where CORPUS/swap_dtypes.csv "
                          "says it does (replay.consumer_casts; default: on where the corpus has that file)")
+    ap.add_argument("--isolated-from", type=Path, default=None, metavar="DIR", help="the swapped modules timed alone "
+                    "(gpu/replay_corpus.py --isolated: DIR/NAME.isolated.json) for captures that did not time them, "
+                    "for given_isolated and given_calibrated")
     add_model_constants(ap)
     args = ap.parse_args(argv)
     if args.jobs < 1:
@@ -564,6 +631,10 @@ def main(argv: list[str] | None = None) -> int:
     BACKWARD_SOURCE = args.backward_source
     HOST_SAMPLE = ("window", args.host_window) if args.host_window else sample
     rv.DROP_SYNC_RECORDS = args.drop_sync_records
+    if args.isolated_from is not None and not args.isolated_from.is_dir():
+        print(f"--isolated-from: {args.isolated_from} is not a folder", file=sys.stderr)
+        return 2
+    ISOLATED_FROM = args.isolated_from
     pairs = corpus_pairs(args.corpus)
     fit_on = tuple(x for x in args.fit_on.split(",") if x)
     unknown = set(fit_on) - {*DEV, *HELD}
@@ -615,6 +686,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{e} (--fit-on {args.fit_on}; splits under {args.corpus}: {', '.join(sorted(set(t.split)))})",
               file=sys.stderr)
         return 2
+    user_intervals(t, ours[PROJECT_MODEL].floor)
     report(t, args.truth, fit_on)
     print("error model (dev): " + "; ".join(f"{m}: " + ", ".join(f"{r} {e.width(r):.1%}" for r in sorted(e.n_dev))
                                             for m, e in ours.items()))

@@ -6,7 +6,8 @@
 
 Prints `given`'s median |error|, max, pairs within ±5% and inside the 80% interval over the set, over its pairs by
 the scale's basis (step or host), by co-limited or not and by whether the measured speed-up is known to ±2% (issue
-27's requirement of the truth), over the sets given with --with and the set together (split the same way), then one
+27's requirement of the truth), `given_isolated`'s and `given_calibrated`'s (B's inputs timed alone, as a user times a
+win's) where the set has them, over the sets given with --with and the set together (split the same way), then one
 markdown row per pair (regime, basis, measured, cpu shares, given, unpooled, interval), as the tables of
 held-outs 17-19 in docs/replay.md. CPU only, seconds.
 """
@@ -23,12 +24,17 @@ WITHIN = 0.05
 TRUTH_CI = 0.02  # issue 27: the truth known to ±2% (95%)
 
 
-def summary(t: pd.DataFrame, label: str) -> str:
-    """One line: n, median and max |error| of `given`, pairs within ±5% and inside its interval."""
+INSIDE = {"given": "inside", "given_isolated": "isolated_inside", "given_calibrated": "calibrated_inside"}
+USER = {"given_isolated": "the replacement timed alone, as a user times it",
+        "given_calibrated": "timed alone, calibrated by the original's step over alone"}  # part 47 on
+
+
+def summary(t: pd.DataFrame, label: str, model: str = "given") -> str:
+    """One line: n, median and max |error| of `model`, pairs within ±5% and inside its interval."""
     if t.empty:
         return f"{label}: no pairs"
-    e = t["given_error"].abs()
-    inside = int(t["inside"].astype(bool).sum())
+    e = t[f"{model}_error"].abs()
+    inside = int(t[INSIDE[model]].astype(bool).sum())
     return (f"{label}: {len(t)} pairs, median |error| {e.median():.1%}, max {e.max():.1%}, "
             f"{int((e <= WITHIN).sum())} of {len(t)} within ±5%, {inside} of {len(t)} ({inside / len(t):.0%}) inside")
 
@@ -67,6 +73,11 @@ def report(table: Path, split: str, unpooled: Path | None = None, others: list[t
     lines += [summary(t[basis == b], f"  scale from {b}") for b in ("step", "host") if (basis == b).any()]
     lines += [summary(t[co], "  co-limited"), summary(t[~co], "  the others")] if co.any() else []
     lines += _by_truth(t, "  ")
+    for m, words in USER.items():  # part 47 on: B's inputs as a user times them
+        if m in t and t[m].notna().any():
+            lines.append(summary(t[t[m].notna()], f"  {m} ({words})", m))
+    if "given_isolated" in t and t["given_isolated"].notna().any():
+        lines.append(summary(t[t["given_isolated"].notna()], "  given on the same pairs (the replacement timed in the step)"))
     if others:
         sets = [_of_split(pd.read_csv(p), s) for p, s in others]
         every = pd.concat([*sets, t])
@@ -84,6 +95,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--with", dest="others", default="", help="earlier sets as CSV:SPLIT, comma-separated")
     args = ap.parse_args(argv)
     others = [(Path(p), s) for p, s in (x.rsplit(":", 1) for x in args.others.split(",") if x)]
+    missing = [str(p) for p in (args.table, args.unpooled, *(p for p, _ in others)) if p is not None and not p.is_file()]
+    if missing:
+        print(f"not a file: {', '.join(missing)}", file=sys.stderr)
+        return 2
     print(report(args.table, args.split, args.unpooled, others))
     return 0
 

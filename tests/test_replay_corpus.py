@@ -344,6 +344,7 @@ LATER_PARTS = {
     "gpt-b1-s192-d768-block": ("heldout6", 2),  # a whole eager block against nn.LayerNorm, SDPA, F.gelu
     "resnet18-gn-train-b4": ("heldout7", 1),  # eager GroupNorm against nn.GroupNorm, in training
     "resnet18-gn-train-b48": ("heldout40", 1),  # the same, timed on while its truth is wider than ±2%
+    "resnet18-gn-train-b52": ("heldout42", 1),  # the same, each side's GroupNorms also timed alone
 }
 
 
@@ -357,11 +358,19 @@ def test_smoke_run_of_the_later_held_out_parts(tmp_path: Path) -> None:
         assert meta["split"] == split and meta["swap_calls_per_step"]["A"] > 0 < meta["swap_calls_per_step"]["B"]
         ops = {k: _ops_in_swap_group(files[f"part-x/{name}.{k}.json.gz"]) for k in "AB"}
         assert ops["B"] > 0 and ops["A"] > factor * ops["B"], (name, ops)
-        if split == "heldout40":  # --smoke times a pair for 0.5 s, then for up to 5 x 0.5 s more while wider than ±2%
+        if meta["part"] >= 45:  # --smoke times a pair for 0.5 s, then for up to 5 x 0.5 s more while wider than ±2%
             assert meta["truth_ci_target"] == 0.02
             assert meta["ratio_ci95"] <= 0.02 or meta["extended_s"] > 2.5, (meta["ratio_ci95"], meta["extended_s"])
         else:
             assert meta["truth_ci_target"] is None and meta["extended_s"] < 0.05
+        if meta["part"] >= 47:  # every swapped call timed alone, forward and (training) backward, on both sides
+            for side in "AB":
+                alone = meta["isolated_cpu"][side]
+                assert alone["calls_per_step"] == meta["swap_calls_per_step"][side] and alone["calls_skipped"] == 0
+                assert alone["forward_us_per_call"] > 0 and alone["backward_us_per_call"] > 0
+                assert {c["module"] for c in alone["calls"]} == {("EagerGroupNorm", "GroupNorm")["AB".index(side)]}
+        else:
+            assert meta["isolated_cpu"] == {}
 
 
 @pytest.mark.slow
@@ -588,6 +597,17 @@ def test_the_heldout_table_counts_a_set_and_its_classes(tmp_path: Path) -> None:
            "1.800–2.200 | **no** |" in lines
     with pytest.raises(SystemExit, match="no pair of split heldout7"):
         mod.report(tmp_path / "v.csv", "heldout7")
+    # part 47 on: the projections from B's inputs timed alone, over the pairs that have them, beside given's there
+    t["given_isolated"], t["given_isolated_error"] = [2.2, np.nan, 2.0, np.nan], [0.10, np.nan, 0.0, np.nan]
+    t["isolated_inside"] = [False, np.nan, True, np.nan]
+    t["given_calibrated"], t["given_calibrated_error"] = [2.08, np.nan, 2.0, np.nan], [0.04, np.nan, 0.0, np.nan]
+    t["calibrated_inside"] = [True, np.nan, True, np.nan]
+    t.to_csv(tmp_path / "v.csv", index=False)
+    out = mod.report(tmp_path / "v.csv", "heldout9")
+    assert ("  given_isolated (the replacement timed alone, as a user times it): 2 pairs, median |error| 5.0%, max "
+            "10.0%, 1 of 2 within ±5%, 1 of 2 (50%) inside") in out
+    assert "  given_calibrated (timed alone, calibrated by the original's step over alone): 2 pairs, median |error| 2.0%" in out
+    assert "  given on the same pairs (the replacement timed in the step): 2 pairs, median |error| 2.0%, max 3.0%" in out
 
 
 def test_the_validation_reads_as_host_time_the_quantile_it_is_given() -> None:
@@ -1121,3 +1141,118 @@ def test_part_46_is_held_out_41_the_same_rules_again() -> None:
     new = [p for p in rc.PAIRS if p.part == 46]
     assert {p.regime for p in new} == {p.regime for p in rc.PAIRS if p.part < 3} | {"infer-large"}
     assert min(p.part for p in new) >= rc.EXTEND_FROM
+
+
+def test_part_47_is_held_out_42_every_regime_its_swapped_modules_also_timed_alone() -> None:
+    """Part 47 (heldout42): new pairs over every regime, in two calls of about half each (CPU-bound CNN training split
+    between them); from it on each side's swapped modules are also timed alone, as a user times a win's inputs."""
+    rc = _module()
+    _new_part(47, "heldout42", 17, ["mobilenetv2", "resnet50", "gpt", "bert", "resnet18"], 8, 1000)
+    new = [p for p in rc.PAIRS if p.part == 47]
+    assert {p.regime for p in new} == {p.regime for p in rc.PAIRS if p.part < 3} | {"infer-large"}
+    first, second = new[:8], new[8:15]
+    assert sum(p.regime == "cnn" and "train" in p.name for p in first) == 3
+    assert sum(p.regime == "cnn" and "train" in p.name for p in second) == 2
+    assert rc.ISOLATED_FROM == 47
+
+
+def test_isolated_cpu_times_each_distinct_call_alone_in_its_context() -> None:
+    """isolated_cpu: one timing per distinct call (class, input shapes, context), weighted by its calls per step, each
+    with the keyword arguments its call had; a call taking anything but tensors and plain values is counted, not
+    timed; the backward is timed where the step ran with grad, not under inference mode."""
+    import time
+
+    import torch
+    from torch import nn
+
+    rc = _module()
+    rc.DEV = "cpu"
+
+    class Slow(nn.Module):
+        def forward(self, x: torch.Tensor, scale: float = 1.0, cache: object = None) -> torch.Tensor:
+            time.sleep(2e-3 if x.shape[0] > 1 else 1e-3)
+            return x * scale
+
+    timer = rc.SwapTimer()
+    net = rc.mark(nn.ModuleList([Slow(), Slow(), nn.Linear(4, 4)]), lambda m: isinstance(m, Slow), timer)
+    x = torch.randn(2, 4, requires_grad=True)
+
+    def step() -> None:
+        h = net[0](x)
+        h = net[0](h)  # the same call again: counted, timed once
+        h = net[1](h[:1], scale=2.0)  # another shape, with a keyword argument
+        net[1](h, cache=object())  # a cache would grow as it is called again: not timed
+        net[2](h).sum().backward()
+
+    out = rc.isolated_cpu(rc.Variant(step, timer, [net]))
+    assert out["calls_skipped"] == 1 and out["calls_per_step"] == 3
+    rows = sorted(out["calls"], key=lambda r: -r["calls_per_step"])
+    assert [r["calls_per_step"] for r in rows] == [2, 1]
+    assert rows[0]["forward_us"] > 1800 and 900 < rows[1]["forward_us"] < 1800  # each timed on its own inputs
+    assert all(r["backward_us"] is not None for r in rows)
+    assert out["forward_us_per_call"] == pytest.approx((2 * rows[0]["forward_us"] + rows[1]["forward_us"]) / 3)
+
+    def infer() -> None:
+        with torch.inference_mode():
+            net[1](x.detach())
+
+    out = rc.isolated_cpu(rc.Variant(infer, timer, [net]))
+    assert out["calls_per_step"] == 1 and out["backward_us_per_call"] is None and out["calls"][0]["backward_us"] is None
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "gpu" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _timed_alone_meta() -> dict:
+    """A capture's readings of its swapped modules: the hooks pass in the step (module_cpu) and timed alone."""
+    return {"pair": "p", "part": 47, "swap_calls_per_step": {"A": 4, "B": 4},
+            "module_cpu": {"A": {"modules": {"Eager": {"calls_per_step": 4.0, "cpu_us_per_step": 400.0},
+                                             "Net": {"calls_per_step": 1.0, "cpu_us_per_step": 9000.0}}},
+                           "B": {"modules": {"Fused": {"calls_per_step": 4.0, "cpu_us_per_step": 120.0}}}},
+            "isolated_cpu": {"A": {"forward_us_per_call": 50.0, "backward_us_per_call": 40.0,
+                                   "calls": [{"module": "Eager", "calls_per_step": 4}]},
+                             "B": {"forward_us_per_call": 10.0, "backward_us_per_call": 8.0,
+                                   "calls": [{"module": "Fused", "calls_per_step": 4}]}}}
+
+
+def test_user_inputs_put_a_replacement_timed_alone_on_the_basis_given_reads() -> None:
+    """given_isolated takes B's forward as a user times it alone: the step's reading less what the hooks pass read
+    beyond the alone time (here 30 - 10 us a call); given_calibrated multiplies each alone time by the original's
+    step-over-alone ratio (forward 100 / 50 us, backward 60 / 40 us a call); none without the timings."""
+    mod = _load("replay_corpus_validation")
+    meta = _timed_alone_meta()
+    out = mod.user_inputs(meta, after=45.0, step_bwd=(240.0, 12.0))
+    assert out["isolated"] == pytest.approx((45.0 - (30.0 - 10.0), 8.0))
+    assert out["calibrated"] == pytest.approx((45.0 - (30.0 - 10.0 * 100.0 / 50.0), 8.0 * 60.0 / 40.0))
+    forward_only = mod.user_inputs(meta, after=45.0, step_bwd=None)
+    assert forward_only["isolated"][0] == pytest.approx(25.0) and np.isnan(forward_only["calibrated"][1])
+    assert mod.user_inputs({**meta, "isolated_cpu": {}}, 45.0, None) == {}
+    assert mod.user_inputs(meta, None, None) == {}  # no step reading of B to put it beside
+
+
+def test_isolated_cpu_table_reads_alone_over_the_step_per_side_and_half(tmp_path: Path) -> None:
+    """gpu/isolated_cpu_table.py: per pair and side, the alone time over the hooks pass's; a study's pair takes its
+    hooks pass from its capture under --corpus; a folder with none is a one-line error."""
+    mod = _load("isolated_cpu_table")
+    study = {**_timed_alone_meta(), "step_ms": {"A": [10.0], "B": [8.0]}, "swap_cpu_ms": {"A": [0.4], "B": [0.1]}}
+    hooks = study.pop("module_cpu")
+    (tmp_path / "iso").mkdir()
+    (tmp_path / "iso" / "p.isolated.json").write_text(json.dumps(study))
+    (tmp_path / "corpus" / "part-47").mkdir(parents=True)
+    (tmp_path / "corpus" / "part-47" / "p.json").write_text(json.dumps({"module_cpu": hooks}))
+    t = mod.table(tmp_path / "iso", tmp_path / "corpus")
+    row = t.iloc[0]
+    assert (row["A_fwd_ratio"], row["B_fwd_ratio"]) == pytest.approx((0.5, 10.0 / 30.0))
+    assert np.isnan(row["B_bwd_ratio"]) and row["half"] == mod.half_of("p")
+    assert np.isnan(mod.table(tmp_path / "iso").iloc[0]["B_fwd_ratio"])  # no capture to read the step from
+    assert mod.main([str(tmp_path / "iso"), "--corpus", str(tmp_path / "corpus"), "--csv", str(tmp_path / "t.csv")]) == 0
+    assert (tmp_path / "t.csv").exists()
+    (tmp_path / "empty").mkdir()
+    res = subprocess.run([sys.executable, str(ROOT / "gpu/isolated_cpu_table.py"), str(tmp_path / "empty")],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and res.stderr.strip().startswith("no pair under") and "Traceback" not in res.stderr

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -448,6 +448,63 @@ def module_backward_cpu(model: torch.nn.Module | None = None,
             h.remove()
 
 
+def in_step_cpu_us(step: Callable[[], object], modules: Iterable[torch.nn.Module],
+                   steps: int = 5) -> tuple[float, float]:
+    """The CPU time one call of `modules` takes inside the workload's step, forward and backward (µs per call,
+    profiler-free; NaN where none ran): `steps` steps with forward hooks on every module (as `module_cpu` times the
+    original for module_cpu.csv) counting these modules' calls, then `steps` more under `module_backward_cpu` on them
+    alone; each pass's median step over its median calls. It is what wins.csv's cpu_us_after and
+    backward_cpu_us_after want: put the replacement into the model and pass the step that runs it. Timed alone
+    (`forward_cpu_us`), replacements read a median 0.50 of this on the validation corpus, and their projections came
+    out over-predicted (docs/replay.md)."""
+    mods = list(modules)
+    if not mods or steps < 1:
+        raise ValueError("in_step_cpu_us: give at least one module and one step")
+    ids = {id(m) for m in mods}
+    cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
+    opened: list[float] = []
+    per_step: list[tuple[float, int]] = []
+    spent = [0.0, 0]
+
+    def pre(module: torch.nn.Module, args: Any) -> None:
+        opened.append(time.perf_counter())
+
+    def post(module: torch.nn.Module, args: Any, output: Any) -> None:
+        t = time.perf_counter()
+        if opened:
+            t0 = opened.pop()
+            if id(module) in ids:
+                spent[0] += t - t0
+                spent[1] += 1
+
+    for _ in range(steps):
+        spent[:] = [0.0, 0]
+        handles = [nn_module.register_module_forward_pre_hook(pre),
+                   nn_module.register_module_forward_hook(post, always_call=True)]
+        try:
+            step()
+        finally:
+            for h in handles:
+                h.remove()
+        if cuda:
+            torch.cuda.synchronize()
+        per_step.append((spent[0] * 1e6, spent[1]))
+    backward: list[tuple[float, float]] = []
+    for _ in range(steps):
+        with module_backward_cpu(None, only=mods) as rec:
+            step()
+        if cuda:
+            torch.cuda.synchronize()
+        t = rec.table(1)
+        backward.append((float(t["backward_cpu_us_per_step"].sum()), float(t["backward_calls_per_step"].sum())))
+
+    def per_call(rows: list[tuple[float, float]]) -> float:
+        us, n = pd.Series([r[0] for r in rows]).median(), pd.Series([r[1] for r in rows]).median()
+        return float(us / n) if n else float("nan")
+
+    return per_call(per_step), per_call(backward)
+
+
 def backward_cpu_us(module: torch.nn.Module, *args: Any, calls: int = 50, warmup: int = 5, q: float = 0.25) -> float:
     """The CPU time the backward of one call of `module` takes (µs, profiler-free): its autograd nodes as
     `ModuleBackwardCpu` times them, the q-quantile of `calls` calls after `warmup`, each backward run from
@@ -477,7 +534,8 @@ def forward_cpu_us(module: torch.nn.Module, *args: Any, calls: int = 50, warmup:
     """The CPU time one forward call of `module` takes to dispatch (µs, profiler-free): the q-quantile of
     `calls` timed calls after `warmup` (the GPU synchronised before each, so no launch queue waits), as
     wins.csv's `cpu_us_after` wants it for a replacement module. Grad mode is the caller's: time it the
-    way the workload runs it (inside torch.no_grad() for inference)."""
+    way the workload runs it (inside torch.no_grad() for inference). Timed so, a replacement reads about half what it
+    costs inside the step (docs/replay.md); `in_step_cpu_us` reads that."""
     cuda = torch.cuda.is_available() and any(t.is_cuda for t in call_tensors(args))
     times = []
     for i in range(warmup + calls):

@@ -9,10 +9,11 @@ Targets in wins.csv, resolved in this order:
                    suffix keeps one direction. Optional column `kernels_after`: kernels the
                    replacement launches per call (reported as kernels per step after; default unchanged).
                    Optional column `cpu_us_after`: the replacement's CPU time per forward call in µs,
-                   measured without the profiler (capture.scopes.forward_cpu_us); with the run's
+                   profiler-free, inside the step (capture.scopes.in_step_cpu_us; timed alone with
+                   forward_cpu_us it reads about half that, docs/replay.md); with the run's
                    module_cpu.csv, the replay runs model `given` for the target (docs/replay.md).
                    Optional column `backward_cpu_us_after`: the replacement's backward CPU time per call in
-                   µs, profiler-free (capture.scopes.backward_cpu_us); with module_cpu.csv's backward
+                   µs, profiler-free (capture.scopes.in_step_cpu_us's second value); with module_cpu.csv's backward
                    columns, `given` replays the module's backward as measured, not under two hypotheses.
                    Optional column `output_dtype`: the dtype the replacement returns (`bfloat16`, ...), where
                    it is not the module's; where the module returned a wider dtype than it took (an eager

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import textwrap
 import time
 from pathlib import Path
@@ -12,7 +13,13 @@ import torch
 
 from addressable.capture.measure import host_normalized, measurement
 from addressable.capture.profile import profile_workload, resolve_config
-from addressable.capture.scopes import backward_cpu_us, forward_cpu_us, module_backward_cpu, module_cpu
+from addressable.capture.scopes import (
+    backward_cpu_us,
+    forward_cpu_us,
+    in_step_cpu_us,
+    module_backward_cpu,
+    module_cpu,
+)
 from addressable.core.errors import AddressableError
 from addressable.runs.folder import MODULE_CPU_FILE, load_run, read_module_cpu
 
@@ -132,6 +139,26 @@ def test_backward_cpu_us_times_one_call_of_a_replacement() -> None:
 def test_forward_cpu_us_is_a_call_dispatch_time() -> None:
     us = forward_cpu_us(Sleep(), torch.zeros(1), calls=5, warmup=1)
     assert SLEEP_S * 1e6 <= us < SLEEP_S * 1e6 + 3000
+
+
+def test_in_step_cpu_us_times_the_given_modules_calls_inside_the_step() -> None:
+    """Per call of the given modules alone (two calls a step of a module that sleeps in its forward, one of one that
+    sleeps in its backward), inside the step that runs them; NaN where they ran no backward; no modules is an error."""
+    fwd, back, other = Sleep(), SleepBack(), Sleep(2 * SLEEP_S)
+    x = torch.zeros(3, requires_grad=True)
+
+    def step() -> None:
+        (fwd(fwd(x)) + back(x) + other(x)).sum().backward()
+
+    forward_us, backward_us = in_step_cpu_us(step, [fwd], steps=3)
+    assert SLEEP_S * 1e6 <= forward_us < SLEEP_S * 1e6 + 3000  # each of the two calls, not `other`'s 8 ms
+    assert math.isnan(backward_us)  # Sleep returns its input: no autograd node of its own to time
+    forward_us, backward_us = in_step_cpu_us(step, [back], steps=3)
+    assert forward_us < SLEEP_S * 1e6 and SLEEP_S * 1e6 <= backward_us < SLEEP_S * 1e6 + 3000
+    with torch.no_grad():
+        assert math.isnan(in_step_cpu_us(lambda: fwd(x), [fwd], steps=2)[1])
+    with pytest.raises(ValueError, match="at least one module"):
+        in_step_cpu_us(step, [])
 
 
 ADAPTER = '''
