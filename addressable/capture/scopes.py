@@ -463,8 +463,8 @@ def in_step_cpu_us(step: Callable[[], object], modules: Iterable[torch.nn.Module
     ids = {id(m) for m in mods}
     cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
     opened: list[float] = []
-    per_step: list[tuple[float, int]] = []
-    spent = [0.0, 0]
+    per_step: list[tuple[float, float]] = []
+    spent = [0.0, 0.0]
 
     def pre(module: torch.nn.Module, args: Any) -> None:
         opened.append(time.perf_counter())
@@ -475,10 +475,10 @@ def in_step_cpu_us(step: Callable[[], object], modules: Iterable[torch.nn.Module
             t0 = opened.pop()
             if id(module) in ids:
                 spent[0] += t - t0
-                spent[1] += 1
+                spent[1] += 1.0
 
     for _ in range(steps):
-        spent[:] = [0.0, 0]
+        spent[:] = [0.0, 0.0]
         handles = [nn_module.register_module_forward_pre_hook(pre),
                    nn_module.register_module_forward_hook(post, always_call=True)]
         try:
