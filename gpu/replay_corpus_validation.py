@@ -41,6 +41,10 @@ the profiler's CPU overhead out are replayed (dispatch rule "typical" for kept l
            1-26, held-out 23 scores it). Where A's replayed step moves little with the CPU scale (the GPU alone nearly
            holds it), the step's fit and the host time's share it, each weighted by its elasticity to the scale,
            squared (replay.HOST_WEIGHTED, --host-weighted 0 turns it off; chosen on parts 1-35, held-out 32 scores it).
+Part 47 on, `given` is also scored from B's inputs as a user measures them (`user_inputs`, USER_MODELS, each with
+given's interval): given_isolated (the replacement timed alone, scopes.forward_cpu_us and backward_cpu_us),
+given_calibrated (the same, times the original's step-over-alone ratio) and given_in_step (read in the step by hooks,
+as scopes.in_step_cpu_us reads it); --isolated-from gives earlier captures the alone timings of a later study.
 The model was chosen on the dev half only (most pairs within 5%, then the lowest median |error|: given);
 the error models of given and uniform (intervals.fit_error_model: the 80% quantile of |removed_error|, the error on
 the step fraction removed, per detected regime; on the speedup's scale before held-out 13) are fitted on dev only, and only then are the held-out pairs scored, each held-out set
@@ -103,7 +107,7 @@ from addressable.projection.replay import (
 from addressable.trace.reader import Trace
 
 # given from B's inputs as a user measures them (part 47 on, `user_inputs`), scored beside it; their interval prefixes
-USER_MODELS = {"given_isolated": "isolated_", "given_calibrated": "calibrated_"}
+USER_MODELS = {"given_isolated": "isolated_", "given_calibrated": "calibrated_", "given_in_step": "in_step_"}
 MODELS = ("uniform", "own", "module", "event", "given", "given_uniform", "given_v1", "given_v2", "given_v3", "given_v4",
           "given_v5")
 PROJECT_MODEL = "given"  # what `project --model replay` runs where a target has both inputs (project_traces)
@@ -337,7 +341,10 @@ def user_inputs(meta: dict, after: float | None, step_bwd: tuple[float, float] |
                   beyond its time alone; the backward as timed alone;
       calibrated  the same, each alone time multiplied by the original's in the step (the hooks pass; the backward pass)
                   over the original's alone: the original module, timed alone by the same method, says how far
-                  timing alone reads under the step on that host.
+                  timing alone reads under the step on that host;
+      in_step     the replacement read by the hooks pass, as `scopes.in_step_cpu_us` reads it, beside the original
+                  read by the same pass, as module_cpu.csv has it (`project` removes that): B's hooks reading plus what
+                  the timer read of A beyond its hooks reading; the backward as the step's pass read it.
     {} without the timings; a backward NaN where none was timed."""
     iso, passes = meta.get("isolated_cpu") or {}, meta.get("module_cpu") or {}
     if after is None or not iso.get("A") or not iso.get("B") or not iso["B"].get("forward_us_per_call"):
@@ -350,7 +357,9 @@ def user_inputs(meta: dict, after: float | None, step_bwd: tuple[float, float] |
     if np.isnan(hook["B"]):
         return {}
     a_step_back = step_bwd[0] / max(meta["swap_calls_per_step"]["A"], 1) if step_bwd is not None else np.nan
-    return {"isolated": (after - (hook["B"] - alone["B"]), back["B"]),
+    a_timer = float(np.quantile(meta["swap_cpu_ms"]["A"], Q)) * 1e3 / max(meta["swap_calls_per_step"]["A"], 1)
+    return {"in_step": (hook["B"] + a_timer - hook["A"], step_bwd[1] if step_bwd is not None else np.nan),
+            "isolated": (after - (hook["B"] - alone["B"]), back["B"]),
             "calibrated": (after - (hook["B"] - alone["B"] * hook["A"] / alone["A"]),
                            back["B"] * a_step_back / back["A"])}
 

@@ -24,9 +24,11 @@ WITHIN = 0.05
 TRUTH_CI = 0.02  # issue 27: the truth known to ±2% (95%)
 
 
-INSIDE = {"given": "inside", "given_isolated": "isolated_inside", "given_calibrated": "calibrated_inside"}
+INSIDE = {"given": "inside", "given_isolated": "isolated_inside", "given_calibrated": "calibrated_inside",
+          "given_in_step": "in_step_inside"}
 USER = {"given_isolated": "the replacement timed alone, as a user times it",
-        "given_calibrated": "timed alone, calibrated by the original's step over alone"}  # part 47 on
+        "given_calibrated": "timed alone, calibrated by the original's step over alone",
+        "given_in_step": "the replacement read in the step by hooks, as in_step_cpu_us reads it"}  # part 47 on
 
 
 def summary(t: pd.DataFrame, label: str, model: str = "given") -> str:

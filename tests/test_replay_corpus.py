@@ -1210,7 +1210,7 @@ def _load(name: str):
 
 def _timed_alone_meta() -> dict:
     """A capture's readings of its swapped modules: the hooks pass in the step (module_cpu) and timed alone."""
-    return {"pair": "p", "part": 47, "swap_calls_per_step": {"A": 4, "B": 4},
+    return {"pair": "p", "part": 47, "swap_calls_per_step": {"A": 4, "B": 4}, "swap_cpu_ms": {"A": [0.5], "B": [0.2]},
             "module_cpu": {"A": {"modules": {"Eager": {"calls_per_step": 4.0, "cpu_us_per_step": 400.0},
                                              "Net": {"calls_per_step": 1.0, "cpu_us_per_step": 9000.0}}},
                            "B": {"modules": {"Fused": {"calls_per_step": 4.0, "cpu_us_per_step": 120.0}}}},
@@ -1229,6 +1229,8 @@ def test_user_inputs_put_a_replacement_timed_alone_on_the_basis_given_reads() ->
     out = mod.user_inputs(meta, after=45.0, step_bwd=(240.0, 12.0))
     assert out["isolated"] == pytest.approx((45.0 - (30.0 - 10.0), 8.0))
     assert out["calibrated"] == pytest.approx((45.0 - (30.0 - 10.0 * 100.0 / 50.0), 8.0 * 60.0 / 40.0))
+    # in_step: B's hooks reading (30) on the timer's basis: plus A's timer (500 / 4) less its hooks reading (100)
+    assert out["in_step"] == pytest.approx((30.0 + 125.0 - 100.0, 12.0))
     forward_only = mod.user_inputs(meta, after=45.0, step_bwd=None)
     assert forward_only["isolated"][0] == pytest.approx(25.0) and np.isnan(forward_only["calibrated"][1])
     assert mod.user_inputs({**meta, "isolated_cpu": {}}, 45.0, None) == {}
@@ -1239,7 +1241,7 @@ def test_isolated_cpu_table_reads_alone_over_the_step_per_side_and_half(tmp_path
     """gpu/isolated_cpu_table.py: per pair and side, the alone time over the hooks pass's; a study's pair takes its
     hooks pass from its capture under --corpus; a folder with none is a one-line error."""
     mod = _load("isolated_cpu_table")
-    study = {**_timed_alone_meta(), "step_ms": {"A": [10.0], "B": [8.0]}, "swap_cpu_ms": {"A": [0.4], "B": [0.1]}}
+    study = {**_timed_alone_meta(), "step_ms": {"A": [10.0], "B": [8.0]}}
     hooks = study.pop("module_cpu")
     (tmp_path / "iso").mkdir()
     (tmp_path / "iso" / "p.isolated.json").write_text(json.dumps(study))
