@@ -43,8 +43,8 @@ the profiler's CPU overhead out are replayed (dispatch rule "typical" for kept l
            squared (replay.HOST_WEIGHTED, --host-weighted 0 turns it off; chosen on parts 1-35, held-out 32 scores it).
 Part 47 on, `given` is also scored from B's inputs as a user measures them (`user_inputs`, USER_MODELS, each with
 given's interval): given_isolated (the replacement timed alone, scopes.forward_cpu_us and backward_cpu_us),
-given_calibrated (the same, times the original's step-over-alone ratio) and given_in_step (read in the step by hooks,
-as scopes.in_step_cpu_us reads it); --isolated-from gives earlier captures the alone timings of a later study.
+given_calibrated (the same, times the original's step-over-alone ratio) and given_in_step (read in the step by hooks
+on every module); --isolated-from gives earlier captures the alone timings of a later study.
 The model was chosen on the dev half only (most pairs within 5%, then the lowest median |error|: given);
 the error models of given and uniform (intervals.fit_error_model: the 80% quantile of |removed_error|, the error on
 the step fraction removed, per detected regime; on the speedup's scale before held-out 13) are fitted on dev only, and only then are the held-out pairs scored, each held-out set
@@ -342,9 +342,10 @@ def user_inputs(meta: dict, after: float | None, step_bwd: tuple[float, float] |
       calibrated  the same, each alone time multiplied by the original's in the step (the hooks pass; the backward pass)
                   over the original's alone: the original module, timed alone by the same method, says how far
                   timing alone reads under the step on that host;
-      in_step     the replacement read by the hooks pass, as `scopes.in_step_cpu_us` reads it, beside the original
-                  read by the same pass, as module_cpu.csv has it (`project` removes that): B's hooks reading plus what
-                  the timer read of A beyond its hooks reading; the backward as the step's pass read it.
+      in_step     the replacement read in the step by hooks on every module (the capture's module_cpu pass, as the
+                  first `scopes.in_step_cpu_us` read it; it hooks the replacement alone since held-out 42) beside the
+                  original read by the same pass, as module_cpu.csv has it (`project` removes that): B's hooks
+                  reading plus what the timer read of A beyond its hooks reading; the backward as the step's pass read it.
     {} without the timings; a backward NaN where none was timed."""
     iso, passes = meta.get("isolated_cpu") or {}, meta.get("module_cpu") or {}
     if after is None or not iso.get("A") or not iso.get("B") or not iso["B"].get("forward_us_per_call"):

@@ -28,7 +28,7 @@ INSIDE = {"given": "inside", "given_isolated": "isolated_inside", "given_calibra
           "given_in_step": "in_step_inside"}
 USER = {"given_isolated": "the replacement timed alone, as a user times it",
         "given_calibrated": "timed alone, calibrated by the original's step over alone",
-        "given_in_step": "the replacement read in the step by hooks, as in_step_cpu_us reads it"}  # part 47 on
+        "given_in_step": "the replacement read in the step by hooks on every module"}  # part 47 on
 
 
 def summary(t: pd.DataFrame, label: str, model: str = "given") -> str:

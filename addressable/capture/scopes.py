@@ -451,16 +451,16 @@ def module_backward_cpu(model: torch.nn.Module | None = None,
 def in_step_cpu_us(step: Callable[[], object], modules: Iterable[torch.nn.Module],
                    steps: int = 5) -> tuple[float, float]:
     """The CPU time one call of `modules` takes inside the workload's step, forward and backward (µs per call,
-    profiler-free; NaN where none ran): `steps` steps with forward hooks on every module (as `module_cpu` times the
-    original for module_cpu.csv) counting these modules' calls, then `steps` more under `module_backward_cpu` on them
-    alone; each pass's median step over its median calls. It is what wins.csv's cpu_us_after and
-    backward_cpu_us_after want: put the replacement into the model and pass the step that runs it. Timed alone
-    (`forward_cpu_us`), replacements read a median 0.50 of this on the validation corpus, and their projections came
-    out over-predicted (docs/replay.md)."""
+    profiler-free; NaN where none ran): `steps` steps with hooks on these modules alone, perf_counter from each
+    call's start to its end (as the validation corpus times the replacement it scores), then `steps` more under
+    `module_backward_cpu` on them alone; each pass's median step over its median calls. It is what wins.csv's
+    cpu_us_after and backward_cpu_us_after want: put the replacement into the model and pass the step that runs it.
+    Timed alone (`forward_cpu_us`), replacements read a median 0.50 of their CPU in the step on the validation corpus,
+    and their projections came out over-predicted; hooks on every module (module_cpu) slowed a compiled replacement
+    (docs/replay.md)."""
     mods = list(modules)
     if not mods or steps < 1:
         raise ValueError("in_step_cpu_us: give at least one module and one step")
-    ids = {id(m) for m in mods}
     cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
     opened: list[float] = []
     per_step: list[tuple[float, float]] = []
@@ -472,15 +472,13 @@ def in_step_cpu_us(step: Callable[[], object], modules: Iterable[torch.nn.Module
     def post(module: torch.nn.Module, args: Any, output: Any) -> None:
         t = time.perf_counter()
         if opened:
-            t0 = opened.pop()
-            if id(module) in ids:
-                spent[0] += t - t0
-                spent[1] += 1.0
+            spent[0] += t - opened.pop()
+            spent[1] += 1.0
 
     for _ in range(steps):
         spent[:] = [0.0, 0.0]
-        handles = [nn_module.register_module_forward_pre_hook(pre),
-                   nn_module.register_module_forward_hook(post, always_call=True)]
+        handles = [h for m in mods for h in (m.register_forward_pre_hook(pre),
+                                              m.register_forward_hook(post, always_call=True))]
         try:
             step()
         finally:
