@@ -48,6 +48,7 @@ The split into dev and heldout is fixed before any data exists: results/h200/rep
     python3 gpu/replay_corpus.py "$OUT" --part 46 --budget-s 505    # held-out 41: 19 new, the same rules
     python3 gpu/replay_corpus.py "$OUT" --pairs NAME,... --budget-s 480  # held-out 42 (part 47): 17 new, in two calls,
                                                                     # each side's swapped modules also timed alone
+    python3 gpu/replay_corpus.py "$OUT" --part 48 --budget-s 400    # held-out 43: 9 new, also read as in_step_cpu_us
     python3 gpu/replay_corpus.py OUT --isolated --pairs NAME,...    # swapped modules timed alone beside the step's
                                                                     # reading, nothing else (OUT/isolated/)
     python3 gpu/replay_corpus.py OUT --smoke [--pairs NAME,...]     # tiny sizes on the CPU (the test)
@@ -2439,6 +2440,35 @@ PAIRS += [
 ]
 PAIRS += multi_stream_pairs(47, mixed=(), side=(("rmsnorm", 4, 3328),), main=(("gelu", 5, 2816),))
 
+# part 48: held-out 43, 9 new pairs, registered on 7 Dec 2026 after held-out 42 was read (docs/replay.md), with no
+# change to the model: part 47's rules, and each side's swapped modules also read in the step as
+# `scopes.in_step_cpu_us` now reads a replacement (hooks on it alone: `in_step_cpu`, IN_STEP_FROM), so that
+# given_in_step scores the documented path. A compiled region first (the class hooks on every module slowed), then
+# CPU-bound CNN training, transformer training, batch-1 and decode inference and GPU-bound CNN inference; one call
+PAIRS += [
+    Pair("compiled-gelu-vit-b9-d384", "compiled", "tiny", 48, p_own_infer(
+        dict(d=384, layers=6, heads=6), dict(eager_act=True), dict(act="compiled"), GELU_MODS, 9,
+        "ViT-like (6 x d384) inference, batch 9, bf16: every MLP GELU eager vs the same function through "
+        "torch.compile (inductor)."), 30),
+    Pair("resnet18-train-b44-bn", "cnn", "tiny", 48, p_bn(44, True), 18),
+    Pair("mobilenetv2-train-b56-bn", "cnn", "tiny", 48, p_bn_net("mobilenet_v2", 56, "MobileNetV2"), 30),
+    Pair("resnet18-gn-train-b56", "cnn", "tiny", 48, p_gn_train(56), 18),
+    own_train("gpt-train-b4-s224-gelu", "train-small", 48, "gelu", 4, 512, 4, 8, tokens=224),
+    Pair("llama-b1-s208-rmsnorm-3l", "dec-infer-b1", "tiny", 48, p_hf_swap(
+        "llama", 3, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "infer",
+        "Llama-3.2-1B shapes cut to 3 layers, forward batch 1 x 208, bf16: every RMSNorm eager (fp32 math) vs "
+        "nn.RMSNorm.", seq=208), 18),
+    Pair("bert-b1-s240-gelu-3l", "enc-infer-b1", "tiny", 48, p_hf_swap(
+        "bert", 3, GELUS, eager_gelu, fused_gelu, "infer",
+        "BERT-base shapes cut to 3 layers (transformers), inference batch 1 x 240: every intermediate GELU eager "
+        "tanh-GELU vs F.gelu(tanh).", seq=240), 18),
+    Pair("llama-decode-b1-rmsnorm-11l", "decode", "tiny", 48, p_hf_swap(
+        "llama", 11, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "decode",
+        "Llama-3.2-1B shapes cut to 11 layers, decode loop, batch 1, bf16: every RMSNorm eager (fp32 math) vs "
+        "nn.RMSNorm."), 24),
+    Pair("resnet18-infer-b100-bn", "cnn", "tiny", 48, p_bn(100, False), 15),
+]
+
 
 def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
@@ -2469,7 +2499,8 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     the three dtype families first, for the CNN training constants chosen on every read pair) heldout38 and part 44
     (the model as it stands after held-out 38, every regime) heldout39 and part 45 (the same after held-out 39, a pair's
     timing going on while its truth is wider than +-2%) heldout40 and part 46 (the same again after held-out 40) heldout41 and part 47 (the same, each side's swapped
-    modules also timed alone, as a user times a win's inputs) heldout42."""
+    modules also timed alone, as a user times a win's inputs) heldout42 and part 48 (the same, each side's swapped
+    modules also read in the step as scopes.in_step_cpu_us reads a replacement) heldout43."""
     named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11", 16: "heldout12", 17: "heldout13",
              18: "heldout14", 19: "heldout15", 20: "heldout16", 21: "heldout17",
              22: "heldout18", 23: "heldout19", 24: "heldout20", 25: "heldout21", 26: "heldout22",
@@ -2477,7 +2508,7 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
              31: "heldout27", 32: "heldout28", 33: "heldout29", 34: "heldout30", 35: "heldout31",
              36: "heldout32", 37: "heldout33", 38: "heldout34", 39: "heldout35", 40: "dev5",
              41: "heldout36", 42: "heldout37", 43: "heldout38", 44: "heldout39", 45: "heldout40",
-             46: "heldout41", 47: "heldout42"}
+             46: "heldout41", 47: "heldout42", 48: "heldout43"}
     out = {p.name: named.get(p.part, f"heldout{p.part - 1}") for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):
@@ -2629,6 +2660,16 @@ def backward_pass(a: Variant, b: Variant, steps: int) -> dict:
 
 
 ISOLATED_FROM = 47  # parts from here on also time each side's marked modules alone, as a user times a win's inputs
+IN_STEP_FROM = 48  # ... and read them in the step as `scopes.in_step_cpu_us` does (hooks on them alone)
+
+
+def in_step_cpu(v: Variant) -> dict:
+    """Each side's marked modules read in its step as a user reads a replacement for wins.csv
+    (`scopes.in_step_cpu_us` on the modules inside the marks: hooks on them alone, 5 steps, then 5 for the backward);
+    per call, None where none ran (part 48 on)."""
+    forward, backward = scopes.in_step_cpu_us(v.step, [m.inner for m in marked_modules(v)], steps=5 if not SMOKE else 2)
+    return {"forward_us_per_call": None if math.isnan(forward) else round(forward, 2),
+            "backward_us_per_call": None if math.isnan(backward) else round(backward, 2)}
 ISOLATED_LEAVES = (torch.Tensor, int, float, bool, str, type(None))  # what a call may take to be timed alone
 
 
@@ -2747,6 +2788,8 @@ def capture_pair(p: Pair, d: Path, split: str, seconds: float, extend_s: float =
     extended_s = time.perf_counter() - t_extend
     hooks = {key: module_cpu(v, 5 if not SMOKE else 2) for key, v in (("A", a), ("B", b))}
     backward = backward_pass(a, b, BACKWARD_PASS_STEPS if not SMOKE else 2) if p.part >= 12 else {}
+    in_step = ({key: in_step_cpu(v) for key, v in (("A", a), ("B", b))}
+               if p.part >= IN_STEP_FROM and marked_modules(a) and marked_modules(b) else {})
     isolated = {key: isolated_cpu(v) for key, v in (("A", a), ("B", b))} if p.part >= ISOLATED_FROM else {}
     ratios, ci = ratio_ci(rec["step_ms"], rec["round"])
     med = {k: statistics.median(v) for k, v in rec["step_ms"].items()}
@@ -2754,7 +2797,7 @@ def capture_pair(p: Pair, d: Path, split: str, seconds: float, extend_s: float =
             **rec, "steps_before_profiling": n_before, "step_ms_median": med,
             "step_ms_p25": {k: statistics.quantiles(v, n=4, method="inclusive")[0] for k, v in rec["step_ms"].items()},
             "ratio_rounds": ratios, "ratio_ci95": ci, "module_cpu": hooks, "backward_pass": backward,
-            "backward_spread": spread or {}, "isolated_cpu": isolated,
+            "backward_spread": spread or {}, "isolated_cpu": isolated, "in_step_cpu": in_step,
             "swap_calls_per_step": calls, "extended_s": extended_s,
             "truth_ci_target": TRUTH_CI if p.part >= EXTEND_FROM else None,
             "device": torch.cuda.get_device_name() if DEV == "cuda" else "cpu", "torch": torch.__version__,
@@ -2772,7 +2815,8 @@ def capture_pair(p: Pair, d: Path, split: str, seconds: float, extend_s: float =
             "backward_spread (part 40 on): the same reading in hooked steps after every timing round (SPREAD_EVERY, "
             "SPREAD_MIN_STEPS), each step's round kept, so that it is read over the host's states the timed steps saw; "
             "isolated_cpu (part 47 on): each side's marked modules timed alone, as a user times a win's cpu_us_after "
-            "and backward_cpu_us_after (scopes.forward_cpu_us, scopes.backward_cpu_us), after everything else"}
+            "and backward_cpu_us_after (scopes.forward_cpu_us, scopes.backward_cpu_us), after everything else; in_step_cpu "
+            "(part 48 on): the same read in the step, scopes.in_step_cpu_us on them, before the alone timing"}
     for k in ("step_ms", "cpu_ms", "swap_cpu_ms"):  # 0.1 us is below the timer's noise; keeps the file small
         meta[k] = {v: [round(t, 4) for t in ts] for v, ts in meta[k].items()}
     (d / f"{p.name}.json").write_text(json.dumps(meta, indent=1))

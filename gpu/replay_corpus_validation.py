@@ -117,7 +117,7 @@ HELD = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "
         "heldout15", "heldout16", "heldout17", "heldout18", "heldout19", "heldout20", "heldout21", "heldout22",
         "heldout23", "heldout24", "heldout25", "heldout26", "heldout27", "heldout28", "heldout29", "heldout30", "heldout31",
         "heldout32", "heldout33", "heldout34", "heldout35", "heldout36", "heldout37", "heldout38",
-        "heldout39", "heldout40", "heldout41", "heldout42")  # parts 1-2's half, 3-9, 11, 14-39, 41-47
+        "heldout39", "heldout40", "heldout41", "heldout42", "heldout43")  # parts 1-2's half, 3-9, 11, 14-39, 41-48
 DEV = ("dev", "dev2", "dev3", "dev4", "dev5")  # parts 1-2's half, part 10, part 12, part 13, part 40
 # the statistic of A's unprofiled steps and of the swap group's profiler-free CPU the models read: the median, as
 # `project` reads a run (step_time_ms and host_time_ms are medians) and as the truth is taken (the median of rounds'
@@ -342,10 +342,11 @@ def user_inputs(meta: dict, after: float | None, step_bwd: tuple[float, float] |
       calibrated  the same, each alone time multiplied by the original's in the step (the hooks pass; the backward pass)
                   over the original's alone: the original module, timed alone by the same method, says how far
                   timing alone reads under the step on that host;
-      in_step     the replacement read in the step by hooks on every module (the capture's module_cpu pass, as the
-                  first `scopes.in_step_cpu_us` read it; it hooks the replacement alone since held-out 42) beside the
-                  original read by the same pass, as module_cpu.csv has it (`project` removes that): B's hooks
-                  reading plus what the timer read of A beyond its hooks reading; the backward as the step's pass read it.
+      in_step     the replacement read in the step by `scopes.in_step_cpu_us` (part 48 on: `in_step_cpu`, hooks on it
+                  alone; part 47: the capture's module_cpu pass, hooks on every module, as the first in_step_cpu_us
+                  read it) beside the original read by module_cpu's pass, as module_cpu.csv has it (`project` removes
+                  that): B's reading plus what the timer read of A beyond its hooks reading; the backward as
+                  in_step_cpu_us read it (part 48 on) or as the step's pass read it.
     {} without the timings; a backward NaN where none was timed."""
     iso, passes = meta.get("isolated_cpu") or {}, meta.get("module_cpu") or {}
     if after is None or not iso.get("A") or not iso.get("B") or not iso["B"].get("forward_us_per_call"):
@@ -359,7 +360,10 @@ def user_inputs(meta: dict, after: float | None, step_bwd: tuple[float, float] |
         return {}
     a_step_back = step_bwd[0] / max(meta["swap_calls_per_step"]["A"], 1) if step_bwd is not None else np.nan
     a_timer = float(np.quantile(meta["swap_cpu_ms"]["A"], Q)) * 1e3 / max(meta["swap_calls_per_step"]["A"], 1)
-    return {"in_step": (hook["B"] + a_timer - hook["A"], step_bwd[1] if step_bwd is not None else np.nan),
+    b_step = (meta.get("in_step_cpu") or {}).get("B") or {}  # part 48 on: as `scopes.in_step_cpu_us` reads it
+    b_fwd = b_step.get("forward_us_per_call") or hook["B"]
+    b_bwd = b_step.get("backward_us_per_call") or (step_bwd[1] if step_bwd is not None else np.nan)
+    return {"in_step": (b_fwd + a_timer - hook["A"], b_bwd if step_bwd is not None else np.nan),
             "isolated": (after - (hook["B"] - alone["B"]), back["B"]),
             "calibrated": (after - (hook["B"] - alone["B"] * hook["A"] / alone["A"]),
                            back["B"] * a_step_back / back["A"])}

@@ -345,6 +345,7 @@ LATER_PARTS = {
     "resnet18-gn-train-b4": ("heldout7", 1),  # eager GroupNorm against nn.GroupNorm, in training
     "resnet18-gn-train-b48": ("heldout40", 1),  # the same, timed on while its truth is wider than ±2%
     "resnet18-gn-train-b52": ("heldout42", 1),  # the same, each side's GroupNorms also timed alone
+    "resnet18-gn-train-b56": ("heldout43", 1),  # the same, each side's GroupNorms also read as in_step_cpu_us reads
 }
 
 
@@ -371,6 +372,11 @@ def test_smoke_run_of_the_later_held_out_parts(tmp_path: Path) -> None:
                 assert {c["module"] for c in alone["calls"]} == {("EagerGroupNorm", "GroupNorm")["AB".index(side)]}
         else:
             assert meta["isolated_cpu"] == {}
+        if meta["part"] >= 48:  # read in the step by hooks on the marked modules alone, forward and backward
+            assert all(meta["in_step_cpu"][side]["forward_us_per_call"] > 0 < meta["in_step_cpu"][side]["backward_us_per_call"]
+                       for side in "AB")
+        else:
+            assert meta.get("in_step_cpu", {}) == {}
 
 
 @pytest.mark.slow
@@ -1227,6 +1233,9 @@ def test_user_inputs_put_a_replacement_timed_alone_on_the_basis_given_reads() ->
     mod = _load("replay_corpus_validation")
     meta = _timed_alone_meta()
     out = mod.user_inputs(meta, after=45.0, step_bwd=(240.0, 12.0))
+    read = mod.user_inputs({**meta, "in_step_cpu": {"B": {"forward_us_per_call": 24.0, "backward_us_per_call": 9.0}}},
+                           after=45.0, step_bwd=(240.0, 12.0))
+    assert read["in_step"] == pytest.approx((24.0 + 125.0 - 100.0, 9.0))  # part 48 on: in_step_cpu_us's reading
     assert out["isolated"] == pytest.approx((45.0 - (30.0 - 10.0), 8.0))
     assert out["calibrated"] == pytest.approx((45.0 - (30.0 - 10.0 * 100.0 / 50.0), 8.0 * 60.0 / 40.0))
     # in_step: B's hooks reading (30) on the timer's basis: plus A's timer (500 / 4) less its hooks reading (100)
@@ -1258,3 +1267,11 @@ def test_isolated_cpu_table_reads_alone_over_the_step_per_side_and_half(tmp_path
     res = subprocess.run([sys.executable, str(ROOT / "gpu/isolated_cpu_table.py"), str(tmp_path / "empty")],
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 2 and res.stderr.strip().startswith("no pair under") and "Traceback" not in res.stderr
+
+
+def test_part_48_is_held_out_43_its_swapped_modules_also_read_as_in_step_cpu_us_reads_them() -> None:
+    """Part 48 (heldout43): 9 new pairs in one call, a compiled region first (the class hooks on every module slowed),
+    read in the step from it on as scopes.in_step_cpu_us reads a replacement."""
+    rc = _module()
+    _new_part(48, "heldout43", 9, ["compiled", "resnet18", "mobilenetv2", "resnet18", "gpt"], 4, 400)
+    assert rc.IN_STEP_FROM == 48 > rc.ISOLATED_FROM
