@@ -451,10 +451,11 @@ def module_backward_cpu(model: torch.nn.Module | None = None,
 def in_step_cpu_us(step: Callable[[], object], modules: Iterable[torch.nn.Module],
                    steps: int = 5) -> tuple[float, float]:
     """The CPU time one call of `modules` takes inside the workload's step, forward and backward (µs per call,
-    profiler-free; NaN where none ran): `steps` steps with hooks on these modules alone, perf_counter from each
-    call's start to its end (as the validation corpus times the replacement it scores), then `steps` more under
-    `module_backward_cpu` on them alone; each pass's median step over its median calls. It is what wins.csv's
-    cpu_us_after and backward_cpu_us_after want: put the replacement into the model and pass the step that runs it.
+    profiler-free; NaN where none ran): `steps` steps (after one untimed) with hooks on these modules alone,
+    perf_counter from each call's start to its end (as the validation corpus times the replacement it scores), then
+    `steps` more under `module_backward_cpu` on them alone; each pass's median step over its median calls. It is what
+    wins.csv's cpu_us_after and backward_cpu_us_after want: put the replacement into the model and pass the step that
+    runs it.
     Timed alone (`forward_cpu_us`), replacements read a median 0.50 of their CPU in the step on the validation corpus,
     and their projections came out over-predicted; hooks on every module (module_cpu) slowed a compiled replacement
     (docs/replay.md)."""
@@ -475,18 +476,20 @@ def in_step_cpu_us(step: Callable[[], object], modules: Iterable[torch.nn.Module
             spent[0] += t - opened.pop()
             spent[1] += 1.0
 
-    for _ in range(steps):
-        spent[:] = [0.0, 0.0]
-        handles = [h for m in mods for h in (m.register_forward_pre_hook(pre),
-                                              m.register_forward_hook(post, always_call=True))]
-        try:
+    handles = [h for m in mods for h in (m.register_forward_pre_hook(pre),
+                                          m.register_forward_hook(post, always_call=True))]
+    try:
+        for i in range(1 + steps):  # a first step untimed: hooks added can make a compiled caller recompile once
+            spent[:] = [0.0, 0.0]
+            opened.clear()
             step()
-        finally:
-            for h in handles:
-                h.remove()
-        if cuda:
-            torch.cuda.synchronize()
-        per_step.append((spent[0] * 1e6, spent[1]))
+            if cuda:
+                torch.cuda.synchronize()
+            if i:
+                per_step.append((spent[0] * 1e6, spent[1]))
+    finally:
+        for h in handles:
+            h.remove()
     backward: list[tuple[float, float]] = []
     for _ in range(steps):
         with module_backward_cpu(None, only=mods) as rec:
