@@ -262,7 +262,7 @@ def round_models(a: Path, b: Path, meta: dict, step_a: float, costs: tuple[float
     if least is not None or interleaved is not None:
         row["given"], row["regime_given"], row["backward_cpu_share"] = rb.speedup_wall, rb.regime, rb.backward_cpu_share
         row["given_lo"] = row["given_hi"] = rb.speedup_wall  # one hypothesis: the backward was measured
-    # given_isolated, given_calibrated: given with B's inputs as a user measures a win's (part 47 on, `user_inputs`)
+    # USER_MODELS: given with B's inputs as a user measures a win's (part 47 on, `user_inputs`)
     step_bwd = interleaved if interleaved is not None else least
     for kind, (fwd_us, bwd_us) in (user_inputs(meta, after, step_bwd) if swap and forward else {}).items():
         if step_bwd is None:
