@@ -551,6 +551,7 @@ def corpus_pairs(root: Path) -> list[tuple[Path, str]]:
 
 # the replay's constants a run may set, to scan them on the development data (default: the shipped ones)
 MODEL_CONSTANTS = {"spillover": "SPILLOVER", "spillover_conv": "SPILLOVER_CONV", "backward_pool": "BACKWARD_POOL", "backward_pool_conv": "BACKWARD_POOL_CONV",
+                   "forward_pool_conv": "FORWARD_POOL_CONV",
                    "host_step_slack": "HOST_STEP_SLACK", "host_first": "HOST_FIRST", "host_weighted": "HOST_WEIGHTED"}
 # a folder of `gpu/replay_corpus.py --isolated` readings (NAME.isolated.json) for captures without isolated_cpu
 ISOLATED_FROM: Path | None = None
@@ -564,7 +565,8 @@ HOST_AT_STEP_SPEED = False
 
 def add_model_constants(ap: argparse.ArgumentParser) -> None:
     """--spillover, --spillover-conv (the same for a CNN's measured backward), --backward-pool (a measured backward's weight on the uniform CPU scale, runs other than CNNs),
-    --backward-pool-conv (the same for a CNN), --host-step-slack, --host-first (1: a step with no backward fits
+    --backward-pool-conv (the same for a CNN), --forward-pool-conv (a CNN's measured forward group's; 0 as shipped),
+    --host-step-slack, --host-first (1: a step with no backward fits
     its scale to its host time wherever one was measured) and --host-weighted (0: the step alone fits its scale
     wherever it can): replay's constants for this run."""
     for dest, name in MODEL_CONSTANTS.items():
