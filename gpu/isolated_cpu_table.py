@@ -43,7 +43,7 @@ def pair_row(meta: dict, hooks: dict) -> dict:
     for side in "AB":
         alone = meta["isolated_cpu"].get(side) or {}
         classes = {c["module"] for c in alone.get("calls", [])}
-        row[f"{side}_step_fwd_us"] = rcv._per_call(hooks.get(side, {}), classes)
+        row[f"{side}_step_fwd_us"] = rcv.hooks_per_call(hooks.get(side, {}), classes)
         row[f"{side}_alone_fwd_us"] = alone.get("forward_us_per_call") or np.nan
         row[f"{side}_alone_bwd_us"] = alone.get("backward_us_per_call") or np.nan
     step_a = float(np.quantile(meta["step_ms"]["A"], rcv.Q))

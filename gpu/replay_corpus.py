@@ -2756,16 +2756,13 @@ def trace_name(name: str, key: str, r: int) -> str:
     return f"{name}.{key}.json.gz" if r == 0 else f"{name}.{key}.r{r}.json.gz"
 
 
-def capture_pair(p: Pair, d: Path, split: str, seconds: float, extend_s: float = 0.0) -> dict:
-    """Build, warm up, time (before and after profiling; part 45 on, for up to `extend_s` more while the ratio is wider
-    than TRUTH_CI), profile, hooks pass; write NAME.json; its summary."""
-    t0 = time.perf_counter()
+def built(p: Pair) -> tuple[Variant, Variant, str, dict[str, int]]:
+    """The pair's two variants and description, warmed up (3 steps each), and each one's swap-group calls per step."""
     a, b, desc = p.build()
     for _ in range(3):
         a.step()
         b.step()
     sync()
-    build_s = time.perf_counter() - t0
     calls = {}
     for key, v in (("A", a), ("B", b)):
         c0 = v.timer.calls
@@ -2773,8 +2770,21 @@ def capture_pair(p: Pair, d: Path, split: str, seconds: float, extend_s: float =
         calls[key] = v.timer.calls - c0
     if not calls["A"] or not calls["B"]:
         raise RuntimeError(f"nothing marked as swap_group in a step (calls per step {calls}): the swap matched no module")
-    rec: dict = {"step_ms": {"A": [], "B": []}, "cpu_ms": {"A": [], "B": []}, "swap_cpu_ms": {"A": [], "B": []},
-                 "round": []}
+    return a, b, desc, calls
+
+
+def timing_record() -> dict:
+    """What `measure` fills: each side's step, step-return and swap-group times, and each step's round."""
+    return {"step_ms": {"A": [], "B": []}, "cpu_ms": {"A": [], "B": []}, "swap_cpu_ms": {"A": [], "B": []}, "round": []}
+
+
+def capture_pair(p: Pair, d: Path, split: str, seconds: float, extend_s: float = 0.0) -> dict:
+    """Build, warm up, time (before and after profiling; part 45 on, for up to `extend_s` more while the ratio is wider
+    than TRUTH_CI), profile, hooks pass; write NAME.json; its summary."""
+    t0 = time.perf_counter()
+    a, b, desc, calls = built(p)
+    build_s = time.perf_counter() - t0
+    rec = timing_record()
     spread = hooked_record(rounds=True) if p.part >= SPREAD_FROM and marked_modules(a) and marked_modules(b) else None
     measure(a, b, 0.75 * seconds, rec, spread=spread)
     n_before = len(rec["round"])
@@ -2828,18 +2838,8 @@ def isolated_pair(p: Pair, d: Path, seconds: float) -> dict:
     group's forward CPU (interleaved rounds, as a capture times them, for up to `seconds`) and its backward
     (`backward_pass`); no profiling, no truth. Writes NAME.isolated.json."""
     t0 = time.perf_counter()
-    a, b, _ = p.build()
-    for _ in range(3):
-        a.step()
-        b.step()
-    sync()
-    calls = {}
-    for key, v in (("A", a), ("B", b)):
-        c0 = v.timer.calls
-        v.step()
-        calls[key] = v.timer.calls - c0
-    rec: dict = {"step_ms": {"A": [], "B": []}, "cpu_ms": {"A": [], "B": []}, "swap_cpu_ms": {"A": [], "B": []},
-                 "round": []}
+    a, b, _, calls = built(p)
+    rec = timing_record()
     measure(a, b, seconds, rec, min_rounds=3)
     meta = {"pair": p.name, "part": p.part, **rec, "swap_calls_per_step": calls,
             "backward_pass": backward_pass(a, b, 10 if not SMOKE else 2),

@@ -326,7 +326,7 @@ def backward_inputs(meta: dict) -> tuple[float, float] | None:
     return qa, qb / b["calls_per_step"]
 
 
-def _per_call(side: dict, classes: set[str]) -> float:
+def hooks_per_call(side: dict, classes: set[str]) -> float:
     """A module_cpu pass's inclusive forward CPU per call (µs) over the modules of these classes; NaN if none ran."""
     rows = [side.get("modules", {}).get(c) for c in classes]
     rows = [r for r in rows if r and r["calls_per_step"]]
@@ -353,7 +353,7 @@ def user_inputs(meta: dict, after: float | None, step_bwd: tuple[float, float] |
         return {}
     hook, alone, back = {}, {}, {}
     for side in "AB":
-        hook[side] = _per_call(passes.get(side, {}), {c["module"] for c in iso[side]["calls"]})
+        hook[side] = hooks_per_call(passes.get(side, {}), {c["module"] for c in iso[side]["calls"]})
         alone[side] = float(iso[side]["forward_us_per_call"] or np.nan)
         back[side] = float(iso[side].get("backward_us_per_call") or np.nan)
     if np.isnan(hook["B"]):
