@@ -2661,6 +2661,7 @@ def backward_pass(a: Variant, b: Variant, steps: int) -> dict:
 
 ISOLATED_FROM = 47  # parts from here on also time each side's marked modules alone, as a user times a win's inputs
 IN_STEP_FROM = 48  # ... and read them in the step as `scopes.in_step_cpu_us` does (hooks on them alone)
+PAIRED_FROM = 49  # ... and read both sides in alternating steps as `scopes.paired_cpu` does
 
 
 def in_step_cpu(v: Variant) -> dict:
@@ -2670,6 +2671,21 @@ def in_step_cpu(v: Variant) -> dict:
     forward, backward = scopes.in_step_cpu_us(v.step, [m.inner for m in marked_modules(v)], steps=5 if not SMOKE else 2)
     return {"forward_us_per_call": None if math.isnan(forward) else round(forward, 2),
             "backward_us_per_call": None if math.isnan(backward) else round(backward, 2)}
+
+
+def paired_cpu(a: Variant, b: Variant) -> dict:
+    """Both sides' marked modules read in alternating steps as a user reads a replacement against the original
+    (`scopes.paired_cpu`, its default 5 step pairs each pass): per call, and B's over A's; None where none ran (part 49 on)."""
+    read = scopes.paired_cpu(a.step, [m.inner for m in marked_modules(a)], b.step, [m.inner for m in marked_modules(b)],
+                             steps=5 if not SMOKE else 2)
+
+    def kept(x: float) -> float | None:
+        return None if math.isnan(x) else round(x, 4)
+    return {"forward_us_per_call": {k: kept(x) for k, x in zip("AB", read.forward_us, strict=True)},
+            "backward_us_per_call": {k: kept(x) for k, x in zip("AB", read.backward_us, strict=True)},
+            "forward_ratio": kept(read.forward_ratio), "backward_ratio": kept(read.backward_ratio)}
+
+
 ISOLATED_LEAVES = (torch.Tensor, int, float, bool, str, type(None))  # what a call may take to be timed alone
 
 
@@ -2800,6 +2816,7 @@ def capture_pair(p: Pair, d: Path, split: str, seconds: float, extend_s: float =
     backward = backward_pass(a, b, BACKWARD_PASS_STEPS if not SMOKE else 2) if p.part >= 12 else {}
     in_step = ({key: in_step_cpu(v) for key, v in (("A", a), ("B", b))}
                if p.part >= IN_STEP_FROM and marked_modules(a) and marked_modules(b) else {})
+    paired = paired_cpu(a, b) if p.part >= PAIRED_FROM and marked_modules(a) and marked_modules(b) else {}
     isolated = {key: isolated_cpu(v) for key, v in (("A", a), ("B", b))} if p.part >= ISOLATED_FROM else {}
     ratios, ci = ratio_ci(rec["step_ms"], rec["round"])
     med = {k: statistics.median(v) for k, v in rec["step_ms"].items()}
@@ -2808,6 +2825,7 @@ def capture_pair(p: Pair, d: Path, split: str, seconds: float, extend_s: float =
             "step_ms_p25": {k: statistics.quantiles(v, n=4, method="inclusive")[0] for k, v in rec["step_ms"].items()},
             "ratio_rounds": ratios, "ratio_ci95": ci, "module_cpu": hooks, "backward_pass": backward,
             "backward_spread": spread or {}, "isolated_cpu": isolated, "in_step_cpu": in_step,
+            "paired_cpu": paired,
             "swap_calls_per_step": calls, "extended_s": extended_s,
             "truth_ci_target": TRUTH_CI if p.part >= EXTEND_FROM else None,
             "device": torch.cuda.get_device_name() if DEV == "cuda" else "cpu", "torch": torch.__version__,
@@ -2826,7 +2844,8 @@ def capture_pair(p: Pair, d: Path, split: str, seconds: float, extend_s: float =
             "SPREAD_MIN_STEPS), each step's round kept, so that it is read over the host's states the timed steps saw; "
             "isolated_cpu (part 47 on): each side's marked modules timed alone, as a user times a win's cpu_us_after "
             "and backward_cpu_us_after (scopes.forward_cpu_us, scopes.backward_cpu_us), after everything else; in_step_cpu "
-            "(part 48 on): the same read in the step, scopes.in_step_cpu_us on them, before the alone timing"}
+            "(part 48 on): the same read in the step, scopes.in_step_cpu_us on them, before the alone timing; paired_cpu "
+            "(part 49 on): both sides read in alternating steps, scopes.paired_cpu, after in_step_cpu"}
     for k in ("step_ms", "cpu_ms", "swap_cpu_ms"):  # 0.1 us is below the timer's noise; keeps the file small
         meta[k] = {v: [round(t, 4) for t in ts] for v, ts in meta[k].items()}
     (d / f"{p.name}.json").write_text(json.dumps(meta, indent=1))

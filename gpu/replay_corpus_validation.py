@@ -44,7 +44,8 @@ the profiler's CPU overhead out are replayed (dispatch rule "typical" for kept l
 Part 47 on, `given` is also scored from B's inputs as a user measures them (`user_inputs`, USER_MODELS, each with
 given's interval): given_isolated (the replacement timed alone, scopes.forward_cpu_us and backward_cpu_us),
 given_calibrated (the same, times the original's step-over-alone ratio) and given_in_step (read in the step by hooks
-on every module); --isolated-from gives earlier captures the alone timings of a later study.
+on every module); part 49 on, given_paired (B's CPU over A's read in alternating steps, scopes.paired_cpu, carried
+onto A's hooks reading); --isolated-from gives earlier captures the alone timings of a later study.
 The model was chosen on the dev half only (most pairs within 5%, then the lowest median |error|: given);
 the error models of given and uniform (intervals.fit_error_model: the 80% quantile of |removed_error|, the error on
 the step fraction removed, per detected regime; on the speedup's scale before held-out 13) are fitted on dev only, and only then are the held-out pairs scored, each held-out set
@@ -107,7 +108,8 @@ from addressable.projection.replay import (
 from addressable.trace.reader import Trace
 
 # given from B's inputs as a user measures them (part 47 on, `user_inputs`), scored beside it; their interval prefixes
-USER_MODELS = {"given_isolated": "isolated_", "given_calibrated": "calibrated_", "given_in_step": "in_step_"}
+USER_MODELS = {"given_isolated": "isolated_", "given_calibrated": "calibrated_", "given_in_step": "in_step_",
+               "given_paired": "paired_"}
 MODELS = ("uniform", "own", "module", "event", "given", "given_uniform", "given_v1", "given_v2", "given_v3", "given_v4",
           "given_v5")
 PROJECT_MODEL = "given"  # what `project --model replay` runs where a target has both inputs (project_traces)
@@ -346,7 +348,10 @@ def user_inputs(meta: dict, after: float | None, step_bwd: tuple[float, float] |
                   alone; part 47: the capture's module_cpu pass, hooks on every module, as the first in_step_cpu_us
                   read it) beside the original read by module_cpu's pass, as module_cpu.csv has it (`project` removes
                   that): B's reading plus what the timer read of A beyond its hooks reading; the backward as
-                  in_step_cpu_us read it (part 48 on) or as the step's pass read it.
+                  in_step_cpu_us read it (part 48 on) or as the step's pass read it;
+      paired      B's CPU over A's, read in alternating steps by `scopes.paired_cpu` (part 49 on: `paired_cpu`), carried
+                  onto A's hooks reading as `project` carries it onto module_cpu.csv's (A's timer reading less what
+                  the ratio removes of the hooks reading); the backward ratio onto A's backward as `given` reads it.
     {} without the timings; a backward NaN where none was timed."""
     iso, passes = meta.get("isolated_cpu") or {}, meta.get("module_cpu") or {}
     if after is None or not iso.get("A") or not iso.get("B") or not iso["B"].get("forward_us_per_call"):
@@ -363,10 +368,14 @@ def user_inputs(meta: dict, after: float | None, step_bwd: tuple[float, float] |
     b_step = (meta.get("in_step_cpu") or {}).get("B") or {}  # part 48 on: as `scopes.in_step_cpu_us` reads it
     b_fwd = b_step.get("forward_us_per_call") or hook["B"]
     b_bwd = b_step.get("backward_us_per_call") or (step_bwd[1] if step_bwd is not None else np.nan)
+    paired = meta.get("paired_cpu") or {}
+    ratio, ratio_back = (paired.get(k) for k in ("forward_ratio", "backward_ratio"))
     return {"in_step": (b_fwd + a_timer - hook["A"], b_bwd if step_bwd is not None else np.nan),
             "isolated": (after - (hook["B"] - alone["B"]), back["B"]),
             "calibrated": (after - (hook["B"] - alone["B"] * hook["A"] / alone["A"]),
-                           back["B"] * a_step_back / back["A"])}
+                           back["B"] * a_step_back / back["A"]),
+            **({"paired": (a_timer - (1 - ratio) * hook["A"],
+                           ratio_back * a_step_back if ratio_back is not None else np.nan)} if ratio is not None else {})}
 
 
 def hooked_backward_steps(meta: dict) -> dict:
@@ -551,7 +560,7 @@ def corpus_pairs(root: Path) -> list[tuple[Path, str]]:
 
 # the replay's constants a run may set, to scan them on the development data (default: the shipped ones)
 MODEL_CONSTANTS = {"spillover": "SPILLOVER", "spillover_conv": "SPILLOVER_CONV", "backward_pool": "BACKWARD_POOL", "backward_pool_conv": "BACKWARD_POOL_CONV",
-                   "forward_pool_conv": "FORWARD_POOL_CONV",
+                   "forward_pool_conv": "FORWARD_POOL_CONV", "forward_pool_ratio": "FORWARD_POOL_RATIO",
                    "host_step_slack": "HOST_STEP_SLACK", "host_first": "HOST_FIRST", "host_weighted": "HOST_WEIGHTED"}
 # a folder of `gpu/replay_corpus.py --isolated` readings (NAME.isolated.json) for captures without isolated_cpu
 ISOLATED_FROM: Path | None = None
@@ -566,6 +575,7 @@ HOST_AT_STEP_SPEED = False
 def add_model_constants(ap: argparse.ArgumentParser) -> None:
     """--spillover, --spillover-conv (the same for a CNN's measured backward), --backward-pool (a measured backward's weight on the uniform CPU scale, runs other than CNNs),
     --backward-pool-conv (the same for a CNN), --forward-pool-conv (a CNN's measured forward group's; 0 as shipped),
+    --forward-pool-ratio (its target over the uniform fit's scale; 1 as shipped),
     --host-step-slack, --host-first (1: a step with no backward fits
     its scale to its host time wherever one was measured) and --host-weighted (0: the step alone fits its scale
     wherever it can): replay's constants for this run."""

@@ -1240,6 +1240,10 @@ def test_user_inputs_put_a_replacement_timed_alone_on_the_basis_given_reads() ->
     assert out["calibrated"] == pytest.approx((45.0 - (30.0 - 10.0 * 100.0 / 50.0), 8.0 * 60.0 / 40.0))
     # in_step: B's hooks reading (30) on the timer's basis: plus A's timer (500 / 4) less its hooks reading (100)
     assert out["in_step"] == pytest.approx((30.0 + 125.0 - 100.0, 12.0))
+    assert "paired" not in out  # before part 49: no alternating-steps reading
+    paired = mod.user_inputs({**meta, "paired_cpu": {"forward_ratio": 0.5, "backward_ratio": 0.75}}, 45.0, (240.0, 12.0))
+    # paired: A's timer (125) less what the ratio removes of A's hooks reading (100); backward 0.75 x 240 / 4 a call
+    assert paired["paired"] == pytest.approx((125.0 - 0.5 * 100.0, 0.75 * 60.0))
     forward_only = mod.user_inputs(meta, after=45.0, step_bwd=None)
     assert forward_only["isolated"][0] == pytest.approx(25.0) and np.isnan(forward_only["calibrated"][1])
     assert mod.user_inputs({**meta, "isolated_cpu": {}}, 45.0, None) == {}

@@ -448,23 +448,11 @@ def module_backward_cpu(model: torch.nn.Module | None = None,
             h.remove()
 
 
-def in_step_cpu_us(step: Callable[[], object], modules: Iterable[torch.nn.Module],
-                   steps: int = 5) -> tuple[float, float]:
-    """The CPU time one call of `modules` takes inside the workload's step, forward and backward (µs per call,
-    profiler-free; NaN where none ran): `steps` steps (after one untimed) with hooks on these modules alone,
-    perf_counter from each call's start to its end (as the validation corpus times the replacement it scores), then
-    `steps` more under `module_backward_cpu` on them alone; each pass's median step over its median calls. It is what
-    wins.csv's cpu_us_after and backward_cpu_us_after want: put the replacement into the model and pass the step that
-    runs it.
-    Timed alone (`forward_cpu_us`), replacements read a median 0.50 of their CPU in the step on the validation corpus,
-    and their projections came out over-predicted; hooks on every module (module_cpu) slowed a compiled replacement
-    (docs/replay.md)."""
-    mods = list(modules)
-    if not mods or steps < 1:
-        raise ValueError("in_step_cpu_us: give at least one module and one step")
-    cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
+@contextmanager
+def _timed_calls(modules: list[torch.nn.Module]) -> Iterator[list[float]]:
+    """Hooks on `modules` alone adding each call's CPU time (perf_counter, its start to its end, s) and one call to
+    the yielded [seconds, calls], which the caller resets between steps."""
     opened: list[float] = []
-    per_step: list[tuple[float, float]] = []
     spent = [0.0, 0.0]
 
     def pre(module: torch.nn.Module, args: Any) -> None:
@@ -476,34 +464,110 @@ def in_step_cpu_us(step: Callable[[], object], modules: Iterable[torch.nn.Module
             spent[0] += t - opened.pop()
             spent[1] += 1.0
 
-    handles = [h for m in mods for h in (m.register_forward_pre_hook(pre),
-                                          m.register_forward_hook(post, always_call=True))]
+    handles = [h for m in modules for h in (m.register_forward_pre_hook(pre),
+                                             m.register_forward_hook(post, always_call=True))]
     try:
-        for i in range(1 + steps):  # a first step untimed: hooks added can make a compiled caller recompile once
-            spent[:] = [0.0, 0.0]
-            opened.clear()
-            step()
-            if cuda:
-                torch.cuda.synchronize()
-            if i:
-                per_step.append((spent[0] * 1e6, spent[1]))
+        yield spent
     finally:
         for h in handles:
             h.remove()
-    backward: list[tuple[float, float]] = []
-    for _ in range(steps):
-        with module_backward_cpu(None, only=mods) as rec:
-            step()
-        if cuda:
-            torch.cuda.synchronize()
-        t = rec.table(1)
-        backward.append((float(t["backward_cpu_us_per_step"].sum()), float(t["backward_calls_per_step"].sum())))
 
-    def per_call(rows: list[tuple[float, float]]) -> float:
-        us, n = pd.Series([r[0] for r in rows]).median(), pd.Series([r[1] for r in rows]).median()
-        return float(us / n) if n else float("nan")
 
-    return per_call(per_step), per_call(backward)
+def _synchronize() -> None:
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
+def _forward_step(step: Callable[[], object], spent: list[float]) -> tuple[float, float]:
+    """One step's (µs, calls) of the modules `spent` times (`_timed_calls`)."""
+    spent[:] = [0.0, 0.0]
+    step()
+    _synchronize()
+    return spent[0] * 1e6, spent[1]
+
+
+def _backward_step(step: Callable[[], object], modules: list[torch.nn.Module]) -> tuple[float, float]:
+    """One step's (µs, calls) of `modules`' backward, `module_backward_cpu` on them alone."""
+    with module_backward_cpu(None, only=modules) as rec:
+        step()
+    _synchronize()
+    t = rec.table(1)
+    return float(t["backward_cpu_us_per_step"].sum()), float(t["backward_calls_per_step"].sum())
+
+
+def _per_call(rows: list[tuple[float, float]]) -> float:
+    """The median step's µs over its median calls; NaN where none ran."""
+    us, n = pd.Series([r[0] for r in rows]).median(), pd.Series([r[1] for r in rows]).median()
+    return float(us / n) if n else float("nan")
+
+
+def in_step_cpu_us(step: Callable[[], object], modules: Iterable[torch.nn.Module],
+                   steps: int = 5) -> tuple[float, float]:
+    """The CPU time one call of `modules` takes inside the workload's step, forward and backward (µs per call,
+    profiler-free; NaN where none ran): `steps` steps (after one untimed) with hooks on these modules alone,
+    perf_counter from each call's start to its end (as the validation corpus times the replacement it scores), then
+    `steps` more under `module_backward_cpu` on them alone; each pass's median step over its median calls. It is what
+    wins.csv's cpu_us_after and backward_cpu_us_after want: put the replacement into the model and pass the step that
+    runs it.
+    Timed alone (`forward_cpu_us`), replacements read a median 0.50 of their CPU in the step on the validation corpus,
+    and their projections came out over-predicted; hooks on every module (module_cpu) slowed a compiled replacement
+    (docs/replay.md). A few steps carry one moment's host speed: `paired_cpu` reads the replacement against the
+    original in alternating steps."""
+    mods = list(modules)
+    if not mods or steps < 1:
+        raise ValueError("in_step_cpu_us: give at least one module and one step")
+    with _timed_calls(mods) as spent:
+        # a first step untimed: hooks added can make a compiled caller recompile once
+        per_step = [_forward_step(step, spent) for _ in range(1 + steps)][1:]
+    return _per_call(per_step), _per_call([_backward_step(step, mods) for _ in range(steps)])
+
+
+@dataclass(frozen=True)
+class PairedCpu:
+    """The original's and the replacement's CPU per call (µs, forward and backward; NaN where none ran), read in
+    alternating steps, and the replacement's over the original's: the median over step pairs of B's per call over
+    A's beside it."""
+
+    forward_us: tuple[float, float]  # (original, replacement)
+    backward_us: tuple[float, float]
+    forward_ratio: float
+    backward_ratio: float
+
+
+def paired_cpu(step_a: Callable[[], object], modules_a: Iterable[torch.nn.Module], step_b: Callable[[], object],
+               modules_b: Iterable[torch.nn.Module], steps: int = 5) -> PairedCpu:
+    """The original modules (`modules_a`, in `step_a`) and their replacement (`modules_b`, in `step_b`) read as
+    `in_step_cpu_us` reads one side, in alternating steps (A B, B A, ...; one untimed step each first), so that each
+    step pair is read at one host speed. Their ratio carries onto the original's reading in the run: wins.csv's
+    cpu_us_after = forward_ratio × the original's module_cpu.csv CPU per call (cpu_us_per_step over calls_per_step),
+    and backward_cpu_us_after = backward_ratio × its backward's (docs/replay.md)."""
+    mods = list(modules_a), list(modules_b)
+    if not mods[0] or not mods[1] or steps < 1:
+        raise ValueError("paired_cpu: give at least one module on each side and one step")
+    sides = (step_a, step_b)
+    orders = [(0, 1) if i % 2 else (1, 0) for i in range(1, steps + 1)]
+    with _timed_calls(mods[0]) as spent_a, _timed_calls(mods[1]) as spent_b:
+        spent = (spent_a, spent_b)
+        for side in (0, 1):
+            _forward_step(sides[side], spent[side])
+        forward = [_paired([_forward_step(sides[s], spent[s]) for s in order], order) for order in orders]
+    backward = [_paired([_backward_step(sides[s], mods[s]) for s in order], order) for order in orders]
+    return PairedCpu(_sides(forward), _sides(backward), _ratio(forward), _ratio(backward))
+
+
+def _paired(rows: list[tuple[float, float]], order: tuple[int, int]) -> tuple[tuple[float, float], ...]:
+    """One step pair's readings, A's first."""
+    return tuple(rows[order.index(side)] for side in (0, 1))
+
+
+def _sides(pairs: list[tuple[tuple[float, float], ...]]) -> tuple[float, float]:
+    return _per_call([p[0] for p in pairs]), _per_call([p[1] for p in pairs])
+
+
+def _ratio(pairs: list[tuple[tuple[float, float], ...]]) -> float:
+    """The median over step pairs of B's CPU per call over A's; NaN where a side ran none."""
+    ratios = [(b[0] / b[1]) / (a[0] / a[1]) for a, b in pairs if a[1] and b[1] and a[0] > 0]
+    return float(pd.Series(ratios).median()) if ratios and len(ratios) == len(pairs) else float("nan")
 
 
 def backward_cpu_us(module: torch.nn.Module, *args: Any, calls: int = 50, warmup: int = 5, q: float = 0.25) -> float:

@@ -1306,6 +1306,8 @@ BACKWARD_POOL = 0.0
 # the same pooling for a CNN's measured forward group (scale^(1-w) * uniform^w); 0, as shipped: a lead read in
 # sample after held-out 43 (docs/replay.md), to be chosen on the development data and registered before it is used
 FORWARD_POOL_CONV = 0.0
+# the target FORWARD_POOL_CONV pools toward, as a multiple of the uniform fit's scale: 1 pools toward the fit itself
+FORWARD_POOL_RATIO = 1.0
 
 
 def regime_of(g: Graph, step_us: float | None = None, training: bool = False, conv: bool = False) -> str:
@@ -1495,7 +1497,7 @@ def _pooled(trace: Trace, g: Graph, whatifs: Sequence[WhatIf], cpu: list[GroupCp
             step_us: float | None, host_us: float | None = None) -> list[GroupCpu | None]:
     """Each measured backward's (`backward` with `cpu` and `cpu_after_us`) CPU scale pooled toward the uniform
     fit's: scale^(1-w) * uniform^w, w BACKWARD_POOL_CONV for a CNN and BACKWARD_POOL otherwise; a CNN's measured
-    forward group's by FORWARD_POOL_CONV."""
+    forward group's by FORWARD_POOL_CONV toward FORWARD_POOL_RATIO × the uniform fit's."""
     measured = [c is not None and w.cpu_after_us is not None for w, c in zip(whatifs, cpu, strict=True)]
     conv = is_convnet(trace)
     weights = [(BACKWARD_POOL_CONV if conv else BACKWARD_POOL) if w.backward else (FORWARD_POOL_CONV if conv else 0.0)
@@ -1503,8 +1505,9 @@ def _pooled(trace: Trace, g: Graph, whatifs: Sequence[WhatIf], cpu: list[GroupCp
     if not step_us or not any(m and x for m, x in zip(measured, weights, strict=True)):
         return cpu
     uniform = fit_cpu_scale(g, step_us, host_us=host_us)
-    return [replace(c, scale=c.scale ** (1 - x) * uniform ** x) if m and x and c is not None else c
-            for c, m, x in zip(cpu, measured, weights, strict=True)]
+    targets = [uniform if w.backward else uniform * FORWARD_POOL_RATIO for w in whatifs]
+    return [replace(c, scale=c.scale ** (1 - x) * t ** x) if m and x and c is not None else c
+            for c, m, x, t in zip(cpu, measured, weights, targets, strict=True)]
 
 
 def _rank_projection(trace: Trace, g: Graph, whatifs: Sequence[WhatIf], ceiling: Select, step_us: float | None,

@@ -18,6 +18,7 @@ from addressable.capture.scopes import (
     forward_cpu_us,
     in_step_cpu_us,
     module_backward_cpu,
+    paired_cpu,
     module_cpu,
 )
 from addressable.core.errors import AddressableError
@@ -159,6 +160,51 @@ def test_in_step_cpu_us_times_the_given_modules_calls_inside_the_step() -> None:
         assert math.isnan(in_step_cpu_us(lambda: fwd(x), [fwd], steps=2)[1])
     with pytest.raises(ValueError, match="at least one module"):
         in_step_cpu_us(step, [])
+
+
+class Drifting(torch.nn.Module):
+    """A module that sleeps `base` s times a host slowdown that grows by half with every step any side runs."""
+
+    def __init__(self, base: float, clock: list[int]) -> None:
+        super().__init__()
+        self.base, self.clock = base, clock
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        time.sleep(self.base * (1 + 0.5 * self.clock[0]))
+        return x
+
+
+def test_paired_cpu_reads_both_sides_in_alternating_steps_so_a_drifting_host_cancels() -> None:
+    """A replacement twice as slow a call as the original, on a host slowing by half each step: the ratio is read in
+    step pairs whose order alternates, so it stays near 2 (each side alone, read one after the other, gives over 3);
+    the backward ratio from a module that sleeps in its backward (SleepBack) on B's side and not on A's."""
+    clock = [0]
+    a_mod, b_mod, back = Drifting(SLEEP_S / 2, clock), Drifting(SLEEP_S, clock), SleepBack()
+    x = torch.zeros(3, requires_grad=True)
+
+    def tick() -> None:
+        clock[0] += 1
+
+    def step_a() -> None:
+        (a_mod(a_mod(x)) * 1).sum().backward()
+        tick()
+
+    def step_b() -> None:
+        (b_mod(back(x)) * 1).sum().backward()
+        tick()
+
+    read = paired_cpu(step_a, [a_mod], step_b, [b_mod], steps=4)
+    assert 1.7 < read.forward_ratio < 2.4
+    assert read.forward_us[0] < read.forward_us[1]
+    assert math.isnan(read.backward_ratio)  # Drifting returns its input: no autograd node of its own
+    clock[0] = 0
+    alone = in_step_cpu_us(step_a, [a_mod], steps=4)[0], in_step_cpu_us(step_b, [b_mod], steps=4)[0]
+    assert alone[1] / alone[0] > 3  # read one after the other, B's steps ran on a slower host
+    with_back = paired_cpu(step_a, [a_mod], step_b, [b_mod, back], steps=2)
+    assert math.isnan(with_back.backward_ratio)  # A's side ran no backward of its own: no ratio
+    assert SLEEP_S * 1e6 <= with_back.backward_us[1] < SLEEP_S * 1e6 + 3000
+    with pytest.raises(ValueError, match="each side"):
+        paired_cpu(step_a, [a_mod], step_b, [])
 
 
 ADAPTER = '''
