@@ -49,6 +49,8 @@ The split into dev and heldout is fixed before any data exists: results/h200/rep
     python3 gpu/replay_corpus.py "$OUT" --pairs NAME,... --budget-s 480  # held-out 42 (part 47): 17 new, in two calls,
                                                                     # each side's swapped modules also timed alone
     python3 gpu/replay_corpus.py "$OUT" --part 48 --budget-s 400    # held-out 43: 9 new, also read as in_step_cpu_us
+    python3 gpu/replay_corpus.py "$OUT" --pairs NAME,... --budget-s 420  # held-out 44 (part 49): 18 new, two calls,
+                                                                         # also read as scopes.paired_cpu reads them
     python3 gpu/replay_corpus.py OUT --isolated --pairs NAME,...    # swapped modules timed alone beside the step's
                                                                     # reading, nothing else (OUT/isolated/)
     python3 gpu/replay_corpus.py OUT --smoke [--pairs NAME,...]     # tiny sizes on the CPU (the test)
@@ -2470,6 +2472,46 @@ PAIRS += [
 ]
 
 
+# part 49: held-out 44, 18 new pairs, registered on 7 Dec 2026 after held-out 43 was read (docs/replay.md), with a
+# CNN's measured forward group pooled toward 1.10 x the uniform fit (replay.FORWARD_POOL_CONV 0.25, chosen on the even
+# parts), and each pair's swapped modules also read against the original in alternating steps as `scopes.paired_cpu` reads
+# them (`paired_cpu`, PAIRED_FROM), so that given_paired scores that path. Two calls of about half each, CPU-bound CNN
+# training (where the change applies) in both, every regime at configurations no earlier part ran
+PAIRS += [
+    Pair("mobilenetv2-train-b60-bn", "cnn", "tiny", 49, p_bn_net("mobilenet_v2", 60, "MobileNetV2"), 30),
+    Pair("resnet18-train-b36-bn", "cnn", "tiny", 49, p_bn(36, True), 18),
+    Pair("resnet18-gn-train-b60", "cnn", "tiny", 49, p_gn_train(60), 18),
+    Pair("efficientnetb0-train-b38-bn", "cnn", "tiny", 49, p_bn_net("efficientnet_b0", 38, "EfficientNet-B0"), 30),
+    Pair("resnet34-train-b48-bn", "cnn", "tiny", 49, p_bn_net("resnet34", 48, "ResNet-34"), 30),
+    Pair("compiled-gelu-vit-b11-d320", "compiled", "tiny", 49, p_own_infer(
+        dict(d=320, layers=6, heads=5), dict(eager_act=True), dict(act="compiled"), GELU_MODS, 11,
+        "ViT-like (6 x d320) inference, batch 11, bf16: every MLP GELU eager vs the same function through "
+        "torch.compile (inductor)."), 30),
+    own_train("gpt-train-b5-s160-gelu", "train-small", 49, "gelu", 5, 512, 4, 8, tokens=160),
+    Pair("llama-train-b2-s240-rmsnorm", "train-small", "tiny", 49, p_hf_swap(
+        "llama", 2, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "train",
+        "Llama-3.2-1B shapes cut to 2 layers, training b2 x 240, bf16 weights: every RMSNorm eager vs nn.RMSNorm.",
+        b=2, seq=240), 18),
+    Pair("bert-b1-s192-gelu-5l", "enc-infer-b1", "tiny", 49, p_hf_swap(
+        "bert", 5, GELUS, eager_gelu, fused_gelu, "infer",
+        "BERT-base shapes cut to 5 layers (transformers), inference batch 1 x 192: every intermediate GELU eager "
+        "tanh-GELU vs F.gelu(tanh).", seq=192), 18),
+    Pair("mobilenetv2-train-b68-bn", "cnn", "tiny", 49, p_bn_net("mobilenet_v2", 68, "MobileNetV2"), 30),
+    Pair("resnet18-train-b60-bn", "cnn", "tiny", 49, p_bn(60, True), 18),
+    Pair("llama-b1-s240-rmsnorm-5l", "dec-infer-b1", "tiny", 49, p_hf_swap(
+        "llama", 5, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "infer",
+        "Llama-3.2-1B shapes cut to 5 layers, forward batch 1 x 240, bf16: every RMSNorm eager (fp32 math) vs "
+        "nn.RMSNorm.", seq=240), 18),
+    Pair("llama-decode-b1-rmsnorm-12l", "decode", "tiny", 49, p_hf_swap(
+        "llama", 12, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "decode",
+        "Llama-3.2-1B shapes cut to 12 layers, decode loop, batch 1, bf16: every RMSNorm eager (fp32 math) vs "
+        "nn.RMSNorm."), 24),
+    own_train("vit-train-b18-d384-mlp", "train-large", 49, "mlp", 18, 384, 6, 6, est_s=20),
+    Pair("gpt-infer-b20-s240-gelu", "infer-large", "tiny", 49, p_decoder_gelu_infer(20, tokens=240), 20),
+    Pair("resnet18-infer-b108-bn", "cnn", "tiny", 49, p_bn(108, False), 15),
+]
+PAIRS += multi_stream_pairs(49, mixed=(), side=(("gelu", 3, 3584),), main=(("layernorm", 4, 2560),))
+
 def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
     the first of the regime dev in even regimes (sorted by name) and heldout in odd ones (halves balanced);
@@ -2500,7 +2542,8 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     (the model as it stands after held-out 38, every regime) heldout39 and part 45 (the same after held-out 39, a pair's
     timing going on while its truth is wider than +-2%) heldout40 and part 46 (the same again after held-out 40) heldout41 and part 47 (the same, each side's swapped
     modules also timed alone, as a user times a win's inputs) heldout42 and part 48 (the same, each side's swapped
-    modules also read in the step as scopes.in_step_cpu_us reads a replacement) heldout43."""
+    modules also read in the step as scopes.in_step_cpu_us reads a replacement) heldout43 and part 49 (the same, read
+    against the original in alternating steps as scopes.paired_cpu reads them) heldout44."""
     named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11", 16: "heldout12", 17: "heldout13",
              18: "heldout14", 19: "heldout15", 20: "heldout16", 21: "heldout17",
              22: "heldout18", 23: "heldout19", 24: "heldout20", 25: "heldout21", 26: "heldout22",
@@ -2508,7 +2551,7 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
              31: "heldout27", 32: "heldout28", 33: "heldout29", 34: "heldout30", 35: "heldout31",
              36: "heldout32", 37: "heldout33", 38: "heldout34", 39: "heldout35", 40: "dev5",
              41: "heldout36", 42: "heldout37", 43: "heldout38", 44: "heldout39", 45: "heldout40",
-             46: "heldout41", 47: "heldout42", 48: "heldout43"}
+             46: "heldout41", 47: "heldout42", 48: "heldout43", 49: "heldout44"}
     out = {p.name: named.get(p.part, f"heldout{p.part - 1}") for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):
@@ -2855,7 +2898,8 @@ def capture_pair(p: Pair, d: Path, split: str, seconds: float, extend_s: float =
 def isolated_pair(p: Pair, d: Path, seconds: float) -> dict:
     """--isolated: a pair's marked modules timed alone (`isolated_cpu`) beside what the step measures of them, the swap
     group's forward CPU (interleaved rounds, as a capture times them, for up to `seconds`) and its backward
-    (`backward_pass`); no profiling, no truth. Writes NAME.isolated.json."""
+    (`backward_pass`), and read against each other in alternating steps (`paired_cpu`); no profiling, no truth.
+    Writes NAME.isolated.json."""
     t0 = time.perf_counter()
     a, b, _, calls = built(p)
     rec = timing_record()
@@ -2863,6 +2907,7 @@ def isolated_pair(p: Pair, d: Path, seconds: float) -> dict:
     meta = {"pair": p.name, "part": p.part, **rec, "swap_calls_per_step": calls,
             "backward_pass": backward_pass(a, b, 10 if not SMOKE else 2),
             "isolated_cpu": {key: isolated_cpu(v) for key, v in (("A", a), ("B", b))},
+            "paired_cpu": paired_cpu(a, b) if marked_modules(a) and marked_modules(b) else {},
             "device": torch.cuda.get_device_name() if DEV == "cuda" else "cpu", "torch": torch.__version__,
             "wall_s": time.perf_counter() - t0}
     (d / f"{p.name}.isolated.json").write_text(json.dumps(meta, indent=1))

@@ -45,7 +45,7 @@ Part 47 on, `given` is also scored from B's inputs as a user measures them (`use
 given's interval): given_isolated (the replacement timed alone, scopes.forward_cpu_us and backward_cpu_us),
 given_calibrated (the same, times the original's step-over-alone ratio) and given_in_step (read in the step by hooks
 on every module); part 49 on, given_paired (B's CPU over A's read in alternating steps, scopes.paired_cpu, carried
-onto A's hooks reading); --isolated-from gives earlier captures the alone timings of a later study.
+onto A's hooks reading); --isolated-from gives earlier captures the alone timings (and paired readings) of a later study.
 The model was chosen on the dev half only (most pairs within 5%, then the lowest median |error|: given);
 the error models of given and uniform (intervals.fit_error_model: the 80% quantile of |removed_error|, the error on
 the step fraction removed, per detected regime; on the speedup's scale before held-out 13) are fitted on dev only, and only then are the held-out pairs scored, each held-out set
@@ -119,7 +119,7 @@ HELD = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "
         "heldout15", "heldout16", "heldout17", "heldout18", "heldout19", "heldout20", "heldout21", "heldout22",
         "heldout23", "heldout24", "heldout25", "heldout26", "heldout27", "heldout28", "heldout29", "heldout30", "heldout31",
         "heldout32", "heldout33", "heldout34", "heldout35", "heldout36", "heldout37", "heldout38",
-        "heldout39", "heldout40", "heldout41", "heldout42", "heldout43")  # parts 1-2's half, 3-9, 11, 14-39, 41-48
+        "heldout39", "heldout40", "heldout41", "heldout42", "heldout43", "heldout44")  # parts 1-2's half, 3-9, 11, 14-39, 41-49
 DEV = ("dev", "dev2", "dev3", "dev4", "dev5")  # parts 1-2's half, part 10, part 12, part 13, part 40
 # the statistic of A's unprofiled steps and of the swap group's profiler-free CPU the models read: the median, as
 # `project` reads a run (step_time_ms and host_time_ms are medians) and as the truth is taken (the median of rounds'
@@ -415,14 +415,19 @@ def cpu_share(meta: dict, side: str) -> float:
     return float(np.median(cpu) / np.median(meta["step_ms"][side])) if cpu else float("nan")
 
 
+def with_study(meta: dict, study: dict) -> dict:
+    """A capture's record with a later study's readings (`--isolated`: isolated_cpu, paired_cpu) where it has none."""
+    return {**meta, **{key: meta.get(key) or study.get(key) or {} for key in ("isolated_cpu", "paired_cpu")}}
+
+
 def validate_pair(folder: Path, name: str, costs: tuple[float, float], truth: str = "quartile") -> dict:
     """One pair's row: what each model projects from A, against the measured speedup (`truth`: "quartile",
     the lower quartile of A's pooled unprofiled steps over B's; "rounds", the median of the interleaved
     rounds' A/B ratios)."""
     meta = json.loads((folder / f"{name}.json").read_text())
     study = ISOLATED_FROM / f"{name}.isolated.json" if ISOLATED_FROM is not None else None
-    if study is not None and not meta.get("isolated_cpu") and study.is_file():  # timed alone later, in another call
-        meta["isolated_cpu"] = json.loads(study.read_text())["isolated_cpu"]
+    if study is not None and study.is_file():  # read later, in another call
+        meta = with_study(meta, json.loads(study.read_text()))
     step_a = float(np.quantile(meta["step_ms"]["A"], Q))
     qa, qb = (float(np.quantile(meta["step_ms"][x], rv.STEP_QUANTILE)) for x in "AB")  # the "quartile" truth's
     per_round = pd.DataFrame([round_models(a, b, meta, step_a, costs) for a, b in rv.rounds_of(folder, name)])
@@ -574,8 +579,8 @@ HOST_AT_STEP_SPEED = False
 
 def add_model_constants(ap: argparse.ArgumentParser) -> None:
     """--spillover, --spillover-conv (the same for a CNN's measured backward), --backward-pool (a measured backward's weight on the uniform CPU scale, runs other than CNNs),
-    --backward-pool-conv (the same for a CNN), --forward-pool-conv (a CNN's measured forward group's; 0 as shipped),
-    --forward-pool-ratio (its target over the uniform fit's scale; 1 as shipped),
+    --backward-pool-conv (the same for a CNN), --forward-pool-conv (a CNN's measured forward group's),
+    --forward-pool-ratio (its target over the uniform fit's scale),
     --host-step-slack, --host-first (1: a step with no backward fits
     its scale to its host time wherever one was measured) and --host-weighted (0: the step alone fits its scale
     wherever it can): replay's constants for this run."""
@@ -630,8 +635,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="given also removes the casts a swap saves its module's consumers, where CORPUS/swap_dtypes.csv "
                          "says it does (replay.consumer_casts; default: on where the corpus has that file)")
     ap.add_argument("--isolated-from", type=Path, default=None, metavar="DIR", help="the swapped modules timed alone "
-                    "(gpu/replay_corpus.py --isolated: DIR/NAME.isolated.json) for captures that did not time them, "
-                    "for given_isolated and given_calibrated")
+                    "and read in alternating steps (gpu/replay_corpus.py --isolated: DIR/NAME.isolated.json) for "
+                    "captures that did not read them, for given_isolated, given_calibrated and given_paired")
     add_model_constants(ap)
     args = ap.parse_args(argv)
     if args.jobs < 1:

@@ -346,6 +346,7 @@ LATER_PARTS = {
     "resnet18-gn-train-b48": ("heldout40", 1),  # the same, timed on while its truth is wider than ±2%
     "resnet18-gn-train-b52": ("heldout42", 1),  # the same, each side's GroupNorms also timed alone
     "resnet18-gn-train-b56": ("heldout43", 1),  # the same, each side's GroupNorms also read as in_step_cpu_us reads
+    "resnet18-gn-train-b60": ("heldout44", 1),  # the same, both sides' GroupNorms also read in alternating steps
 }
 
 
@@ -377,6 +378,12 @@ def test_smoke_run_of_the_later_held_out_parts(tmp_path: Path) -> None:
                        for side in "AB")
         else:
             assert meta.get("in_step_cpu", {}) == {}
+        if meta["part"] >= 49:  # read against each other in alternating steps: B's eager-free GroupNorm costs less
+            paired = meta["paired_cpu"]
+            assert all(paired[k][side] > 0 for k in ("forward_us_per_call", "backward_us_per_call") for side in "AB")
+            assert 0 < paired["forward_ratio"] < 1 and paired["backward_ratio"] > 0
+        else:
+            assert meta.get("paired_cpu", {}) == {}
 
 
 @pytest.mark.slow
@@ -1248,6 +1255,10 @@ def test_user_inputs_put_a_replacement_timed_alone_on_the_basis_given_reads() ->
     assert forward_only["isolated"][0] == pytest.approx(25.0) and np.isnan(forward_only["calibrated"][1])
     assert mod.user_inputs({**meta, "isolated_cpu": {}}, 45.0, None) == {}
     assert mod.user_inputs(meta, None, None) == {}  # no step reading of B to put it beside
+    # a later study's readings fill what the capture did not read, and never replace what it did
+    later = {"isolated_cpu": {"A": {"forward_us_per_call": 1.0}}, "paired_cpu": {"forward_ratio": 0.4}}
+    assert mod.with_study({**meta, "paired_cpu": {}}, later)["paired_cpu"] == {"forward_ratio": 0.4}
+    assert mod.with_study(meta, later)["isolated_cpu"] == meta["isolated_cpu"]
 
 
 def test_isolated_cpu_table_reads_alone_over_the_step_per_side_and_half(tmp_path: Path) -> None:
@@ -1279,3 +1290,15 @@ def test_part_48_is_held_out_43_its_swapped_modules_also_read_as_in_step_cpu_us_
     rc = _module()
     _new_part(48, "heldout43", 9, ["compiled", "resnet18", "mobilenetv2", "resnet18", "gpt"], 4, 400)
     assert rc.IN_STEP_FROM == 48 > rc.ISOLATED_FROM
+
+
+def test_part_49_is_held_out_44_its_swapped_modules_also_read_against_the_original_in_alternating_steps() -> None:
+    """Part 49 (heldout44): 18 new pairs in two calls of about half each, CPU-bound CNN training in both and every
+    regime; from it on both sides' swapped modules are also read in alternating steps, as scopes.paired_cpu reads them."""
+    rc = _module()
+    _new_part(49, "heldout44", 18, ["mobilenetv2", "resnet18", "resnet18", "efficientnetb0", "resnet34"], 10, 800)
+    new = [p for p in rc.PAIRS if p.part == 49]
+    assert {p.regime for p in new} == {p.regime for p in rc.PAIRS if p.part < 3} | {"infer-large"}
+    for half in (new[:9], new[9:]):
+        assert sum(p.regime == "cnn" and "train" in p.name for p in half) >= 2 and sum(p.est_s for p in half) + 30 < 420
+    assert rc.PAIRED_FROM == 49 > rc.IN_STEP_FROM

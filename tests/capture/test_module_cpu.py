@@ -18,8 +18,8 @@ from addressable.capture.scopes import (
     forward_cpu_us,
     in_step_cpu_us,
     module_backward_cpu,
-    paired_cpu,
     module_cpu,
+    paired_cpu,
 )
 from addressable.core.errors import AddressableError
 from addressable.runs.folder import MODULE_CPU_FILE, load_run, read_module_cpu

@@ -282,26 +282,30 @@ def test_a_cnns_measured_backward_is_pooled_toward_the_uniform_scale(tmp_path: P
     assert not isinstance(a, str) and not isinstance(b, str) and a.speedup_wall == b.speedup_wall
 
 
-def test_a_cnns_measured_forward_group_is_pooled_only_when_asked(tmp_path: Path, monkeypatch) -> None:
-    """FORWARD_POOL_CONV (0 as shipped, a scan constant) pools a CNN's measured forward group's scale toward the
-    uniform fit's as the backward's is: 0 leaves the projection as it was, 0.5 moves it, and a run that is not a CNN
-    is not pooled."""
+def test_a_cnns_measured_forward_group_is_pooled_toward_a_multiple_of_the_uniform_fit(tmp_path: Path, monkeypatch) -> None:
+    """FORWARD_POOL_CONV pools a CNN's measured forward group's scale toward FORWARD_POOL_RATIO × the uniform fit's:
+    weight 0 leaves the projection as it was whatever the ratio, a weight moves it and so does the ratio then, and a
+    run that is not a CNN is not pooled."""
     from addressable.projection import replay
     trace, cal, _ = forward_whatif(tmp_path)
     # act's forward fused to one kernel a call, the replacement's CPU given (40 us a call): the group is measured
     fwd = WhatIf(lambda t, gg: cal(t, gg).op_call >= 0, 1.0, 1.0, 1.0, 1.0, lambda t, gg: cal(t, gg).op_call, cal, 40.0)
     none = lambda t, gg: np.zeros(gg.n_gpu, bool)  # noqa: E731
-    monkeypatch.setattr(replay, "FORWARD_POOL_CONV", 0.0)
     monkeypatch.setattr(replay, "is_convnet", lambda t: True)
-    shipped = project_traces([trace], [fwd], none, 803.0)
-    monkeypatch.setattr(replay, "FORWARD_POOL_CONV", 0.5)
-    pooled = project_traces([trace], [fwd], none, 803.0)
-    monkeypatch.setattr(replay, "is_convnet", lambda t: False)
-    not_cnn = project_traces([trace], [fwd], none, 803.0)
-    for r in (shipped, pooled, not_cnn):
+
+    def wall(weight: float, ratio: float) -> float:
+        monkeypatch.setattr(replay, "FORWARD_POOL_CONV", weight)
+        monkeypatch.setattr(replay, "FORWARD_POOL_RATIO", ratio)
+        r = project_traces([trace], [fwd], none, 803.0)
         assert not isinstance(r, str)
-    assert pooled.speedup_wall != pytest.approx(shipped.speedup_wall, rel=1e-3)
-    assert not_cnn.speedup_wall == pytest.approx(shipped.speedup_wall, rel=1e-9)
+        return r.speedup_wall
+
+    unpooled = wall(0.0, 1.0)
+    assert wall(0.0, 1.1) == pytest.approx(unpooled, rel=1e-9)
+    pooled = wall(0.5, 1.0)
+    assert pooled != pytest.approx(unpooled, rel=1e-3) and wall(0.5, 1.1) != pytest.approx(pooled, rel=1e-3)
+    monkeypatch.setattr(replay, "is_convnet", lambda t: False)
+    assert wall(0.5, 1.1) == pytest.approx(unpooled, rel=1e-9)
 
 
 def training_run(tmp_path: Path, backward_us: float | None) -> Path:
