@@ -45,7 +45,7 @@ Part 47 on, `given` is also scored from B's inputs as a user measures them (`use
 given's interval): given_isolated (the replacement timed alone, scopes.forward_cpu_us and backward_cpu_us),
 given_calibrated (the same, times the original's step-over-alone ratio) and given_in_step (read in the step by hooks
 on every module); part 49 on, given_paired (B's CPU over A's read in alternating steps, scopes.paired_cpu, carried
-onto A's hooks reading) and given_saved (the same readings' difference taken off A's reading); --isolated-from gives earlier captures the alone timings (and paired readings) of a later study.
+onto A's hooks reading); --isolated-from gives earlier captures the alone timings (and paired readings) of a later study.
 The model was chosen on the dev half only (most pairs within 5%, then the lowest median |error|: given);
 the error models of given and uniform (intervals.fit_error_model: the 80% quantile of |removed_error|, the error on
 the step fraction removed, per detected regime; on the speedup's scale before held-out 13) are fitted on dev only, and only then are the held-out pairs scored, each held-out set
@@ -109,7 +109,7 @@ from addressable.trace.reader import Trace
 
 # given from B's inputs as a user measures them (part 47 on, `user_inputs`), scored beside it; their interval prefixes
 USER_MODELS = {"given_isolated": "isolated_", "given_calibrated": "calibrated_", "given_in_step": "in_step_",
-               "given_paired": "paired_", "given_saved": "saved_"}
+               "given_paired": "paired_"}
 MODELS = ("uniform", "own", "module", "event", "given", "given_uniform", "given_v1", "given_v2", "given_v3", "given_v4",
           "given_v5")
 PROJECT_MODEL = "given"  # what `project --model replay` runs where a target has both inputs (project_traces)
@@ -351,9 +351,7 @@ def user_inputs(meta: dict, after: float | None, step_bwd: tuple[float, float] |
                   in_step_cpu_us read it (part 48 on) or as the step's pass read it;
       paired      B's CPU over A's, read in alternating steps by `scopes.paired_cpu` (part 49 on: `paired_cpu`), carried
                   onto A's hooks reading as `project` carries it onto module_cpu.csv's (A's timer reading less what
-                  the ratio removes of the hooks reading); the backward ratio onto A's backward as `given` reads it;
-      saved       the same readings' difference, A's less B's per call (`PairedCpu.forward_saved_us`), taken off A's
-                  timer reading as `project` takes it off module_cpu.csv's; the backward's off A's backward.
+                  the ratio removes of the hooks reading); the backward ratio onto A's backward as `given` reads it.
     {} without the timings; a backward NaN where none was timed."""
     iso, passes = meta.get("isolated_cpu") or {}, meta.get("module_cpu") or {}
     if after is None or not iso.get("A") or not iso.get("B") or not iso["B"].get("forward_us_per_call"):
@@ -372,17 +370,12 @@ def user_inputs(meta: dict, after: float | None, step_bwd: tuple[float, float] |
     b_bwd = b_step.get("backward_us_per_call") or (step_bwd[1] if step_bwd is not None else np.nan)
     paired = meta.get("paired_cpu") or {}
     ratio, ratio_back = (paired.get(k) for k in ("forward_ratio", "backward_ratio"))
-    fwd, bwd = (paired.get(k) or {} for k in ("forward_us_per_call", "backward_us_per_call"))
-    saved, saved_back = (x["A"] - x["B"] if x.get("A") is not None and x.get("B") is not None else None
-                         for x in (fwd, bwd))
     return {"in_step": (b_fwd + a_timer - hook["A"], b_bwd if step_bwd is not None else np.nan),
             "isolated": (after - (hook["B"] - alone["B"]), back["B"]),
             "calibrated": (after - (hook["B"] - alone["B"] * hook["A"] / alone["A"]),
                            back["B"] * a_step_back / back["A"]),
             **({"paired": (a_timer - (1 - ratio) * hook["A"],
-                           ratio_back * a_step_back if ratio_back is not None else np.nan)} if ratio is not None else {}),
-            **({"saved": (a_timer - saved, a_step_back - saved_back if saved_back is not None else np.nan)}
-               if saved is not None else {})}
+                           ratio_back * a_step_back if ratio_back is not None else np.nan)} if ratio is not None else {})}
 
 
 def hooked_backward_steps(meta: dict) -> dict:

@@ -25,12 +25,11 @@ TRUTH_CI = 0.02  # issue 27: the truth known to ±2% (95%)
 
 
 INSIDE = {"given": "inside", "given_isolated": "isolated_inside", "given_calibrated": "calibrated_inside",
-          "given_in_step": "in_step_inside", "given_paired": "paired_inside", "given_saved": "saved_inside"}
+          "given_in_step": "in_step_inside", "given_paired": "paired_inside"}
 USER = {"given_isolated": "the replacement timed alone, as a user times it",
         "given_calibrated": "timed alone, calibrated by the original's step over alone",
         "given_in_step": "the replacement read in the step by hooks on every module",  # part 47 on
-        "given_paired": "the replacement's ratio to the original, read in alternating steps",  # part 49 on
-        "given_saved": "the CPU a call saves, read in alternating steps"}
+        "given_paired": "the replacement's ratio to the original, read in alternating steps"}  # part 49 on
 
 
 def summary(t: pd.DataFrame, label: str, model: str = "given") -> str:

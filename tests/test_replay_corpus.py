@@ -1248,13 +1248,9 @@ def test_user_inputs_put_a_replacement_timed_alone_on_the_basis_given_reads() ->
     # in_step: B's hooks reading (30) on the timer's basis: plus A's timer (500 / 4) less its hooks reading (100)
     assert out["in_step"] == pytest.approx((30.0 + 125.0 - 100.0, 12.0))
     assert "paired" not in out  # before part 49: no alternating-steps reading
-    read_paired = {"forward_ratio": 0.5, "backward_ratio": 0.75, "forward_us_per_call": {"A": 80.0, "B": 40.0},
-                   "backward_us_per_call": {"A": 50.0, "B": 37.5}}
-    paired = mod.user_inputs({**meta, "paired_cpu": read_paired}, 45.0, (240.0, 12.0))
+    paired = mod.user_inputs({**meta, "paired_cpu": {"forward_ratio": 0.5, "backward_ratio": 0.75}}, 45.0, (240.0, 12.0))
     # paired: A's timer (125) less what the ratio removes of A's hooks reading (100); backward 0.75 x 240 / 4 a call
     assert paired["paired"] == pytest.approx((125.0 - 0.5 * 100.0, 0.75 * 60.0))
-    # saved: A's timer less what a call saves (80 - 40 us), the backward's A (60 a call) less 50 - 37.5
-    assert paired["saved"] == pytest.approx((125.0 - 40.0, 60.0 - 12.5))
     forward_only = mod.user_inputs(meta, after=45.0, step_bwd=None)
     assert forward_only["isolated"][0] == pytest.approx(25.0) and np.isnan(forward_only["calibrated"][1])
     assert mod.user_inputs({**meta, "isolated_cpu": {}}, 45.0, None) == {}

@@ -533,24 +533,14 @@ class PairedCpu:
     forward_ratio: float
     backward_ratio: float
 
-    @property
-    def forward_saved_us(self) -> float:
-        """The CPU one forward call saves (µs): the original's reading less the replacement's. A reading's fixed cost
-        per call (the hooks, the timer) cancels in it, where a ratio carries it."""
-        return self.forward_us[0] - self.forward_us[1]
-
-    @property
-    def backward_saved_us(self) -> float:
-        return self.backward_us[0] - self.backward_us[1]
-
 
 def paired_cpu(step_a: Callable[[], object], modules_a: Iterable[torch.nn.Module], step_b: Callable[[], object],
                modules_b: Iterable[torch.nn.Module], steps: int = 5) -> PairedCpu:
     """The original modules (`modules_a`, in `step_a`) and their replacement (`modules_b`, in `step_b`) read as
     `in_step_cpu_us` reads one side, in alternating steps (A B, B A, ...; one untimed step each first), so that each
-    step pair is read at one host speed. What a call saves carries onto the original's reading in the run: wins.csv's
-    cpu_us_after = the original's module_cpu.csv CPU per call (cpu_us_per_step over calls_per_step) less
-    forward_saved_us, and backward_cpu_us_after = its backward's less backward_saved_us (docs/replay.md)."""
+    step pair is read at one host speed. Their ratio carries onto the original's reading in the run: wins.csv's
+    cpu_us_after = forward_ratio × the original's module_cpu.csv CPU per call (cpu_us_per_step over calls_per_step),
+    and backward_cpu_us_after = backward_ratio × its backward's (docs/replay.md)."""
     mods = list(modules_a), list(modules_b)
     if not mods[0] or not mods[1] or steps < 1:
         raise ValueError("paired_cpu: give at least one module on each side and one step")

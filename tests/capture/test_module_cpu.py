@@ -195,7 +195,7 @@ def test_paired_cpu_reads_both_sides_in_alternating_steps_so_a_drifting_host_can
 
     read = paired_cpu(step_a, [a_mod], step_b, [b_mod], steps=4)
     assert 1.7 < read.forward_ratio < 2.4
-    assert read.forward_us[0] < read.forward_us[1] and read.forward_saved_us == read.forward_us[0] - read.forward_us[1]
+    assert read.forward_us[0] < read.forward_us[1]
     assert math.isnan(read.backward_ratio)  # Drifting returns its input: no autograd node of its own
     clock[0] = 0
     alone = in_step_cpu_us(step_a, [a_mod], steps=4)[0], in_step_cpu_us(step_b, [b_mod], steps=4)[0]
