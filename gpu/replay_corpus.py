@@ -51,6 +51,7 @@ The split into dev and heldout is fixed before any data exists: results/h200/rep
     python3 gpu/replay_corpus.py "$OUT" --part 48 --budget-s 400    # held-out 43: 9 new, also read as in_step_cpu_us
     python3 gpu/replay_corpus.py "$OUT" --pairs NAME,... --budget-s 420  # held-out 44 (part 49): 18 new, two calls,
                                                                          # also read as scopes.paired_cpu reads them
+    python3 gpu/replay_corpus.py "$OUT" --part 50 --budget-s 240    # held-out 45: 5 new, part 49's rules
     python3 gpu/replay_corpus.py OUT --isolated --pairs NAME,...    # swapped modules timed alone beside the step's
                                                                     # reading, nothing else (OUT/isolated/)
     python3 gpu/replay_corpus.py OUT --smoke [--pairs NAME,...]     # tiny sizes on the CPU (the test)
@@ -2512,6 +2513,23 @@ PAIRS += [
 ]
 PAIRS += multi_stream_pairs(49, mixed=(), side=(("gelu", 3, 3584),), main=(("layernorm", 4, 2560),))
 
+# part 50: held-out 45, 5 new pairs, registered on 7 Dec 2026 after held-out 44 was read (docs/replay.md), with no
+# change to the model: part 49's rules, in the one short device call left that session. CPU-bound CNN training first
+# (where the forward pooling applies), then a decode loop and batch-1 encoder inference
+PAIRS += [
+    Pair("mobilenetv2-train-b72-bn", "cnn", "tiny", 50, p_bn_net("mobilenet_v2", 72, "MobileNetV2"), 30),
+    Pair("resnet18-gn-train-b64", "cnn", "tiny", 50, p_gn_train(64), 18),
+    Pair("efficientnetb0-train-b42-bn", "cnn", "tiny", 50, p_bn_net("efficientnet_b0", 42, "EfficientNet-B0"), 30),
+    Pair("llama-decode-b1-rmsnorm-13l", "decode", "tiny", 50, p_hf_swap(
+        "llama", 13, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "decode",
+        "Llama-3.2-1B shapes cut to 13 layers, decode loop, batch 1, bf16: every RMSNorm eager (fp32 math) vs "
+        "nn.RMSNorm."), 24),
+    Pair("bert-b1-s224-gelu-4l", "enc-infer-b1", "tiny", 50, p_hf_swap(
+        "bert", 4, GELUS, eager_gelu, fused_gelu, "infer",
+        "BERT-base shapes cut to 4 layers (transformers), inference batch 1 x 224: every intermediate GELU eager "
+        "tanh-GELU vs F.gelu(tanh).", seq=224), 18),
+]
+
 def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
     the first of the regime dev in even regimes (sorted by name) and heldout in odd ones (halves balanced);
@@ -2543,7 +2561,8 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     timing going on while its truth is wider than +-2%) heldout40 and part 46 (the same again after held-out 40) heldout41 and part 47 (the same, each side's swapped
     modules also timed alone, as a user times a win's inputs) heldout42 and part 48 (the same, each side's swapped
     modules also read in the step as scopes.in_step_cpu_us reads a replacement) heldout43 and part 49 (the same, read
-    against the original in alternating steps as scopes.paired_cpu reads them) heldout44."""
+    against the original in alternating steps as scopes.paired_cpu reads them) heldout44 and part 50 (the same rules,
+    five pairs) heldout45."""
     named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11", 16: "heldout12", 17: "heldout13",
              18: "heldout14", 19: "heldout15", 20: "heldout16", 21: "heldout17",
              22: "heldout18", 23: "heldout19", 24: "heldout20", 25: "heldout21", 26: "heldout22",
@@ -2551,7 +2570,7 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
              31: "heldout27", 32: "heldout28", 33: "heldout29", 34: "heldout30", 35: "heldout31",
              36: "heldout32", 37: "heldout33", 38: "heldout34", 39: "heldout35", 40: "dev5",
              41: "heldout36", 42: "heldout37", 43: "heldout38", 44: "heldout39", 45: "heldout40",
-             46: "heldout41", 47: "heldout42", 48: "heldout43", 49: "heldout44"}
+             46: "heldout41", 47: "heldout42", 48: "heldout43", 49: "heldout44", 50: "heldout45"}
     out = {p.name: named.get(p.part, f"heldout{p.part - 1}") for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):

@@ -1302,3 +1302,10 @@ def test_part_49_is_held_out_44_its_swapped_modules_also_read_against_the_origin
     for half in (new[:9], new[9:]):
         assert sum(p.regime == "cnn" and "train" in p.name for p in half) >= 2 and sum(p.est_s for p in half) + 30 < 420
     assert rc.PAIRED_FROM == 49 > rc.IN_STEP_FROM
+
+
+def test_part_50_is_held_out_45_five_pairs_cnn_training_first() -> None:
+    """Part 50 (heldout45): 5 new pairs for one short call, CPU-bound CNN training first, under part 49's rules."""
+    rc = _module()
+    _new_part(50, "heldout45", 5, ["mobilenetv2", "resnet18", "efficientnetb0", "llama", "bert"], 3, 240)
+    assert all(p.part >= rc.PAIRED_FROM for p in rc.PAIRS if p.part == 50)
