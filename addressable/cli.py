@@ -245,7 +245,8 @@ def taxonomy(file: Path | None) -> None:
 
 @main.command()
 @click.option("--speedups", required=True, type=click.Path(path_type=Path),
-              help="wins.csv (target, speedup[, verified, source, notes, speedup_lo, speedup_hi, kernels_after, cpu_us_after, backward_cpu_us_after]) "
+              help="wins.csv (target, speedup[, verified, source, notes, speedup_lo, speedup_hi, kernels_after, cpu_us_after, backward_cpu_us_after, "
+                   "cpu_ratio_after, backward_cpu_ratio_after, output_dtype]) "
                    "or a JSON of speedups ({problem: {speedup, correct}} or a list of such records).")
 @click.option("--runs", "run_dirs", multiple=True, type=click.Path(path_type=Path),
               help="Run folder (or a folder of runs), or a Kineto trace file; repeatable. "

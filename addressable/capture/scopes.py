@@ -538,9 +538,9 @@ def paired_cpu(step_a: Callable[[], object], modules_a: Iterable[torch.nn.Module
                modules_b: Iterable[torch.nn.Module], steps: int = 5) -> PairedCpu:
     """The original modules (`modules_a`, in `step_a`) and their replacement (`modules_b`, in `step_b`) read as
     `in_step_cpu_us` reads one side, in alternating steps (A B, B A, ...; one untimed step each first), so that each
-    step pair is read at one host speed. Their ratio carries onto the original's reading in the run: wins.csv's
-    cpu_us_after = forward_ratio × the original's module_cpu.csv CPU per call (cpu_us_per_step over calls_per_step),
-    and backward_cpu_us_after = backward_ratio × its backward's (docs/replay.md)."""
+    step pair is read at one host speed. Their ratio carries onto the original's reading in the run: give
+    forward_ratio and backward_ratio as wins.csv's cpu_ratio_after and backward_cpu_ratio_after, and `project`
+    multiplies the module's module_cpu.csv CPU per call by them (docs/replay.md)."""
     mods = list(modules_a), list(modules_b)
     if not mods[0] or not mods[1] or steps < 1:
         raise ValueError("paired_cpu: give at least one module on each side and one step")

@@ -109,6 +109,8 @@ class Group:
     kernels_after: float = math.nan  # kernels per call after the replacement (NaN: unchanged)
     cpu_us_after: float = math.nan  # the replacement's CPU time per forward call, profiler-free (NaN: not given)
     backward_cpu_us_after: float = math.nan  # its backward's CPU time per call, profiler-free (NaN: not given)
+    cpu_ratio_after: float = math.nan  # or its CPU per forward call over the module's (scopes.paired_cpu)
+    backward_cpu_ratio_after: float = math.nan  # and its backward's over the module's backward
     output_dtype: str = ""  # the dtype the replacement returns ("": the module's)
 
 
@@ -274,25 +276,30 @@ def _combine(table: pd.DataFrame, targets: list[Target | None], combine: str) ->
     for idx in by_key.values():
         rows = table.iloc[idx]
         after = rows["kernels_after"] if "kernels_after" in rows else pd.Series(math.nan, index=rows.index)
-        cpu, bwd = (rows[c] if c in rows else pd.Series(math.nan, index=rows.index)
-                    for c in ("cpu_us_after", "backward_cpu_us_after"))
+        cpu, bwd, cpu_ratio, bwd_ratio = (rows[c] if c in rows else pd.Series(math.nan, index=rows.index) for c in
+                                          ("cpu_us_after", "backward_cpu_us_after", "cpu_ratio_after",
+                                           "backward_cpu_ratio_after"))
         if combine == "best":
             i = int(np.argmax(rows["speedup"].to_numpy()))
             best = rows.iloc[i]
             k, lo, hi, names = best["speedup"], best["speedup_lo"], best["speedup_hi"], [best["target"]]
             n_after, cpu_after, bwd_after = after.iloc[i], cpu.iloc[i], bwd.iloc[i]
+            ratios = (float(cpu_ratio.iloc[i]), float(bwd_ratio.iloc[i]))
             dtype = str(best["output_dtype"])
         else:
             k, lo, hi = (float(statistics.median(rows[c])) for c in ("speedup", "speedup_lo", "speedup_hi"))
             names = list(dict.fromkeys(rows["target"]))
             n_after = float(round(after.median())) if after.notna().any() else math.nan
             cpu_after, bwd_after = (float(x.median()) if x.notna().any() else math.nan for x in (cpu, bwd))
+            ratios = (float(cpu_ratio.median()) if cpu_ratio.notna().any() else math.nan,
+                      float(bwd_ratio.median()) if bwd_ratio.notna().any() else math.nan)
             dtypes = set(rows["output_dtype"])
             dtype = dtypes.pop() if len(dtypes) == 1 else ""  # rows that disagree: the module's
         target = targets[idx[0]]
         assert target is not None  # by_key holds used targets only
         groups.append(Group(target, rows["row"].tolist(), names, float(k), float(lo), float(hi),
-                            float(n_after), float(cpu_after), float(bwd_after), dtype))
+                            float(n_after), float(cpu_after), float(bwd_after), float(ratios[0]), float(ratios[1]),
+                            dtype))
     return groups
 
 
@@ -447,17 +454,29 @@ GIVEN_WORDS = "given (the module's measured CPU, the replacement's cpu_us_after)
 UNIFORM_WORDS = "uniform (one fitted cpu_scale, kept launches at the trace's typical dispatch)"
 
 
-def _given_inputs(run: Run, grp: Group) -> tuple[set[str], float, float] | str:
+@dataclass(frozen=True)
+class GivenInputs:
     """A module group's head modules, their profiler-free CPU time per step and their backward's (module_cpu.csv;
-    NaN where the pass timed no backward for one of them), or why the replay's CPU model `given` does not apply
-    to the group (it then runs `uniform`)."""
+    NaN where the pass timed no backward for one of them), and the replacement's CPU per call, forward and backward
+    (the win's cpu_us_after, or its cpu_ratio_after times the heads' CPU per call; NaN where not given)."""
+
+    heads: set[str]
+    forward_us: float
+    backward_us: float
+    after_us: float
+    backward_after_us: float
+
+
+def _given_inputs(run: Run, grp: Group) -> GivenInputs | str:
+    """`GivenInputs` for a module group, or why the replay's CPU model `given` does not apply to it (it then runs
+    `uniform`)."""
     module = grp.target.module
     if module is None:
         return "not a module: target"
     if module.direction == "backward":
         return "a @backward target (the profiler-free pass times forwards only)"
-    if math.isnan(grp.cpu_us_after):
-        return "no cpu_us_after in its wins row"
+    if math.isnan(grp.cpu_us_after) and math.isnan(grp.cpu_ratio_after):
+        return "no cpu_us_after or cpu_ratio_after in its wins row"
     cpu, mb = run.module_cpu, run.modules
     if cpu is None:
         return "the run has no module_cpu.csv (profile it again to get one)"
@@ -466,9 +485,19 @@ def _given_inputs(run: Run, grp: Group) -> tuple[set[str], float, float] | str:
     if not heads or missing:
         return f"module_cpu.csv has no row for {missing[0] if missing else module.pattern}"
     rows = cpu[cpu["module"].isin(heads)]
-    backward = rows["backward_cpu_us_per_step"]
-    return (heads, float(rows["cpu_us_per_step"].sum()),
-            float(backward.sum()) if backward.notna().all() else math.nan)
+    forward, backward = float(rows["cpu_us_per_step"].sum()), rows["backward_cpu_us_per_step"]
+    backward_us = float(backward.sum()) if backward.notna().all() else math.nan
+
+    def per_call(us: float, calls: pd.Series) -> float:
+        n = float(calls.sum()) if calls.notna().all() else math.nan
+        return us / n if n > 0 else math.nan
+    after = (grp.cpu_us_after if not math.isnan(grp.cpu_us_after)
+             else grp.cpu_ratio_after * per_call(forward, rows["calls_per_step"]))
+    backward_after = (grp.backward_cpu_us_after if not math.isnan(grp.backward_cpu_us_after)
+                      else grp.backward_cpu_ratio_after * per_call(backward_us, rows["backward_calls_per_step"]))
+    if math.isnan(after):
+        return "module_cpu.csv counts no calls of it to carry cpu_ratio_after onto"
+    return GivenInputs(heads, forward, backward_us, after, backward_after)
 
 
 def _casts_removed(run: Run, heads: set[str], output_dtype: str) -> bool | str:
@@ -555,25 +584,25 @@ def _whatifs(run: Run, groups: list[Group], owner: Callable[[Trace, replay_model
             whatifs.append(replay_model.WhatIf(_select(owner, i), grp.k, grp.k_lo, grp.k_hi, after))
             fallback.append(f"{grp.target.group} ({inputs})")
             continue
-        heads, forward_us, backward_us = inputs
-        cal = _calibration(heads, forward_us)
+        cal = _calibration(inputs.heads, inputs.forward_us)
         whatifs.append(replay_model.WhatIf(_select(owner, i, cal, True), grp.k, grp.k_lo, grp.k_hi, after,
-                                           _calls(cal), cal, grp.cpu_us_after))
-        if math.isnan(backward_us) or math.isnan(grp.backward_cpu_us_after):
+                                           _calls(cal), cal, inputs.after_us))
+        if math.isnan(inputs.backward_us) or math.isnan(inputs.backward_after_us):
             whatifs.append(replay_model.WhatIf(_select(owner, i, cal, False), grp.k, grp.k_lo, grp.k_hi, after,
                                                scale_like=cal))
         else:
-            bcal = _calibration(heads, backward_us, backward=True)
+            bcal = _calibration(inputs.heads, inputs.backward_us, backward=True)
             whatifs.append(replay_model.WhatIf(_select(owner, i, cal, False), grp.k, grp.k_lo, grp.k_hi, after,
-                                               _calls(bcal), bcal, grp.backward_cpu_us_after, backward=True))
-        casts = _casts_removed(run, heads, grp.output_dtype)
+                                               _calls(bcal), bcal, inputs.backward_after_us, backward=True))
+        casts = _casts_removed(run, inputs.heads, grp.output_dtype)
         if isinstance(casts, str):
             untold.append(f"{grp.target.group}: {casts}")
         elif casts:
-            whatifs.append(replay_model.WhatIf(_consumer_casts(heads), 1.0, 1.0, 1.0, 0.0))
+            whatifs.append(replay_model.WhatIf(_consumer_casts(inputs.heads), 1.0, 1.0, 1.0, 0.0))
         given.append(grp.target.group)
     model = "given" if given and not fallback else "mixed" if given else "uniform"
-    wanted = run.module_cpu is not None or any(not math.isnan(g.cpu_us_after) for g in groups)
+    wanted = run.module_cpu is not None or any(not (math.isnan(g.cpu_us_after) and math.isnan(g.cpu_ratio_after))
+                                               for g in groups)
     note = "" if not fallback or not wanted else (
         "replay CPU model " + (f"{GIVEN_WORDS} for {', '.join(given)}; " if given else "")
         + f"{UNIFORM_WORDS} for {'; '.join(fallback)}")

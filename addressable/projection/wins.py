@@ -15,6 +15,10 @@ Targets in wins.csv, resolved in this order:
                    Optional column `backward_cpu_us_after`: the replacement's backward CPU time per call in
                    µs, profiler-free (capture.scopes.in_step_cpu_us's second value); with module_cpu.csv's backward
                    columns, `given` replays the module's backward as measured, not under two hypotheses.
+                   Optional columns `cpu_ratio_after` and `backward_cpu_ratio_after`, in place of those two:
+                   the replacement's CPU per call over the original's, read in alternating steps
+                   (capture.scopes.paired_cpu's forward_ratio and backward_ratio); `project` multiplies
+                   module_cpu.csv's CPU per call of the module by them.
                    Optional column `output_dtype`: the dtype the replacement returns (`bfloat16`, ...), where
                    it is not the module's; where the module returned a wider dtype than it took (an eager
                    norm returning float32 under autocast) and the replacement returns the one it took,
@@ -59,7 +63,7 @@ KERNELBENCH_LEVEL2 = Path(__file__).with_name("kernelbench_level2.yaml")
 REGEX_PREFIX = "re:"
 REQUIRED_COLUMNS = ("target", "speedup")
 OPTIONAL_COLUMNS = ("verified", "source", "notes", "speedup_lo", "speedup_hi", "kernels_after", "cpu_us_after",
-                    "backward_cpu_us_after", "output_dtype")
+                    "backward_cpu_us_after", "cpu_ratio_after", "backward_cpu_ratio_after", "output_dtype")
 # the floating dtypes a module may return, as torch names them (`torch.` is dropped)
 DTYPES = ("float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
           "float8_e5m2fnuz")
@@ -145,7 +149,8 @@ def parse_wins(raw: pd.DataFrame, source: str = "wins") -> pd.DataFrame:
     """Validate a raw wins table; the whole file is rejected on the first bad row.
 
     Returns row (1-based data row), target, speedup, speedup_lo, speedup_hi, kernels_after, cpu_us_after,
-    backward_cpu_us_after, output_dtype ("" where not given), verified, source, notes.
+    backward_cpu_us_after, cpu_ratio_after, backward_cpu_ratio_after (NaN where not given), output_dtype ("" where
+    not given), verified, source, notes.
     A `row` column in `raw` (e.g. a table this function returned) is ignored and renumbered.
     """
     if raw.empty and not len(raw.columns):
@@ -175,6 +180,8 @@ def parse_wins(raw: pd.DataFrame, source: str = "wins") -> pd.DataFrame:
                      "cpu_us_after": _cpu_us_after(r.get("cpu_us_after"), where),
                      "backward_cpu_us_after": _cpu_us_after(r.get("backward_cpu_us_after"), where,
                                                             "backward_cpu_us_after"),
+                     **{c: _cpu_ratio(r, where, c, us) for c, us in
+                        (("cpu_ratio_after", "cpu_us_after"), ("backward_cpu_ratio_after", "backward_cpu_us_after"))},
                      "output_dtype": _output_dtype(r.get("output_dtype"), where),
                      "verified": _verified(r.get("verified"), where),
                      "source": "" if _empty(r.get("source")) else str(r["source"]).strip(),
@@ -218,6 +225,22 @@ def _kernels_after(v: Any, where: str) -> float:
     if not (math.isfinite(n) and n >= 0 and n == int(n)):
         raise AddressableError(f"{where}: kernels_after must be a whole number >= 0, got '{v}'")
     return n
+
+
+def _cpu_ratio(r: dict[str, Any], where: str, column: str, us_column: str) -> float:
+    """A replacement's CPU per call over the original's (NaN: not given); a row gives it or `us_column`, not both."""
+    v = r.get(column)
+    if v is None or _empty(v):
+        return math.nan
+    if not _empty(r.get(us_column)):
+        raise AddressableError(f"{where}: give {us_column} or {column}, not both")
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        raise AddressableError(f"{where}: {column} '{v}' is not a number") from None
+    if not (math.isfinite(x) and x >= 0):
+        raise AddressableError(f"{where}: {column} must be a ratio >= 0, got '{v}'")
+    return x
 
 
 def _cpu_us_after(v: Any, where: str, column: str = "cpu_us_after") -> float:

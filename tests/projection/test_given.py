@@ -384,6 +384,23 @@ def test_a_backward_without_both_measurements_keeps_the_two_hypotheses(tmp_path:
     assert r["replay_speedup_wall_backward_like"] < r["replay_speedup_wall_backward_rest"]
 
 
+def test_cpu_ratio_after_carries_the_replacements_ratio_onto_module_cpu(tmp_path: Path) -> None:
+    """cpu_ratio_after and backward_cpu_ratio_after (scopes.paired_cpu's ratios) times module_cpu.csv's CPU per call
+    (forward 100 us, backward 56 us, one call each) project as cpu_us_after 40 and backward_cpu_us_after 20 do; a row
+    giving both forms of one is a one-line error."""
+    from addressable.core.errors import AddressableError
+    run = training_run(tmp_path, 56.0)
+    given = project([run], wins(tmp_path, "target,speedup,kernels_after,cpu_us_after,backward_cpu_us_after\n"
+                                          "module:EagerGELU,1,1,40,20\n")).runs.iloc[0]
+    ratio = project([run], wins(tmp_path, "target,speedup,kernels_after,cpu_ratio_after,backward_cpu_ratio_after\n"
+                                          f"module:EagerGELU,1,1,0.4,{20 / 56}\n")).runs.iloc[0]
+    assert ratio["replay_cpu_model"] == "given" and ratio["replay_regime"] == given["replay_regime"]
+    assert ratio["speedup_wall"] == pytest.approx(given["speedup_wall"], rel=1e-9)
+    w = "target,speedup,cpu_us_after,cpu_ratio_after\nmodule:EagerGELU,1,40,0.4\n"
+    with pytest.raises(AddressableError, match="row 1: give cpu_us_after or cpu_ratio_after, not both"):
+        project([run], wins(tmp_path, w))
+
+
 def test_a_bad_backward_cpu_us_after_is_one_line(tmp_path: Path) -> None:
     from addressable.core.errors import AddressableError
     run = training_run(tmp_path, 56.0)

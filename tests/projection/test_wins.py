@@ -40,6 +40,24 @@ def test_cpu_us_after_is_optional_and_checked(tmp_path: Path) -> None:
             load_wins(path)
 
 
+def test_cpu_ratio_after_is_optional_and_checked(tmp_path: Path) -> None:
+    import math
+
+    import pytest
+
+    from addressable.core.errors import AddressableError
+
+    path = tmp_path / "wins.csv"
+    path.write_text("target,speedup,cpu_ratio_after,backward_cpu_ratio_after\nmodule:A,2,0.4,\nmodule:B,3,,0.7\n")
+    t = load_wins(path)
+    assert t["cpu_ratio_after"].iloc[0] == 0.4 and math.isnan(t["cpu_ratio_after"].iloc[1])
+    assert t["backward_cpu_ratio_after"].iloc[1] == 0.7 and t.attrs["warnings"] == []
+    for bad, words in (("-1", ">= 0"), ("fast", "not a number"), ("inf", ">= 0")):
+        path.write_text(f"target,speedup,cpu_ratio_after\nmodule:A,2,{bad}\n")
+        with pytest.raises(AddressableError, match=f"row 1: cpu_ratio_after.*{words}|cpu_ratio_after '{bad}' is {words}"):
+            load_wins(path)
+
+
 def test_output_dtype_is_optional_and_a_floating_dtype(tmp_path: Path) -> None:
     import pytest
 
