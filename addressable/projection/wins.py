@@ -229,31 +229,27 @@ def _kernels_after(v: Any, where: str) -> float:
 
 def _cpu_ratio(r: dict[str, Any], where: str, column: str, us_column: str) -> float:
     """A replacement's CPU per call over the original's (NaN: not given); a row gives it or `us_column`, not both."""
-    v = r.get(column)
-    if v is None or _empty(v):
-        return math.nan
-    if not _empty(r.get(us_column)):
+    if not _empty(r.get(column)) and not _empty(r.get(us_column)):
         raise AddressableError(f"{where}: give {us_column} or {column}, not both")
+    return _non_negative(r.get(column), where, column, "a ratio")
+
+
+def _cpu_us_after(v: Any, where: str, column: str = "cpu_us_after") -> float:
+    """A replacement's CPU time per call in µs (NaN: not measured)."""
+    return _non_negative(v, where, column, "a number of µs")
+
+
+def _non_negative(v: Any, where: str, column: str, what: str) -> float:
+    """A finite number >= 0 (NaN where empty)."""
+    if _empty(v):
+        return math.nan
     try:
         x = float(v)
     except (TypeError, ValueError):
         raise AddressableError(f"{where}: {column} '{v}' is not a number") from None
     if not (math.isfinite(x) and x >= 0):
-        raise AddressableError(f"{where}: {column} must be a ratio >= 0, got '{v}'")
+        raise AddressableError(f"{where}: {column} must be {what} >= 0, got '{v}'")
     return x
-
-
-def _cpu_us_after(v: Any, where: str, column: str = "cpu_us_after") -> float:
-    """A replacement's CPU time per call in µs (NaN: not measured)."""
-    if _empty(v):
-        return math.nan
-    try:
-        us = float(v)
-    except (TypeError, ValueError):
-        raise AddressableError(f"{where}: {column} '{v}' is not a number") from None
-    if not (math.isfinite(us) and us >= 0):
-        raise AddressableError(f"{where}: {column} must be a number of µs >= 0, got '{v}'")
-    return us
 
 
 def _output_dtype(v: Any, where: str) -> str:
