@@ -10,7 +10,10 @@ Per pair and side (A: the eager module, B: its replacement), the CPU time per ca
             (`interleaved_backward`, as `given` reads it); alone: `scopes.backward_cpu_us`.
 Ratios alone / in the step per pair, then their median and 10-90% range over each half of the pairs (the sha256 of
 the name, even or odd), so that a rule drawn from them is chosen on one half and checked on the other. With
---corpus, a study's pair takes its hooks pass from its capture (CORPUS/part-*/NAME.json). CPU only.
+--corpus, a study's pair takes its hooks pass from its capture (CORPUS/part-*/NAME.json). Where the pairs were also
+read in alternating steps (`paired_cpu`, part 49 on and the studies since), the swap group's timer against those
+hooks: each side's timer less hooks reading (µs a call), the two readers' A−B differences over each other, and
+their B/A ratios. CPU only.
 
     python gpu/isolated_cpu_table.py OUT/isolated [--corpus results/h200/replay_corpus] [--csv FILE]
 """
@@ -46,6 +49,11 @@ def pair_row(meta: dict, hooks: dict) -> dict:
         row[f"{side}_step_fwd_us"] = rcv.hooks_per_call(hooks.get(side, {}), classes)
         row[f"{side}_alone_fwd_us"] = alone.get("forward_us_per_call") or np.nan
         row[f"{side}_alone_bwd_us"] = alone.get("backward_us_per_call") or np.nan
+    paired = (meta.get("paired_cpu") or {}).get("forward_us_per_call") or {}
+    for side in "AB":
+        calls = max(meta["swap_calls_per_step"][side], 1)
+        row[f"{side}_timer_fwd_us"] = float(np.quantile(meta["swap_cpu_ms"][side], rcv.Q)) * 1e3 / calls
+        row[f"{side}_paired_fwd_us"] = paired.get(side) or np.nan
     step_a = float(np.quantile(meta["step_ms"]["A"], rcv.Q))
     back = rcv.interleaved_backward(meta, step_a)
     row["A_step_bwd_us"] = back[0] / max(meta["swap_calls_per_step"]["A"], 1) if back else np.nan
@@ -82,6 +90,15 @@ def summary(t: pd.DataFrame) -> str:
             cells.append(f"{col} {x.median():.2f} ({x.quantile(0.1):.2f}-{x.quantile(0.9):.2f}, n={len(x)})"
                          if len(x) else f"{col} -")
         out.append(f"{label} ({len(part)} pairs): " + ", ".join(cells))
+    read = t.dropna(subset=["A_paired_fwd_us", "B_paired_fwd_us"])
+    if len(read):
+        timer, hooks = (read[f"A_{r}_fwd_us"] - read[f"B_{r}_fwd_us"] for r in ("timer", "paired"))
+        out.append(f"timer vs hooks on the marked modules ({len(read)} pairs, medians): timer less hooks A "
+                   f"{(read.A_timer_fwd_us - read.A_paired_fwd_us).median():.1f} us a call, B "
+                   f"{(read.B_timer_fwd_us - read.B_paired_fwd_us).median():.1f}; A-B by the timer over by the "
+                   f"hooks {(timer / hooks).median():.2f}; B/A by the timer "
+                   f"{(read.B_timer_fwd_us / read.A_timer_fwd_us).median():.2f}, by the hooks "
+                   f"{(read.B_paired_fwd_us / read.A_paired_fwd_us).median():.2f}")
     return "\n".join(out)
 
 

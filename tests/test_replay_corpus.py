@@ -1276,6 +1276,13 @@ def test_isolated_cpu_table_reads_alone_over_the_step_per_side_and_half(tmp_path
     assert (row["A_fwd_ratio"], row["B_fwd_ratio"]) == pytest.approx((0.5, 10.0 / 30.0))
     assert np.isnan(row["B_bwd_ratio"]) and row["half"] == mod.half_of("p")
     assert np.isnan(mod.table(tmp_path / "iso").iloc[0]["B_fwd_ratio"])  # no capture to read the step from
+    assert "timer vs hooks" not in mod.summary(t)  # not read in alternating steps
+    # read in alternating steps too: timer 125 and 50 us a call (0.5 and 0.2 ms over 4 calls) against hooks 100, 40
+    (tmp_path / "iso" / "p.isolated.json").write_text(json.dumps(
+        {**study, "paired_cpu": {"forward_us_per_call": {"A": 100.0, "B": 40.0}}}))
+    line = mod.summary(mod.table(tmp_path / "iso", tmp_path / "corpus")).splitlines()[-1]
+    assert "timer less hooks A 25.0 us a call, B 10.0" in line and "timer over by the hooks 1.25" in line
+    assert "B/A by the timer 0.40, by the hooks 0.40" in line
     assert mod.main([str(tmp_path / "iso"), "--corpus", str(tmp_path / "corpus"), "--csv", str(tmp_path / "t.csv")]) == 0
     assert (tmp_path / "t.csv").exists()
     (tmp_path / "empty").mkdir()
