@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from addressable.trace.reader import load_trace
@@ -1289,6 +1290,24 @@ def test_isolated_cpu_table_reads_alone_over_the_step_per_side_and_half(tmp_path
     res = subprocess.run([sys.executable, str(ROOT / "gpu/isolated_cpu_table.py"), str(tmp_path / "empty")],
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 2 and res.stderr.strip().startswith("no pair under") and "Traceback" not in res.stderr
+
+
+def test_hooks_pass_speed_reads_each_pairs_pass_over_its_timed_step(tmp_path: Path) -> None:
+    """gpu/hooks_pass_speed.py: A's hooks-pass step over its timed step from the capture, only pairs with a paired
+    reading, and a one-line error with too few of them."""
+    mod = _load("hooks_pass_speed")
+    (tmp_path / "corpus" / "part-49").mkdir(parents=True)
+    rows = []
+    for i in range(4):
+        meta = {"step_ms": {"A": [10.0, 10.0]}, "module_cpu": {"A": {"step_ms": [10.0 + 5 * i]}}}
+        (tmp_path / "corpus" / "part-49" / f"p{i}.json").write_text(json.dumps(meta))
+        rows.append({"pair": f"p{i}", **{f"{m}{s}": 0.01 * i for m in mod.MODELS for s in ("", "_error")}})
+    rows.append({"pair": "unread", **{f"{m}{s}": np.nan for m in mod.MODELS for s in ("", "_error")}})
+    pd.DataFrame(rows).to_csv(tmp_path / "v.csv", index=False)
+    t = mod.table([tmp_path / "v.csv"], tmp_path / "corpus")
+    assert list(t["pass_slow"]) == pytest.approx([1.0, 1.5, 2.0, 2.5])
+    assert "Spearman of the signed error with log(pass_slow) +1.00" in mod.summary(t)
+    assert mod.main([str(tmp_path / "v.csv"), "--corpus", str(tmp_path / "nothing")]) == 2
 
 
 def test_part_48_is_held_out_43_its_swapped_modules_also_read_as_in_step_cpu_us_reads_them() -> None:
