@@ -51,8 +51,7 @@ def pair_row(meta: dict, hooks: dict) -> dict:
         row[f"{side}_alone_bwd_us"] = alone.get("backward_us_per_call") or np.nan
     paired = (meta.get("paired_cpu") or {}).get("forward_us_per_call") or {}
     for side in "AB":
-        calls = max(meta["swap_calls_per_step"][side], 1)
-        row[f"{side}_timer_fwd_us"] = float(np.quantile(meta["swap_cpu_ms"][side], rcv.Q)) * 1e3 / calls
+        row[f"{side}_timer_fwd_us"] = rcv.timer_per_call(meta, side)
         row[f"{side}_paired_fwd_us"] = paired.get(side) or np.nan
     step_a = float(np.quantile(meta["step_ms"]["A"], rcv.Q))
     back = rcv.interleaved_backward(meta, step_a)

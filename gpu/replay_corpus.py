@@ -2726,26 +2726,31 @@ IN_STEP_FROM = 48  # ... and read them in the step as `scopes.in_step_cpu_us` do
 PAIRED_FROM = 49  # ... and read both sides in alternating steps as `scopes.paired_cpu` does
 
 
+def swapped_modules(v: Variant) -> list[nn.Module]:
+    """The modules inside the variant's marks: the swapped modules themselves."""
+    return [m.inner for m in marked_modules(v)]
+
+
+def kept(x: float, digits: int) -> float | None:
+    """A reading for the record: None where none ran (NaN), else rounded."""
+    return None if math.isnan(x) else round(x, digits)
+
+
 def in_step_cpu(v: Variant) -> dict:
     """Each side's marked modules read in its step as a user reads a replacement for wins.csv
     (`scopes.in_step_cpu_us` on the modules inside the marks: hooks on them alone, 5 steps, then 5 for the backward);
     per call, None where none ran (part 48 on)."""
-    forward, backward = scopes.in_step_cpu_us(v.step, [m.inner for m in marked_modules(v)], steps=5 if not SMOKE else 2)
-    return {"forward_us_per_call": None if math.isnan(forward) else round(forward, 2),
-            "backward_us_per_call": None if math.isnan(backward) else round(backward, 2)}
+    forward, backward = scopes.in_step_cpu_us(v.step, swapped_modules(v), steps=5 if not SMOKE else 2)
+    return {"forward_us_per_call": kept(forward, 2), "backward_us_per_call": kept(backward, 2)}
 
 
 def paired_cpu(a: Variant, b: Variant) -> dict:
     """Both sides' marked modules read in alternating steps as a user reads a replacement against the original
     (`scopes.paired_cpu`, its default 5 step pairs each pass): per call, and B's over A's; None where none ran (part 49 on)."""
-    read = scopes.paired_cpu(a.step, [m.inner for m in marked_modules(a)], b.step, [m.inner for m in marked_modules(b)],
-                             steps=5 if not SMOKE else 2)
-
-    def kept(x: float) -> float | None:
-        return None if math.isnan(x) else round(x, 4)
-    return {"forward_us_per_call": {k: kept(x) for k, x in zip("AB", read.forward_us, strict=True)},
-            "backward_us_per_call": {k: kept(x) for k, x in zip("AB", read.backward_us, strict=True)},
-            "forward_ratio": kept(read.forward_ratio), "backward_ratio": kept(read.backward_ratio)}
+    read = scopes.paired_cpu(a.step, swapped_modules(a), b.step, swapped_modules(b), steps=5 if not SMOKE else 2)
+    return {"forward_us_per_call": {k: kept(x, 4) for k, x in zip("AB", read.forward_us, strict=True)},
+            "backward_us_per_call": {k: kept(x, 4) for k, x in zip("AB", read.backward_us, strict=True)},
+            "forward_ratio": kept(read.forward_ratio, 4), "backward_ratio": kept(read.backward_ratio, 4)}
 
 
 ISOLATED_LEAVES = (torch.Tensor, int, float, bool, str, type(None))  # what a call may take to be timed alone

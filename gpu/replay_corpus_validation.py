@@ -336,6 +336,11 @@ def hooks_per_call(side: dict, classes: set[str]) -> float:
     return (sum(r["cpu_us_per_step"] for r in rows) / sum(r["calls_per_step"] for r in rows)) if rows else float("nan")
 
 
+def timer_per_call(meta: dict, side: str) -> float:
+    """The swap group's timer over the timed steps (their Q quantile) per call of `side`'s swapped modules, µs."""
+    return float(np.quantile(meta["swap_cpu_ms"][side], Q)) * 1e3 / max(meta["swap_calls_per_step"][side], 1)
+
+
 def user_inputs(meta: dict, after: float | None, step_bwd: tuple[float, float] | None) -> dict[str, tuple[float, float]]:
     """B's forward and backward CPU per call (µs) as a user's path gives them, on the basis `given` reads (the forward
     on the swap group's timer, `after`), where the capture timed the swapped modules alone (`isolated_cpu`, part 47 on):
@@ -365,7 +370,7 @@ def user_inputs(meta: dict, after: float | None, step_bwd: tuple[float, float] |
     if np.isnan(hook["B"]):
         return {}
     a_step_back = step_bwd[0] / max(meta["swap_calls_per_step"]["A"], 1) if step_bwd is not None else np.nan
-    a_timer = float(np.quantile(meta["swap_cpu_ms"]["A"], Q)) * 1e3 / max(meta["swap_calls_per_step"]["A"], 1)
+    a_timer = timer_per_call(meta, "A")
     b_step = (meta.get("in_step_cpu") or {}).get("B") or {}  # part 48 on: as `scopes.in_step_cpu_us` reads it
     b_fwd = b_step.get("forward_us_per_call") or hook["B"]
     b_bwd = b_step.get("backward_us_per_call") or (step_bwd[1] if step_bwd is not None else np.nan)
