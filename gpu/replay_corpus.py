@@ -52,6 +52,7 @@ The split into dev and heldout is fixed before any data exists: results/h200/rep
     python3 gpu/replay_corpus.py "$OUT" --pairs NAME,... --budget-s 420  # held-out 44 (part 49): 18 new, two calls,
                                                                          # also read as scopes.paired_cpu reads them
     python3 gpu/replay_corpus.py "$OUT" --part 50 --budget-s 240    # held-out 45: 5 new, part 49's rules
+    python3 gpu/replay_corpus.py "$OUT" --part 51 --budget-s 420    # held-out 46: 10 new, the forward at speed
     python3 gpu/replay_corpus.py OUT --isolated --pairs NAME,...    # swapped modules timed alone beside the step's
                                                                     # reading, nothing else (OUT/isolated/)
     python3 gpu/replay_corpus.py OUT --smoke [--pairs NAME,...]     # tiny sizes on the CPU (the test)
@@ -95,6 +96,7 @@ from torch.utils import _pytree as pytree  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from addressable.capture import scopes  # noqa: E402  (the profiler-free module pass `addressable profile` runs)
+from addressable.capture.measure import CPU_STEPS, recorded_at_speed  # noqa: E402  (its reading at the steps' speed)
 from addressable.core.profiler import sync_event_options  # noqa: E402  (the wait records `addressable profile` takes)
 
 SPLIT = ROOT / "results/h200/replay_corpus/split.csv"
@@ -2530,6 +2532,36 @@ PAIRS += [
         "tanh-GELU vs F.gelu(tanh).", seq=224), 18),
 ]
 
+# part 51: held-out 46, 10 new pairs, registered on 7 Dec 2026 before held-out 45 was captured, with the forward of
+# the module_cpu pass read as `profile` reads it from then on: one step at a time, each beside a plain step, at the
+# timed steps' speed (`forward_at_speed`, STEP_SPEED_FROM; measure.recorded_at_speed), which given_paired and
+# given_in_step carry (given_paired_raw: the pass as read before). `given` is unchanged. CPU-bound CNN training first
+# (where the user path missed most), then the regimes whose hooks pass ran furthest from the timed steps
+PAIRS += [
+    Pair("mobilenetv2-train-b76-bn", "cnn", "tiny", 51, p_bn_net("mobilenet_v2", 76, "MobileNetV2"), 30),
+    Pair("resnet18-train-b64-bn", "cnn", "tiny", 51, p_bn(64, True), 18),
+    Pair("resnet18-gn-train-b68", "cnn", "tiny", 51, p_gn_train(68), 18),
+    Pair("efficientnetb0-train-b46-bn", "cnn", "tiny", 51, p_bn_net("efficientnet_b0", 46, "EfficientNet-B0"), 30),
+    Pair("llama-decode-b1-rmsnorm-14l", "decode", "tiny", 51, p_hf_swap(
+        "llama", 14, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "decode",
+        "Llama-3.2-1B shapes cut to 14 layers, decode loop, batch 1, bf16: every RMSNorm eager (fp32 math) vs "
+        "nn.RMSNorm."), 24),
+    Pair("bert-b1-s160-gelu-6l", "enc-infer-b1", "tiny", 51, p_hf_swap(
+        "bert", 6, GELUS, eager_gelu, fused_gelu, "infer",
+        "BERT-base shapes cut to 6 layers (transformers), inference batch 1 x 160: every intermediate GELU eager "
+        "tanh-GELU vs F.gelu(tanh).", seq=160), 18),
+    Pair("llama-b1-s200-rmsnorm-6l", "dec-infer-b1", "tiny", 51, p_hf_swap(
+        "llama", 6, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "infer",
+        "Llama-3.2-1B shapes cut to 6 layers, forward batch 1 x 200, bf16: every RMSNorm eager (fp32 math) vs "
+        "nn.RMSNorm.", seq=200), 18),
+    own_train("gpt-train-b7-s112-gelu", "train-small", 51, "gelu", 7, 512, 4, 8, tokens=112),
+    Pair("llama-train-b3-s200-rmsnorm", "train-small", "tiny", 51, p_hf_swap(
+        "llama", 2, named("LlamaRMSNorm"), rms("eager"), rms("fused"), "train",
+        "Llama-3.2-1B shapes cut to 2 layers, training b3 x 200, bf16 weights: every RMSNorm eager vs nn.RMSNorm.",
+        b=3, seq=200), 18),
+    Pair("resnet18-infer-b116-bn", "cnn", "tiny", 51, p_bn(116, False), 15),
+]
+
 def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
     the first of the regime dev in even regimes (sorted by name) and heldout in odd ones (halves balanced);
@@ -2562,7 +2594,8 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     modules also timed alone, as a user times a win's inputs) heldout42 and part 48 (the same, each side's swapped
     modules also read in the step as scopes.in_step_cpu_us reads a replacement) heldout43 and part 49 (the same, read
     against the original in alternating steps as scopes.paired_cpu reads them) heldout44 and part 50 (the same rules,
-    five pairs) heldout45."""
+    five pairs) heldout45 and part 51 (the same, the module_cpu pass's forward read at the timed steps' speed)
+    heldout46."""
     named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11", 16: "heldout12", 17: "heldout13",
              18: "heldout14", 19: "heldout15", 20: "heldout16", 21: "heldout17",
              22: "heldout18", 23: "heldout19", 24: "heldout20", 25: "heldout21", 26: "heldout22",
@@ -2570,7 +2603,8 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
              31: "heldout27", 32: "heldout28", 33: "heldout29", 34: "heldout30", 35: "heldout31",
              36: "heldout32", 37: "heldout33", 38: "heldout34", 39: "heldout35", 40: "dev5",
              41: "heldout36", 42: "heldout37", 43: "heldout38", 44: "heldout39", 45: "heldout40",
-             46: "heldout41", 47: "heldout42", 48: "heldout43", 49: "heldout44", 50: "heldout45"}
+             46: "heldout41", 47: "heldout42", 48: "heldout43", 49: "heldout44", 50: "heldout45",
+             51: "heldout46"}
     out = {p.name: named.get(p.part, f"heldout{p.part - 1}") for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):
@@ -2680,6 +2714,21 @@ def module_cpu(v: Variant, steps: int) -> dict:
             "backward_modules": backward}
 
 
+def forward_at_speed(v: Variant, step_ms: float) -> dict:
+    """The module_cpu pass's forward as `addressable profile` reads it (part 51 on): CPU_STEPS steps, each
+    under its own scopes.module_cpu and beside a plain step (addressable.capture.measure.recorded_at_speed); per module class, each step's
+    calls and inclusive CPU (None in a step it did not run in), and the host's speed in each step (the plain step over
+    `step_ms`, the side's timed median)."""
+    model = v.models[0] if v.models else None
+    recorders, speed = recorded_at_speed(v.step, lambda: scopes.module_cpu(model), CPU_STEPS if not SMOKE else 2,
+                                         DEV == "cuda", step_ms)
+    steps = [r.table(1).groupby("class")[["calls_per_step", "cpu_us_per_step"]].sum() for r in recorders]
+    classes = sorted(set().union(*(set(t.index) for t in steps)))
+    return {"step_ms_ref": round(step_ms, 4), "speed": [round(x, 4) for x in speed],
+            "modules": {str(k): {c: [round(float(t.loc[k, c]), 2) if k in t.index else None for t in steps]
+                                 for c in ("calls_per_step", "cpu_us_per_step")} for k in classes}}
+
+
 def marked_modules(v: Variant) -> list[nn.Module]:
     return [m for model in v.models for m in model.modules() if isinstance(m, Marked)]
 
@@ -2724,6 +2773,7 @@ def backward_pass(a: Variant, b: Variant, steps: int) -> dict:
 ISOLATED_FROM = 47  # parts from here on also time each side's marked modules alone, as a user times a win's inputs
 IN_STEP_FROM = 48  # ... and read them in the step as `scopes.in_step_cpu_us` does (hooks on them alone)
 PAIRED_FROM = 49  # ... and read both sides in alternating steps as `scopes.paired_cpu` does
+STEP_SPEED_FROM = 51  # ... and read the module_cpu pass's forward at the timed steps' speed as `profile` does
 
 
 def swapped_modules(v: Variant) -> list[nn.Module]:
@@ -2880,6 +2930,9 @@ def capture_pair(p: Pair, d: Path, split: str, seconds: float, extend_s: float =
         measure(a, b, extend_s, rec, min_rounds=1, spread=spread, target=TRUTH_CI)
     extended_s = time.perf_counter() - t_extend
     hooks = {key: module_cpu(v, 5 if not SMOKE else 2) for key, v in (("A", a), ("B", b))}
+    if p.part >= STEP_SPEED_FROM:
+        for key, v in (("A", a), ("B", b)):
+            hooks[key]["forward_at_speed"] = forward_at_speed(v, statistics.median(rec["step_ms"][key]))
     backward = backward_pass(a, b, BACKWARD_PASS_STEPS if not SMOKE else 2) if p.part >= 12 else {}
     in_step = ({key: in_step_cpu(v) for key, v in (("A", a), ("B", b))}
                if p.part >= IN_STEP_FROM and marked_modules(a) and marked_modules(b) else {})
@@ -2912,7 +2965,9 @@ def capture_pair(p: Pair, d: Path, split: str, seconds: float, extend_s: float =
             "isolated_cpu (part 47 on): each side's marked modules timed alone, as a user times a win's cpu_us_after "
             "and backward_cpu_us_after (scopes.forward_cpu_us, scopes.backward_cpu_us), after everything else; in_step_cpu "
             "(part 48 on): the same read in the step, scopes.in_step_cpu_us on them, before the alone timing; paired_cpu "
-            "(part 49 on): both sides read in alternating steps, scopes.paired_cpu, after in_step_cpu"}
+            "(part 49 on): both sides read in alternating steps, scopes.paired_cpu, after in_step_cpu; module_cpu's "
+            "forward_at_speed (part 51 on): its forward again as `profile` reads it, each step beside a plain step "
+            "(speed: the plain step over step_ms_ref, the side's timed median), after its backward steps"}
     for k in ("step_ms", "cpu_ms", "swap_cpu_ms"):  # 0.1 us is below the timer's noise; keeps the file small
         meta[k] = {v: [round(t, 4) for t in ts] for v, ts in meta[k].items()}
     (d / f"{p.name}.json").write_text(json.dumps(meta, indent=1))

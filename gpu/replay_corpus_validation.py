@@ -45,7 +45,9 @@ Part 47 on, `given` is also scored from B's inputs as a user measures them (`use
 given's interval): given_isolated (the replacement timed alone, scopes.forward_cpu_us and backward_cpu_us),
 given_calibrated (the same, times the original's step-over-alone ratio) and given_in_step (read in the step by hooks
 on every module); part 49 on, given_paired (B's CPU over A's read in alternating steps, scopes.paired_cpu, carried
-onto A's hooks reading); --isolated-from gives earlier captures the alone timings (and paired readings) of a later study.
+onto A's hooks reading); part 51 on, A's hooks reading at the timed steps' speed as `profile` reads module_cpu.csv
+from then on (given_paired_raw: as read before); --isolated-from gives earlier captures the alone timings (and paired
+readings) of a later study.
 The model was chosen on the dev half only (most pairs within 5%, then the lowest median |error|: given);
 the error models of given and uniform (intervals.fit_error_model: the 80% quantile of |removed_error|, the error on
 the step fraction removed, per detected regime; on the speedup's scale before held-out 13) are fitted on dev only, and only then are the held-out pairs scored, each held-out set
@@ -109,7 +111,7 @@ from addressable.trace.reader import Trace
 
 # given from B's inputs as a user measures them (part 47 on, `user_inputs`), scored beside it; their interval prefixes
 USER_MODELS = {"given_isolated": "isolated_", "given_calibrated": "calibrated_", "given_in_step": "in_step_",
-               "given_paired": "paired_"}
+               "given_paired": "paired_", "given_paired_raw": "paired_raw_"}
 MODELS = ("uniform", "own", "module", "event", "given", "given_uniform", "given_v1", "given_v2", "given_v3", "given_v4",
           "given_v5")
 PROJECT_MODEL = "given"  # what `project --model replay` runs where a target has both inputs (project_traces)
@@ -120,7 +122,7 @@ HELD = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "
         "heldout23", "heldout24", "heldout25", "heldout26", "heldout27", "heldout28", "heldout29", "heldout30", "heldout31",
         "heldout32", "heldout33", "heldout34", "heldout35", "heldout36", "heldout37", "heldout38",
         "heldout39", "heldout40", "heldout41", "heldout42", "heldout43", "heldout44",
-        "heldout45")  # parts 1-2's half, 3-9, 11, 14-39, 41-50
+        "heldout45", "heldout46")  # parts 1-2's half, 3-9, 11, 14-39, 41-51
 DEV = ("dev", "dev2", "dev3", "dev4", "dev5")  # parts 1-2's half, part 10, part 12, part 13, part 40
 # the statistic of A's unprofiled steps and of the swap group's profiler-free CPU the models read: the median, as
 # `project` reads a run (step_time_ms and host_time_ms are medians) and as the truth is taken (the median of rounds'
@@ -336,6 +338,24 @@ def hooks_per_call(side: dict, classes: set[str]) -> float:
     return (sum(r["cpu_us_per_step"] for r in rows) / sum(r["calls_per_step"] for r in rows)) if rows else float("nan")
 
 
+def at_speed_per_call(side: dict, classes: set[str]) -> float:
+    """The forward CPU per call (µs) of the modules of these classes as `profile` reads module_cpu.csv from part 51 on
+    (the capture's forward_at_speed): each step's CPU over the host's speed then, the median over the steps each class
+    ran in, summed over the classes, over their median calls; NaN without the reading or where none ran."""
+    read = side.get("forward_at_speed") or {}
+    speed = np.asarray(read.get("speed") or [], float)
+    cpu = calls = 0.0
+    for c in classes:
+        row = read.get("modules", {}).get(c)
+        if not row:
+            continue
+        us, n = (np.asarray([np.nan if x is None else x for x in row[k]], float)
+                 for k in ("cpu_us_per_step", "calls_per_step"))
+        cpu += float(np.nanmedian(us / speed))
+        calls += float(np.nanmedian(n))
+    return cpu / calls if calls else float("nan")
+
+
 def timer_per_call(meta: dict, side: str) -> float:
     """The swap group's timer over the timed steps (their Q quantile) per call of `side`'s swapped modules, µs."""
     return float(np.quantile(meta["swap_cpu_ms"][side], Q)) * 1e3 / max(meta["swap_calls_per_step"][side], 1)
@@ -357,7 +377,10 @@ def user_inputs(meta: dict, after: float | None, step_bwd: tuple[float, float] |
                   in_step_cpu_us read it (part 48 on) or as the step's pass read it;
       paired      B's CPU over A's, read in alternating steps by `scopes.paired_cpu` (part 49 on: `paired_cpu`), carried
                   onto A's hooks reading as `project` carries it onto module_cpu.csv's (A's timer reading less what
-                  the ratio removes of the hooks reading); the backward ratio onto A's backward as `given` reads it.
+                  the ratio removes of the hooks reading); the backward ratio onto A's backward as `given` reads it;
+      paired_raw  the same on the hooks pass as read before part 51 (its steps not put at the timed steps' speed).
+    A's hooks reading in in_step and paired is module_cpu.csv's as `profile` reads it: at the timed steps' speed
+    where the capture read it so (part 51 on, `at_speed_per_call`), else the pass as it ran.
     {} without the timings; a backward NaN where none was timed."""
     iso, passes = meta.get("isolated_cpu") or {}, meta.get("module_cpu") or {}
     if after is None or not iso.get("A") or not iso.get("B") or not iso["B"].get("forward_us_per_call"):
@@ -369,6 +392,8 @@ def user_inputs(meta: dict, after: float | None, step_bwd: tuple[float, float] |
         back[side] = float(iso[side].get("backward_us_per_call") or np.nan)
     if np.isnan(hook["B"]):
         return {}
+    hook_a = at_speed_per_call(passes.get("A", {}), {c["module"] for c in iso["A"]["calls"]})
+    hook_a = hook["A"] if np.isnan(hook_a) else hook_a  # module_cpu.csv's reading of the original
     a_step_back = step_bwd[0] / max(meta["swap_calls_per_step"]["A"], 1) if step_bwd is not None else np.nan
     a_timer = timer_per_call(meta, "A")
     b_step = (meta.get("in_step_cpu") or {}).get("B") or {}  # part 48 on: as `scopes.in_step_cpu_us` reads it
@@ -376,12 +401,12 @@ def user_inputs(meta: dict, after: float | None, step_bwd: tuple[float, float] |
     b_bwd = b_step.get("backward_us_per_call") or (step_bwd[1] if step_bwd is not None else np.nan)
     paired = meta.get("paired_cpu") or {}
     ratio, ratio_back = (paired.get(k) for k in ("forward_ratio", "backward_ratio"))
-    return {"in_step": (b_fwd + a_timer - hook["A"], b_bwd if step_bwd is not None else np.nan),
+    return {"in_step": (b_fwd + a_timer - hook_a, b_bwd if step_bwd is not None else np.nan),
             "isolated": (after - (hook["B"] - alone["B"]), back["B"]),
             "calibrated": (after - (hook["B"] - alone["B"] * hook["A"] / alone["A"]),
                            back["B"] * a_step_back / back["A"]),
-            **({"paired": (a_timer - (1 - ratio) * hook["A"],
-                           ratio_back * a_step_back if ratio_back is not None else np.nan)} if ratio is not None else {})}
+            **({kind: (a_timer - (1 - ratio) * a_hooks, ratio_back * a_step_back if ratio_back is not None else np.nan)
+                for kind, a_hooks in (("paired", hook_a), ("paired_raw", hook["A"]))} if ratio is not None else {})}
 
 
 def hooked_backward_steps(meta: dict) -> dict:

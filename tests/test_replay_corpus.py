@@ -7,6 +7,7 @@ import csv
 import gzip
 import importlib.util
 import json
+import statistics
 import subprocess
 import sys
 import tarfile
@@ -348,6 +349,7 @@ LATER_PARTS = {
     "resnet18-gn-train-b52": ("heldout42", 1),  # the same, each side's GroupNorms also timed alone
     "resnet18-gn-train-b56": ("heldout43", 1),  # the same, each side's GroupNorms also read as in_step_cpu_us reads
     "resnet18-gn-train-b60": ("heldout44", 1),  # the same, both sides' GroupNorms also read in alternating steps
+    "resnet18-gn-train-b68": ("heldout46", 1),  # the same, the hooks pass's forward also read at the steps' speed
 }
 
 
@@ -385,6 +387,15 @@ def test_smoke_run_of_the_later_held_out_parts(tmp_path: Path) -> None:
             assert 0 < paired["forward_ratio"] < 1 and paired["backward_ratio"] > 0
         else:
             assert meta.get("paired_cpu", {}) == {}
+        for side in "AB":  # part 51 on: the hooks pass's forward again, each step beside a plain step
+            at_speed = meta["module_cpu"][side].get("forward_at_speed")
+            if meta["part"] < 51:
+                assert at_speed is None
+                continue
+            norm = at_speed["modules"][("EagerGroupNorm", "GroupNorm")["AB".index(side)]]
+            assert len(at_speed["speed"]) == len(norm["cpu_us_per_step"]) == 2 and min(at_speed["speed"]) > 0
+            assert at_speed["step_ms_ref"] == pytest.approx(statistics.median(meta["step_ms"][side]), abs=1e-3)
+            assert min(norm["cpu_us_per_step"]) > 0 and norm["calls_per_step"] == [meta["swap_calls_per_step"][side]] * 2
 
 
 @pytest.mark.slow
@@ -1292,6 +1303,27 @@ def test_isolated_cpu_table_reads_alone_over_the_step_per_side_and_half(tmp_path
     assert res.returncode == 2 and res.stderr.strip().startswith("no pair under") and "Traceback" not in res.stderr
 
 
+def test_user_inputs_read_the_originals_hooks_pass_at_the_timed_steps_speed_from_part_51_on() -> None:
+    """Part 51 on, module_cpu.csv's reading of the original is at the timed steps' speed: each step's CPU over the
+    host's speed then (here 200, 400 and 240 us over 4 calls at speeds 1, 2 and 1.2: 50 us a call each), the median;
+    given_paired and given_in_step carry it, given_paired_raw the pass as it ran (100 us a call)."""
+    mod = _load("replay_corpus_validation")
+    meta = _timed_alone_meta()
+    meta["paired_cpu"] = {"forward_ratio": 0.5, "backward_ratio": None}
+    meta["module_cpu"]["A"]["forward_at_speed"] = {
+        "step_ms_ref": 10.0, "speed": [1.0, 2.0, 1.2],
+        "modules": {"Eager": {"calls_per_step": [4.0, 4.0, 4.0], "cpu_us_per_step": [200.0, 400.0, 240.0]},
+                    "Net": {"calls_per_step": [1.0, None, 1.0], "cpu_us_per_step": [8000.0, None, 9000.0]}}}
+    assert mod.at_speed_per_call(meta["module_cpu"]["A"], {"Eager"}) == pytest.approx(50.0)
+    assert mod.at_speed_per_call(meta["module_cpu"]["A"], {"Net"}) == pytest.approx(7750.0)  # the steps it ran in
+    assert np.isnan(mod.at_speed_per_call(meta["module_cpu"]["B"], {"Fused"}))  # not read so
+    out = mod.user_inputs(meta, after=45.0, step_bwd=None)
+    assert out["paired"][0] == pytest.approx(125.0 - 0.5 * 50.0)
+    assert out["paired_raw"][0] == pytest.approx(125.0 - 0.5 * 100.0)
+    assert out["in_step"][0] == pytest.approx(30.0 + 125.0 - 50.0)
+    assert set(mod.USER_MODELS) >= {"given_paired", "given_paired_raw"}
+
+
 def test_hooks_pass_speed_reads_each_pairs_pass_over_its_timed_step(tmp_path: Path) -> None:
     """gpu/hooks_pass_speed.py: A's hooks-pass step over its timed step from the capture, only pairs with a paired
     reading, and a one-line error with too few of them."""
@@ -1335,3 +1367,12 @@ def test_part_50_is_held_out_45_five_pairs_cnn_training_first() -> None:
     rc = _module()
     _new_part(50, "heldout45", 5, ["mobilenetv2", "resnet18", "efficientnetb0", "llama", "bert"], 3, 240)
     assert all(p.part >= rc.PAIRED_FROM for p in rc.PAIRS if p.part == 50)
+
+
+def test_part_51_is_held_out_46_its_originals_forward_read_at_the_timed_steps_speed() -> None:
+    """Part 51 (heldout46): 10 new pairs in one call, CPU-bound CNN training first; from it on the module_cpu pass's
+    forward is read again as `profile` reads it, each step beside a plain step (measure.recorded_at_speed)."""
+    rc = _module()
+    _new_part(51, "heldout46", 10, ["mobilenetv2", "resnet18", "resnet18", "efficientnetb0", "llama"], 6, 420)
+    assert rc.STEP_SPEED_FROM == 51 > rc.PAIRED_FROM
+    assert "heldout46" in _load("replay_corpus_validation").HELD

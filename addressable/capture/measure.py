@@ -362,43 +362,55 @@ def host_times(step: Step, n: int) -> list[float]:
     return distributed.max_across_ranks(times)
 
 
-CPU_STEPS = 3  # steps of the profiler-free module CPU pass (module_cpu.csv)
-# steps of its backward pass, each timed apart and each beside a plain step that says how fast the host was then
-# (the host's speed moves by up to 2x from step to step; the validation corpus chose this reading, docs/replay.md)
+# steps of the profiler-free module CPU pass (module_cpu.csv), forward and backward apart (the backward's hooks cost
+# forward CPU), each step timed apart and beside a plain step that says how fast the host was then (the host's speed
+# moves by up to 2x from step to step; the validation corpus chose this reading for the backward, and its held-out 46
+# checks it for the forward, docs/replay.md)
+CPU_STEPS = 5
 BACKWARD_CPU_STEPS = 10
 
 
-def host_normalized(tables: list[pd.DataFrame], speed: list[float]) -> pd.DataFrame:
-    """The backward pass's per-step tables (module, class, backward_calls_per_step, backward_cpu_us_per_step)
-    as one: each step's CPU time over the host's speed in that step (a plain step beside it over the run's
-    step time: 1.3 means the host ran 1.3x slower then), the median over the steps a module ran in."""
-    steps = [t.assign(backward_cpu_us_per_step=t["backward_cpu_us_per_step"] / s)
-             for t, s in zip(tables, speed, strict=True)]
-    return pd.concat(steps).groupby(["module", "class"], as_index=False, sort=False).median()
+def host_normalized(tables: list[pd.DataFrame], speed: list[float],
+                    column: str = "backward_cpu_us_per_step") -> pd.DataFrame:
+    """A hooked pass's per-step tables (module, class, then the pass's columns) as one: each step's CPU time
+    (`column`) over the host's speed in that step (a plain step beside it over the run's step time: 1.3 means the
+    host ran 1.3x slower then), the median over the steps a module ran in (other columns: the median if numeric,
+    else the first step's)."""
+    table = pd.concat([t.assign(**{column: t[column] / s}) for t, s in zip(tables, speed, strict=True)])
+    numeric = set(table.select_dtypes("number").columns)
+    how = {c: "median" if c in numeric else "first" for c in table.columns if c not in ("module", "class")}
+    return table.groupby(["module", "class"], as_index=False, sort=False).agg(how)
+
+
+def recorded_at_speed(step: Step, record: Callable[[], Any], n: int, cuda: bool, step_ms: float
+                      ) -> tuple[list[Any], list[float]]:
+    """n steps, each under its own recorder (`record()`, a context manager) and started on an idle GPU (synchronised),
+    each followed by a plain step: the recorders, and the host's speed in each step (the plain step over the run's
+    step time `step_ms`; 1.0 where that is not known)."""
+    recorders, speed = [], []
+    for _ in range(n):
+        with record() as rec:
+            if cuda:
+                torch.cuda.synchronize()
+            step()
+            if cuda:
+                torch.cuda.synchronize()
+        recorders.append(rec)
+        speed.append(_timed_steps(step, 1, cuda, None)[0] / step_ms if step_ms > 0 else 1.0)
+    return recorders, speed
 
 
 def _module_cpu(step: Step, model: torch.nn.Module, n: int, cuda: bool, step_ms: float) -> pd.DataFrame:
-    """Each module's CPU time per step over n steps under scopes.module_cpu (no profiler), then its backward's
-    under scopes.module_backward_cpu (its hooks cost forward CPU, so apart), BACKWARD_CPU_STEPS steps each
-    followed by a plain one, read at the run's speed (`host_normalized`, `step_ms` the run's step time; empty
-    where no backward ran); each step started on an idle GPU (synchronised), as the corpus's pass
-    (gpu/replay_corpus.py) does."""
-    def recorded(recorder: Callable[[torch.nn.Module], Any], steps: int) -> Any:
-        with recorder(model) as rec:
-            for _ in range(steps):
-                if cuda:
-                    torch.cuda.synchronize()
-                step()
-            if cuda:
-                torch.cuda.synchronize()
-        return rec
-
-    forward = recorded(module_cpu, n).table(n)
-    backward, speed = [], []
+    """Each module's CPU time per step under scopes.module_cpu (no profiler), n steps, then its backward's under
+    scopes.module_backward_cpu, BACKWARD_CPU_STEPS steps, each step followed by a plain one and read at the run's
+    speed (`recorded_at_speed`, `host_normalized`; `step_ms` the run's step time; the backward empty where none ran),
+    as the corpus's pass (gpu/replay_corpus.py) does."""
+    recorders, speed = recorded_at_speed(step, lambda: module_cpu(model), n, cuda, step_ms)
+    forward = host_normalized([r.table(1) for r in recorders], speed, "cpu_us_per_step")
     try:
-        for _ in range(BACKWARD_CPU_STEPS):
-            backward.append(recorded(module_backward_cpu, 1).table(1))
-            speed.append(_timed_steps(step, 1, cuda, None)[0] / step_ms if step_ms > 0 else 1.0)
+        recorders, speed = recorded_at_speed(step, lambda: module_backward_cpu(model), BACKWARD_CPU_STEPS, cuda,
+                                             step_ms)
+        backward = [r.table(1) for r in recorders]
     except (AttributeError, RuntimeError):  # a torch without autograd's sequence counter: the forward's still count
         backward = []
     if not any(len(t) for t in backward):

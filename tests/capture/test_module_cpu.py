@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import torch
 
-from addressable.capture.measure import host_normalized, measurement
+from addressable.capture.measure import host_normalized, measurement, recorded_at_speed
 from addressable.capture.profile import profile_workload, resolve_config
 from addressable.capture.scopes import (
     backward_cpu_us,
@@ -304,6 +304,41 @@ def test_the_backward_pass_is_read_at_the_runs_speed() -> None:
     # a module that ran in some steps only is read over those
     t = host_normalized([step(1200.0), step(300.0).assign(module="b")], [2.0, 0.5])
     assert dict(zip(t["module"], t["backward_cpu_us_per_step"], strict=True)) == {"a": 600.0, "b": 600.0}
+
+
+def test_the_forward_pass_is_read_at_the_runs_speed_with_its_dtypes_kept() -> None:
+    """The forward's steps are read as the backward's are: CPU over the host's speed, the median; the dtypes stay."""
+    def step(us: float) -> pd.DataFrame:
+        return pd.DataFrame({"module": ["a"], "class": ["A"], "calls_per_step": [2.0], "cpu_us_per_step": [us],
+                             "input_dtype": ["float16"], "output_dtype": ["float32"]})
+    t = host_normalized([step(900.0), step(300.0), step(330.0)], [3.0, 1.0, 1.1], "cpu_us_per_step")
+    assert list(t.columns) == ["module", "class", "calls_per_step", "cpu_us_per_step", "input_dtype", "output_dtype"]
+    assert t.iloc[0].tolist() == ["a", "A", 2.0, 300.0, "float16", "float32"]
+
+
+def test_recorded_at_speed_reads_each_step_beside_a_plain_one() -> None:
+    """A host that slows step by step: each hooked step and the plain step after it are slowed alike, so each
+    reading over its speed comes back to the run's step time, where the raw readings grow 4x."""
+    calls = []
+
+    def step() -> None:  # step k (hooked or plain) sleeps 10 ms times its pair's slowness, 1, 2, 3, 4
+        time.sleep(0.010 * (1 + len(calls) // 2))
+        calls.append(1)
+
+    class Clock:
+        def __enter__(self) -> Clock:
+            self.t0 = time.perf_counter()
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.us = (time.perf_counter() - self.t0) * 1e6
+
+    recorders, speed = recorded_at_speed(step, Clock, 4, False, 10.0)
+    raw = [r.us for r in recorders]
+    assert len(calls) == 8 and raw[3] > 3 * raw[0]
+    # a loaded machine oversleeps by a ms or so, each step apart: the read speeds stay within a quarter of the run's
+    assert all(0.75 < r / s / 10_000 < 1.33 for r, s in zip(raw, speed, strict=True))
+    assert recorded_at_speed(step, Clock, 1, False, 0.0)[1] == [1.0]  # no step time known: read as it ran
 
 
 def test_a_torch_without_the_sequence_counter_still_gets_the_forward(tmp_path: Path, monkeypatch) -> None:
