@@ -13,6 +13,7 @@ from addressable import classify_trace
 from addressable.capture.measure import measurement
 from addressable.capture.profile import profile_workload, resolve_config
 from addressable.core.errors import AddressableError
+from addressable.runs.folder import read_module_cpu
 from addressable.verification.runner import verify
 
 pytestmark = pytest.mark.gpu
@@ -34,6 +35,13 @@ def test_profile_resnet_training_on_the_gpu(tmp_path: Path) -> None:
     # each host step returns once its CPU is done, before its kernels are: no later than a whole step, synchronised
     assert 0 < doc["host_time_ms"] < 2 * doc["step_time_ms"]
     assert "NVIDIA" in json.loads((res.path / "manifest.json").read_text())["gpu"]
+    # module_cpu.csv: each module once a step, forward and backward, each step read at the run's speed
+    cpu = read_module_cpu(res.path)
+    assert cpu is not None
+    norms = cpu[cpu["class"] == "BatchNorm2d"]
+    assert len(norms) == 53 and (norms["calls_per_step"] == 1.0).all() and (norms["backward_calls_per_step"] == 1.0).all()
+    root = cpu.set_index("module").loc[""]
+    assert 0 < norms["cpu_us_per_step"].sum() < root["cpu_us_per_step"] < 3e3 * doc["step_time_ms"]
 
 
 def test_overlapping_streams_are_seen(tmp_path: Path) -> None:
