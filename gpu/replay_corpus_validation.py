@@ -133,8 +133,10 @@ Q = 0.5
 # of the host can hold most of them; chosen on part 10, dev2, with replay.SPILLOVER)
 BACKWARD_Q = 0.0
 # which hooked steps give the backward's profiler-free CPU: "pass", the interleaved pass after the timing (part 12 on),
-# or "spread", the hooked steps after every timing round (part 40 on; the pass where a capture lacks them)
-BACKWARD_SOURCE = "pass"
+# "spread", the hooked steps after every timing round (part 40 on; the pass where a capture lacks them), or "both"
+# pooled (chosen after held-out 44 on the even parts of 40-49, the odd parts checking: gpu/backward_source_choice.py;
+# "pass" before; held-outs 45 and 46 score it)
+BACKWARD_SOURCE = "both"
 # the consumer-cast term (replay.consumer_casts, taken by the rule registered before held-out 38): where a pair's swap
 # removes its module's consumers' casts (swap_dtypes.csv: A's modules return a dtype other than their input's, B's
 # their input's), given also removes those casts, as `project` does for a win whose output_dtype says so: each pair's
@@ -411,8 +413,13 @@ def user_inputs(meta: dict, after: float | None, step_bwd: tuple[float, float] |
 
 def hooked_backward_steps(meta: dict) -> dict:
     """The capture's hooked steps BACKWARD_SOURCE names: those after every timing round ("spread", where the capture
-    has them) or the interleaved pass after the timing; {} for a capture with neither."""
-    return (BACKWARD_SOURCE == "spread" and meta.get("backward_spread")) or meta.get("backward_pass") or {}
+    has them), the interleaved pass after the timing ("pass"), or both pooled ("both", each variant's steps of the
+    two one after the other; the pass alone where a capture has no spread); {} for a capture with neither."""
+    spread, passed = meta.get("backward_spread") or {}, meta.get("backward_pass") or {}
+    if BACKWARD_SOURCE == "both" and spread and passed:
+        return {k: {c: list(passed[k][c]) + list(spread[k][c]) for c in ("cpu_us_steps", "calls_steps", "step_ms")}
+                for k in "AB"}
+    return (BACKWARD_SOURCE == "spread" and spread) or passed
 
 
 def interleaved_backward(meta: dict, step_a: float) -> tuple[float, float] | None:
@@ -654,10 +661,10 @@ def main(argv: list[str] | None = None) -> int:
                     "were spread through them)")
     ap.add_argument("--drop-sync-records", action="store_true", help="drop the traces' records of the GPU's waits "
                     "(part 30 on) on load, their waits then inferred from timing: a reading beside the score")
-    ap.add_argument("--backward-source", choices=["pass", "spread"], default=BACKWARD_SOURCE,
+    ap.add_argument("--backward-source", choices=["pass", "spread", "both"], default=BACKWARD_SOURCE,
                     help="the hooked steps a measured backward is read from: the interleaved pass after the timing "
-                    "(part 12 on) or the steps after every timing round (part 40 on; the pass where a capture lacks "
-                    f"them); default {BACKWARD_SOURCE}")
+                    "(part 12 on), the steps after every timing round (part 40 on; the pass where a capture lacks "
+                    f"them) or both pooled; default {BACKWARD_SOURCE}")
     ap.add_argument("--corpus-regime", default=None, help="read only the pairs the corpus files under this regime "
                     "(their JSON's `regime`, split.csv's: cnn, train-small, ...), to scan a constant that touches them alone")
     ap.add_argument("--pairs", default=None, metavar="REGEX", help="read only the pairs whose name this matches "

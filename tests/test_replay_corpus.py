@@ -850,6 +850,55 @@ def test_part_40_on_reads_the_backward_after_every_timing_round(tmp_path: Path) 
     assert read["spread"] != read["pass"]
 
 
+def test_the_backward_is_read_from_both_sources_pooled() -> None:
+    """BACKWARD_SOURCE "both": each variant's steps of the pass, then of the spread, read as one (the median of each
+    step over the host's speed then); the pass alone where a capture has no spread; "pass" and "spread" each alone."""
+    mod = _load("replay_corpus_validation")
+
+    def steps(cpu: list[float], step_ms: list[float], calls: float) -> dict:
+        return {"cpu_us_steps": cpu, "calls_steps": [calls] * len(cpu), "step_ms": step_ms}
+    meta = {"backward_pass": {"A": steps([100.0, 110.0], [10.0, 10.0], 4.0), "B": steps([40.0, 40.0], [8.0, 8.0], 4.0)},
+            "backward_spread": {"A": steps([300.0, 120.0, 130.0], [20.0, 10.0, 10.0], 4.0),
+                                "B": steps([90.0, 50.0, 60.0], [20.0, 10.0, 10.0], 4.0)}}
+    read = {}
+    try:
+        for source in ("pass", "spread", "both"):
+            mod.BACKWARD_SOURCE = source
+            read[source] = mod.interleaved_backward(meta, 10.0)
+            assert mod.interleaved_backward({**meta, "backward_spread": {}}, 10.0) == pytest.approx((105.0, 10.0))
+    finally:
+        mod.BACKWARD_SOURCE = "both"
+    assert read["pass"] == pytest.approx((105.0, 10.0))
+    assert read["spread"] == pytest.approx((130.0, 50.0 / 4))  # 300 at twice A's step counts as 150 (B's 90 as 45)
+    assert read["both"] == pytest.approx((120.0, 45.0 / 4))  # 100, 110, 150, 120, 130; 40, 40, 45, 50, 60
+
+
+def test_backward_source_choice_scores_each_source_on_the_even_parts_and_checks_on_the_odd(tmp_path: Path,
+                                                                                          monkeypatch) -> None:
+    """gpu/backward_source_choice.py: given per source on the pairs with spread steps, chosen by the even parts'
+    count within ±5% then their median; a bad source list and a corpus without spread steps are one-line errors."""
+    mod = _load("backward_source_choice")
+    for part, name, spread in ((40, "a", True), (41, "b", True), (39, "c", False)):
+        (tmp_path / "c" / f"part-{part}").mkdir(parents=True)
+        (tmp_path / "c" / f"part-{part}" / f"{name}.json").write_text(json.dumps({"backward_spread": {"A": 1} if spread else {}}))
+    assert mod.with_spread(tmp_path / "c") == ["a", "b"]
+    given = {"pass": (1.06, 1.0), "spread": (1.04, 1.09), "both": (1.03, 1.01)}  # a (even), b (odd) over measured 1
+
+    def fake_main(argv: list[str]) -> int:
+        source, out = argv[argv.index("--backward-source") + 1], argv[argv.index("--out") + 1]
+        assert argv[argv.index("--pairs") + 1] == "^(a|b)$"
+        pd.DataFrame({"pair": ["a", "b"], "given": given[source], "measured": [1.0, 1.0], "inside": [True, False]}
+                     ).to_csv(out, index=False)
+        return 0
+    monkeypatch.setattr(mod.cv, "main", fake_main)
+    assert mod.main([str(tmp_path / "c"), "--out", str(tmp_path / "o")]) == 0
+    t = pd.read_csv(tmp_path / "o" / "backward_source_choice.csv").set_index("source")
+    assert t.loc["pass", "even_within"] == 0 and t.loc["both", "even_within"] == t.loc["spread", "even_within"] == 1
+    assert t.loc["spread", "odd_within"] == 0 and t.loc["both", "even_median"] == pytest.approx(0.03)
+    assert mod.main([str(tmp_path / "c"), "--sources", "pass,median"]) == 2
+    assert mod.main([str(tmp_path / "c" / "part-39")]) == 2
+
+
 def test_host_sample_noise_reads_a_slow_host_mode_as_profile_would(tmp_path: Path) -> None:
     """A GPU-bound pair (step 20 ms throughout) whose host ran at 12 ms but at 18 ms in rounds 6 and 11 of 12: three
     spread rounds (0, 6, 11) read the slow mode twice and their median is 18 ms (+50%) whatever the step says; twelve

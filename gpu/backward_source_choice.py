@@ -1,0 +1,79 @@
+"""The choice behind replay_corpus_validation.BACKWARD_SOURCE (CPU, over gpu/replay_corpus.py's parts 40-49;
+docs/replay.md).
+
+A training pair's measured backward is read from hooked steps: the interleaved pass after the timing ("pass"), the
+steps after every timing round ("spread", part 40 on), or both pooled ("both"). `given` is run with each on every
+pair that has the spread steps, and the source with the most even-part pairs within ±5% (then the lowest median
+|error|) is chosen; the odd parts check it.
+
+    python gpu/backward_source_choice.py CORPUS [--sources pass,spread,both]
+        [--out outputs/replay_corpus/backward_source_choice]
+
+About 2 min a source on this project's 2-core CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import replay_corpus_validation as cv
+from forward_pool_scan import parts
+
+FIT_ON = ",".join(("dev", *cv.DEV[1:], *cv.HELD))
+
+
+def with_spread(corpus: Path) -> list[str]:
+    """The captured pairs that read their backward in steps after every timing round too."""
+    return sorted(f.stem for f in corpus.glob("part-*/*.json")
+                  if "." not in f.stem and json.loads(f.read_text()).get("backward_spread"))
+
+
+def scores(t: pd.DataFrame, part: dict[str, int]) -> dict[str, float]:
+    """Pairs, pairs within ±5%, the median |error| of given and pairs inside its interval, on the even and the odd
+    parts."""
+    e = (t["given"] / t["measured"] - 1).abs()
+    even = t["pair"].map(part) % 2 == 0
+    return {f"{half}_{k}": v for half, m in (("even", even), ("odd", ~even))
+            for k, v in (("pairs", int(m.sum())), ("within", int((e[m] <= 0.05).sum())),
+                         ("median", round(float(e[m].median()), 4)), ("inside", int(t.loc[m, "inside"].sum())))}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("corpus", type=Path)
+    ap.add_argument("--sources", default="pass,spread,both")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--out", type=Path, default=Path("outputs/replay_corpus/backward_source_choice"))
+    args = ap.parse_args(argv)
+    sources = args.sources.split(",")
+    if not set(sources) <= {"pass", "spread", "both"}:
+        print(f"--sources: {args.sources}: each must be pass, spread or both", file=sys.stderr)
+        return 2
+    names = with_spread(args.corpus)
+    if not names:
+        print(f"no pair under {args.corpus} has backward_spread", file=sys.stderr)
+        return 2
+    part = parts(args.corpus)
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for source in sources:
+        csv = args.out / f"{source}.csv"
+        cv.main([str(args.corpus), "--truth", "rounds", "--fit-on", FIT_ON, "--pairs", "^(" + "|".join(names) + ")$",
+                 "--backward-source", source, "--jobs", str(args.jobs), "--out", str(csv)])
+        rows.append({"source": source, **scores(pd.read_csv(csv), part)})
+    table = pd.DataFrame(rows)
+    chosen = table.sort_values(["even_within", "even_median"], ascending=[False, True]).iloc[0]["source"]
+    print(table.to_string(index=False))
+    print(f"chosen on the even parts: {chosen}")
+    table.to_csv(args.out / "backward_source_choice.csv", index=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
