@@ -25,11 +25,12 @@ TRUTH_CI = 0.02  # issue 27: the truth known to ±2% (95%)
 
 
 INSIDE = {"given": "inside", "given_isolated": "isolated_inside", "given_calibrated": "calibrated_inside",
-          "given_in_step": "in_step_inside", "given_paired": "paired_inside"}
+          "given_in_step": "in_step_inside", "given_paired": "paired_inside", "given_paired_raw": "paired_raw_inside"}
 USER = {"given_isolated": "the replacement timed alone, as a user times it",
         "given_calibrated": "timed alone, calibrated by the original's step over alone",
         "given_in_step": "the replacement read in the step by hooks on every module",  # part 47 on
-        "given_paired": "the replacement's ratio to the original, read in alternating steps"}  # part 49 on
+        "given_paired": "the replacement's ratio to the original, read in alternating steps",  # part 49 on
+        "given_paired_raw": "the same, on the original's hooks pass as read before part 51"}
 
 
 def summary(t: pd.DataFrame, label: str, model: str = "given") -> str:
