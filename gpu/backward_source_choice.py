@@ -23,7 +23,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import replay_corpus_validation as cv
-from forward_pool_scan import parts
+from forward_pool_scan import chosen, parts, scores
 
 FIT_ON = ",".join(("dev", *cv.DEV[1:], *cv.HELD))
 
@@ -32,16 +32,6 @@ def with_spread(corpus: Path) -> list[str]:
     """The captured pairs that read their backward in steps after every timing round too."""
     return sorted(f.stem for f in corpus.glob("part-*/*.json")
                   if "." not in f.stem and json.loads(f.read_text()).get("backward_spread"))
-
-
-def scores(t: pd.DataFrame, part: dict[str, int]) -> dict[str, float]:
-    """Pairs, pairs within ±5%, the median |error| of given and pairs inside its interval, on the even and the odd
-    parts."""
-    e = (t["given"] / t["measured"] - 1).abs()
-    even = t["pair"].map(part) % 2 == 0
-    return {f"{half}_{k}": v for half, m in (("even", even), ("odd", ~even))
-            for k, v in (("pairs", int(m.sum())), ("within", int((e[m] <= 0.05).sum())),
-                         ("median", round(float(e[m].median()), 4)), ("inside", int(t.loc[m, "inside"].sum())))}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,10 +57,9 @@ def main(argv: list[str] | None = None) -> int:
         cv.main([str(args.corpus), "--truth", "rounds", "--fit-on", FIT_ON, "--pairs", "^(" + "|".join(names) + ")$",
                  "--backward-source", source, "--jobs", str(args.jobs), "--out", str(csv)])
         rows.append({"source": source, **scores(pd.read_csv(csv), part)})
-    table = pd.DataFrame(rows)
-    chosen = table.sort_values(["even_within", "even_median"], ascending=[False, True]).iloc[0]["source"]
+    table, source = chosen(rows, "source")
     print(table.to_string(index=False))
-    print(f"chosen on the even parts: {chosen}")
+    print(f"chosen on the even parts: {source}")
     table.to_csv(args.out / "backward_source_choice.csv", index=False)
     return 0
 

@@ -48,11 +48,20 @@ def typical_ratio(before: pd.DataFrame, part: dict[str, int]) -> float:
 
 
 def scores(t: pd.DataFrame, part: dict[str, int]) -> dict[str, float]:
-    """Pairs within ±5% and the median |error| of given, on the even and the odd parts."""
+    """Pairs within ±5% and the median |error| of given (and pairs inside its interval, where `t` has them), on the
+    even and the odd parts."""
     e = (t["given"] / t["measured"] - 1).abs()
     even = t["pair"].map(part) % 2 == 0
     return {f"{half}_{k}": v for half, m in (("even", even), ("odd", ~even))
-            for k, v in (("pairs", int(m.sum())), ("within", int((e[m] <= 0.05).sum())), ("median", float(e[m].median())))}
+            for k, v in (("pairs", int(m.sum())), ("within", int((e[m] <= 0.05).sum())), ("median", float(e[m].median())),
+                         *((("inside", int(t.loc[m, "inside"].sum())),) if "inside" in t else ()))}
+
+
+def chosen(rows: list[dict], key: str) -> tuple[pd.DataFrame, object]:
+    """The scan's table (one row per candidate, with `scores`) and the `key` of the candidate with the most even-part
+    pairs within ±5%, then the lowest even-part median |error|."""
+    table = pd.DataFrame(rows)
+    return table, table.sort_values(["even_within", "even_median"], ascending=[False, True]).iloc[0][key]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,10 +86,9 @@ def main(argv: list[str] | None = None) -> int:
                  "--forward-pool-conv", str(w), "--forward-pool-ratio", str(ratio), "--jobs", str(args.jobs),
                  "--out", str(csv)])
         rows.append({"w": w, "ratio": ratio, **scores(pd.read_csv(csv), part)})
-    table = pd.DataFrame(rows)
-    chosen = table.sort_values(["even_within", "even_median"], ascending=[False, True]).iloc[0]["w"]
+    table, w = chosen(rows, "w")
     print(table.to_string(index=False))
-    print(f"chosen on the even parts: w {chosen:g} (ratio {ratio})")
+    print(f"chosen on the even parts: w {w:g} (ratio {ratio})")
     table.to_csv(args.out / "forward_pool_scan.csv", index=False)
     return 0
 
