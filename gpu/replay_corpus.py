@@ -53,6 +53,7 @@ The split into dev and heldout is fixed before any data exists: results/h200/rep
                                                                          # also read as scopes.paired_cpu reads them
     python3 gpu/replay_corpus.py "$OUT" --part 50 --budget-s 240    # held-out 45: 5 new, part 49's rules
     python3 gpu/replay_corpus.py "$OUT" --part 51 --budget-s 420    # held-out 46: 10 new, the forward at speed
+    python3 gpu/replay_corpus.py "$OUT" --part 52 --budget-s 170    # held-out 47: 3 new, part 51's rules
     python3 gpu/replay_corpus.py OUT --isolated --pairs NAME,...    # swapped modules timed alone beside the step's
                                                                     # reading, nothing else (OUT/isolated/)
     python3 gpu/replay_corpus.py OUT --smoke [--pairs NAME,...]     # tiny sizes on the CPU (the test)
@@ -2562,6 +2563,18 @@ PAIRS += [
     Pair("resnet18-infer-b116-bn", "cnn", "tiny", 51, p_bn(116, False), 15),
 ]
 
+# part 52: held-out 47, 3 new pairs, registered on 7 Dec 2026 after held-outs 45 and 46 were read, with no change to
+# the model: part 51's rules, for the short device call left that session. CPU-bound CNN training (BatchNorm and
+# GroupNorm ResNet-18) and batch-1 encoder inference
+PAIRS += [
+    Pair("resnet18-gn-train-b72", "cnn", "tiny", 52, p_gn_train(72), 18),
+    Pair("resnet18-train-b68-bn", "cnn", "tiny", 52, p_bn(68, True), 18),
+    Pair("bert-b1-s128-gelu-7l", "enc-infer-b1", "tiny", 52, p_hf_swap(
+        "bert", 7, GELUS, eager_gelu, fused_gelu, "infer",
+        "BERT-base shapes cut to 7 layers (transformers), inference batch 1 x 128: every intermediate GELU eager "
+        "tanh-GELU vs F.gelu(tanh).", seq=128), 18),
+]
+
 def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
     the first of the regime dev in even regimes (sorted by name) and heldout in odd ones (halves balanced);
@@ -2595,7 +2608,7 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     modules also read in the step as scopes.in_step_cpu_us reads a replacement) heldout43 and part 49 (the same, read
     against the original in alternating steps as scopes.paired_cpu reads them) heldout44 and part 50 (the same rules,
     five pairs) heldout45 and part 51 (the same, the module_cpu pass's forward read at the timed steps' speed)
-    heldout46."""
+    heldout46 and part 52 (the same rules, three pairs) heldout47."""
     named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11", 16: "heldout12", 17: "heldout13",
              18: "heldout14", 19: "heldout15", 20: "heldout16", 21: "heldout17",
              22: "heldout18", 23: "heldout19", 24: "heldout20", 25: "heldout21", 26: "heldout22",
@@ -2604,7 +2617,7 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
              36: "heldout32", 37: "heldout33", 38: "heldout34", 39: "heldout35", 40: "dev5",
              41: "heldout36", 42: "heldout37", 43: "heldout38", 44: "heldout39", 45: "heldout40",
              46: "heldout41", 47: "heldout42", 48: "heldout43", 49: "heldout44", 50: "heldout45",
-             51: "heldout46"}
+             51: "heldout46", 52: "heldout47"}
     out = {p.name: named.get(p.part, f"heldout{p.part - 1}") for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):

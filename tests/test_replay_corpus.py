@@ -1425,3 +1425,11 @@ def test_part_51_is_held_out_46_its_originals_forward_read_at_the_timed_steps_sp
     _new_part(51, "heldout46", 10, ["mobilenetv2", "resnet18", "resnet18", "efficientnetb0", "llama"], 6, 420)
     assert rc.STEP_SPEED_FROM == 51 > rc.PAIRED_FROM
     assert "heldout46" in _load("replay_corpus_validation").HELD
+
+
+def test_part_52_is_held_out_47_three_pairs_under_part_51s_rules() -> None:
+    """Part 52 (heldout47): 3 new pairs for one short call, CPU-bound CNN training first, under part 51's rules."""
+    rc = _module()
+    _new_part(52, "heldout47", 3, ["resnet18", "resnet18", "bert"], 2, 170)
+    assert all(p.part >= rc.STEP_SPEED_FROM for p in rc.PAIRS if p.part == 52)
+    assert "heldout47" in _load("replay_corpus_validation").HELD
