@@ -342,20 +342,16 @@ def hooks_per_call(side: dict, classes: set[str]) -> float:
 
 def at_speed_per_call(side: dict, classes: set[str]) -> float:
     """The forward CPU per call (µs) of the modules of these classes as `profile` reads module_cpu.csv from part 51 on
-    (the capture's forward_at_speed): each step's CPU over the host's speed then, the median over the steps each class
-    ran in, summed over the classes, over their median calls; NaN without the reading or where none ran."""
+    (the capture's forward_at_speed): per class, each step's CPU over the host's speed then and its calls, the medians
+    over the steps it ran in, read as `hooks_per_call` reads a pass; NaN without the reading or where none ran."""
     read = side.get("forward_at_speed") or {}
     speed = np.asarray(read.get("speed") or [], float)
-    cpu = calls = 0.0
-    for c in classes:
-        row = read.get("modules", {}).get(c)
-        if not row:
-            continue
-        us, n = (np.asarray([np.nan if x is None else x for x in row[k]], float)
-                 for k in ("cpu_us_per_step", "calls_per_step"))
-        cpu += float(np.nanmedian(us / speed))
-        calls += float(np.nanmedian(n))
-    return cpu / calls if calls else float("nan")
+
+    def steps(row: dict, key: str) -> np.ndarray:
+        return np.asarray([np.nan if x is None else x for x in row[key]], float)
+    return hooks_per_call({"modules": {c: {"calls_per_step": float(np.nanmedian(steps(row, "calls_per_step"))),
+                                           "cpu_us_per_step": float(np.nanmedian(steps(row, "cpu_us_per_step") / speed))}
+                                       for c, row in read.get("modules", {}).items()}}, classes)
 
 
 def timer_per_call(meta: dict, side: str) -> float:
