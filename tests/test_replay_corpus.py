@@ -1433,3 +1433,14 @@ def test_part_52_is_held_out_47_three_pairs_under_part_51s_rules() -> None:
     _new_part(52, "heldout47", 3, ["resnet18", "resnet18", "bert"], 2, 170)
     assert all(p.part >= rc.STEP_SPEED_FROM for p in rc.PAIRS if p.part == 52)
     assert "heldout47" in _load("replay_corpus_validation").HELD
+
+
+def test_part_53_is_held_out_48_the_next_members_of_the_families_that_missed() -> None:
+    """Part 53 (heldout48): 16 new pairs under part 51's rules, one of each family that missed ±5% on held-outs
+    33-43 first (GroupNorm CNN training, a whole-block swap, a side-stream swap, kept-dtype BatchNorm training)."""
+    rc = _module()
+    _new_part(53, "heldout48", 16, ["resnet18", "gpt", "two", "resnet34", "resnet18"], 12, 480)
+    new = [p for p in rc.PAIRS if p.part == 53]
+    assert {p.swap for p in new} == {"tiny", "block", "side-stream", "main-stream"}
+    assert all(p.part >= rc.STEP_SPEED_FROM for p in new)
+    assert "heldout48" in _load("replay_corpus_validation").HELD
