@@ -55,6 +55,7 @@ The split into dev and heldout is fixed before any data exists: results/h200/rep
     python3 gpu/replay_corpus.py "$OUT" --part 51 --budget-s 420    # held-out 46: 10 new, the forward at speed
     python3 gpu/replay_corpus.py "$OUT" --part 52 --budget-s 170    # held-out 47: 3 new, part 51's rules
     python3 gpu/replay_corpus.py "$OUT" --part 53 --budget-s 480    # held-out 48: 16 new, the families that missed
+    python3 gpu/replay_corpus.py "$OUT" --part 54 --budget-s 480    # held-out 49: 10 new, kept-dtype CNN training
     python3 gpu/replay_corpus.py OUT --isolated --pairs NAME,...    # swapped modules timed alone beside the step's
                                                                     # reading, nothing else (OUT/isolated/)
     python3 gpu/replay_corpus.py OUT --smoke [--pairs NAME,...]     # tiny sizes on the CPU (the test)
@@ -2604,6 +2605,27 @@ PAIRS += [
          p_two_stream(MAIN_STREAM_SWAPS["rmsnorm"], 3072, swap_on_main=True, gemms=5), 18),
 ]
 
+# part 54: held-out 49, 10 new pairs, registered on 7 Dec 2026 after held-out 48 was read, with one change to the
+# model: a CNN's measured backward whose what-ifs have no consumer-cast term spills replay.SPILLOVER_CONV_KEPT (0.05,
+# chosen on the even parts' kept-dtype CNN training pairs, the odd parts checking: gpu/kept_dtype_spill_choice.py).
+# Its class only: CPU-bound CNN training whose swap keeps its output's dtype (GroupNorm; BatchNorm returning its
+# input's dtype), on ResNet-18/34/50, MobileNetV2, RegNetY-400MF and EfficientNet-B0, at batches the corpus never ran;
+# one of each family first
+PAIRS += [
+    Pair("resnet18-gn-train-b26", "cnn", "tiny", 54, p_gn_train(26), 18),
+    Pair("resnet18-train-b16-bnkd", "cnn", "tiny", 54, p_bn(16, True, same_dtype=True), 18),
+    Pair("mobilenetv2-gn-train-b20", "cnn", "tiny", 54, p_gn_net("mobilenet_v2", 20, "MobileNetV2"), 35),
+    Pair("resnet34-train-b12-bnkd", "cnn", "tiny", 54, p_bn_net("resnet34", 12, "ResNet-34", same_dtype=True), 25),
+    Pair("regnety400mf-gn-train-b16", "cnn", "tiny", 54, p_gn_net("regnet_y_400mf", 16, "RegNetY-400MF"), 30),
+    Pair("resnet50-train-b16-bnkd", "cnn", "tiny", 54, p_bn_net("resnet50", 16, "ResNet-50", same_dtype=True), 30),
+    Pair("resnet34-gn-train-b12", "cnn", "tiny", 54, p_gn_net("resnet34", 12, "ResNet-34"), 30),
+    Pair("mobilenetv2-train-b24-bnkd", "cnn", "tiny", 54,
+         p_bn_net("mobilenet_v2", 24, "MobileNetV2", same_dtype=True), 35),
+    Pair("resnet18-gn-train-b38", "cnn", "tiny", 54, p_gn_train(38), 18),
+    Pair("efficientnetb0-train-b10-bnkd", "cnn", "tiny", 54,
+         p_bn_net("efficientnet_b0", 10, "EfficientNet-B0", same_dtype=True), 35),
+]
+
 def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
     the first of the regime dev in even regimes (sorted by name) and heldout in odd ones (halves balanced);
@@ -2638,7 +2660,7 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     against the original in alternating steps as scopes.paired_cpu reads them) heldout44 and part 50 (the same rules,
     five pairs) heldout45 and part 51 (the same, the module_cpu pass's forward read at the timed steps' speed)
     heldout46 and part 52 (the same rules, three pairs) heldout47 and part 53 (the same rules, the families that
-    missed) heldout48."""
+    missed) heldout48 and part 54 (the same, the kept-dtype spill) heldout49."""
     named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11", 16: "heldout12", 17: "heldout13",
              18: "heldout14", 19: "heldout15", 20: "heldout16", 21: "heldout17",
              22: "heldout18", 23: "heldout19", 24: "heldout20", 25: "heldout21", 26: "heldout22",
@@ -2647,7 +2669,7 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
              36: "heldout32", 37: "heldout33", 38: "heldout34", 39: "heldout35", 40: "dev5",
              41: "heldout36", 42: "heldout37", 43: "heldout38", 44: "heldout39", 45: "heldout40",
              46: "heldout41", 47: "heldout42", 48: "heldout43", 49: "heldout44", 50: "heldout45",
-             51: "heldout46", 52: "heldout47", 53: "heldout48"}
+             51: "heldout46", 52: "heldout47", 53: "heldout48", 54: "heldout49"}
     out = {p.name: named.get(p.part, f"heldout{p.part - 1}") for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):

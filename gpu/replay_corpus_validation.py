@@ -122,7 +122,8 @@ HELD = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "
         "heldout23", "heldout24", "heldout25", "heldout26", "heldout27", "heldout28", "heldout29", "heldout30", "heldout31",
         "heldout32", "heldout33", "heldout34", "heldout35", "heldout36", "heldout37", "heldout38",
         "heldout39", "heldout40", "heldout41", "heldout42", "heldout43", "heldout44",
-        "heldout45", "heldout46", "heldout47", "heldout48")  # parts 1-2's half, 3-9, 11, 14-39, 41-53
+        "heldout45", "heldout46", "heldout47", "heldout48",
+        "heldout49")  # parts 1-2's half, 3-9, 11, 14-39, 41-54
 DEV = ("dev", "dev2", "dev3", "dev4", "dev5")  # parts 1-2's half, part 10, part 12, part 13, part 40
 # the statistic of A's unprofiled steps and of the swap group's profiler-free CPU the models read: the median, as
 # `project` reads a run (step_time_ms and host_time_ms are medians) and as the truth is taken (the median of rounds'
@@ -183,7 +184,7 @@ def casts_removed(dtypes: pd.DataFrame) -> dict[str, bool]:
 
 def cast_whatif() -> WhatIf:
     """The consumers' casts of the swap group's output (`consumer_casts`) gone, with their launches."""
-    return WhatIf(lambda t, g: consumer_casts(g, t, swap_ranges(t)), 1.0, 1.0, 1.0, 0.0)
+    return WhatIf(lambda t, g: consumer_casts(g, t, swap_ranges(t)), 1.0, 1.0, 1.0, 0.0, casts=True)
 
 
 def whatifs(changes: list[Change], forward: bool, cpu: Callable[[Trace, Graph], GroupCpu] | None,
@@ -598,7 +599,8 @@ def corpus_pairs(root: Path) -> list[tuple[Path, str]]:
 
 
 # the replay's constants a run may set, to scan them on the development data (default: the shipped ones)
-MODEL_CONSTANTS = {"spillover": "SPILLOVER", "spillover_conv": "SPILLOVER_CONV", "backward_pool": "BACKWARD_POOL", "backward_pool_conv": "BACKWARD_POOL_CONV",
+MODEL_CONSTANTS = {"spillover": "SPILLOVER", "spillover_conv": "SPILLOVER_CONV",
+                   "spillover_conv_kept": "SPILLOVER_CONV_KEPT", "backward_pool": "BACKWARD_POOL", "backward_pool_conv": "BACKWARD_POOL_CONV",
                    "forward_pool_conv": "FORWARD_POOL_CONV", "forward_pool_ratio": "FORWARD_POOL_RATIO",
                    "host_step_slack": "HOST_STEP_SLACK", "host_first": "HOST_FIRST", "host_weighted": "HOST_WEIGHTED"}
 # a folder of `gpu/replay_corpus.py --isolated` readings (NAME.isolated.json) for captures without isolated_cpu
@@ -612,7 +614,8 @@ HOST_AT_STEP_SPEED = False
 
 
 def add_model_constants(ap: argparse.ArgumentParser) -> None:
-    """--spillover, --spillover-conv (the same for a CNN's measured backward), --backward-pool (a measured backward's weight on the uniform CPU scale, runs other than CNNs),
+    """--spillover, --spillover-conv (the same for a CNN's measured backward), --spillover-conv-kept (a CNN's without
+    the consumer-cast term), --backward-pool (a measured backward's weight on the uniform CPU scale, runs other than CNNs),
     --backward-pool-conv (the same for a CNN), --forward-pool-conv (a CNN's measured forward group's),
     --forward-pool-ratio (its target over the uniform fit's scale),
     --host-step-slack, --host-first (1: a step with no backward fits

@@ -899,6 +899,43 @@ def test_backward_source_choice_scores_each_source_on_the_even_parts_and_checks_
     assert mod.main([str(tmp_path / "c" / "part-39")]) == 2
 
 
+def test_kept_dtype_spill_choice_reads_the_cnn_training_pairs_without_consumer_casts(tmp_path: Path, monkeypatch,
+                                                                                      capsys) -> None:
+    """gpu/kept_dtype_spill_choice.py: the CNN training pairs with a measured backward whose swap removes no consumer
+    casts (swap_dtypes.csv) are scored at each spill (--spillover-conv-kept) and the spill is chosen by the even
+    parts; a bad spill list and a corpus without swap_dtypes.csv are one-line errors."""
+    mod = _load("kept_dtype_spill_choice")
+    c = tmp_path / "c"
+    pairs = ((10, "gn-train", "cnn", True), (11, "bnkd-train", "cnn", True), (12, "bn-train", "cnn", True),
+             (12, "gn-infer", "cnn", True), (13, "vit-train", "train-small", True), (14, "old-train", "cnn", False))
+    for part, name, regime, bwd in pairs:
+        (c / f"part-{part}").mkdir(parents=True, exist_ok=True)
+        (c / f"part-{part}" / f"{name}.json").write_text(
+            json.dumps({"regime": regime, **({"backward_pass": {"A": {}}} if bwd else {})}))
+    dtypes = "pair,part,a_in,a_out,a_calls,b_in,b_out,b_calls,device,error\n" + "".join(
+        f"{n},{p},bfloat16,{a},1,bfloat16,{b},1,cuda,\n" for n, p, a, b in (
+            ("gn-train", 10, "float32", "float32"), ("bnkd-train", 11, "bfloat16", "bfloat16"),
+            ("bn-train", 12, "float32", "bfloat16")))  # only bn-train's swap removes its consumers' casts
+    (c / "swap_dtypes.csv").write_text(dtypes)
+    assert mod.kept_dtype_training(c) == ["bnkd-train", "gn-train"]
+    given = {0.0: (0.96, 0.97), 0.05: (0.99, 1.02), 0.1: (1.04, 1.07), 0.15: (1.09, 1.12)}  # gn (even), bnkd (odd)
+
+    def fake_main(argv: list[str]) -> int:
+        spill, out = float(argv[argv.index("--spillover-conv-kept") + 1]), argv[argv.index("--out") + 1]
+        assert argv[argv.index("--pairs") + 1] == "^(bnkd-train|gn-train)$"
+        pd.DataFrame({"pair": ["gn-train", "bnkd-train"], "given": given[spill], "measured": [1.0, 1.0]}
+                     ).to_csv(out, index=False)
+        return 0
+    monkeypatch.setattr(mod.cv, "main", fake_main)
+    assert mod.main([str(c), "--out", str(tmp_path / "o")]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "chosen on the even parts: 0.05"
+    t = pd.read_csv(tmp_path / "o" / "kept_dtype_spill_choice.csv").set_index("spill")
+    assert list(t["even_within"]) == [1, 1, 1, 0] and list(t["odd_within"]) == [1, 1, 0, 0]
+    assert t.loc[0.05, "even_median"] == pytest.approx(0.01) and t.loc[0.0, "even_median"] == pytest.approx(0.04)
+    assert mod.main([str(c), "--spills", "0,x"]) == 2
+    assert mod.main([str(c / "part-10")]) == 2
+
+
 def test_host_sample_noise_reads_a_slow_host_mode_as_profile_would(tmp_path: Path) -> None:
     """A GPU-bound pair (step 20 ms throughout) whose host ran at 12 ms but at 18 ms in rounds 6 and 11 of 12: three
     spread rounds (0, 6, 11) read the slow mode twice and their median is 18 ms (+50%) whatever the step says; twelve
@@ -1444,3 +1481,12 @@ def test_part_53_is_held_out_48_the_next_members_of_the_families_that_missed() -
     assert {p.swap for p in new} == {"tiny", "block", "side-stream", "main-stream"}
     assert all(p.part >= rc.STEP_SPEED_FROM for p in new)
     assert "heldout48" in _load("replay_corpus_validation").HELD
+
+
+def test_part_54_is_held_out_49_cnn_training_that_keeps_its_dtype() -> None:
+    """Part 54 (heldout49): 10 new CNN training pairs whose swap keeps its output's dtype (GroupNorm, kept-dtype
+    BatchNorm), the class replay.SPILLOVER_CONV_KEPT was chosen on, one of each family first."""
+    rc = _module()
+    _new_part(54, "heldout49", 10, ["resnet18", "resnet18", "mobilenetv2", "resnet34", "regnety400mf"], 10, 480)
+    assert all("-gn-" in p.name or p.name.endswith("-bnkd") for p in rc.PAIRS if p.part == 54)
+    assert "heldout49" in _load("replay_corpus_validation").HELD

@@ -570,8 +570,8 @@ def _whatifs(run: Run, groups: list[Group], owner: Callable[[Trace, replay_model
     Model given (docs/replay.md): a module group's forward calls (one per head module call) keep their
     measured profiler-free CPU scale and each takes the replacement's cpu_us_after; its other kernels
     (the backward) are a second what-if: measured like the forward where module_cpu.csv timed the heads'
-    backward and the win gives backward_cpu_us_after (the rest of the CPU then spills, replay.SPILLOVER; a CNN's
-    measured backward scale is pooled toward the step's, replay.BACKWARD_POOL_CONV, and its measured forward group's
+    backward and the win gives backward_cpu_us_after (the rest of the CPU then spills, replay.SPILLOVER; in a CNN's run
+    SPILLOVER_CONV with the consumer-cast term below, SPILLOVER_CONV_KEPT without; a CNN's measured backward scale is pooled toward the step's, replay.BACKWARD_POOL_CONV, and its measured forward group's
     toward a multiple of it, replay.FORWARD_POOL_CONV), else replayed under two
     hypotheses (its launches at the forward's measured scale, and the rest's). Where the win's output_dtype
     says the replacement returns the dtype the module took and the module returned another, the casts its
@@ -598,7 +598,7 @@ def _whatifs(run: Run, groups: list[Group], owner: Callable[[Trace, replay_model
         if isinstance(casts, str):
             untold.append(f"{grp.target.group}: {casts}")
         elif casts:
-            whatifs.append(replay_model.WhatIf(_consumer_casts(inputs.heads), 1.0, 1.0, 1.0, 0.0))
+            whatifs.append(replay_model.WhatIf(_consumer_casts(inputs.heads), 1.0, 1.0, 1.0, 0.0, casts=True))
         given.append(grp.target.group)
     model = "given" if given and not fallback else "mixed" if given else "uniform"
     wanted = run.module_cpu is not None or any(not (math.isnan(g.cpu_us_after) and math.isnan(g.cpu_ratio_after))

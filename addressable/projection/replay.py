@@ -1297,6 +1297,11 @@ SPILLOVER = 0.1
 # its module's consumers, which the spill had stood in for; chosen with BACKWARD_POOL_CONV and the term on every pair of
 # parts 1-42 of the validation corpus before held-out 38 was captured (gpu/cnn_constants_scan.py, docs/replay.md)
 SPILLOVER_CONV = 0.0
+# the same for a CNN whose what-ifs have no consumer-cast term (its swap keeps its output's dtype, or the win does not
+# say): nothing stands in for the spill there. Chosen among 0, 0.05, 0.1 and 0.15 on the even parts' 39 CNN training
+# pairs whose swap removes no consumer casts (GroupNorm, BatchNorm returning its input's dtype), the odd parts' 38
+# checking, before held-out 49 was captured (gpu/kept_dtype_spill_choice.py, docs/replay.md)
+SPILLOVER_CONV_KEPT = 0.05
 # a measured backward's CPU scale is pooled toward the uniform fit's (the whole step's), scale^(1-w) * uniform^w:
 # the profiler-free pass reads an eager CNN norm's backward low and unsteadily. w for a CNN (`is_convnet`), chosen
 # on parts 10-17 of the validation corpus (and checked across their halves) before held-out 14; 0 for the rest,
@@ -1418,6 +1423,9 @@ class WhatIf:
     # `cpu_after_us` (the replacement's backward CPU per call): regime " measured backward", and the rest of
     # the CPU spills (SPILLOVER)
     backward: bool = False
+    # the consumer-cast term (`consumer_casts`): a CNN's run with one spills SPILLOVER_CONV, one without
+    # SPILLOVER_CONV_KEPT
+    casts: bool = False
 
 
 @dataclass
@@ -1540,7 +1548,9 @@ def _rank_projection(trace: Trace, g: Graph, whatifs: Sequence[WhatIf], ceiling:
             measured |= c.calls
 
     before = cpu_work(g, (), scale) if measured.any() else 0.0
-    spill = SPILLOVER_CONV if measured.any() and is_convnet(trace) else SPILLOVER
+    spill = SPILLOVER
+    if measured.any() and is_convnet(trace):
+        spill = SPILLOVER_CONV if any(w.casts for w in whatifs) else SPILLOVER_CONV_KEPT
 
     def replayed(which: str, dispatch: str) -> Replay:
         ch = changes(which, dispatch)
@@ -1599,7 +1609,8 @@ def project_traces(paths: Sequence[str | Path | Trace], whatifs: Sequence[WhatIf
     point is their geometric mean and the interval spans both (`speedup_wall_hypotheses`). A backward
     what-if with its own `cpu` and `cpu_after_us` (`backward`: its nodes timed profiler-free, and the
     replacement's) is replayed as a forward one is, and the rest of the CPU then loses SPILLOVER × the CPU
-    time the what-ifs removed (`spilled_scale`; SPILLOVER_CONV for a CNN).
+    time the what-ifs removed (`spilled_scale`; for a CNN, SPILLOVER_CONV with the consumer-cast term and
+    SPILLOVER_CONV_KEPT without).
     """
     likes = (True, False) if step_us and any(w.scale_like is not None for w in whatifs) else (False,)
     rows: dict[bool, list[dict[str, Any]]] = {like: [] for like in likes}

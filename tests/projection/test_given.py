@@ -204,7 +204,8 @@ def test_a_measured_backward_is_replayed_like_a_forward_and_the_rest_spills(tmp_
     (scale 0.5), fused into one launch whose measured backward CPU is 40 us: 60 us of the step's CPU goes. The
     forward keeps act's 0.5, so the rest (calls 0, 1, 6 and 9: 310 us profiled) is fitted to r = 458/310 (the
     90 us before call 0 at the median per-call scale, 0.5: 45 + 310 r + 200 + 100 = 803), and the step
-    becomes 743 us. The rest then spills SPILLOVER x 60 us (6 us at 0.1): 737 us; in a CNN's run SPILLOVER_CONV."""
+    becomes 743 us. The rest then spills SPILLOVER x 60 us (6 us at 0.1): 737 us; in a CNN's run SPILLOVER_CONV with
+    the consumer-cast term and SPILLOVER_CONV_KEPT without."""
     from addressable.projection import replay
     trace, _, fwd = forward_whatif(tmp_path)
     ev = trace.events
@@ -225,13 +226,18 @@ def test_a_measured_backward_is_replayed_like_a_forward_and_the_rest_spills(tmp_
     monkeypatch.setattr(replay, "SPILLOVER", 0.0)
     res = project_traces([trace], [fwd, measured], none, 803.0)
     assert not isinstance(res, str) and res.speedup_wall == pytest.approx(803 / 743, rel=1e-3)
-    # a CNN's measured backward spills SPILLOVER_CONV (unpooled here), not SPILLOVER
+    # a CNN's measured backward spills SPILLOVER_CONV (unpooled here) beside the consumer-cast term (a what-if of no
+    # GPU op here, so it changes nothing else), and SPILLOVER_CONV_KEPT without one; never SPILLOVER
     monkeypatch.setattr(replay, "is_convnet", lambda t: True)
     monkeypatch.setattr(replay, "BACKWARD_POOL_CONV", 0.0)
-    for conv, step in ((0.0, 743), (0.1, 737)):
+    casts = WhatIf(none, 1.0, 1.0, 1.0, 0.0, casts=True)
+    for conv, kept, step, kept_step in ((0.0, 0.1, 743, 737), (0.1, 0.0, 737, 743), (0.05, 0.05, 740, 740)):
         monkeypatch.setattr(replay, "SPILLOVER_CONV", conv)
-        res = project_traces([trace], [fwd, measured], none, 803.0)
-        assert not isinstance(res, str) and res.speedup_wall == pytest.approx(803 / step, rel=1e-3)
+        monkeypatch.setattr(replay, "SPILLOVER_CONV_KEPT", kept)
+        with_term = project_traces([trace], [casts, fwd, measured], none, 803.0)
+        without = project_traces([trace], [fwd, measured], none, 803.0)
+        assert not isinstance(with_term, str) and with_term.speedup_wall == pytest.approx(803 / step, rel=1e-3)
+        assert not isinstance(without, str) and without.speedup_wall == pytest.approx(803 / kept_step, rel=1e-3)
     monkeypatch.undo()
     # without the replacement's backward CPU nothing is measured after the swap: no spill, no regime
     monkeypatch.setattr(replay, "SPILLOVER", 0.1)
@@ -261,7 +267,7 @@ def test_a_cnns_measured_backward_is_pooled_toward_the_uniform_scale(tmp_path: P
     none = lambda t, gg: np.zeros(gg.n_gpu, bool)  # noqa: E731
     monkeypatch.setattr(replay, "BACKWARD_POOL_CONV", 0.5)
     monkeypatch.setattr(replay, "BACKWARD_POOL", 0.0)
-    monkeypatch.setattr(replay, "SPILLOVER_CONV", replay.SPILLOVER)  # the pooling alone tells the runs apart
+    monkeypatch.setattr(replay, "SPILLOVER_CONV_KEPT", replay.SPILLOVER)  # the pooling alone tells the runs apart
     plain = project_traces([trace], [fwd, measured(100.0)], none, 803.0)
     monkeypatch.setattr(replay, "is_convnet", lambda t: True)
     cnn = project_traces([trace], [fwd, measured(100.0)], none, 803.0)

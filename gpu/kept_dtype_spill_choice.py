@@ -1,0 +1,80 @@
+"""The choice behind replay.SPILLOVER_CONV_KEPT (CPU, over gpu/replay_corpus.py's parts 10-53; docs/replay.md).
+
+A CNN's measured backward spills nothing (SPILLOVER_CONV 0): the consumer-cast term, which removes the casts a swap
+saves its module's consumers, took the place of the spill when both were chosen on every CNN pair together (held-out
+38's rule). A swap that keeps its output's dtype (GroupNorm, BatchNorm that returns its input's dtype) has no casts
+to remove, so nothing stands in for the spill there. For each candidate spill, `given` is run on the CNN training
+pairs whose swap removes no consumer casts (CORPUS/swap_dtypes.csv), and the spill with the most even-part pairs
+within ±5% (then the lowest median |error|) is chosen; the odd parts check it.
+
+    python gpu/kept_dtype_spill_choice.py CORPUS [--spills 0,0.05,0.1,0.15]
+        [--out outputs/replay_corpus/kept_dtype_spill_choice]
+
+About 2 min a spill on this project's 2-core CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import replay_corpus_validation as cv
+from forward_pool_scan import chosen, parts, scores
+
+FIT_ON = ",".join(("dev", *cv.DEV[1:], *cv.HELD))
+
+
+def kept_dtype_training(corpus: Path) -> list[str]:
+    """The captured CNN training pairs with a measured backward whose swap removes no consumer casts."""
+    casts = cv.casts_removed(pd.read_csv(corpus / "swap_dtypes.csv"))
+    out = []
+    for f in corpus.glob("part-*/*.json"):
+        if "." in f.stem:
+            continue
+        meta = json.loads(f.read_text())
+        if meta.get("regime") == "cnn" and "-train" in f.stem and meta.get("backward_pass") and not casts.get(f.stem):
+            out.append(f.stem)
+    return sorted(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("corpus", type=Path)
+    ap.add_argument("--spills", default="0,0.05,0.1,0.15")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--out", type=Path, default=Path("outputs/replay_corpus/kept_dtype_spill_choice"))
+    args = ap.parse_args(argv)
+    try:
+        spills = [float(s) for s in args.spills.split(",")]
+    except ValueError:
+        print(f"--spills: {args.spills}: not a comma-separated list of numbers", file=sys.stderr)
+        return 2
+    if not (args.corpus / "swap_dtypes.csv").is_file():
+        print(f"{args.corpus / 'swap_dtypes.csv'} is not a file (gpu/swap_dtypes.py writes it)", file=sys.stderr)
+        return 2
+    names = kept_dtype_training(args.corpus)
+    if not names:
+        print(f"no CNN training pair under {args.corpus} keeps its output's dtype", file=sys.stderr)
+        return 2
+    part = parts(args.corpus)
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for spill in spills:
+        csv = args.out / f"s{spill:g}.csv"
+        cv.main([str(args.corpus), "--truth", "rounds", "--fit-on", FIT_ON, "--pairs", "^(" + "|".join(names) + ")$",
+                 "--spillover-conv-kept", str(spill), "--jobs", str(args.jobs), "--out", str(csv)])
+        rows.append({"spill": spill, **scores(pd.read_csv(csv), part)})
+    table, spill = chosen(rows, "spill")
+    print(table.to_string(index=False))
+    print(f"chosen on the even parts: {spill:g}")
+    table.to_csv(args.out / "kept_dtype_spill_choice.csv", index=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
