@@ -19,11 +19,9 @@ import json
 import sys
 from pathlib import Path
 
-import pandas as pd
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import replay_corpus_validation as cv
-from forward_pool_scan import chosen, parts, scores
+from forward_pool_scan import scan
 
 FIT_ON = ",".join(("dev", *cv.DEV[1:], *cv.HELD))
 
@@ -49,18 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     if not names:
         print(f"no pair under {args.corpus} has backward_spread", file=sys.stderr)
         return 2
-    part = parts(args.corpus)
-    args.out.mkdir(parents=True, exist_ok=True)
-    rows = []
-    for source in sources:
-        csv = args.out / f"{source}.csv"
-        cv.main([str(args.corpus), "--truth", "rounds", "--fit-on", FIT_ON, "--pairs", "^(" + "|".join(names) + ")$",
-                 "--backward-source", source, "--jobs", str(args.jobs), "--out", str(csv)])
-        rows.append({"source": source, **scores(pd.read_csv(csv), part)})
-    table, source = chosen(rows, "source")
-    print(table.to_string(index=False))
-    print(f"chosen on the even parts: {source}")
-    table.to_csv(args.out / "backward_source_choice.csv", index=False)
+    pairs = ["--pairs", "^(" + "|".join(names) + ")$"]
+    runs = [(source, source, [*pairs, "--backward-source", source]) for source in sources]
+    print(f"chosen on the even parts: {scan(args.corpus, args.out, 'backward_source_choice', 'source', runs, FIT_ON, args.jobs)}")
     return 0
 
 

@@ -64,6 +64,24 @@ def chosen(rows: list[dict], key: str) -> tuple[pd.DataFrame, object]:
     return table, table.sort_values(["even_within", "even_median"], ascending=[False, True]).iloc[0][key]
 
 
+def scan(corpus: Path, out: Path, table_name: str, key: str, runs: list[tuple[object, str, list[str]]], fit_on: str,
+         jobs: int, **fixed: object) -> object:
+    """Runs `given` once per candidate (its `key` value, its CSV's stem under `out`, its flags to the validation),
+    scores each on the even and odd parts, prints the table and writes it to OUT/TABLE_NAME.csv (with the `fixed`
+    columns); returns the candidate chosen on the even parts (`chosen`)."""
+    part = parts(corpus)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for value, stem, flags in runs:
+        csv = out / f"{stem}.csv"
+        cv.main([str(corpus), "--truth", "rounds", "--fit-on", fit_on, *flags, "--jobs", str(jobs), "--out", str(csv)])
+        rows.append({key: value, **fixed, **scores(pd.read_csv(csv), part)})
+    table, best = chosen(rows, key)
+    print(table.to_string(index=False))
+    table.to_csv(out / f"{table_name}.csv", index=False)
+    return best
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("corpus", type=Path)
@@ -75,21 +93,12 @@ def main(argv: list[str] | None = None) -> int:
     if not args.before.is_file():
         print(f"--before: {args.before} is not a file", file=sys.stderr)
         return 2
-    part = parts(args.corpus)
-    ratio = round(typical_ratio(pd.read_csv(args.before), part), 2)
+    ratio = round(typical_ratio(pd.read_csv(args.before), parts(args.corpus)), 2)
     print(f"ratio (median group over uniform scale, even parts' CNN training): {ratio}")
-    args.out.mkdir(parents=True, exist_ok=True)
-    rows = []
-    for w in (float(x) for x in args.weights.split(",")):
-        csv = args.out / f"w{w:g}.csv"
-        cv.main([str(args.corpus), "--truth", "rounds", "--fit-on", FIT_ON, "--corpus-regime", "cnn",
-                 "--forward-pool-conv", str(w), "--forward-pool-ratio", str(ratio), "--jobs", str(args.jobs),
-                 "--out", str(csv)])
-        rows.append({"w": w, "ratio": ratio, **scores(pd.read_csv(csv), part)})
-    table, w = chosen(rows, "w")
-    print(table.to_string(index=False))
+    runs = [(w, f"w{w:g}", ["--corpus-regime", "cnn", "--forward-pool-conv", str(w), "--forward-pool-ratio", str(ratio)])
+            for w in (float(x) for x in args.weights.split(","))]
+    w = scan(args.corpus, args.out, "forward_pool_scan", "w", runs, FIT_ON, args.jobs, ratio=ratio)
     print(f"chosen on the even parts: w {w:g} (ratio {ratio})")
-    table.to_csv(args.out / "forward_pool_scan.csv", index=False)
     return 0
 
 

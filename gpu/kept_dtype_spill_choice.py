@@ -24,7 +24,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import replay_corpus_validation as cv
-from forward_pool_scan import chosen, parts, scores
+from forward_pool_scan import scan
 
 FIT_ON = ",".join(("dev", *cv.DEV[1:], *cv.HELD))
 
@@ -61,18 +61,10 @@ def main(argv: list[str] | None = None) -> int:
     if not names:
         print(f"no CNN training pair under {args.corpus} keeps its output's dtype", file=sys.stderr)
         return 2
-    part = parts(args.corpus)
-    args.out.mkdir(parents=True, exist_ok=True)
-    rows = []
-    for spill in spills:
-        csv = args.out / f"s{spill:g}.csv"
-        cv.main([str(args.corpus), "--truth", "rounds", "--fit-on", FIT_ON, "--pairs", "^(" + "|".join(names) + ")$",
-                 "--spillover-conv-kept", str(spill), "--jobs", str(args.jobs), "--out", str(csv)])
-        rows.append({"spill": spill, **scores(pd.read_csv(csv), part)})
-    table, spill = chosen(rows, "spill")
-    print(table.to_string(index=False))
+    pairs = ["--pairs", "^(" + "|".join(names) + ")$"]
+    runs = [(spill, f"s{spill:g}", [*pairs, "--spillover-conv-kept", str(spill)]) for spill in spills]
+    spill = scan(args.corpus, args.out, "kept_dtype_spill_choice", "spill", runs, FIT_ON, args.jobs)
     print(f"chosen on the even parts: {spill:g}")
-    table.to_csv(args.out / "kept_dtype_spill_choice.csv", index=False)
     return 0
 
 

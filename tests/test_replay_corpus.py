@@ -1490,3 +1490,30 @@ def test_part_54_is_held_out_49_cnn_training_that_keeps_its_dtype() -> None:
     _new_part(54, "heldout49", 10, ["resnet18", "resnet18", "mobilenetv2", "resnet34", "regnety400mf"], 10, 480)
     assert all("-gn-" in p.name or p.name.endswith("-bnkd") for p in rc.PAIRS if p.part == 54)
     assert "heldout49" in _load("replay_corpus_validation").HELD
+
+
+def test_forward_pool_scan_reads_its_ratio_from_the_even_parts_and_chooses_the_weight_on_them(tmp_path: Path,
+                                                                                              monkeypatch) -> None:
+    """gpu/forward_pool_scan.py: the ratio is the even parts' median group over uniform scale of the CPU-bound CNN
+    training pairs (1.2 here; the odd part's 3.0 is not read), each weight runs the CNN pairs at that ratio, and the
+    weight is chosen by the even parts; a missing --before is a one-line error."""
+    mod = _load("forward_pool_scan")
+    for part, name in ((10, "a"), (11, "b")):
+        (tmp_path / "c" / f"part-{part}").mkdir(parents=True)
+        (tmp_path / "c" / f"part-{part}" / f"{name}.json").write_text("{}")
+    pd.DataFrame({"pair": ["a", "b"], "regime_given": [mod.TRAINING] * 2, "group_scale": [0.6, 1.5],
+                  "cpu_scale": [0.5, 0.5]}).to_csv(tmp_path / "before.csv", index=False)
+    given = {0.0: (1.06, 1.0), 0.5: (1.02, 1.09)}  # a (even), b (odd) over measured 1
+
+    def fake_main(argv: list[str]) -> int:
+        assert argv[argv.index("--forward-pool-ratio") + 1] == "1.2" and "--corpus-regime" in argv
+        w, out = float(argv[argv.index("--forward-pool-conv") + 1]), argv[argv.index("--out") + 1]
+        pd.DataFrame({"pair": ["a", "b"], "given": given[w], "measured": [1.0, 1.0]}).to_csv(out, index=False)
+        return 0
+    monkeypatch.setattr(mod.cv, "main", fake_main)
+    args = [str(tmp_path / "c"), "--before", str(tmp_path / "before.csv"), "--weights", "0,0.5", "--out", str(tmp_path / "o")]
+    assert mod.main(args) == 0
+    t = pd.read_csv(tmp_path / "o" / "forward_pool_scan.csv").set_index("w")
+    assert list(t["even_within"]) == [0, 1] and list(t["odd_within"]) == [1, 0] and set(t["ratio"]) == {1.2}
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["forward_pool_scan.csv", "w0.5.csv", "w0.csv"]
+    assert mod.main([str(tmp_path / "c"), "--before", str(tmp_path / "none.csv")]) == 2
