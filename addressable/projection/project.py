@@ -573,9 +573,9 @@ def _whatifs(run: Run, groups: list[Group], owner: Callable[[Trace, replay_model
     backward and the win gives backward_cpu_us_after (the rest of the CPU then spills, replay.SPILLOVER; in a CNN's run
     SPILLOVER_CONV with the consumer-cast term below, SPILLOVER_CONV_KEPT without; a CNN's measured backward scale is
     pooled toward the step's, replay.BACKWARD_POOL_CONV, and its measured forward group's toward a multiple of it,
-    replay.FORWARD_POOL_CONV), else replayed under two hypotheses (its launches at the forward's measured scale, and the rest's). Where the win's output_dtype
-    says the replacement returns the dtype the module took and the module returned another, the casts its
-    consumers made of its output go too (`_casts_removed`, replay.consumer_casts)."""
+    replay.FORWARD_POOL_CONV), else replayed under two hypotheses (its launches at the forward's measured scale, and
+    the rest's). Where the win's output_dtype says the replacement returns the dtype the module took and the module
+    returned another, the casts its consumers made of its output go too (`_casts_removed`, replay.consumer_casts)."""
     whatifs, given, fallback, untold = [], [], [], []
     for i, grp in enumerate(groups):
         after = None if math.isnan(grp.kernels_after) else grp.kernels_after
