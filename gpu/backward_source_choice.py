@@ -14,14 +14,13 @@ About 2 min a source on this project's 2-core CPU.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import replay_corpus_validation as cv
-from forward_pool_scan import scan
+from forward_pool_scan import only, scan, scan_parser
 
 FIT_ON = ",".join(("dev", *cv.DEV[1:], *cv.HELD))
 
@@ -33,11 +32,8 @@ def with_spread(corpus: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("corpus", type=Path)
+    ap = scan_parser(__doc__, "backward_source_choice")
     ap.add_argument("--sources", default="pass,spread,both")
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--out", type=Path, default=Path("outputs/replay_corpus/backward_source_choice"))
     args = ap.parse_args(argv)
     sources = args.sources.split(",")
     if not set(sources) <= {"pass", "spread", "both"}:
@@ -47,9 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     if not names:
         print(f"no pair under {args.corpus} has backward_spread", file=sys.stderr)
         return 2
-    pairs = ["--pairs", "^(" + "|".join(names) + ")$"]
-    runs = [(source, source, [*pairs, "--backward-source", source]) for source in sources]
-    print(f"chosen on the even parts: {scan(args.corpus, args.out, 'backward_source_choice', 'source', runs, FIT_ON, args.jobs)}")
+    runs = [(source, source, [*only(names), "--backward-source", source]) for source in sources]
+    source = scan(args.corpus, args.out, "backward_source_choice", "source", runs, FIT_ON, args.jobs)
+    print(f"chosen on the even parts: {source}")
     return 0
 
 

@@ -64,6 +64,21 @@ def chosen(rows: list[dict], key: str) -> tuple[pd.DataFrame, object]:
     return table, table.sort_values(["even_within", "even_median"], ascending=[False, True]).iloc[0][key]
 
 
+def scan_parser(doc: str, name: str) -> argparse.ArgumentParser:
+    """A choice script's parser: CORPUS, --jobs (2) and --out (outputs/replay_corpus/NAME); the script adds its
+    candidates."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("corpus", type=Path)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--out", type=Path, default=Path("outputs/replay_corpus") / name)
+    return ap
+
+
+def only(names: list[str]) -> list[str]:
+    """The validation's flags that read these pairs alone."""
+    return ["--pairs", "^(" + "|".join(names) + ")$"]
+
+
 def scan(corpus: Path, out: Path, table_name: str, key: str, runs: list[tuple[object, str, list[str]]], fit_on: str,
          jobs: int, **fixed: object) -> object:
     """Runs `given` once per candidate (its `key` value, its CSV's stem under `out`, its flags to the validation),
@@ -83,12 +98,9 @@ def scan(corpus: Path, out: Path, table_name: str, key: str, runs: list[tuple[ob
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("corpus", type=Path)
+    ap = scan_parser(__doc__, "forward_pool_scan")
     ap.add_argument("--before", type=Path, required=True, help="a validation CSV of the corpus before the change")
     ap.add_argument("--weights", default="0,0.25,0.5,0.75,1")
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--out", type=Path, default=Path("outputs/replay_corpus/forward_pool_scan"))
     args = ap.parse_args(argv)
     if not args.before.is_file():
         print(f"--before: {args.before} is not a file", file=sys.stderr)

@@ -15,7 +15,6 @@ About 2 min a spill on this project's 2-core CPU.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -24,7 +23,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import replay_corpus_validation as cv
-from forward_pool_scan import scan
+from forward_pool_scan import only, scan, scan_parser
 
 FIT_ON = ",".join(("dev", *cv.DEV[1:], *cv.HELD))
 
@@ -43,11 +42,8 @@ def kept_dtype_training(corpus: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("corpus", type=Path)
+    ap = scan_parser(__doc__, "kept_dtype_spill_choice")
     ap.add_argument("--spills", default="0,0.05,0.1,0.15")
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--out", type=Path, default=Path("outputs/replay_corpus/kept_dtype_spill_choice"))
     args = ap.parse_args(argv)
     try:
         spills = [float(s) for s in args.spills.split(",")]
@@ -61,8 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     if not names:
         print(f"no CNN training pair under {args.corpus} keeps its output's dtype", file=sys.stderr)
         return 2
-    pairs = ["--pairs", "^(" + "|".join(names) + ")$"]
-    runs = [(spill, f"s{spill:g}", [*pairs, "--spillover-conv-kept", str(spill)]) for spill in spills]
+    runs = [(spill, f"s{spill:g}", [*only(names), "--spillover-conv-kept", str(spill)]) for spill in spills]
     spill = scan(args.corpus, args.out, "kept_dtype_spill_choice", "spill", runs, FIT_ON, args.jobs)
     print(f"chosen on the even parts: {spill:g}")
     return 0
