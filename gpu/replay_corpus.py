@@ -56,6 +56,7 @@ The split into dev and heldout is fixed before any data exists: results/h200/rep
     python3 gpu/replay_corpus.py "$OUT" --part 52 --budget-s 170    # held-out 47: 3 new, part 51's rules
     python3 gpu/replay_corpus.py "$OUT" --part 53 --budget-s 480    # held-out 48: 16 new, the families that missed
     python3 gpu/replay_corpus.py "$OUT" --part 54 --budget-s 480    # held-out 49: 10 new, kept-dtype CNN training
+    python3 gpu/replay_corpus.py "$OUT" --part 55 --budget-s 505    # held-out 50: 7 new, that class at its edges
     python3 gpu/replay_corpus.py OUT --isolated --pairs NAME,...    # swapped modules timed alone beside the step's
                                                                     # reading, nothing else (OUT/isolated/)
     python3 gpu/replay_corpus.py OUT --smoke [--pairs NAME,...]     # tiny sizes on the CPU (the test)
@@ -2626,6 +2627,24 @@ PAIRS += [
          p_bn_net("efficientnet_b0", 10, "EfficientNet-B0", same_dtype=True), 35),
 ]
 
+# part 55: held-out 50, 7 new pairs, registered on 7 Dec 2026 after held-out 49 was read, with no change to the
+# model: part 51's rules. The kept-dtype spill's class at the edges its in-sample pairs never reached: GroupNorm on
+# EfficientNet-B0 and RegNetX-400MF (every GroupNorm pair before was a ResNet, MobileNetV2 or RegNetY-400MF), and batches
+# large enough that the step may leave the CPU bound on ResNet-34/50, MobileNetV2 and EfficientNet-B0 (the
+# kept-dtype pairs with A's CPU share under 0.9 were all ResNet-18 or ResNet-50 BatchNorm); one of each family first
+PAIRS += [
+    Pair("efficientnetb0-gn-train-b16", "cnn", "tiny", 55, p_gn_net("efficientnet_b0", 16, "EfficientNet-B0"), 35),
+    Pair("regnetx400mf-gn-train-b16", "cnn", "tiny", 55, p_gn_net("regnet_x_400mf", 16, "RegNetX-400MF"), 30),
+    Pair("mobilenetv2-train-b96-bnkd", "cnn", "tiny", 55,
+         p_bn_net("mobilenet_v2", 96, "MobileNetV2", same_dtype=True), 35),
+    Pair("resnet50-gn-train-b24", "cnn", "tiny", 55, p_gn_net("resnet50", 24, "ResNet-50"), 30),
+    Pair("resnet34-gn-train-b48", "cnn", "tiny", 55, p_gn_net("resnet34", 48, "ResNet-34"), 30),
+    Pair("efficientnetb0-train-b48-bnkd", "cnn", "tiny", 55,
+         p_bn_net("efficientnet_b0", 48, "EfficientNet-B0", same_dtype=True), 35),
+    Pair("resnet50-train-b40-bnkd", "cnn", "tiny", 55, p_bn_net("resnet50", 40, "ResNet-50", same_dtype=True), 30),
+]
+
+
 def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
     the first of the regime dev in even regimes (sorted by name) and heldout in odd ones (halves balanced);
@@ -2660,7 +2679,8 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     against the original in alternating steps as scopes.paired_cpu reads them) heldout44 and part 50 (the same rules,
     five pairs) heldout45 and part 51 (the same, the module_cpu pass's forward read at the timed steps' speed)
     heldout46 and part 52 (the same rules, three pairs) heldout47 and part 53 (the same rules, the families that
-    missed) heldout48 and part 54 (the same, the kept-dtype spill) heldout49."""
+    missed) heldout48 and part 54 (the same, the kept-dtype spill) heldout49 and part 55 (the same, that spill's
+    class at its edges) heldout50."""
     named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11", 16: "heldout12", 17: "heldout13",
              18: "heldout14", 19: "heldout15", 20: "heldout16", 21: "heldout17",
              22: "heldout18", 23: "heldout19", 24: "heldout20", 25: "heldout21", 26: "heldout22",
@@ -2669,7 +2689,7 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
              36: "heldout32", 37: "heldout33", 38: "heldout34", 39: "heldout35", 40: "dev5",
              41: "heldout36", 42: "heldout37", 43: "heldout38", 44: "heldout39", 45: "heldout40",
              46: "heldout41", 47: "heldout42", 48: "heldout43", 49: "heldout44", 50: "heldout45",
-             51: "heldout46", 52: "heldout47", 53: "heldout48", 54: "heldout49"}
+             51: "heldout46", 52: "heldout47", 53: "heldout48", 54: "heldout49", 55: "heldout50"}
     out = {p.name: named.get(p.part, f"heldout{p.part - 1}") for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):

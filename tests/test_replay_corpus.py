@@ -1492,6 +1492,18 @@ def test_part_54_is_held_out_49_cnn_training_that_keeps_its_dtype() -> None:
     assert "heldout49" in _load("replay_corpus_validation").HELD
 
 
+def test_part_55_is_held_out_50_the_kept_dtype_spills_class_at_its_edges() -> None:
+    """Part 55 (heldout50): 7 new CNN training pairs whose swap keeps its output's dtype, at what held-out 49 left
+    out: GroupNorm on EfficientNet-B0 and RegNetX-400MF first, then batches that may leave the CPU bound."""
+    rc = _module()
+    _new_part(55, "heldout50", 7, ["efficientnetb0", "regnetx400mf", "mobilenetv2"], 7, 505)
+    new = [p for p in rc.PAIRS if p.part == 55]
+    assert all("-gn-" in p.name or p.name.endswith("-bnkd") for p in new)
+    gn_archs_before = {p.name.split("-")[0] for p in rc.PAIRS if p.part < 55 and "-gn-" in p.name}
+    assert {"efficientnetb0", "regnetx400mf"} <= {p.name.split("-")[0] for p in new if "-gn-" in p.name} - gn_archs_before
+    assert "heldout50" in _load("replay_corpus_validation").HELD
+
+
 def test_forward_pool_scan_reads_its_ratio_from_the_even_parts_and_chooses_the_weight_on_them(tmp_path: Path,
                                                                                               monkeypatch) -> None:
     """gpu/forward_pool_scan.py: the ratio is the even parts' median group over uniform scale of the CPU-bound CNN
