@@ -5,9 +5,12 @@ saves its module's consumers, took the place of the spill when both were chosen 
 38's rule). A swap that keeps its output's dtype (GroupNorm, BatchNorm that returns its input's dtype) has no casts
 to remove, so nothing stands in for the spill there. For each candidate spill, `given` is run on the CNN training
 pairs whose swap removes no consumer casts (CORPUS/swap_dtypes.csv), and the spill with the most even-part pairs
-within ±5% (then the lowest median |error|) is chosen; the odd parts check it.
+within ±5% (then the lowest median |error|) is chosen; the odd parts check it. Then, as a diagnosis, each pair's
+spill that would zero its error, read linearly between two of the spills (--zero-between), per family (GroupNorm,
+dtype-keeping BatchNorm, by the corpus's names) and beside the measured backward's share of the profiled CPU
+(OUT/kept_dtype_spill_zero.csv).
 
-    python gpu/kept_dtype_spill_choice.py CORPUS [--spills 0,0.05,0.1,0.15]
+    python gpu/kept_dtype_spill_choice.py CORPUS [--spills 0,0.05,0.1,0.15] [--zero-between 0,0.1]
         [--out outputs/replay_corpus/kept_dtype_spill_choice]
 
 About 2 min a spill on this project's 2-core CPU.
@@ -19,6 +22,7 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -41,14 +45,32 @@ def kept_dtype_training(corpus: Path) -> list[str]:
     return sorted(out)
 
 
+def zeroing_spill(lo: pd.DataFrame, hi: pd.DataFrame, spills: tuple[float, float]) -> pd.DataFrame:
+    """Each pair's spill that would zero `given`'s error, read linearly between its runs at the two `spills` (lo's
+    and hi's validation rows), with its family and its measured backward's share of the profiled CPU."""
+    lo, hi = lo.set_index("pair"), hi.set_index("pair").reindex(lo["pair"])
+    err_lo, err_hi = lo["given"] / lo["measured"] - 1, hi["given"] / hi["measured"] - 1
+    slope = (err_hi - err_lo) / (spills[1] - spills[0])
+    family = np.select([lo.index.str.contains("-gn-"), lo.index.str.contains("-bnkd")], ["GroupNorm", "BatchNorm"],
+                       "other")
+    return pd.DataFrame({"family": family, "zero": spills[0] - err_lo / slope.where(slope.abs() > 1e-9),
+                         "backward_cpu_share": lo["backward_cpu_share"]}).reset_index()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = scan_parser(__doc__, "kept_dtype_spill_choice")
     ap.add_argument("--spills", default="0,0.05,0.1,0.15")
+    ap.add_argument("--zero-between", default="0,0.1", help="two of --spills")
     args = ap.parse_args(argv)
     try:
         spills = [float(s) for s in args.spills.split(",")]
+        between = tuple(float(s) for s in args.zero_between.split(","))
     except ValueError:
-        print(f"--spills: {args.spills}: not a comma-separated list of numbers", file=sys.stderr)
+        print(f"--spills, --zero-between: {args.spills}, {args.zero_between}: not comma-separated numbers",
+              file=sys.stderr)
+        return 2
+    if len(between) != 2 or between[0] == between[1] or not set(between) <= set(spills):
+        print(f"--zero-between: {args.zero_between}: not two different spills of --spills", file=sys.stderr)
         return 2
     if not (args.corpus / "swap_dtypes.csv").is_file():
         print(f"{args.corpus / 'swap_dtypes.csv'} is not a file (gpu/swap_dtypes.py writes it)", file=sys.stderr)
@@ -59,6 +81,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     runs = [(spill, f"s{spill:g}", [*only(names), "--spillover-conv-kept", str(spill)]) for spill in spills]
     spill = scan(args.corpus, args.out, "kept_dtype_spill_choice", "spill", runs, FIT_ON, args.jobs)
+    zero = zeroing_spill(*(pd.read_csv(args.out / f"s{x:g}.csv") for x in between), (between[0], between[1]))
+    zero.to_csv(args.out / "kept_dtype_spill_zero.csv", index=False)
+    known = zero.dropna()
+    for family, g in known.groupby("family"):
+        r = g["zero"].corr(g["backward_cpu_share"])
+        print(f"{family}: the spill that zeroes the error, median {g['zero'].median():.3f} over {len(g)} pairs; "
+              f"correlation with the measured backward's CPU share {r:.2f}")
+    print(f"all: correlation {known['zero'].corr(known['backward_cpu_share']):.2f} over {len(known)} pairs")
     print(f"chosen on the even parts: {spill:g}")
     return 0
 

@@ -903,10 +903,12 @@ def test_kept_dtype_spill_choice_reads_the_cnn_training_pairs_without_consumer_c
                                                                                       capsys) -> None:
     """gpu/kept_dtype_spill_choice.py: the CNN training pairs with a measured backward whose swap removes no consumer
     casts (swap_dtypes.csv) are scored at each spill (--spillover-conv-kept) and the spill is chosen by the even
-    parts; a bad spill list and a corpus without swap_dtypes.csv are one-line errors."""
+    parts; each pair's zeroing spill is read between 0 and 0.1 (net-gn-train's error -4% at 0 and +4% at 0.1: 0.05;
+    net-train-bnkd's -3% and +7%: 0.03); a bad spill list, a --zero-between outside it and a corpus without
+    swap_dtypes.csv are one-line errors."""
     mod = _load("kept_dtype_spill_choice")
     c = tmp_path / "c"
-    pairs = ((10, "gn-train", "cnn", True), (11, "bnkd-train", "cnn", True), (12, "bn-train", "cnn", True),
+    pairs = ((10, "net-gn-train", "cnn", True), (11, "net-train-bnkd", "cnn", True), (12, "bn-train", "cnn", True),
              (12, "gn-infer", "cnn", True), (13, "vit-train", "train-small", True), (14, "old-train", "cnn", False))
     for part, name, regime, bwd in pairs:
         (c / f"part-{part}").mkdir(parents=True, exist_ok=True)
@@ -914,17 +916,17 @@ def test_kept_dtype_spill_choice_reads_the_cnn_training_pairs_without_consumer_c
             json.dumps({"regime": regime, **({"backward_pass": {"A": {}}} if bwd else {})}))
     dtypes = "pair,part,a_in,a_out,a_calls,b_in,b_out,b_calls,device,error\n" + "".join(
         f"{n},{p},bfloat16,{a},1,bfloat16,{b},1,cuda,\n" for n, p, a, b in (
-            ("gn-train", 10, "float32", "float32"), ("bnkd-train", 11, "bfloat16", "bfloat16"),
+            ("net-gn-train", 10, "float32", "float32"), ("net-train-bnkd", 11, "bfloat16", "bfloat16"),
             ("bn-train", 12, "float32", "bfloat16")))  # only bn-train's swap removes its consumers' casts
     (c / "swap_dtypes.csv").write_text(dtypes)
-    assert mod.kept_dtype_training(c) == ["bnkd-train", "gn-train"]
+    assert mod.kept_dtype_training(c) == ["net-gn-train", "net-train-bnkd"]
     given = {0.0: (0.96, 0.97), 0.05: (0.99, 1.02), 0.1: (1.04, 1.07), 0.15: (1.09, 1.12)}  # gn (even), bnkd (odd)
 
     def fake_main(argv: list[str]) -> int:
         spill, out = float(argv[argv.index("--spillover-conv-kept") + 1]), argv[argv.index("--out") + 1]
-        assert argv[argv.index("--pairs") + 1] == "^(bnkd-train|gn-train)$"
-        pd.DataFrame({"pair": ["gn-train", "bnkd-train"], "given": given[spill], "measured": [1.0, 1.0]}
-                     ).to_csv(out, index=False)
+        assert argv[argv.index("--pairs") + 1] == "^(net-gn-train|net-train-bnkd)$"
+        pd.DataFrame({"pair": ["net-gn-train", "net-train-bnkd"], "given": given[spill], "measured": [1.0, 1.0],
+                      "backward_cpu_share": [0.3, 0.4]}).to_csv(out, index=False)
         return 0
     monkeypatch.setattr(mod.cv, "main", fake_main)
     assert mod.main([str(c), "--out", str(tmp_path / "o")]) == 0
@@ -932,7 +934,11 @@ def test_kept_dtype_spill_choice_reads_the_cnn_training_pairs_without_consumer_c
     t = pd.read_csv(tmp_path / "o" / "kept_dtype_spill_choice.csv").set_index("spill")
     assert list(t["even_within"]) == [1, 1, 1, 0] and list(t["odd_within"]) == [1, 1, 0, 0]
     assert t.loc[0.05, "even_median"] == pytest.approx(0.01) and t.loc[0.0, "even_median"] == pytest.approx(0.04)
+    z = pd.read_csv(tmp_path / "o" / "kept_dtype_spill_zero.csv").set_index("pair")
+    assert list(z.loc[["net-gn-train", "net-train-bnkd"], "zero"]) == pytest.approx([0.05, 0.03])
+    assert list(z.loc[["net-gn-train", "net-train-bnkd"], "family"]) == ["GroupNorm", "BatchNorm"]
     assert mod.main([str(c), "--spills", "0,x"]) == 2
+    assert mod.main([str(c), "--spills", "0,0.05", "--zero-between", "0,0.1"]) == 2
     assert mod.main([str(c / "part-10")]) == 2
 
 
