@@ -27,7 +27,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import replay_corpus_validation as cv
-from forward_pool_scan import only, scan, scan_parser
+from forward_pool_scan import only, parts, scan, scan_parser
 
 FIT_ON = ",".join(("dev", *cv.DEV[1:], *cv.HELD))
 
@@ -54,7 +54,31 @@ def zeroing_spill(lo: pd.DataFrame, hi: pd.DataFrame, spills: tuple[float, float
     family = np.select([lo.index.str.contains("-gn-"), lo.index.str.contains("-bnkd")], ["GroupNorm", "BatchNorm"],
                        "other")
     return pd.DataFrame({"family": family, "zero": spills[0] - err_lo / slope.where(slope.abs() > 1e-9),
-                         "backward_cpu_share": lo["backward_cpu_share"]}).reset_index()
+                         "backward_cpu_share": lo["backward_cpu_share"], "error_lo": err_lo, "error_hi": err_hi,
+                         "spill_lo": spills[0], "spill_hi": spills[1]}).reset_index()
+
+
+def linear_check(zero: pd.DataFrame, part: dict[str, int], spill: float) -> pd.DataFrame:
+    """A spill linear in the measured backward's CPU share (clipped at 0), fitted to the zeroing spills of one half's
+    parts and scored on both by interpolating each pair's error, beside the constant `spill` (the shipped one): one
+    row per fit."""
+    z = zero.dropna(subset=["zero", "backward_cpu_share"])
+    even = z["pair"].map(part) % 2 == 0
+
+    def scored(spills: pd.Series) -> dict[str, float]:
+        at = (spills - z["spill_lo"]) / (z["spill_hi"] - z["spill_lo"])
+        e = (z["error_lo"] + (z["error_hi"] - z["error_lo"]) * at).abs()
+        return {f"{half}_{k}": v for half, m in (("even", even), ("odd", ~even))
+                for k, v in (("within", int((e[m] <= 0.05).sum())), ("median", float(e[m].median())))}
+
+    rows = [{"fit_on": "constant", "intercept": spill, "slope": 0.0, **scored(pd.Series(spill, index=z.index))}]
+    for half, m in (("even", even), ("odd", ~even)):
+        if z.loc[m, "backward_cpu_share"].nunique() < 2:  # no line through fewer than two shares
+            continue
+        slope, intercept = np.polyfit(z.loc[m, "backward_cpu_share"], z.loc[m, "zero"], 1)
+        rows.append({"fit_on": half, "intercept": intercept, "slope": slope,
+                     **scored((intercept + slope * z["backward_cpu_share"]).clip(lower=0))})
+    return pd.DataFrame(rows)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -79,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     if not names:
         print(f"no CNN training pair under {args.corpus} keeps its output's dtype", file=sys.stderr)
         return 2
+    shipped = cv.replay_module.SPILLOVER_CONV_KEPT  # each run below sets it for itself
     runs = [(spill, f"s{spill:g}", [*only(names), "--spillover-conv-kept", str(spill)]) for spill in spills]
     spill = scan(args.corpus, args.out, "kept_dtype_spill_choice", "spill", runs, FIT_ON, args.jobs)
     zero = zeroing_spill(*(pd.read_csv(args.out / f"s{x:g}.csv") for x in between), (between[0], between[1]))
@@ -89,6 +114,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{family}: the spill that zeroes the error, median {g['zero'].median():.3f} over {len(g)} pairs; "
               f"correlation with the measured backward's CPU share {r:.2f}")
     print(f"all: correlation {known['zero'].corr(known['backward_cpu_share']):.2f} over {len(known)} pairs")
+    check = linear_check(zero, parts(args.corpus), shipped)
+    print("a spill linear in that share, fitted on one half (errors interpolated between the two spills):")
+    print(check.to_string(index=False))
     print(f"chosen on the even parts: {spill:g}")
     return 0
 

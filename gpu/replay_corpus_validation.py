@@ -177,7 +177,7 @@ def speedup(g: Graph, changes: list[Change], scale: float | np.ndarray) -> float
 def casts_removed(dtypes: pd.DataFrame) -> dict[str, bool]:
     """Per pair of swap_dtypes.csv: whether its swap removes its module's consumers' casts (A's modules return a dtype
     other than their input's, B's return their input's; a pair whose probe failed removes none)."""
-    d = dtypes.fillna("")
+    d = dtypes.astype(object).fillna("")
     ok = (d["error"] == "") & (d["a_in"] != "") & (d["b_in"] != "")
     return dict(zip(d["pair"], ok & (d["a_out"] != d["a_in"]) & (d["b_out"] == d["b_in"]), strict=True))
 

@@ -942,6 +942,21 @@ def test_kept_dtype_spill_choice_reads_the_cnn_training_pairs_without_consumer_c
     assert mod.main([str(c / "part-10")]) == 2
 
 
+
+def test_kept_dtype_spill_linear_check_fits_one_half_and_scores_both() -> None:
+    """kept_dtype_spill_choice.linear_check: zeroing spills that are exactly 0.3 - 0.5 x the backward's share give
+    that line from either half, and at it every pair's interpolated error is 0; a constant 0.18 leaves the even
+    parts' pairs (zeroing spills 0.2 and 0.05, the error moving 1:1 with the spill) at -2% and +13%."""
+    mod = _load("kept_dtype_spill_choice")
+    share = pd.Series([0.2, 0.3, 0.5, 0.6])
+    zero_at = 0.3 - 0.5 * share
+    z = pd.DataFrame({"pair": ["a", "b", "c", "d"], "zero": zero_at, "backward_cpu_share": share,
+                      "error_lo": -zero_at, "error_hi": 0.3 - zero_at, "spill_lo": 0.0, "spill_hi": 0.3})
+    t = mod.linear_check(z, {"a": 10, "b": 11, "c": 12, "d": 13}, 0.18).set_index("fit_on")
+    assert t.loc["even", "intercept"] == pytest.approx(0.3) and t.loc["odd", "slope"] == pytest.approx(-0.5)
+    assert t.loc["even", "odd_median"] == pytest.approx(0.0, abs=1e-12) and t.loc["odd", "even_within"] == 2
+    assert t.loc["constant", "even_within"] == 1 and t.loc["constant", "even_median"] == pytest.approx(0.075)
+
 def test_host_sample_noise_reads_a_slow_host_mode_as_profile_would(tmp_path: Path) -> None:
     """A GPU-bound pair (step 20 ms throughout) whose host ran at 12 ms but at 18 ms in rounds 6 and 11 of 12: three
     spread rounds (0, 6, 11) read the slow mode twice and their median is 18 ms (+50%) whatever the step says; twelve
