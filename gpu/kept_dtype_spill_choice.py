@@ -1,4 +1,4 @@
-"""The choice behind replay.SPILLOVER_CONV_KEPT (CPU, over gpu/replay_corpus.py's parts 10-53; docs/replay.md).
+"""The choice behind replay.SPILLOVER_CONV_KEPT (CPU, over gpu/replay_corpus.py's parts 10 on; docs/replay.md).
 
 A CNN's measured backward spills nothing (SPILLOVER_CONV 0): the consumer-cast term, which removes the casts a swap
 saves its module's consumers, took the place of the spill when both were chosen on every CNN pair together (held-out
