@@ -59,9 +59,11 @@ def scores(t: pd.DataFrame, part: dict[str, int]) -> dict[str, float]:
 
 def chosen(rows: list[dict], key: str) -> tuple[pd.DataFrame, object]:
     """The scan's table (one row per candidate, with `scores`) and the `key` of the candidate with the most even-part
-    pairs within ±5%, then the lowest even-part median |error|."""
+    pairs within ±5%, then the lowest even-part median |error|, then the first listed."""
     table = pd.DataFrame(rows)
-    return table, table.sort_values(["even_within", "even_median"], ascending=[False, True]).iloc[0][key]
+    ranked = table.assign(listed=range(len(table))).sort_values(["even_within", "even_median", "listed"],
+                                                                ascending=[False, True, True])
+    return table, ranked.iloc[0][key]
 
 
 def scan_parser(doc: str, name: str) -> argparse.ArgumentParser:

@@ -943,6 +943,39 @@ def test_kept_dtype_spill_choice_reads_the_cnn_training_pairs_without_consumer_c
 
 
 
+
+def test_host_step_slack_choice_scans_the_pairs_the_slack_moves(tmp_path: Path, monkeypatch, capsys) -> None:
+    """gpu/host_step_slack_choice.py: every pair is run at the first and last slack, the pairs whose `given` differs
+    (side-a, part 10, and side-b, part 11; still does not move) are scanned at each, and the slack is chosen by the
+    even part, ties going to the first listed (0.1 and 100 both put side-a within 5%); too few slacks, a bad list and
+    a missing corpus are one-line errors."""
+    mod = _load("host_step_slack_choice")
+    c = tmp_path / "c"
+    for part, name in ((10, "side-a"), (11, "side-b"), (12, "still")):
+        (c / f"part-{part}").mkdir(parents=True)
+        (c / f"part-{part}" / f"{name}.json").write_text("{}")
+    given = {0.01: (1.10, 1.08, 1.0), 0.03: (1.06, 1.03, 1.0), 0.1: (1.01, 1.02, 1.0), 100: (1.01, 1.0, 1.0)}
+    seen = []
+
+    def fake_main(argv: list[str]) -> int:
+        slack, out = float(argv[argv.index("--host-step-slack") + 1]), argv[argv.index("--out") + 1]
+        names = ["side-a", "side-b", "still"]
+        if "--pairs" in argv:
+            assert argv[argv.index("--pairs") + 1] == "^(side-a|side-b)$"
+            names = names[:2]
+        seen.append((slack, len(names)))
+        pd.DataFrame({"pair": names, "given": given[slack][:len(names)], "measured": 1.0}).to_csv(out, index=False)
+        return 0
+    monkeypatch.setattr(mod.cv, "main", fake_main)
+    assert mod.main([str(c), "--out", str(tmp_path / "o")]) == 0
+    assert seen == [(0.01, 3), (100, 3), (0.01, 2), (0.03, 2), (0.1, 2), (100, 2)]
+    assert capsys.readouterr().out.splitlines()[-1] == "chosen on the even parts: 0.1"
+    t = pd.read_csv(tmp_path / "o" / "host_step_slack_choice.csv").set_index("slack")
+    assert list(t["even_within"]) == [0, 0, 1, 1] and list(t["odd_within"]) == [0, 1, 1, 1]
+    assert mod.main([str(c), "--slacks", "0.1"]) == 2
+    assert mod.main([str(c), "--slacks", "0.1,x"]) == 2
+    assert mod.main([str(tmp_path / "none")]) == 2
+
 def test_kept_dtype_spill_linear_check_fits_one_half_and_scores_both() -> None:
     """kept_dtype_spill_choice.linear_check: zeroing spills that are exactly 0.3 - 0.5 x the backward's share give
     that line from either half, and at it every pair's interpolated error is 0; a constant 0.18 leaves the even
@@ -1523,6 +1556,17 @@ def test_part_55_is_held_out_50_the_kept_dtype_spills_class_at_its_edges() -> No
     gn_archs_before = {p.name.split("-")[0] for p in rc.PAIRS if p.part < 55 and "-gn-" in p.name}
     assert {"efficientnetb0", "regnetx400mf"} <= {p.name.split("-")[0] for p in new if "-gn-" in p.name} - gn_archs_before
     assert "heldout50" in _load("replay_corpus_validation").HELD
+
+
+def test_part_56_is_held_out_51_steps_the_gpu_alone_outlasts() -> None:
+    """Part 56 (heldout51): 10 new pairs for replay.HOST_STEP_SLACK's class, side-stream swaps and GPU-bound BatchNorm
+    inference alternating first, then a main-stream swap: every one inference (no backward)."""
+    rc = _module()
+    _new_part(56, "heldout51", 10, ["two", "resnet18", "two", "resnet34", "two"], 0, 480)
+    new = [p for p in rc.PAIRS if p.part == 56]
+    assert {p.swap for p in new} == {"side-stream", "main-stream", "tiny"}
+    assert [p.regime for p in new].count("multi-stream") == 6 and all("-infer-" in p.name for p in new if p.regime == "cnn")
+    assert "heldout51" in _load("replay_corpus_validation").HELD
 
 
 def test_forward_pool_scan_reads_its_ratio_from_the_even_parts_and_chooses_the_weight_on_them(tmp_path: Path,

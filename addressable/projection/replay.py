@@ -1183,8 +1183,12 @@ def _solve(f: Callable[[float], float], target: float, lo: float, hi: float, rto
 
 
 # the host time's fit keeps the unmodified replayed step within this much of its least (the GPU alone): the step
-# measured without the profiler bounds the CPU too (not fitted: chosen before held-out 18, docs/replay.md)
-HOST_STEP_SLACK = 0.01
+# measured without the profiler bounds the CPU too. Where the GPU alone already replays longer than the measured step,
+# the replay's GPU side is off by that much, so the step bounds the CPU only loosely: 1% squeezed the CPU of
+# side-stream steps to 0.2x and over-predicted them. Chosen among 0.01, 0.03, 0.1 and unbounded on the even parts'
+# 19 pairs it moves (12 -> 17 within 5%; unbounded tied, and the least change was taken), the odd parts' 27
+# checking (18 -> 22), before held-out 50 was captured (docs/replay.md)
+HOST_STEP_SLACK = 0.1
 # on, a step with no backward takes its CPU scale from its host time wherever one was measured, not from its step
 # time: the step sees the CPU only through the replay's GPU side, and where the GPU alone replays within a few percent
 # of the step (least/step 0.95-1.02 over the corpus's clearly GPU-bound steps) a small error there moves the scale

@@ -59,6 +59,19 @@ def test_the_host_time_fixes_the_cpu_scale_the_step_time_cannot(tmp_path: Path) 
     assert without == pytest.approx(29.3)
 
 
+
+def test_the_step_bounds_the_host_times_scale_loosely(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The GPU-bound step measured at 1000 us, shorter than its kernels alone replay (1019.3 us): a host time of 200 us
+    (2x the profiled CPU) lengthens the replayed step to 1031 us, 1.1% over its least. Within replay.HOST_STEP_SLACK
+    (0.1) the host time decides; at the 1% it had before, the step held the scale under 2x."""
+    g = graph(tmp_path, gpu_bound())
+    assert replay_module.HOST_STEP_SLACK == 0.1
+    assert fit_cpu_scale(g, 1000.0, host_us=200.0) == pytest.approx(2.0, rel=2e-3)
+    monkeypatch.setattr(replay_module, "HOST_STEP_SLACK", 0.01)
+    tight = fit_cpu_scale(g, 1000.0, host_us=200.0)
+    assert 1.0 < tight < 1.9 and step_span(replay(g, cpu_scale=tight)) == pytest.approx(1019.3 * 1.01, rel=1e-3)
+
+
 def test_a_step_the_cpu_holds_is_fitted_by_its_step_and_its_host_time_alike(tmp_path: Path) -> None:
     """The launch-bound step (1000 us of CPU, 5 us kernels): both its step and its host time move with the scale one
     for one, so a host time read with the step (the same steps, one host speed) leaves the step's fit where it is,
