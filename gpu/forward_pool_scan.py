@@ -81,6 +81,13 @@ def only(names: list[str]) -> list[str]:
     return ["--pairs", "^(" + "|".join(names) + ")$"]
 
 
+def run_given(corpus: Path, csv: Path, fit_on: str, flags: list[str], jobs: int) -> pd.DataFrame:
+    """The validation's rows (`given` and the rest, the truth the interleaved rounds') with these flags, written to
+    `csv`."""
+    cv.main([str(corpus), "--truth", "rounds", "--fit-on", fit_on, *flags, "--jobs", str(jobs), "--out", str(csv)])
+    return pd.read_csv(csv)
+
+
 def scan(corpus: Path, out: Path, table_name: str, key: str, runs: list[tuple[object, str, list[str]]], fit_on: str,
          jobs: int, **fixed: object) -> object:
     """Runs `given` once per candidate (its `key` value, its CSV's stem under `out`, its flags to the validation),
@@ -90,9 +97,7 @@ def scan(corpus: Path, out: Path, table_name: str, key: str, runs: list[tuple[ob
     out.mkdir(parents=True, exist_ok=True)
     rows = []
     for value, stem, flags in runs:
-        csv = out / f"{stem}.csv"
-        cv.main([str(corpus), "--truth", "rounds", "--fit-on", fit_on, *flags, "--jobs", str(jobs), "--out", str(csv)])
-        rows.append({key: value, **fixed, **scores(pd.read_csv(csv), part)})
+        rows.append({key: value, **fixed, **scores(run_given(corpus, out / f"{stem}.csv", fit_on, flags, jobs), part)})
     table, best = chosen(rows, key)
     print(table.to_string(index=False))
     table.to_csv(out / f"{table_name}.csv", index=False)

@@ -22,7 +22,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import replay_corpus_validation as cv
-from forward_pool_scan import only, scan, scan_parser
+from forward_pool_scan import only, run_given, scan, scan_parser
 
 FIT_ON = ",".join(("dev", *cv.DEV[1:], *cv.HELD))
 
@@ -49,13 +49,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.corpus} is not a folder", file=sys.stderr)
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
-    ends = []
-    for slack in (slacks[0], slacks[-1]):
-        csv = args.out / f"all_s{slack:g}.csv"
-        cv.main([str(args.corpus), "--truth", "rounds", "--fit-on", FIT_ON, "--host-step-slack", str(slack),
-                 "--jobs", str(args.jobs), "--out", str(csv)])
-        ends.append(pd.read_csv(csv))
-    names = moved(*ends)
+    names = moved(*(run_given(args.corpus, args.out / f"all_s{slack:g}.csv", FIT_ON, ["--host-step-slack", str(slack)],
+                              args.jobs) for slack in (slacks[0], slacks[-1])))
     if not names:
         print(f"no pair under {args.corpus} moves between slack {slacks[0]:g} and {slacks[-1]:g}", file=sys.stderr)
         return 2

@@ -1963,6 +1963,16 @@ PAIRS += [
 # for the replay's reading of a wait for an op launched later (chosen on the 43 read two-stream pairs). GEMM counts,
 # swap kinds and sizes the corpus never ran on that side
 MAIN_STREAM_SWAPS = {"gelu": "gelu", "layernorm": "ln", "rmsnorm": "rms", "small-gelu": "small-gelu"}  # name: kind
+
+
+def two_stream_pair(swap: str, size: int, gemms: int, part: int, main: bool = False, est_s: float = 18) -> Pair:
+    """A two-stream pair named from what it runs: the MAIN_STREAM_SWAPS `swap` at `size` beside `gemms` GEMMs, on the
+    side stream (two-stream-nSIZE-SWAP-gGEMMS) or, with `main`, on the main stream (two-stream-main-gGEMMS-SWAP-nSIZE)."""
+    name = f"two-stream-main-g{gemms}-{swap}-n{size}" if main else f"two-stream-n{size}-{swap}-g{gemms}"
+    return Pair(name, "multi-stream", "main-stream" if main else "side-stream", part,
+                p_two_stream(MAIN_STREAM_SWAPS[swap], size, swap_on_main=main, gemms=gemms), est_s)
+
+
 PAIRS += [
     Pair(f"two-stream-main-g{g}-{name}" + (f"-n{n}" if n != 4096 else ""), "multi-stream", "main-stream", 32,
          p_two_stream(MAIN_STREAM_SWAPS[name], n, swap_on_main=True, gemms=g), 18)
@@ -2653,21 +2663,15 @@ PAIRS += [
 # BatchNorm inference near where the GPU alone outlasts the step, at sizes and batches the corpus never ran; one of
 # each family first
 PAIRS += [
-    Pair("two-stream-n2688-rmsnorm-g4", "multi-stream", "side-stream", 56,
-         p_two_stream(MAIN_STREAM_SWAPS["rmsnorm"], 2688, gemms=4), 18),
+    two_stream_pair("rmsnorm", 2688, 4, 56),
     Pair("resnet18-infer-b86-bn", "cnn", "tiny", 56, p_bn(86, False), 15),
-    Pair("two-stream-n2432-layernorm-g6", "multi-stream", "side-stream", 56,
-         p_two_stream(MAIN_STREAM_SWAPS["layernorm"], 2432, gemms=6), 18),
+    two_stream_pair("layernorm", 2432, 6, 56),
     Pair("resnet34-infer-b76-bn", "cnn", "tiny", 56, p_bn_net("resnet34", 76, "ResNet-34", train=False), 20),
-    Pair("two-stream-n2944-gelu-g5", "multi-stream", "side-stream", 56,
-         p_two_stream(MAIN_STREAM_SWAPS["gelu"], 2944, gemms=5), 18),
-    Pair("two-stream-main-g4-layernorm-n2944", "multi-stream", "main-stream", 56,
-         p_two_stream(MAIN_STREAM_SWAPS["layernorm"], 2944, swap_on_main=True, gemms=4), 18),
-    Pair("two-stream-n2176-rmsnorm-g6", "multi-stream", "side-stream", 56,
-         p_two_stream(MAIN_STREAM_SWAPS["rmsnorm"], 2176, gemms=6), 18),
+    two_stream_pair("gelu", 2944, 5, 56),
+    two_stream_pair("layernorm", 2944, 4, 56, main=True),
+    two_stream_pair("rmsnorm", 2176, 6, 56),
     Pair("resnet18-infer-b62-bn", "cnn", "tiny", 56, p_bn(62, False), 15),
-    Pair("two-stream-n3200-layernorm-g5", "multi-stream", "side-stream", 56,
-         p_two_stream(MAIN_STREAM_SWAPS["layernorm"], 3200, gemms=5), 18),
+    two_stream_pair("layernorm", 3200, 5, 56),
     Pair("resnet50-infer-b56-bn", "cnn", "tiny", 56, p_bn_net("resnet50", 56, "ResNet-50", train=False), 20),
 ]
 

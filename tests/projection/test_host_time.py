@@ -59,7 +59,6 @@ def test_the_host_time_fixes_the_cpu_scale_the_step_time_cannot(tmp_path: Path) 
     assert without == pytest.approx(29.3)
 
 
-
 def test_the_step_bounds_the_host_times_scale_loosely(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The GPU-bound step measured at 1000 us, shorter than its kernels alone replay (1019.3 us): a host time of 200 us
     (2x the profiled CPU) lengthens the replayed step to 1031 us, 1.1% over its least. Within replay.HOST_STEP_SLACK
