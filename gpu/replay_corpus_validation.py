@@ -602,7 +602,8 @@ def corpus_pairs(root: Path) -> list[tuple[Path, str]]:
 MODEL_CONSTANTS = {"spillover": "SPILLOVER", "spillover_conv": "SPILLOVER_CONV",
                    "spillover_conv_kept": "SPILLOVER_CONV_KEPT", "backward_pool": "BACKWARD_POOL", "backward_pool_conv": "BACKWARD_POOL_CONV",
                    "forward_pool_conv": "FORWARD_POOL_CONV", "forward_pool_ratio": "FORWARD_POOL_RATIO",
-                   "host_step_slack": "HOST_STEP_SLACK", "host_first": "HOST_FIRST", "host_weighted": "HOST_WEIGHTED"}
+                   "host_step_slack": "HOST_STEP_SLACK", "host_first": "HOST_FIRST", "host_weighted": "HOST_WEIGHTED",
+                   "concurrent_work": "CONCURRENT_WORK"}
 # a folder of `gpu/replay_corpus.py --isolated` readings (NAME.isolated.json) for captures without isolated_cpu
 ISOLATED_FROM: Path | None = None
 # the statistic of A's host times (cpu_ms) the validation passes as host_us: the median, as `profile` records it
@@ -619,8 +620,8 @@ def add_model_constants(ap: argparse.ArgumentParser) -> None:
     --backward-pool-conv (the same for a CNN), --forward-pool-conv (a CNN's measured forward group's),
     --forward-pool-ratio (its target over the uniform fit's scale),
     --host-step-slack, --host-first (1: a step with no backward fits
-    its scale to its host time wherever one was measured) and --host-weighted (0: the step alone fits its scale
-    wherever it can): replay's constants for this run."""
+    its scale to its host time wherever one was measured), --host-weighted (0: the step alone fits its scale
+    wherever it can) and --concurrent-work (1: sharing is work-conserving): replay's constants for this run."""
     for dest, name in MODEL_CONSTANTS.items():
         ap.add_argument(f"--{dest.replace('_', '-')}", dest=dest, type=float, default=None,
                         help=f"replay.{name} for this run (default {getattr(replay_module, name)})")

@@ -1594,3 +1594,25 @@ def test_forward_pool_scan_reads_its_ratio_from_the_even_parts_and_chooses_the_w
     assert list(t["even_within"]) == [0, 1] and list(t["odd_within"]) == [1, 0] and set(t["ratio"]) == {1.2}
     assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["forward_pool_scan.csv", "w0.5.csv", "w0.csv"]
     assert mod.main([str(tmp_path / "c"), "--before", str(tmp_path / "none.csv")]) == 2
+
+
+def test_concurrent_work_clusters_measure_the_work_two_streams_did_at_once() -> None:
+    """concurrent_work_choice.clusters: work 0 ran alone for 100 us and work 1 for 50; at 200-320 and 250-310 they
+    overlap for 60 us, and their 150 us of solo work in a 120 us span is R = 1 + 30 / 60 = 1.5. A third kernel with no
+    solo sample in that cluster leaves nothing to measure and is what R moves."""
+    mod = _load("concurrent_work_choice")
+    start, end = np.array([0.0, 200, 400, 250]), np.array([100.0, 320, 450, 310])
+    stream, device, kernel = np.array([0, 0, 1, 1]), np.zeros(4, int), np.ones(4, bool)
+    found, moves = mod.clusters(start, end, stream, device, kernel, np.array([0, 0, 1, 1]))
+    assert list(found["r"]) == [pytest.approx(1.5)] and list(found["overlapped_us"]) == [pytest.approx(60)]
+    assert not moves
+    found, moves = mod.clusters(start, end, stream, device, kernel, np.array([0, 0, 1, 2]))
+    assert found.empty and moves
+
+
+def test_concurrent_work_replaces_one_only_where_both_halves_do_better() -> None:
+    """concurrent_work_choice.better_on_both: more pairs within ±5% on each half, or as many at a lower median."""
+    mod = _load("concurrent_work_choice")
+    before = pd.Series({"even_within": 6, "even_median": 0.029, "odd_within": 14, "odd_median": 0.020})
+    assert not mod.better_on_both(before, before.replace({6: 7, 0.020: 0.027}))
+    assert mod.better_on_both(before, before.replace({6: 7, 0.020: 0.019}))

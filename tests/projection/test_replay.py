@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from addressable.cli import main
+from addressable.projection import replay as replay_module
 from addressable.projection.replay import Change, build_graph, original, replay, replayable, residual
 from addressable.trace.reader import load_trace
 
@@ -561,6 +562,17 @@ def test_kernels_sharing_the_gpu(tmp_path: Path) -> None:
     r = replay(g, [Change(g.gpu_dur == 200, k=2)])
     assert r.gpu_end[long] - r.gpu_start[long] == pytest.approx(125, abs=0.05)
     assert r.gpu_end[k2] - r.gpu_start[k2] == pytest.approx(80, abs=0.05)
+
+
+def test_concurrent_work_leaves_the_unsampled_kernel_less_loss(tmp_path: Path, monkeypatch) -> None:
+    """With CONCURRENT_WORK 1.25 the pair of test_kernels_sharing_the_gpu did 0.25 x its 80 us overlapped of extra
+    work: L's loss is 50 - 20 = 30 us (solo 170); K2's, from its solo sample, stays 30."""
+    monkeypatch.setattr(replay_module, "CONCURRENT_WORK", 1.25)
+    g = sharing(tmp_path)
+    k2, long = np.flatnonzero(g.gpu_dur == 80)[0], np.flatnonzero(g.gpu_dur == 200)[0]
+    assert (g.gpu_solo[long], g.gpu_share[long]) == (pytest.approx(170), pytest.approx(30 / 80))
+    assert (g.gpu_solo[k2], g.gpu_share[k2]) == (pytest.approx(50), pytest.approx(30 / 80))
+    assert residual(g, replay(g)) == pytest.approx(0, abs=1e-12)
 
 
 def test_collectives_do_not_share_the_gpu(tmp_path: Path) -> None:
