@@ -58,6 +58,7 @@ The split into dev and heldout is fixed before any data exists: results/h200/rep
     python3 gpu/replay_corpus.py "$OUT" --part 54 --budget-s 480    # held-out 49: 10 new, kept-dtype CNN training
     python3 gpu/replay_corpus.py "$OUT" --part 55 --budget-s 505    # held-out 50: 7 new, that class at its edges
     python3 gpu/replay_corpus.py "$OUT" --part 56 --budget-s 480    # held-out 51: 10 new, the host time's bound
+    python3 gpu/replay_corpus.py "$OUT" --part 57 --budget-s 480    # held-out 52: 8 new, the families at the edges
     python3 gpu/replay_corpus.py OUT --isolated --pairs NAME,...    # swapped modules timed alone beside the step's
                                                                     # reading, nothing else (OUT/isolated/)
     python3 gpu/replay_corpus.py OUT --smoke [--pairs NAME,...]     # tiny sizes on the CPU (the test)
@@ -2676,6 +2677,25 @@ PAIRS += [
 ]
 
 
+# part 57: held-out 52, 8 new pairs, registered on 8 Dec 2026 after held-outs 50 and 51 were read, with no change to
+# the model (gpu/concurrent_work_choice.py's rate was checked and not taken): part 51's rules. The next member of each
+# family that missed or sat at an edge there: side-stream norms beside 4-5 GEMMs (held-out 51's n2688-rmsnorm-g4
+# -7.6%, n2432-layernorm-g6 outside its interval), GroupNorm and kept-dtype BatchNorm training at batches that may
+# leave the CPU bound on networks other than ResNet-18 (held-out 50 reached that once), and GPU-bound BatchNorm
+# inference at batches the corpus never ran; one of each family first
+PAIRS += [
+    two_stream_pair("rmsnorm", 2560, 4, 57),
+    Pair("resnet50-gn-train-b40", "cnn", "tiny", 57, p_gn_net("resnet50", 40, "ResNet-50"), 30),
+    Pair("resnet34-infer-b60-bn", "cnn", "tiny", 57, p_bn_net("resnet34", 60, "ResNet-34", train=False), 20),
+    Pair("efficientnetb0-train-b64-bnkd", "cnn", "tiny", 57,
+         p_bn_net("efficientnet_b0", 64, "EfficientNet-B0", same_dtype=True), 35),
+    two_stream_pair("layernorm", 2560, 5, 57),
+    Pair("mobilenetv2-gn-train-b48", "cnn", "tiny", 57, p_gn_net("mobilenet_v2", 48, "MobileNetV2"), 35),
+    two_stream_pair("rmsnorm", 2944, 5, 57),
+    Pair("resnet50-infer-b40-bn", "cnn", "tiny", 57, p_bn_net("resnet50", 40, "ResNet-50", train=False), 20),
+]
+
+
 def split_of(pairs: list[Pair]) -> dict[str, str]:
     """dev or heldout for each pair of parts 1-2: within a regime, pairs in order of sha256(name) alternate,
     the first of the regime dev in even regimes (sorted by name) and heldout in odd ones (halves balanced);
@@ -2711,7 +2731,8 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
     five pairs) heldout45 and part 51 (the same, the module_cpu pass's forward read at the timed steps' speed)
     heldout46 and part 52 (the same rules, three pairs) heldout47 and part 53 (the same rules, the families that
     missed) heldout48 and part 54 (the same, the kept-dtype spill) heldout49 and part 55 (the same, that spill's
-    class at its edges) heldout50 and part 56 (the host time's looser bound) heldout51."""
+    class at its edges) heldout50 and part 56 (the host time's looser bound) heldout51 and part 57 (the same rules,
+    the families that missed or sat at an edge there) heldout52."""
     named = {10: "dev2", 11: "heldout9", 12: "dev3", 13: "dev4", 14: "heldout10", 15: "heldout11", 16: "heldout12", 17: "heldout13",
              18: "heldout14", 19: "heldout15", 20: "heldout16", 21: "heldout17",
              22: "heldout18", 23: "heldout19", 24: "heldout20", 25: "heldout21", 26: "heldout22",
@@ -2720,7 +2741,8 @@ def split_of(pairs: list[Pair]) -> dict[str, str]:
              36: "heldout32", 37: "heldout33", 38: "heldout34", 39: "heldout35", 40: "dev5",
              41: "heldout36", 42: "heldout37", 43: "heldout38", 44: "heldout39", 45: "heldout40",
              46: "heldout41", 47: "heldout42", 48: "heldout43", 49: "heldout44", 50: "heldout45",
-             51: "heldout46", 52: "heldout47", 53: "heldout48", 54: "heldout49", 55: "heldout50", 56: "heldout51"}
+             51: "heldout46", 52: "heldout47", 53: "heldout48", 54: "heldout49", 55: "heldout50", 56: "heldout51",
+             57: "heldout52"}
     out = {p.name: named.get(p.part, f"heldout{p.part - 1}") for p in pairs if p.part >= 3}
     pairs = [p for p in pairs if p.part < 3]
     for i, regime in enumerate(sorted({p.regime for p in pairs})):

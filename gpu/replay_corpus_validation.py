@@ -123,7 +123,7 @@ HELD = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "
         "heldout32", "heldout33", "heldout34", "heldout35", "heldout36", "heldout37", "heldout38",
         "heldout39", "heldout40", "heldout41", "heldout42", "heldout43", "heldout44",
         "heldout45", "heldout46", "heldout47", "heldout48",
-        "heldout49", "heldout50", "heldout51")  # parts 1-2's half, 3-9, 11, 14-39, 41-56
+        "heldout49", "heldout50", "heldout51", "heldout52")  # parts 1-2's half, 3-9, 11, 14-39, 41-57
 DEV = ("dev", "dev2", "dev3", "dev4", "dev5")  # parts 1-2's half, part 10, part 12, part 13, part 40
 # the statistic of A's unprofiled steps and of the swap group's profiler-free CPU the models read: the median, as
 # `project` reads a run (step_time_ms and host_time_ms are medians) and as the truth is taken (the median of rounds'

@@ -1616,3 +1616,16 @@ def test_concurrent_work_replaces_one_only_where_both_halves_do_better() -> None
     before = pd.Series({"even_within": 6, "even_median": 0.029, "odd_within": 14, "odd_median": 0.020})
     assert not mod.better_on_both(before, before.replace({6: 7, 0.020: 0.027}))
     assert mod.better_on_both(before, before.replace({6: 7, 0.020: 0.019}))
+
+
+def test_part_57_is_held_out_52_the_next_member_of_each_family_that_missed() -> None:
+    """Part 57 (heldout52): 8 new pairs, no change to the model: side-stream norms beside 4-5 GEMMs, GroupNorm and
+    kept-dtype BatchNorm training at large batches off ResNet-18, and GPU-bound BatchNorm inference, one of each
+    family first."""
+    rc = _module()
+    _new_part(57, "heldout52", 8, ["two", "resnet50", "resnet34", "efficientnetb0"], 3, 480)
+    new = [p for p in rc.PAIRS if p.part == 57]
+    assert [p.regime for p in new].count("multi-stream") == 3 and all(p.swap == "side-stream" for p in new
+                                                                        if p.regime == "multi-stream")
+    assert all(not p.name.startswith("resnet18") for p in new if "-train-" in p.name)
+    assert "heldout52" in _load("replay_corpus_validation").HELD
