@@ -30,7 +30,8 @@ import replay_corpus_validation as cv
 import replay_validation as rv
 from forward_pool_scan import only, parts, scan, scan_parser
 
-from addressable.projection.replay import SHARE_TOL_US, _overlap, _work
+from addressable.projection.replay import SHARE_TOL_US, _overlap, _work, solo_of_work
+from addressable.projection.replay import clusters as replay_clusters
 
 FIT_ON = ",".join(("dev", *cv.DEV[1:], *cv.HELD))
 
@@ -43,23 +44,20 @@ def clusters(start: np.ndarray, end: np.ndarray, stream: np.ndarray, device: np.
     over = _overlap(start, end, stream, device, kernel)
     live = kernel & (dur > 0)
     shared = kernel & (over > SHARE_TOL_US)
-    alone = live & ~shared
-    ref = pd.Series(work).map(pd.Series(dur[alone]).groupby(work[alone]).median()).to_numpy(float)
-    rows = []
+    ref = solo_of_work(dur, work, live & ~shared)
+    found = []
     for d in np.unique(device[live]):
-        o = np.flatnonzero(live & (device == d))
-        o = o[np.argsort(start[o], kind="stable")]
-        new = np.r_[True, start[o][1:] > np.maximum.accumulate(end[o])[:-1]]
-        cl = np.cumsum(new) - 1
-        for c in np.unique(cl[shared[o]]):
-            m = o[cl == c]
-            overlapped = over[m].sum() / 2
-            if np.isnan(ref[m]).any() or overlapped <= SHARE_TOL_US:
-                continue
-            span = end[m].max() - start[m].min()
-            rows.append({"kernels": len(m), "overlapped_us": overlapped,
-                         "r": 1 + (np.minimum(ref[m], dur[m]).sum() - span) / overlapped})
-    return pd.DataFrame(rows, columns=["kernels", "overlapped_us", "r"]), bool((shared & np.isnan(ref)).any())
+        o, cl, first = replay_clusters(start, end, np.flatnonzero(live & (device == d)))
+        n = len(first)
+        overlapped = np.bincount(cl, weights=over[o], minlength=n) / 2
+        solo = np.bincount(cl, weights=np.nan_to_num(np.minimum(ref[o], dur[o])), minlength=n)
+        span = np.maximum.reduceat(end[o], first) - start[o][first]
+        measured = ((np.bincount(cl, weights=shared[o], minlength=n) > 0) & (overlapped > SHARE_TOL_US)
+                    & (np.bincount(cl, weights=np.isnan(ref[o]), minlength=n) == 0))
+        found.append(pd.DataFrame({"kernels": np.bincount(cl, minlength=n), "overlapped_us": overlapped,
+                                   "r": 1 + (solo - span) / np.where(measured, overlapped, 1.0)})[measured])
+    table = pd.concat(found, ignore_index=True) if found else pd.DataFrame(columns=["kernels", "overlapped_us", "r"])
+    return table, bool((shared & np.isnan(ref)).any())
 
 
 def read_pair(a: Path) -> tuple[str, pd.DataFrame, bool]:

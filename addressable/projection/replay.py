@@ -651,6 +651,19 @@ def _overlap(start: np.ndarray, end: np.ndarray, stream: np.ndarray, device: np.
     return out
 
 
+def clusters(start: np.ndarray, end: np.ndarray, ops: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`ops` (indices) in start order, each one's cluster (ops that overlap, chained) and each cluster's first
+    position in that order."""
+    o = ops[np.argsort(start[ops], kind="stable")]
+    new = np.r_[True, start[o][1:] > np.maximum.accumulate(end[o])[:-1]]
+    return o, np.cumsum(new) - 1, np.flatnonzero(new)
+
+
+def solo_of_work(dur: np.ndarray, work: np.ndarray, alone: np.ndarray) -> np.ndarray:
+    """Each op's work's median duration over the `alone` ops that do it (NaN where none did)."""
+    return pd.Series(work).map(pd.Series(dur[alone]).groupby(work[alone]).median()).to_numpy(float)
+
+
 def _sharing(start: np.ndarray, end: np.ndarray, stream: np.ndarray, device: np.ndarray, kernel: np.ndarray,
              work: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each kernel's solo duration and the share of its overlap with other streams that stretched it;
@@ -671,20 +684,13 @@ def _sharing(start: np.ndarray, end: np.ndarray, stream: np.ndarray, device: np.
     shared = kernel & (over > SHARE_TOL_US)
     if not shared.any():
         return solo, share
-    alone = kernel & ~shared & (dur > 0)
-    solo_of_work = pd.Series(dur[alone]).groupby(work[alone]).median()
-    ref = pd.Series(work).map(solo_of_work).to_numpy(float)
+    ref = solo_of_work(dur, work, kernel & ~shared & (dur > 0))
     known = shared & ~np.isnan(ref)
     loss = np.zeros(n)
     loss[known] = np.clip(dur[known] - ref[known], 0.0, over[known])
     unknown = shared & np.isnan(ref)
     for d in np.unique(device[unknown]):  # what is left of each cluster's loss, for its kernels with no solo sample
-        o = np.flatnonzero(kernel & (dur > 0) & (device == d))
-        o = o[np.argsort(start[o], kind="stable")]
-        reach = np.maximum.accumulate(end[o])
-        new = np.r_[True, start[o][1:] > reach[:-1]]
-        first = np.flatnonzero(new)
-        cl = np.cumsum(new) - 1
+        o, cl, first = clusters(start, end, np.flatnonzero(kernel & (dur > 0) & (device == d)))
         lost = (np.bincount(cl, weights=dur[o] - loss[o]) - (np.maximum.reduceat(end[o], first) - start[o][first])
                 - (CONCURRENT_WORK - 1) * np.bincount(cl, weights=over[o]) / 2)
         unk = o[unknown[o]]
